@@ -1,0 +1,399 @@
+# common.bash: loaded by every bats file with `load helpers/common`.
+#
+# Puts the fatkit build first on PATH, pins the environment of the oracles
+# (mtools, dosfstools) so a user's configuration never changes a result, and
+# provides helpers that build, fill and inspect FAT images. The helpers use
+# only tools we did not write (mkfs.fat, mtools, sfdisk, fsck.fat) and
+# tests/helpers/fatimg.py, an independent reader of the on-disk format.
+#
+# Helpers (see each for details):
+#   mkimg TYPE SIZE FILE [MKFS_ARGS...]          mkimg_geom FAT SECSIZE CLUSSIZE NFATS SIZE FILE
+#   mkpartimg FILE SIZE FATTYPE                  populate FILE    populate_big_dir FILE DIR N
+#   gen_bytes N [SEED]                           check_sums FILE
+#   img_sha FILE     fsck_clean FILE             fat_copies_equal FILE
+#   fat_type FILE    fat_geometry FILE           count_free_clusters FILE
+#   fsinfo_free FILE fsinfo_next FILE            size_kib SIZE
+# and $FK_PYTHON, a fast-starting python3 for parsing --json output.
+# FILE may be IMAGE@@OFFSET wherever mtools or fatimg.py reads it (not for
+# img_sha, fsck_clean).
+
+bats_require_minimum_version 1.5.0
+
+load /usr/lib/bats/bats-support/load.bash
+load /usr/lib/bats/bats-assert/load.bash
+
+FATKIT_BUILD=${FATKIT_BUILD:-$BATS_TEST_DIRNAME/../build}
+FATKIT_BUILD=$(cd "$FATKIT_BUILD" 2>/dev/null && pwd || echo "$FATKIT_BUILD")
+export FATKIT_BUILD
+export PATH="$FATKIT_BUILD:$PATH"
+FATKIT_HELPERS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# Debian's python3 (deps.sh installs it) starts in a tenth of the time of a
+# pyenv shim; tests may use "$FK_PYTHON" for JSON parsing too.
+if [[ -z ${FK_PYTHON:-} ]]; then
+	if [[ -x /usr/bin/python3 ]]; then
+		FK_PYTHON=/usr/bin/python3
+	else
+		FK_PYTHON=python3
+	fi
+fi
+export FK_PYTHON
+
+# mtools: no drive-geometry sanity checks on images, no user config
+# (MTOOLSRC replaces ~/.mtoolsrc), VFAT long names on. UTF-8 so Unicode
+# names round-trip; UTC so timestamps do not depend on the machine.
+export MTOOLS_SKIP_CHECK=1
+export MTOOLSRC=/dev/null
+unset MTOOLS_NO_VFAT MTOOLS_LOWER_CASE MTOOLS_TWENTY_FOUR_HOUR 2>/dev/null || true
+export LC_ALL=C.UTF-8
+export TZ=UTC
+
+# Fixed modification time of every file populate writes (mcopy -m keeps it).
+FK_FIXED_MTIME='2024-01-02 03:04:06'
+
+common_setup()
+{
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# Default; a file that defines its own setup() should call common_setup.
+setup()
+{
+	common_setup
+}
+
+# size_kib SIZE: SIZE (bytes, or N with K/M/G, powers of 1024) in KiB.
+size_kib()
+{
+	local s=$1 n mult
+	case $s in
+	*[Kk]) n=${s%?} mult=1 ;;
+	*[Mm]) n=${s%?} mult=1024 ;;
+	*[Gg]) n=${s%?} mult=$((1024 * 1024)) ;;
+	*) n=$s mult=0 ;;
+	esac
+	if [[ ! $n =~ ^[0-9]+$ ]]; then
+		echo "size_kib: bad size: $s" >&2
+		return 1
+	fi
+	if ((mult == 0)); then
+		if ((n % 1024)); then
+			echo "size_kib: $s bytes is not a whole KiB" >&2
+			return 1
+		fi
+		echo $((n / 1024))
+	else
+		echo $((n * mult))
+	fi
+}
+
+# The FAT type's cluster-count limits (Microsoft FAT spec).
+fat_max_clusters()
+{
+	case $1 in
+	fat12) echo 4084 ;;
+	fat16) echo 65524 ;;
+	fat32) echo 268435444 ;;
+	*) echo "unknown FAT type: $1 (want fat12, fat16 or fat32)" >&2; return 1 ;;
+	esac
+}
+
+# _mkfs TYPE KIB FILE ARGS...: run mkfs.fat --invariant, check the type that
+# came out by cluster count, and remove FILE on any failure.
+_mkfs()
+{
+	local type=$1 kib=$2 file=$3 out got
+	shift 3
+	rm -f "$file"
+	if ! out=$(mkfs.fat --invariant -F "${type#fat}" "$@" -C "$file" "$kib" 2>&1); then
+		rm -f "$file"
+		echo "mkfs.fat -F ${type#fat} $* -C $file $kib failed:" >&2
+		echo "$out" >&2
+		return 1
+	fi
+	got=$(fat_type "$file") || { rm -f "$file"; return 1; }
+	if [[ $got != "$type" ]]; then
+		rm -f "$file"
+		echo "mkfs.fat -F ${type#fat} $* -C $file $kib made $got by cluster count, not $type:" \
+			"pick another size or cluster size" >&2
+		echo "$out" >&2
+		return 1
+	fi
+}
+
+# mkimg TYPE SIZE FILE [MKFS_ARGS...]: a fresh FAT image of SIZE (64M, 1G,
+# 512K, bytes) with mkfs.fat --invariant (fixed serial 1234-ABCD and times).
+# TYPE is fat12, fat16 or fat32. Unless MKFS_ARGS give -S or -s, sectors are
+# 512 bytes and the cluster is the smallest power of two sectors that keeps
+# the cluster count within TYPE's maximum. Fails (leaving no FILE) when the
+# result would not be TYPE by cluster count, e.g. fat32 below about 33 MiB.
+mkimg()
+{
+	local type=$1 size=$2 file=$3 kib secsize=512 spc=1 a max
+	shift 3
+	kib=$(size_kib "$size") || return 1
+	max=$(fat_max_clusters "$type") || return 1
+	local has_s=0 has_S=0
+	for a in "$@"; do
+		case $a in
+		-s) has_s=1 ;;
+		-S) has_S=1 ;;
+		esac
+	done
+	local -a extra=()
+	if ((!has_S)); then
+		extra+=(-S 512)
+	else
+		# Take the caller's sector size for the cluster-size choice.
+		local prev=
+		for a in "$@"; do
+			[[ $prev == -S ]] && secsize=$a
+			prev=$a
+		done
+	fi
+	if ((!has_s)); then
+		local secs=$((kib * 1024 / secsize))
+		while ((secs / spc > max && spc < 128)); do
+			spc=$((spc * 2))
+		done
+		extra+=(-s "$spc")
+	fi
+	_mkfs "$type" "$kib" "$file" "${extra[@]}" "$@"
+}
+
+# mkimg_geom FAT SECSIZE CLUSSIZE NFATS SIZE FILE: an image with every
+# geometry choice pinned. FAT is 12, 16, 32 (or fat12...), SECSIZE bytes per
+# sector, CLUSSIZE bytes per cluster (4096 or 4K), NFATS FAT copies.
+# Note: fsck.fat 4.2 refuses to check a volume with more than 2 FATs.
+mkimg_geom()
+{
+	local fat=${1#fat} secsize=$2 clus=$3 nfats=$4 size=$5 file=$6 kib clus_b
+	kib=$(size_kib "$size") || return 1
+	if [[ $clus =~ ^[0-9]+$ ]]; then
+		clus_b=$clus
+	else
+		clus_b=$(size_kib "$clus") || return 1
+		clus_b=$((clus_b * 1024))
+	fi
+	if ((clus_b % secsize)); then
+		echo "mkimg_geom: cluster size $clus is not a multiple of $secsize" >&2
+		return 1
+	fi
+	_mkfs "fat$fat" "$kib" "$file" -S "$secsize" -s $((clus_b / secsize)) \
+		-f "$nfats"
+}
+
+# mkpartimg FILE SIZE FATTYPE: a disk image of SIZE with an MBR partition
+# table (sfdisk) whose one partition starts at 1 MiB (sector 2048) and fills
+# the rest, holding a FAT volume of FATTYPE built as mkimg does, with its
+# hidden-sectors field set to 2048. mtools reads it as FILE@@1M.
+mkpartimg()
+{
+	local file=$1 size=$2 type=$3 kib id out
+	kib=$(size_kib "$size") || return 1
+	case $type in
+	fat12) id=1 ;;
+	fat16) id=6 ;;
+	fat32) id=c ;;
+	*) echo "mkpartimg: unknown FAT type: $type" >&2; return 1 ;;
+	esac
+	if ((kib <= 1024)); then
+		echo "mkpartimg: $size leaves no room after the 1 MiB gap" >&2
+		return 1
+	fi
+	rm -f "$file"
+	truncate -s "${kib}K" "$file" || return 1
+	# A fixed disk identifier keeps the image reproducible.
+	if ! out=$(printf 'label: dos\nlabel-id: 0x1234abcd\nstart=2048, type=%s\n' "$id" |
+		sfdisk --no-reread --no-tell-kernel --label dos "$file" 2>&1); then
+		echo "sfdisk failed on $file:" >&2
+		echo "$out" >&2
+		rm -f "$file"
+		return 1
+	fi
+	mkimg "$type" "$((kib - 1024))K" "$file.part" -h 2048 || {
+		rm -f "$file"
+		return 1
+	}
+	dd if="$file.part" of="$file" bs=1M seek=1 conv=notrunc,sparse status=none || {
+		rm -f "$file" "$file.part"
+		return 1
+	}
+	rm -f "$file.part"
+}
+
+# gen_bytes N [SEED]: N deterministic pseudo-random bytes on stdout; the
+# same N and SEED always give the same bytes.
+gen_bytes()
+{
+	"$FK_PYTHON" -c '
+import hashlib, sys
+n, seed = int(sys.argv[1]), sys.argv[2].encode()
+out, i = sys.stdout.buffer, 0
+while n > 0:
+    block = hashlib.sha256(seed + b":" + str(i).encode()).digest()
+    out.write(block[:n])
+    n -= len(block)
+    i += 1
+' "$1" "${2:-fatkit}"
+}
+
+# _mcopy_tree FILE SRCDIR DEST: copy SRCDIR's contents recursively into
+# ::DEST, keeping modification times.
+_mcopy_tree()
+{
+	local file=$1 src=$2 dest=$3 out
+	local -a items=("$src"/*)
+	[[ -e ${items[0]} ]] || return 0
+	if ! out=$(mcopy -i "$file" -s -m -Q -D o "${items[@]}" "::$dest" 2>&1 </dev/null); then
+		echo "mcopy into $file::$dest failed:" >&2
+		echo "$out" >&2
+		return 1
+	fi
+}
+
+# populate FILE: write a fixed tree into the volume (FILE may be
+# IMAGE@@OFFSET), and a manifest IMAGE.sums (sha256sum format, paths in the
+# volume) of every file, for check_sums. The tree, with mtime 2024-01-02
+# 03:04:06 UTC everywhere (the FAT 2-second grain keeps it exact):
+#   /README.TXT                               8.3 name, text
+#   /A long file name for testing.txt         long name
+#   /name with spaces.dat                     spaces
+#   /Grüße.txt, /日本語.txt                   Unicode names
+#   /empty.bin                                0 bytes (no cluster)
+#   /EMPTYDIR/                                empty directory
+#   /Mixed Case Dir/lower.txt
+#   /deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt   six levels
+#   /DATA/rand-N.bin for N in 0 1 511 512 513 4096 100000 (gen_bytes N rand-N)
+# Needs about 1 MiB free.
+populate()
+{
+	local file=$1 src n
+	src=$(mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/populate.XXXXXX") || return 1
+	printf 'fatkit test volume\n' >"$src/README.TXT"
+	printf 'a file with a long name\n' >"$src/A long file name for testing.txt"
+	printf 'spaces in the name\n' >"$src/name with spaces.dat"
+	printf 'Grüße aus dem Test\n' >"$src/Grüße.txt"
+	printf '日本語のテキスト\n' >"$src/日本語.txt"
+	: >"$src/empty.bin"
+	mkdir -p "$src/EMPTYDIR" "$src/Mixed Case Dir" \
+		"$src/deep1/deep2/deep3/deep4/deep5/deep6" "$src/DATA"
+	printf 'lower\n' >"$src/Mixed Case Dir/lower.txt"
+	printf 'the bottom\n' >"$src/deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt"
+	for n in 0 1 511 512 513 4096 100000; do
+		gen_bytes "$n" "rand-$n" >"$src/DATA/rand-$n.bin"
+	done
+	find "$src" -exec touch -h -d "$FK_FIXED_MTIME" {} + || return 1
+	_mcopy_tree "$file" "$src" / || return 1
+	(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z |
+		xargs -0 sha256sum | sed 's|  \./|  /|') >"${file%%@@*}.sums" ||
+		return 1
+	rm -rf "$src"
+}
+
+# check_sums FILE: copy every file named in IMAGE.sums out of the volume
+# with mcopy and compare its sha256; fails naming the first mismatch.
+check_sums()
+{
+	local file=$1 sums=${1%%@@*}.sums line sum path got tmp
+	tmp=$(mktemp "${BATS_TEST_TMPDIR:-/tmp}/check_sums.XXXXXX") || return 1
+	while IFS= read -r line; do
+		sum=${line%%  *}
+		path=${line#*  }
+		rm -f "$tmp"
+		if ! mcopy -n -i "$file" "::$path" "$tmp" </dev/null; then
+			echo "check_sums: cannot read $path from $file" >&2
+			return 1
+		fi
+		got=$(sha256sum <"$tmp")
+		if [[ ${got%% *} != "$sum" ]]; then
+			echo "check_sums: $path in $file has sha256 ${got%% *}, want $sum" >&2
+			return 1
+		fi
+	done <"$sums"
+	rm -f "$tmp"
+}
+
+# populate_big_dir FILE DIR N: N files f0001.txt... (each holding its own
+# name, so one cluster each) in directory DIR (created with its parents if
+# missing), in one mcopy call. 1100 files of one 32-byte slot each span
+# several clusters of DIR.
+populate_big_dir()
+{
+	local file=$1 dir=${2%/} n=$3 src i part name path=
+	src=$(mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/bigdir.XXXXXX") || return 1
+	local -a parts
+	IFS=/ read -ra parts <<<"${dir#/}"
+	for part in "${parts[@]}"; do
+		[[ -n $part ]] || continue
+		path+=/$part
+		mdir -i "$file" "::$path" >/dev/null 2>&1 </dev/null ||
+			mmd -i "$file" "::$path" </dev/null || return 1
+	done
+	for ((i = 1; i <= n; i++)); do
+		printf -v name 'f%04d.txt' "$i"
+		echo "$name" >"$src/$name"
+	done
+	find "$src" -exec touch -h -d "$FK_FIXED_MTIME" {} + || return 1
+	_mcopy_tree "$file" "$src" "${path:-/}" || return 1
+	rm -rf "$src"
+}
+
+# img_sha FILE: sha256 of the whole image file (hex only).
+img_sha()
+{
+	local s
+	s=$(sha256sum <"$1") || return 1
+	echo "${s%% *}"
+}
+
+# fsck_clean FILE: fsck.fat -n FILE must exit 0; otherwise print its output
+# and fail.
+fsck_clean()
+{
+	local out
+	if ! out=$(fsck.fat -n "$1" 2>&1 </dev/null); then
+		echo "fsck.fat -n $1 is not clean:" >&2
+		echo "$out" >&2
+		return 1
+	fi
+}
+
+# fat_type FILE: fat12, fat16 or fat32 by cluster count.
+fat_type()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatimg.py" type "$1"
+}
+
+# fat_geometry FILE: key=value lines (bytes_per_sec sec_per_clus rsvd_secs
+# nfats fat_secs root_secs tot_secs data_start_sec nclus type fsinfo_sec).
+fat_geometry()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatimg.py" geometry "$1"
+}
+
+# fat_copies_equal FILE: every FAT copy equals the first, byte for byte;
+# otherwise says which copy differs where, and fails.
+fat_copies_equal()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatimg.py" copies-equal "$1"
+}
+
+# count_free_clusters FILE: free entries among clusters 2..N+1 of the first
+# FAT, counted independently of FSInfo.
+count_free_clusters()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatimg.py" free "$1"
+}
+
+# fsinfo_free FILE, fsinfo_next FILE: FAT32 FSInfo free count and next-free
+# hint (0xFFFFFFFF = unknown prints 4294967295). Fail on FAT12/16.
+fsinfo_free()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatimg.py" fsinfo-free "$1"
+}
+
+fsinfo_next()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatimg.py" fsinfo-next "$1"
+}
