@@ -1,0 +1,111 @@
+# fatkit: mtools-style FAT12/16/32 tools.  See README.md.
+#
+#   make            build build/fatls, build/fatprealloc, build/fatcheck
+#   make check      set up, unit + bats tests, then again under ASan/UBSan
+#   make demo       set up, build, make a demo image, run the main job
+#   make install    PREFIX=/usr/local DESTDIR=
+
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+MANDIR    ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+
+CC        ?= cc
+BUILD     ?= build
+BLKID_CFLAGS := $(shell pkg-config --cflags blkid 2>/dev/null || echo -I/usr/include/blkid)
+BLKID_LIBS   := $(shell pkg-config --libs blkid 2>/dev/null || echo -lblkid)
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	     -Wmissing-prototypes -Wwrite-strings -Wvla -Wformat=2
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 \
+	     -DFK_VERSION='"$(VERSION)"' $(WARN) $(BLKID_CFLAGS) \
+	     $(EXTRA_CFLAGS) $(CFLAGS)
+LDLIBS    += $(BLKID_LIBS)
+
+PROGS     := $(filter $(basename $(notdir $(wildcard src/*.c))),fatls fatprealloc fatcheck)
+CORE      := $(filter-out $(PROGS),$(basename $(notdir $(wildcard src/*.c))))
+UNIT      := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
+
+CORE_OBJS := $(CORE:%=$(BUILD)/%.o)
+PROG_BINS := $(PROGS:%=$(BUILD)/%)
+HDR_CHECK := $(CORE:%=$(BUILD)/hdr/%.ok)
+
+all: $(PROG_BINS) $(BUILD)/unit-tests
+
+$(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libfatkit.a: $(CORE_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%: $(BUILD)/%.o $(BUILD)/libfatkit.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfatkit.a $(LDLIBS)
+
+# Every header must compile on its own (STYLE.md section 5).
+$(BUILD)/hdr/%.ok: src/%.h | $(BUILD)
+	@mkdir -p $(BUILD)/hdr
+	echo '#include "$*.h"' | $(CC) $(ALL_CFLAGS) -Isrc -x c -fsyntax-only -
+	@touch $@
+
+$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h src/*.h) | $(BUILD)
+	@mkdir -p $(BUILD)/unit
+	$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit -c -o $@ $<
+
+$(BUILD)/unit-tests: $(UNIT:%=$(BUILD)/unit/%.o) $(BUILD)/unit/runner.o \
+		     $(BUILD)/libfatkit.a $(HDR_CHECK)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) \
+		$(BUILD)/libfatkit.a $(LDLIBS)
+
+$(BUILD):
+	mkdir -p $@
+
+.PRECIOUS: $(BUILD)/%.o $(BUILD)/unit/%.o
+
+# ---- set-up, tests, demo --------------------------------------------------
+deps:
+	@tests/helpers/deps.sh
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	     -fno-omit-frame-pointer
+
+check: deps
+	$(MAKE) all
+	$(MAKE) test BUILD=build
+	$(MAKE) all BUILD=build-san EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" \
+		LDFLAGS="$(SAN_FLAGS)"
+	$(MAKE) test BUILD=build-san
+	$(MAKE) format-check
+
+test:
+	$(BUILD)/unit-tests
+	FATKIT_BUILD=$(abspath $(BUILD)) bats tests/
+
+demo: deps all
+	@tests/helpers/demo.sh $(BUILD)
+
+format:
+	clang-format -i src/*.c src/*.h tests/unit/*.c tests/unit/*.h
+
+format-check:
+	@out=$$(for f in src/*.c src/*.h tests/unit/*.c tests/unit/*.h; do \
+		clang-format "$$f" | diff -q "$$f" - >/dev/null || echo "$$f"; \
+	done); if [ -n "$$out" ]; then \
+		echo "format-check: run 'make format' for:"; echo "$$out"; exit 1; fi
+
+install: $(PROG_BINS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(PROG_BINS) $(DESTDIR)$(BINDIR)
+	install -m 644 $(PROGS:%=man/%.1) $(DESTDIR)$(MANDIR)/man1
+	for p in $(PROGS); do \
+		install -m 644 completions/bash/$$p $(DESTDIR)$(BASHCOMPDIR)/$$p; \
+		install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHCOMPDIR)/_$$p; \
+	done
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all deps check test demo format format-check install clean

@@ -1,0 +1,348 @@
+/*
+ * cache.c: bounded FAT-sector cache.  Slots live in one arena; a hash table
+ * with linear probing maps sector numbers to slots; a clock hand picks a
+ * clean slot to reuse.  Dirty sectors are never evicted: when the dirty
+ * budget is full the whole set is flushed, which is always safe because
+ * callers flush at every ordering point anyway (the Linux 7.4 lesson: pay
+ * the write toll per batch, and bound the batch by memory, not by the
+ * request).
+ */
+#include "cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "device.h"
+#include "diag.h"
+
+#define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
+#define READ_AHEAD 16		/* sectors read per miss, when free */
+#define NO_SLOT UINT32_MAX
+
+enum slot_state { SLOT_EMPTY, SLOT_CLEAN, SLOT_DIRTY };
+
+struct slot {
+	uint32_t sec;
+	uint8_t state;
+	uint8_t referenced; /* second chance for the clock */
+};
+
+struct fk_cache {
+	struct fk_device *dev;
+	struct fk_cache_layout lay;
+	int is_sync;
+	uint32_t nslots;
+	uint32_t max_dirty; /* sectors */
+	uint32_t ndirty;
+	uint32_t hand;	     /* clock position */
+	uint32_t hash_mask;  /* table size - 1 */
+	uint32_t *table;     /* slot index or NO_SLOT */
+	struct slot *slots;
+	unsigned char *arena; /* nslots * sec_len */
+	uint64_t *order;      /* flush scratch: sector << 32 | slot */
+	struct iovec *iov;    /* scratch for flush */
+	struct fk_cache_stats stats;
+};
+
+static uint32_t hash_sec(const struct fk_cache *c, uint32_t sec)
+{
+	return (sec * 2654435761u) & c->hash_mask;
+}
+
+static unsigned char *slot_data(const struct fk_cache *c, uint32_t i)
+{
+	return c->arena + (size_t)i * c->lay.sec_len;
+}
+
+static uint32_t lookup(const struct fk_cache *c, uint32_t sec)
+{
+	uint32_t h = hash_sec(c, sec);
+
+	for (; c->table[h] != NO_SLOT; h = (h + 1) & c->hash_mask)
+		if (c->slots[c->table[h]].sec == sec)
+			return c->table[h];
+	return NO_SLOT;
+}
+
+static void hash_insert(struct fk_cache *c, uint32_t i)
+{
+	uint32_t h = hash_sec(c, c->slots[i].sec);
+
+	while (c->table[h] != NO_SLOT)
+		h = (h + 1) & c->hash_mask;
+	c->table[h] = i;
+}
+
+/* Remove slot @i, shifting later probes back so lookups stay correct. */
+static void hash_remove(struct fk_cache *c, uint32_t i)
+{
+	uint32_t h = hash_sec(c, c->slots[i].sec), next;
+
+	while (c->table[h] != i)
+		h = (h + 1) & c->hash_mask;
+	for (next = (h + 1) & c->hash_mask; c->table[next] != NO_SLOT;
+	     next = (next + 1) & c->hash_mask) {
+		uint32_t want = hash_sec(c, c->slots[c->table[next]].sec);
+
+		/* Move the entry back unless its home lies in (h, next]. */
+		if (((next - want) & c->hash_mask) >=
+		    ((next - h) & c->hash_mask)) {
+			c->table[h] = c->table[next];
+			h = next;
+		}
+	}
+	c->table[h] = NO_SLOT;
+}
+
+int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
+		 size_t dirty_len, int is_sync, struct fk_cache **out)
+{
+	struct fk_cache *c = calloc(1, sizeof(*c));
+	uint64_t max_dirty = dirty_len / layout->sec_len;
+	uint32_t tsize = 1;
+
+	if (!c)
+		return -ENOMEM;
+	if (max_dirty < 1)
+		max_dirty = 1;
+	if (max_dirty > layout->fat_secs)
+		max_dirty = layout->fat_secs; /* never more than the FAT */
+	c->dev = dev;
+	c->lay = *layout;
+	c->is_sync = is_sync;
+	c->max_dirty = (uint32_t)max_dirty;
+	c->nslots = c->max_dirty + CLEAN_BUDGET / layout->sec_len;
+	while (tsize < 2 * c->nslots)
+		tsize <<= 1;
+	c->hash_mask = tsize - 1;
+	c->table = malloc(tsize * sizeof(*c->table));
+	c->slots = calloc(c->nslots, sizeof(*c->slots));
+	c->arena = malloc((size_t)c->nslots * layout->sec_len);
+	c->order = calloc(c->max_dirty, sizeof(*c->order));
+	c->iov = calloc(c->max_dirty, sizeof(*c->iov));
+	if (!c->table || !c->slots || !c->arena || !c->order || !c->iov) {
+		fk_cache_free(c);
+		return -ENOMEM;
+	}
+	memset(c->table, 0xff, tsize * sizeof(*c->table));
+	*out = c;
+	return 0;
+}
+
+void fk_cache_free(struct fk_cache *c)
+{
+	if (!c)
+		return;
+	free(c->table);
+	free(c->slots);
+	free(c->arena);
+	free(c->order);
+	free(c->iov);
+	free(c);
+}
+
+/* A slot to (re)use: an empty one, or a clean one not used lately. */
+static uint32_t victim(struct fk_cache *c)
+{
+	/* Dirty slots never exceed max_dirty < nslots, so this ends. */
+	for (;;) {
+		uint32_t i = c->hand;
+		struct slot *s = &c->slots[i];
+
+		c->hand = (c->hand + 1) % c->nslots;
+		if (s->state == SLOT_EMPTY)
+			return i;
+		if (s->state == SLOT_DIRTY)
+			continue;
+		if (s->referenced) {
+			s->referenced = 0;
+			continue;
+		}
+		hash_remove(c, i);
+		s->state = SLOT_EMPTY;
+		return i;
+	}
+}
+
+/* Read @sec, and the uncached sectors after it, into the cache. */
+static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
+{
+	uint64_t fat_off = c->lay.fat_off +
+			   (uint64_t)c->lay.read_fat * c->lay.fat_secs *
+				   c->lay.sec_len;
+	uint32_t n = 1, i, idx;
+	unsigned char *buf;
+	int err;
+
+	while (n < READ_AHEAD && sec + n < c->lay.fat_secs &&
+	       lookup(c, sec + n) == NO_SLOT)
+		n++;
+	buf = malloc((size_t)n * c->lay.sec_len);
+	if (!buf)
+		return -ENOMEM;
+	err = fk_device_read(c->dev, fat_off + (uint64_t)sec * c->lay.sec_len,
+			     buf, (size_t)n * c->lay.sec_len);
+	if (!err) {
+		c->stats.misses += n;
+		/* Insert backwards so the wanted sector is the newest. */
+		for (i = n; i-- > 0;) {
+			idx = victim(c);
+			c->slots[idx].sec = sec + i;
+			c->slots[idx].state = SLOT_CLEAN;
+			c->slots[idx].referenced = i == 0;
+			memcpy(slot_data(c, idx), buf + (size_t)i * c->lay.sec_len,
+			       c->lay.sec_len);
+			hash_insert(c, idx);
+			if (i == 0)
+				*slot = idx;
+		}
+	}
+	free(buf);
+	return err;
+}
+
+static int find(struct fk_cache *c, uint32_t sec, uint32_t *slot)
+{
+	uint32_t i;
+
+	if (sec >= c->lay.fat_secs)
+		return FK_ECORRUPT;
+	if ((i = lookup(c, sec)) == NO_SLOT)
+		return load(c, sec, slot);
+	c->slots[i].referenced = 1;
+	*slot = i;
+	return 0;
+}
+
+int fk_cache_get(struct fk_cache *c, uint32_t sec, const unsigned char **data)
+{
+	uint32_t i;
+	int err = find(c, sec, &i);
+
+	if (!err)
+		*data = slot_data(c, i);
+	return err;
+}
+
+int fk_cache_get_dirty(struct fk_cache *c, uint32_t sec, unsigned char **data)
+{
+	uint32_t i;
+	int err;
+
+	if ((err = find(c, sec, &i)))
+		return err;
+	if (c->slots[i].state != SLOT_DIRTY) {
+		if (c->ndirty == c->max_dirty && (err = fk_cache_flush(c)))
+			return err;
+		c->slots[i].state = SLOT_DIRTY;
+		c->ndirty++;
+	}
+	*data = slot_data(c, i);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Dirty slots as (sector << 32 | slot) keys in sector order; the count. */
+static uint32_t sort_dirty(struct fk_cache *c)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->nslots; i++)
+		if (c->slots[i].state == SLOT_DIRTY)
+			c->order[n++] = (uint64_t)c->slots[i].sec << 32 | i;
+	qsort(c->order, n, sizeof(*c->order), cmp_u64);
+	return n;
+}
+
+#define KEY_SEC(k) ((uint32_t)((k) >> 32))
+#define KEY_SLOT(k) ((uint32_t)(k))
+
+/* One vectored write per run of adjacent sectors into one FAT copy. */
+static int write_runs(struct fk_cache *c, uint32_t n, uint64_t copy_off)
+{
+	uint32_t start = 0, end, k;
+	int err;
+
+	while (start < n) {
+		uint32_t first = KEY_SEC(c->order[start]);
+
+		for (end = start + 1;
+		     end < n && KEY_SEC(c->order[end]) == first + (end - start);
+		     end++)
+			;
+		for (k = start; k < end; k++) {
+			c->iov[k - start].iov_base =
+				slot_data(c, KEY_SLOT(c->order[k]));
+			c->iov[k - start].iov_len = c->lay.sec_len;
+		}
+		err = fk_device_writev(c->dev,
+				       copy_off +
+					       (uint64_t)first * c->lay.sec_len,
+				       c->iov, (int)(end - start));
+		if (err)
+			return err;
+		c->stats.secs_written += end - start;
+		start = end;
+	}
+	return 0;
+}
+
+int fk_cache_flush(struct fk_cache *c)
+{
+	uint64_t copy_len = (uint64_t)c->lay.fat_secs * c->lay.sec_len;
+	uint32_t n, f, i;
+	int err;
+
+	if (!c->ndirty)
+		return 0;
+	n = sort_dirty(c);
+	for (f = 0; f < c->lay.nfats; f++) {
+		if (!c->lay.is_mirrored && f != c->lay.read_fat)
+			continue;
+		if ((err = write_runs(c, n, c->lay.fat_off + f * copy_len)))
+			return err;
+	}
+	if (c->is_sync && (err = fk_device_sync(c->dev)))
+		return err;
+	for (i = 0; i < n; i++)
+		c->slots[KEY_SLOT(c->order[i])].state = SLOT_CLEAN;
+	c->ndirty = 0;
+	c->stats.flushes++;
+	return 0;
+}
+
+void fk_cache_set_sync(struct fk_cache *c, int is_sync)
+{
+	c->is_sync = is_sync;
+}
+
+size_t fk_cache_dirty(const struct fk_cache *c)
+{
+	return c->ndirty;
+}
+
+void fk_cache_discard(struct fk_cache *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nslots; i++) {
+		if (c->slots[i].state != SLOT_DIRTY)
+			continue;
+		hash_remove(c, i);
+		c->slots[i].state = SLOT_EMPTY;
+	}
+	c->ndirty = 0;
+}
+
+const struct fk_cache_stats *fk_cache_stats(const struct fk_cache *c)
+{
+	return &c->stats;
+}

@@ -1,0 +1,71 @@
+/*
+ * cache.h: a bounded cache of FAT sectors.  Reads come from one FAT copy;
+ * dirty sectors are held (up to a byte budget) and a flush writes each
+ * once to every FAT copy that mirrors, in sector order, adjacent sectors
+ * in one vectored write.  It never decides when an ordering point is:
+ * callers flush there.  Sector numbers are relative to the FAT start.
+ */
+#ifndef FATKIT_CACHE_H
+#define FATKIT_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fk_device;
+struct fk_cache;
+
+struct fk_cache_layout {
+	uint32_t sec_len;   /* bytes per sector */
+	uint64_t fat_off;   /* byte offset of FAT copy 0 in the volume */
+	uint32_t fat_secs;  /* sectors per FAT copy */
+	uint32_t nfats;	    /* copies on disk */
+	uint32_t read_fat;  /* the copy reads come from (FAT32 active FAT) */
+	int is_mirrored;    /* write every copy; else only read_fat */
+};
+
+struct fk_cache_stats {
+	uint64_t secs_written; /* FAT sectors written, all copies */
+	uint64_t flushes;      /* flushes that wrote something */
+	uint64_t misses;       /* sectors read from the device */
+};
+
+/*
+ * Create a cache for @layout on @dev.  @dirty_len bounds the dirty bytes
+ * held before a flush (at least one sector is always allowed); @is_sync
+ * makes every flush end with one fsync.  *@out is the caller's; free it
+ * with fk_cache_free() (which does not flush).  Returns 0 or -ENOMEM.
+ */
+int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
+		 size_t dirty_len, int is_sync, struct fk_cache **out);
+void fk_cache_free(struct fk_cache *cache);
+
+/*
+ * Borrow sector @sec for reading (fk_cache_get) or for changing it
+ * (fk_cache_get_dirty, which marks it dirty and may first flush when the
+ * budget is full).  The pointer is valid until the next call on @cache.
+ * Returns 0, FK_ECORRUPT for a sector outside the FAT, or -errno.
+ */
+int fk_cache_get(struct fk_cache *cache, uint32_t sec,
+		 const unsigned char **data);
+int fk_cache_get_dirty(struct fk_cache *cache, uint32_t sec,
+		       unsigned char **data);
+
+/*
+ * Write every dirty sector to each mirrored FAT copy (merged runs, sector
+ * order), then fsync if the cache is in sync mode.  Returns 0 or -errno;
+ * on error the sectors stay dirty.
+ */
+int fk_cache_flush(struct fk_cache *cache);
+
+/* Change the sync mode (e.g. --per-cluster forces a flush per step). */
+void fk_cache_set_sync(struct fk_cache *cache, int is_sync);
+
+/* Number of dirty sectors now held. */
+size_t fk_cache_dirty(const struct fk_cache *cache);
+
+/* Forget every dirty change (a refused operation that wrote nothing). */
+void fk_cache_discard(struct fk_cache *cache);
+
+const struct fk_cache_stats *fk_cache_stats(const struct fk_cache *cache);
+
+#endif

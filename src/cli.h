@@ -1,0 +1,60 @@
+/*
+ * cli.h: what the three programs share on the command line: sizes,
+ * IMAGE@@OFFSET, version text and exit codes.  Touches no volume.
+ */
+#ifndef FATKIT_CLI_H
+#define FATKIT_CLI_H
+
+#include <stdint.h>
+
+#include "device.h"
+
+/* Exit codes of fatprealloc and fatls (CLI.md). */
+enum fk_exit {
+	FK_EXIT_OK = 0,
+	FK_EXIT_FAIL = 1,
+	FK_EXIT_USAGE = 2,
+};
+
+/* Exit codes of fatcheck, as fsck(8); they combine with '|'. */
+enum fk_fsck_exit {
+	FK_FSCK_CLEAN = 0,
+	FK_FSCK_CORRECTED = 1,
+	FK_FSCK_UNCORRECTED = 4,
+	FK_FSCK_OPERATIONAL = 8,
+	FK_FSCK_USAGE = 16,
+};
+
+/*
+ * Parse a size as util-linux does: plain bytes, K M G T (or KiB...) as
+ * powers of 1024, KB MB GB TB as powers of 1000.  Returns 0 and sets
+ * *@len, or -EINVAL (garbage, negative) or -ERANGE (overflow).
+ */
+int fk_parse_size(const char *arg, uint64_t *len);
+
+/*
+ * Split `IMAGE@@OFFSET` (mtools convention).  *@path is a new string the
+ * caller frees; *@off is 0 and *@has_off false without `@@`.  Returns 0,
+ * -EINVAL for a bad offset, or -ENOMEM.
+ */
+int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
+
+/*
+ * Fill the IMAGE part of @dev from @arg (path, `@@OFFSET`); the path string
+ * is stored in *@owned, which the caller frees after closing the volume.
+ * Prints a usage error and returns -EINVAL for a bad offset.
+ */
+int fk_cli_image(const char *prog, const char *arg,
+		 struct fk_device_opts *dev, char **owned);
+
+/* Parse a 1-based partition number; 0 or -EINVAL. */
+int fk_parse_partition(const char *arg, int *num);
+
+/* Print `PROGRAM (fatkit) VERSION` on stdout. */
+void fk_print_version(const char *prog);
+
+/* Print one line `PROGRAM: MESSAGE (try 'PROGRAM --help')` on stderr. */
+void fk_usage_error(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

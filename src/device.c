@@ -1,0 +1,596 @@
+/*
+ * device.c: owns the file descriptor of IMAGE and every system call made
+ * on it: opening, locking, the busy/mounted checks, choosing the volume
+ * window (IMAGE@@OFFSET, -P N, or automatic via libblkid), full-length
+ * reads and writes, zeroing, fsync and the I/O counters.
+ */
+#define _GNU_SOURCE /* fallocate(), FALLOC_FL_*, O_CLOEXEC on old libcs */
+#include "device.h"
+
+#include <blkid.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "diag.h"
+
+#define ZERO_CHUNK (1u << 20) /* bytes per write when zeroing by hand */
+#define IOV_BATCH 1024	      /* Linux IOV_MAX */
+
+struct fk_device {
+	int fd;
+	char *path;
+	int is_blk;
+	int is_writer;
+	uint64_t base; /* window start in IMAGE */
+	uint64_t len;  /* window length */
+	struct fk_io_stats stats;
+#ifdef FK_FAULT_INJECTION
+	unsigned long fail_write;  /* fail this write call with EIO (1-based) */
+	unsigned long crash_after; /* _exit(99) after this write call */
+#endif
+};
+
+/* ---- size, locks and the busy checks ------------------------------------ */
+
+static int image_size(struct fk_device *dev, uint64_t *len, struct fk_diag *d)
+{
+	struct stat st;
+
+	if (fstat(dev->fd, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		dev->is_blk = 1;
+		if (ioctl(dev->fd, BLKGETSIZE64, len))
+			return -errno;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fk_diag_set(d, NULL, "not a regular file or block device");
+		return -EINVAL;
+	}
+	*len = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int take_lock(struct fk_device *dev, struct fk_diag *diag)
+{
+	int op = (dev->is_writer ? LOCK_EX : LOCK_SH) | LOCK_NB;
+
+	if (!flock(dev->fd, op))
+		return 0;
+	if (errno == EWOULDBLOCK) {
+		fk_diag_set(diag, NULL, "image is in use");
+		return -EBUSY;
+	}
+	return -errno;
+}
+
+/* Is device number @devno, or a partition of it, in the mount table? */
+static int devno_mounted(dev_t devno)
+{
+	char line[4096], self[64], mine[PATH_MAX], other[PATH_MAX];
+	unsigned maj, min;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	snprintf(self, sizeof(self), "/sys/dev/block/%u:%u", major(devno),
+		 minor(devno));
+	if (!realpath(self, mine))
+		mine[0] = '\0';
+	while (!found && fgets(line, sizeof(line), f)) {
+		char path[64];
+		size_t n;
+
+		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2)
+			continue;
+		if (makedev(maj, min) == devno) {
+			found = 1;
+			break;
+		}
+		/* A mounted partition lives in a subdirectory of its disk. */
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", maj, min);
+		n = strlen(mine);
+		if (n && realpath(path, other) && !strncmp(other, mine, n) &&
+		    other[n] == '/')
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Is some mounted loop device backed by the file @st? */
+static int file_backs_mounted_loop(const struct stat *st)
+{
+	DIR *dir = opendir("/sys/block");
+	struct dirent *de;
+	int found = 0;
+
+	if (!dir)
+		return 0;
+	while (!found && (de = readdir(dir))) {
+		char path[512], backing[PATH_MAX];
+		struct stat bst;
+		unsigned maj, min;
+		FILE *f;
+		char *nl;
+
+		if (strncmp(de->d_name, "loop", 4))
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file",
+			 de->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		if (!fgets(backing, sizeof(backing), f))
+			backing[0] = '\0';
+		fclose(f);
+		if ((nl = strchr(backing, '\n')))
+			*nl = '\0';
+		if (stat(backing, &bst) || bst.st_dev != st->st_dev ||
+		    bst.st_ino != st->st_ino)
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/dev", de->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		if (fscanf(f, "%u:%u", &maj, &min) == 2)
+			found = devno_mounted(makedev(maj, min));
+		fclose(f);
+	}
+	closedir(dir);
+	return found;
+}
+
+static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
+{
+	struct stat st;
+
+	if (fstat(dev->fd, &st))
+		return -errno;
+	if ((dev->is_blk && devno_mounted(st.st_rdev)) ||
+	    (!dev->is_blk && file_backs_mounted_loop(&st))) {
+		fk_diag_set(diag, NULL,
+			    "%s is mounted; refusing to write (use --force)",
+			    dev->is_blk ? "device" : "image (via a loop device)");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static int open_fd(struct fk_device *dev, const struct fk_device_opts *opts,
+		   struct fk_diag *diag)
+{
+	int flags = (opts->is_writer ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	struct stat st;
+
+	if (!stat(opts->path, &st) && S_ISBLK(st.st_mode) && opts->is_writer &&
+	    !opts->force)
+		flags |= O_EXCL; /* the kernel refuses a device in use */
+	dev->fd = open(opts->path, flags);
+	if (dev->fd >= 0)
+		return 0;
+	if (errno == EBUSY)
+		fk_diag_set(diag, NULL,
+			    "device is busy; refusing to write (use --force)");
+	return -errno;
+}
+
+/* ---- choosing the volume window ----------------------------------------- */
+
+/* Does the sector at @off look like a FAT boot sector (jump + BPB)? */
+static int looks_like_fat(struct fk_device *dev, uint64_t off)
+{
+	unsigned char b[64];
+	unsigned bps, spc;
+
+	if (pread(dev->fd, b, sizeof(b), (off_t)off) != (ssize_t)sizeof(b))
+		return 0;
+	if (b[0] != 0xEB && b[0] != 0xE9)
+		return 0;
+	bps = b[11] | b[12] << 8;
+	spc = b[13];
+	return bps >= 512 && bps <= 4096 && !(bps & (bps - 1)) && spc &&
+	       !(spc & (spc - 1)) && b[16] != 0;
+}
+
+/* libblkid confirms the filesystem type of a partition. */
+static int partition_is_fat(int fd, uint64_t off, uint64_t len)
+{
+	blkid_probe pr = blkid_new_probe();
+	const char *type = NULL;
+	int is_fat = 0;
+
+	if (!pr)
+		return 0;
+	if (!blkid_probe_set_device(pr, fd, (blkid_loff_t)off,
+				    (blkid_loff_t)len)) {
+		blkid_probe_enable_superblocks(pr, 1);
+		blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+		if (!blkid_do_safeprobe(pr) &&
+		    !blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
+			is_fat = !strcmp(type, "vfat") || !strcmp(type, "msdos");
+	}
+	blkid_free_probe(pr);
+	return is_fat;
+}
+
+struct part {
+	int partno;
+	uint64_t off, len;
+	int is_fat;
+};
+
+/* Read the partition table; *@parts is the caller's.  Returns the count. */
+static int list_partitions(struct fk_device *dev, uint64_t img_len,
+			   struct part **parts)
+{
+	blkid_probe pr = blkid_new_probe();
+	blkid_partlist ls;
+	int n = 0, i;
+
+	*parts = NULL;
+	if (!pr)
+		return -ENOMEM;
+	if (blkid_probe_set_device(pr, dev->fd, 0, (blkid_loff_t)img_len))
+		goto out;
+	blkid_probe_enable_superblocks(pr, 0);
+	blkid_probe_enable_partitions(pr, 1);
+	if (blkid_do_fullprobe(pr) || !(ls = blkid_probe_get_partitions(pr)))
+		goto out;
+	n = blkid_partlist_numof_partitions(ls);
+	if (n <= 0 || !(*parts = calloc((size_t)n, sizeof(**parts)))) {
+		n = n > 0 ? -ENOMEM : 0;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		blkid_partition p = blkid_partlist_get_partition(ls, i);
+		struct part *q = &(*parts)[i];
+
+		q->partno = blkid_partition_get_partno(p);
+		q->off = (uint64_t)blkid_partition_get_start(p) * 512;
+		q->len = (uint64_t)blkid_partition_get_size(p) * 512;
+		q->is_fat = q->off < img_len &&
+			    partition_is_fat(dev->fd, q->off, q->len);
+	}
+out:
+	blkid_free_probe(pr);
+	return n;
+}
+
+static void describe_partitions(const struct part *parts, int n, char *buf,
+				size_t len)
+{
+	size_t off = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%d%s",
+					i ? ", " : "", parts[i].partno,
+					parts[i].is_fat ? " (FAT)" : "");
+}
+
+static int choose_window(struct fk_device *dev,
+			 const struct fk_device_opts *opts, uint64_t img_len,
+			 struct fk_diag *diag)
+{
+	struct part *parts, *pick = NULL;
+	int n, i, nfat = 0, err = 0;
+	char list[256];
+
+	if (opts->has_off) {
+		dev->base = opts->off;
+		goto bounds;
+	}
+	if (!opts->partition && looks_like_fat(dev, 0))
+		goto bounds; /* a volume at offset 0 wins */
+	if ((n = list_partitions(dev, img_len, &parts)) < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		if (opts->partition && parts[i].partno == opts->partition)
+			pick = &parts[i];
+		if (!opts->partition && parts[i].is_fat && !nfat++)
+			pick = &parts[i];
+	}
+	describe_partitions(parts, n, list, sizeof(list));
+	if (opts->partition && !pick) {
+		fk_diag_set(diag, NULL, "no partition %d (%s%s)",
+			    opts->partition, n ? "partitions: " : "",
+			    n ? list : "no partition table");
+		err = -ENXIO;
+	} else if (!opts->partition && n && nfat != 1) {
+		fk_diag_set(diag, NULL,
+			    "%s FAT partition; choose one with -P (partitions: "
+			    "%s)",
+			    nfat ? "more than one" : "no FAT volume at offset 0 "
+						     "and no",
+			    list);
+		err = -ENXIO;
+	} else if (pick) {
+		dev->base = pick->off;
+		if (pick->len && pick->off + pick->len <= img_len)
+			img_len = pick->off + pick->len;
+	}
+	free(parts);
+	if (err)
+		return err;
+bounds:
+	if (dev->base >= img_len) {
+		fk_diag_set(diag, NULL, "volume offset %llu is past the end "
+					"of the image (%llu bytes)",
+			    (unsigned long long)dev->base,
+			    (unsigned long long)img_len);
+		return FK_ECORRUPT;
+	}
+	dev->len = img_len - dev->base;
+	return 0;
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+static void fault_setup(struct fk_device *dev)
+{
+#ifdef FK_FAULT_INJECTION
+	const char *s;
+
+	if ((s = getenv("FK_FAIL_WRITE")))
+		dev->fail_write = strtoul(s, NULL, 10);
+	if ((s = getenv("FK_CRASH_AFTER_WRITE")))
+		dev->crash_after = strtoul(s, NULL, 10);
+#else
+	(void)dev;
+#endif
+}
+
+int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
+		   struct fk_diag *diag)
+{
+	struct fk_device *dev = calloc(1, sizeof(*dev));
+	uint64_t img_len = 0;
+	int err;
+
+	fk_diag_subject(diag, opts->path);
+	if (!dev)
+		return -ENOMEM;
+	dev->is_writer = opts->is_writer;
+	if (!(dev->path = strdup(opts->path))) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	if ((err = open_fd(dev, opts, diag)))
+		goto out_free;
+	if ((err = image_size(dev, &img_len, diag)))
+		goto out_close;
+	if ((err = take_lock(dev, diag)))
+		goto out_close;
+	if (opts->is_writer && !opts->force &&
+	    (err = check_not_mounted(dev, diag)))
+		goto out_close;
+	if ((err = choose_window(dev, opts, img_len, diag)))
+		goto out_close;
+	fault_setup(dev);
+	*out = dev;
+	return 0;
+out_close:
+	close(dev->fd);
+out_free:
+	free(dev->path);
+	free(dev);
+	return err;
+}
+
+void fk_device_close(struct fk_device *dev)
+{
+	if (!dev)
+		return;
+	close(dev->fd);
+	free(dev->path);
+	free(dev);
+}
+
+uint64_t fk_device_len(const struct fk_device *dev)
+{
+	return dev->len;
+}
+
+uint64_t fk_device_base(const struct fk_device *dev)
+{
+	return dev->base;
+}
+
+const char *fk_device_path(const struct fk_device *dev)
+{
+	return dev->path;
+}
+
+const struct fk_io_stats *fk_device_stats(const struct fk_device *dev)
+{
+	return &dev->stats;
+}
+
+/* ---- I/O ------------------------------------------------------------------ */
+
+static int in_window(const struct fk_device *dev, uint64_t off, uint64_t len)
+{
+	return off <= dev->len && len <= dev->len - off;
+}
+
+int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len)
+{
+	char *p = buf;
+
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	while (len) {
+		ssize_t n = pread(dev->fd, p, len, (off_t)(dev->base + off));
+
+		dev->stats.read_calls++;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return FK_ECORRUPT; /* the file shrank under us */
+		dev->stats.bytes_read += (uint64_t)n;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Test builds fail or stop at a chosen write call (STYLE.md section 7). */
+static int fault_before_write(struct fk_device *dev)
+{
+#ifdef FK_FAULT_INJECTION
+	if (dev->fail_write && dev->stats.write_calls + 1 == dev->fail_write) {
+		dev->stats.write_calls++;
+		return -EIO;
+	}
+#else
+	(void)dev;
+#endif
+	return 0;
+}
+
+static void fault_after_write(struct fk_device *dev)
+{
+#ifdef FK_FAULT_INJECTION
+	if (dev->crash_after && dev->stats.write_calls == dev->crash_after)
+		_exit(99);
+#else
+	(void)dev;
+#endif
+}
+
+int fk_device_writev(struct fk_device *dev, uint64_t off,
+		     const struct iovec *iov, int iovcnt)
+{
+	uint64_t len = 0;
+	int i, err;
+
+	if (!dev->is_writer)
+		return -EBADF;
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	while (iovcnt > 0) {
+		int n = iovcnt < IOV_BATCH ? iovcnt : IOV_BATCH;
+		ssize_t done;
+
+		if ((err = fault_before_write(dev)))
+			return err;
+		done = pwritev(dev->fd, iov, n, (off_t)(dev->base + off));
+		dev->stats.write_calls++;
+		if (done < 0 && errno == EINTR)
+			continue;
+		if (done < 0)
+			return -errno;
+		dev->stats.bytes_written += (uint64_t)done;
+		fault_after_write(dev);
+		off += (uint64_t)done;
+		while (iovcnt > 0 && (size_t)done >= iov->iov_len) {
+			done -= (ssize_t)iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (done > 0) { /* a short write stopped inside *iov */
+			if ((err = fk_device_write(dev, off,
+						   (char *)iov->iov_base + done,
+						   iov->iov_len - (size_t)done)))
+				return err;
+			off += iov->iov_len - (size_t)done;
+			iov++;
+			iovcnt--;
+		}
+	}
+	return 0;
+}
+
+int fk_device_write(struct fk_device *dev, uint64_t off, const void *buf,
+		    size_t len)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return fk_device_writev(dev, off, &iov, 1);
+}
+
+static int zero_by_writing(struct fk_device *dev, uint64_t off, uint64_t len)
+{
+	struct iovec iov[16];
+	char *zeros = calloc(1, ZERO_CHUNK);
+	int err = 0, i;
+
+	if (!zeros)
+		return -ENOMEM;
+	for (i = 0; i < 16; i++)
+		iov[i].iov_base = zeros;
+	while (len && !err) {
+		uint64_t step = 0;
+		int n = 0;
+
+		while (n < 16 && step < len) {
+			uint64_t piece = len - step < ZERO_CHUNK ? len - step
+								 : ZERO_CHUNK;
+			iov[n++].iov_len = (size_t)piece;
+			step += piece;
+		}
+		err = fk_device_writev(dev, off, iov, n);
+		off += step;
+		len -= step;
+	}
+	free(zeros);
+	return err;
+}
+
+int fk_device_zero(struct fk_device *dev, uint64_t off, uint64_t len)
+{
+	off_t at = (off_t)(dev->base + off);
+	int err;
+
+	if (!dev->is_writer)
+		return -EBADF;
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	if (!len)
+		return 0;
+	if ((err = fault_before_write(dev)))
+		return err;
+	if (dev->is_blk) {
+		uint64_t range[2] = {dev->base + off, len};
+
+		if (!(range[0] % 512) && !(len % 512) &&
+		    !ioctl(dev->fd, BLKZEROOUT, range))
+			goto done;
+	} else if (!fallocate(dev->fd, FALLOC_FL_ZERO_RANGE, at, (off_t)len) ||
+		   !fallocate(dev->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      at, (off_t)len)) {
+		goto done;
+	}
+	return zero_by_writing(dev, off, len);
+done:
+	dev->stats.zero_calls++;
+	dev->stats.bytes_zeroed += len;
+	fault_after_write(dev);
+	return 0;
+}
+
+int fk_device_sync(struct fk_device *dev)
+{
+	dev->stats.fsyncs++;
+	if (fsync(dev->fd))
+		return -errno;
+	return 0;
+}

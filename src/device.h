@@ -1,0 +1,76 @@
+/*
+ * device.h: the IMAGE a volume lives in: a regular file or a block device,
+ * a byte window in it (IMAGE@@OFFSET, a partition found with libblkid, or
+ * offset 0), locks, full-length I/O and I/O counters.  Knows nothing of FAT.
+ */
+#ifndef FATKIT_DEVICE_H
+#define FATKIT_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct fk_diag;
+struct fk_device;
+
+struct fk_device_opts {
+	const char *path;  /* the file or block device */
+	uint64_t off;	   /* volume start, when has_off */
+	int has_off;	   /* IMAGE@@OFFSET was given */
+	int partition;	   /* 1-based partition number; 0: choose */
+	int is_writer;	   /* exclusive lock, O_EXCL, mount check */
+	int force;	   /* write even if mounted or busy */
+};
+
+/* What a run cost, as the device saw it. */
+struct fk_io_stats {
+	uint64_t read_calls;
+	uint64_t bytes_read;
+	uint64_t write_calls;	/* pwrite/pwritev system calls */
+	uint64_t bytes_written;
+	uint64_t zero_calls;	/* fallocate/BLKZEROOUT calls */
+	uint64_t bytes_zeroed;
+	uint64_t fsyncs;
+};
+
+/*
+ * Open @opts->path, lock it (shared for readers, exclusive for writers;
+ * a held lock fails at once with -EBUSY "image is in use"), refuse a
+ * mounted device or a file behind a mounted loop device for writing, and
+ * choose the volume window.  On success *@out is the caller's, to free with
+ * fk_device_close().  Returns 0, -errno, or FK_ECORRUPT; @diag says why.
+ */
+int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
+		   struct fk_diag *diag);
+void fk_device_close(struct fk_device *dev);
+
+/* Bytes in the volume window (from its start to the end of IMAGE). */
+uint64_t fk_device_len(const struct fk_device *dev);
+/* Byte offset of the window in IMAGE (for --chain offsets). */
+uint64_t fk_device_base(const struct fk_device *dev);
+/* The path as given; borrowed until fk_device_close(). */
+const char *fk_device_path(const struct fk_device *dev);
+
+/*
+ * Read or write exactly @len bytes at window offset @off.  A range past the
+ * window is FK_ECORRUPT (the image is shorter than its geometry); I/O
+ * errors are -errno.  Writes on a reader are -EBADF.
+ */
+int fk_device_read(struct fk_device *dev, uint64_t off, void *buf,
+		   size_t len);
+int fk_device_write(struct fk_device *dev, uint64_t off, const void *buf,
+		    size_t len);
+/* One vectored write of adjacent buffers (one system call when it can). */
+int fk_device_writev(struct fk_device *dev, uint64_t off,
+		     const struct iovec *iov, int iovcnt);
+/*
+ * Make @len bytes at @off read as zeros, cheaply where the host can
+ * (FALLOC_FL_ZERO_RANGE, punch hole, BLKZEROOUT), else by large writes.
+ */
+int fk_device_zero(struct fk_device *dev, uint64_t off, uint64_t len);
+int fk_device_sync(struct fk_device *dev);
+
+/* The counters so far; borrowed until fk_device_close(). */
+const struct fk_io_stats *fk_device_stats(const struct fk_device *dev);
+
+#endif

@@ -1,0 +1,433 @@
+/*
+ * dir.c: directory slots.  A directory is read a block at a time (a
+ * cluster, or a few sectors of the fixed root), its chain checked as it is
+ * followed, and never more than 65536 slots (FAT specification: a
+ * directory is at most 2 MiB), which also bounds a looping chain.  Long
+ * names are assembled from their slots and kept only when sequence and
+ * checksum agree; otherwise the short name stands (as Windows does).
+ */
+#include "dir.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "endian.h"
+#include "fat.h"
+#include "volume.h"
+
+/* Directory entry fields. */
+#define DIR_NAME 0
+#define DIR_ATTR 11
+#define DIR_NTRES 12
+#define DIR_CRT_TIME_TENTH 13
+#define DIR_CRT_TIME 14
+#define DIR_CRT_DATE 16
+#define DIR_LST_ACC_DATE 18
+#define DIR_FST_CLUS_HI 20
+#define DIR_WRT_TIME 22
+#define DIR_WRT_DATE 24
+#define DIR_FST_CLUS_LO 26
+#define DIR_FILE_SIZE 28
+/* Long-name slot fields. */
+#define LDIR_ORD 0
+#define LDIR_CHKSUM 13
+#define LDIR_LAST 0x40
+#define LDIR_MAX_ORD 20 /* 20 slots x 13 = 260 units >= 255 */
+#define SLOT_FREE 0xe5
+#define SLOT_END 0x00
+#define ROOT_BLOCK_SECS 8 /* fixed-root sectors read at a time */
+
+struct fk_dir {
+	struct fk_volume *vol;
+	int is_fixed_root;
+	uint32_t first_clus;
+	uint32_t clus;	     /* cluster in the buffer (chained dirs) */
+	unsigned char *buf;  /* one block */
+	uint32_t buf_slots;  /* slots in the buffer */
+	uint64_t buf_off;    /* volume offset of the buffer */
+	uint32_t pos;	     /* next slot in the buffer */
+	uint32_t slot;	     /* index of the next slot in the directory */
+	int is_done;
+	int keep_going;
+	int seen_end;
+	struct fk_dir_stats stats;
+	/* long name being assembled */
+	uint16_t lfn[LDIR_MAX_ORD * FK_LFN_CHARS];
+	int lfn_next;	     /* ordinal expected next; 0: none pending */
+	int lfn_slots;
+	uint8_t lfn_sum;
+};
+
+int fk_dirent_is_dot(const struct fk_dirent *ent)
+{
+	return !memcmp(ent->raw, ".          ", 11) ||
+	       !memcmp(ent->raw, "..         ", 11);
+}
+
+uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
+			    const struct fk_dirent *ent)
+{
+	/* ".." of a first-level directory says 0 for the root, even on
+	 * FAT32 whose root is a chain. */
+	if (ent->first_clus == 0 && vol->g.type == FK_FAT32)
+		return vol->g.root_clus;
+	return ent->first_clus;
+}
+
+int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
+{
+	struct fk_dir *dir = calloc(1, sizeof(*dir));
+	uint32_t len = vol->g.clus_len;
+
+	if (!dir)
+		return -ENOMEM;
+	dir->vol = vol;
+	if (clus == 0 && vol->g.type == FK_FAT32)
+		clus = vol->g.root_clus;
+	dir->is_fixed_root = clus == 0;
+	dir->first_clus = clus;
+	if (dir->is_fixed_root)
+		len = ROOT_BLOCK_SECS * vol->g.sec_len;
+	if (!(dir->buf = malloc(len))) {
+		free(dir);
+		return -ENOMEM;
+	}
+	*out = dir;
+	return 0;
+}
+
+void fk_dir_close(struct fk_dir *dir)
+{
+	if (!dir)
+		return;
+	free(dir->buf);
+	free(dir);
+}
+
+void fk_dir_keep_going(struct fk_dir *dir)
+{
+	dir->keep_going = 1;
+}
+
+const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
+{
+	return &dir->stats;
+}
+
+/* Next cluster of a chained directory; 0 at its end. */
+static int next_clus(struct fk_dir *dir, uint32_t *clus, struct fk_diag *diag)
+{
+	struct fk_volume *vol = dir->vol;
+	uint32_t val;
+	int err;
+
+	if ((err = fk_fat_get(vol, dir->clus, &val)))
+		return err;
+	switch (fk_fat_class(&vol->g, val)) {
+	case FK_ENT_EOC:
+		*clus = 0;
+		return 0;
+	case FK_ENT_NEXT:
+		*clus = val;
+		return 0;
+	default:
+		fk_diag_set(diag, NULL,
+			    "directory chain breaks after cluster %u (entry "
+			    "0x%x)",
+			    dir->clus, val);
+		return FK_ECORRUPT;
+	}
+}
+
+/* Load the next block; sets is_done at the end of the directory. */
+static int load_block(struct fk_dir *dir, struct fk_diag *diag)
+{
+	struct fk_volume *vol = dir->vol;
+	const struct fk_geom *g = &vol->g;
+	uint32_t len, clus;
+	int err;
+
+	if (dir->is_fixed_root) {
+		uint32_t left = g->root_ents - dir->slot;
+
+		if (!left) {
+			dir->is_done = 1;
+			return 0;
+		}
+		len = ROOT_BLOCK_SECS * g->sec_len;
+		if (len / FK_DIRENT_LEN > left)
+			len = left * FK_DIRENT_LEN;
+		dir->buf_off = g->root_off + (uint64_t)dir->slot * FK_DIRENT_LEN;
+	} else {
+		if (dir->slot == 0) {
+			clus = dir->first_clus;
+		} else {
+			if ((err = next_clus(dir, &clus, diag)))
+				return err;
+			if (!clus) {
+				dir->is_done = 1;
+				return 0;
+			}
+		}
+		if (!fk_clus_valid(g, clus)) {
+			fk_diag_set(diag, NULL,
+				    "directory cluster %u is out of range", clus);
+			return FK_ECORRUPT;
+		}
+		if (dir->slot >= FK_DIR_MAX_ENTS) {
+			fk_diag_set(diag, NULL,
+				    "directory has more than %u entries (a "
+				    "looping chain?)",
+				    FK_DIR_MAX_ENTS);
+			return FK_ECORRUPT;
+		}
+		dir->clus = clus;
+		len = g->clus_len;
+		dir->buf_off = fk_clus_off(g, clus);
+	}
+	if ((err = fk_device_read(vol->dev, dir->buf_off, dir->buf, len)))
+		return err;
+	dir->buf_slots = len / FK_DIRENT_LEN;
+	dir->pos = 0;
+	return 0;
+}
+
+/* The 13 UCS-2 units of a long-name slot sit in three places. */
+static void lfn_units(const unsigned char *e, uint16_t *out)
+{
+	static const unsigned char at[FK_LFN_CHARS] = {
+		1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30};
+	int i;
+
+	for (i = 0; i < FK_LFN_CHARS; i++)
+		out[i] = (uint16_t)get_le16(e + at[i]);
+}
+
+static void lfn_drop(struct fk_dir *dir)
+{
+	if (dir->lfn_next)
+		dir->stats.orphan_lfn += (uint32_t)dir->lfn_slots;
+	dir->lfn_next = 0;
+	dir->lfn_slots = 0;
+}
+
+static void lfn_take(struct fk_dir *dir, const unsigned char *e)
+{
+	int ord = e[LDIR_ORD] & 0x3f;
+
+	if (e[LDIR_ORD] & LDIR_LAST) {
+		lfn_drop(dir);
+		if (ord < 1 || ord > LDIR_MAX_ORD) {
+			dir->stats.orphan_lfn++;
+			return;
+		}
+		memset(dir->lfn, 0xff, sizeof(dir->lfn));
+		dir->lfn_sum = e[LDIR_CHKSUM];
+	} else if (!dir->lfn_next || ord != dir->lfn_next ||
+		   e[LDIR_CHKSUM] != dir->lfn_sum) {
+		lfn_drop(dir);
+		dir->stats.orphan_lfn++;
+		return;
+	}
+	lfn_units(e, dir->lfn + (ord - 1) * FK_LFN_CHARS);
+	dir->lfn_next = ord - 1;
+	dir->lfn_slots++;
+	if (!dir->lfn_next)
+		dir->lfn_next = -1; /* complete: the short slot comes next */
+}
+
+/* Attach the pending long name to @ent if it belongs to it. */
+static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
+{
+	size_t n = 0;
+
+	ent->nslots = 1;
+	if (!dir->lfn_next)
+		return;
+	if (dir->lfn_next != -1 || dir->lfn_sum != fk_lfn_checksum(ent->raw)) {
+		ent->is_lfn_damaged = 1;
+		lfn_drop(dir);
+		return;
+	}
+	while (n < (size_t)dir->lfn_slots * FK_LFN_CHARS && dir->lfn[n] != 0 &&
+	       n < FK_LFN_MAX)
+		n++;
+	if (n && !fk_utf16_to_utf8(dir->lfn, n, ent->name, sizeof(ent->name)))
+		ent->has_lfn = 1;
+	else
+		ent->is_lfn_damaged = 1;
+	ent->nslots += (uint32_t)dir->lfn_slots;
+	dir->lfn_next = 0;
+	dir->lfn_slots = 0;
+}
+
+static void fill_entry(struct fk_dir *dir, const unsigned char *e,
+		       struct fk_dirent *ent)
+{
+	const struct fk_geom *g = &dir->vol->g;
+
+	memset(ent, 0, sizeof(*ent));
+	memcpy(ent->raw, e + DIR_NAME, 11);
+	ent->attr = e[DIR_ATTR];
+	ent->nt = e[DIR_NTRES];
+	ent->first_clus = get_le16(e + DIR_FST_CLUS_LO);
+	if (g->type == FK_FAT32)
+		ent->first_clus |= get_le16(e + DIR_FST_CLUS_HI) << 16;
+	ent->size = get_le32(e + DIR_FILE_SIZE);
+	ent->mtime = (uint16_t)get_le16(e + DIR_WRT_TIME);
+	ent->mdate = (uint16_t)get_le16(e + DIR_WRT_DATE);
+	ent->ctime = (uint16_t)get_le16(e + DIR_CRT_TIME);
+	ent->cdate = (uint16_t)get_le16(e + DIR_CRT_DATE);
+	ent->adate = (uint16_t)get_le16(e + DIR_LST_ACC_DATE);
+	ent->ctime_cs = e[DIR_CRT_TIME_TENTH];
+	ent->off = dir->buf_off + (uint64_t)dir->pos * FK_DIRENT_LEN;
+	ent->slot = dir->slot;
+	ent->dir_clus = dir->is_fixed_root ? 0 : dir->first_clus;
+	fk_short_display(ent->raw, ent->attr & FK_ATTR_VOLUME ? 0 : ent->nt,
+			 ent->short_name, sizeof(ent->short_name));
+	lfn_finish(dir, ent);
+	if (!ent->has_lfn)
+		memcpy(ent->name, ent->short_name, sizeof(ent->short_name));
+}
+
+int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent,
+		struct fk_diag *diag)
+{
+	int err;
+
+	for (;;) {
+		const unsigned char *e;
+
+		if (dir->is_done)
+			return 0;
+		if (dir->pos == dir->buf_slots || !dir->buf_slots) {
+			if ((err = load_block(dir, diag)))
+				return err;
+			continue;
+		}
+		e = dir->buf + (size_t)dir->pos * FK_DIRENT_LEN;
+		dir->stats.slots++;
+		if (e[0] == SLOT_END && !dir->seen_end) {
+			dir->seen_end = 1;
+			dir->stats.end_slot = dir->slot;
+			lfn_drop(dir);
+			if (!dir->keep_going) {
+				dir->is_done = 1;
+				return 0;
+			}
+		}
+		if (dir->seen_end) {
+			if (e[0] != SLOT_END && e[0] != SLOT_FREE)
+				dir->stats.after_end++;
+		} else if (e[0] == SLOT_FREE) {
+			lfn_drop(dir);
+		} else if ((e[DIR_ATTR] & 0x3f) == FK_ATTR_LFN) {
+			lfn_take(dir, e);
+		} else {
+			fill_entry(dir, e, ent);
+			dir->pos++;
+			dir->slot++;
+			return 1;
+		}
+		dir->pos++;
+		dir->slot++;
+	}
+}
+
+/* The fields fk_dir_update() owns, laid into a 32-byte slot. */
+static void pack_fields(const struct fk_dirent *ent, unsigned char *e,
+			int is_fat32)
+{
+	e[DIR_ATTR] = ent->attr;
+	e[DIR_NTRES] = ent->nt;
+	e[DIR_CRT_TIME_TENTH] = ent->ctime_cs;
+	put_le16(e + DIR_CRT_TIME, ent->ctime);
+	put_le16(e + DIR_CRT_DATE, ent->cdate);
+	put_le16(e + DIR_LST_ACC_DATE, ent->adate);
+	/* FAT12/16 keep EA handles here; only FAT32 owns the high word. */
+	if (is_fat32)
+		put_le16(e + DIR_FST_CLUS_HI, ent->first_clus >> 16);
+	put_le16(e + DIR_WRT_TIME, ent->mtime);
+	put_le16(e + DIR_WRT_DATE, ent->mdate);
+	put_le16(e + DIR_FST_CLUS_LO, ent->first_clus & 0xffff);
+	put_le32(e + DIR_FILE_SIZE, ent->size);
+}
+
+int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent)
+{
+	unsigned char e[FK_DIRENT_LEN];
+	int err;
+
+	if ((err = fk_device_read(vol->dev, ent->off, e, sizeof(e))))
+		return err;
+	pack_fields(ent, e, vol->g.type == FK_FAT32);
+	return fk_device_write(vol->dev, ent->off, e, sizeof(e));
+}
+
+static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
+{
+	memset(ent, 0, sizeof(*ent));
+	strcpy(ent->name, "/");
+	strcpy(ent->short_name, "/");
+	memset(ent->raw, ' ', 11);
+	ent->attr = FK_ATTR_DIR;
+	ent->first_clus = vol->g.type == FK_FAT32 ? vol->g.root_clus : 0;
+}
+
+/* Find @name in directory @clus. */
+static int find_in(struct fk_volume *vol, uint32_t clus, const char *name,
+		   struct fk_dirent *ent, struct fk_diag *diag)
+{
+	struct fk_dir *dir;
+	int err;
+
+	if ((err = fk_dir_open(vol, clus, &dir)))
+		return err;
+	while ((err = fk_dir_next(dir, ent, diag)) == 1) {
+		if (ent->attr & FK_ATTR_VOLUME)
+			continue;
+		if (fk_name_equal(name, ent->name) ||
+		    fk_name_equal(name, ent->short_name))
+			break;
+	}
+	fk_dir_close(dir);
+	return err == 1 ? 0 : err == 0 ? -ENOENT : err;
+}
+
+int fk_dir_lookup(struct fk_volume *vol, const char *path,
+		  struct fk_dirent *ent, struct fk_diag *diag)
+{
+	char comp[FK_NAME_MAX];
+	const char *p = path;
+	int err;
+
+	fk_diag_set(diag, path, NULL);
+	if (*p != '/')
+		return -EINVAL;
+	root_entry(vol, ent);
+	for (;;) {
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return 0;
+		len = strcspn(p, "/");
+		if (len >= sizeof(comp))
+			return -ENAMETOOLONG;
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		p += len;
+		if (!strcmp(comp, "."))
+			continue;
+		if (!(ent->attr & FK_ATTR_DIR))
+			return -ENOTDIR;
+		if ((err = find_in(vol, fk_dirent_dir_clus(vol, ent), comp, ent,
+				   diag)))
+			return err;
+		if (!strcmp(comp, "..") && ent->first_clus == 0)
+			root_entry(vol, ent);
+	}
+}

@@ -1,0 +1,100 @@
+/*
+ * dir.h: directories.  Iterating the slots of the FAT12/16 fixed root or
+ * of a cluster-chained directory, assembling VFAT long names, looking up
+ * paths, and (write side) creating and updating entries.
+ */
+#ifndef FATKIT_DIR_H
+#define FATKIT_DIR_H
+
+#include <stdint.h>
+
+#include "names.h"
+
+struct fk_diag;
+struct fk_volume;
+struct fk_dir;
+
+#define FK_DIRENT_LEN 32
+#define FK_DIR_MAX_ENTS 65536 /* a directory holds at most 2 MiB of slots */
+
+/* Attribute bits. */
+#define FK_ATTR_RO 0x01
+#define FK_ATTR_HIDDEN 0x02
+#define FK_ATTR_SYSTEM 0x04
+#define FK_ATTR_VOLUME 0x08
+#define FK_ATTR_DIR 0x10
+#define FK_ATTR_ARCHIVE 0x20
+#define FK_ATTR_LFN 0x0f
+
+/* One directory entry, with its long name when it has a sound one. */
+struct fk_dirent {
+	char name[FK_NAME_MAX];	     /* long name, else the short display */
+	char short_name[40];	     /* 8.3 display form, UTF-8 */
+	unsigned char raw[11];	     /* the short name as stored */
+	uint8_t attr;
+	uint8_t nt;		     /* NT lower-case flags */
+	uint32_t first_clus;
+	uint32_t size;		     /* bytes, as the entry says */
+	uint16_t mtime, mdate;	     /* FAT date and time words */
+	uint16_t ctime, cdate, adate;
+	uint8_t ctime_cs;	     /* creation time, 10 ms units */
+	uint64_t off;		     /* volume byte offset of the short slot */
+	uint32_t slot;		     /* index of the short slot in the dir */
+	uint32_t nslots;	     /* slots used, long-name slots included */
+	int has_lfn;		     /* a long name matched its checksum */
+	int is_lfn_damaged;	     /* long-name slots were there but bad */
+	uint32_t dir_clus;	     /* first cluster of the parent; 0: root */
+};
+
+/* What an iteration saw besides entries (for the checker). */
+struct fk_dir_stats {
+	uint32_t slots;		/* slots read */
+	uint32_t orphan_lfn;	/* long-name slots that led nowhere */
+	uint32_t after_end;	/* used slots found after the end marker */
+	uint32_t end_slot;	/* slot of the end marker; slots if none */
+};
+
+/*
+ * Open directory @clus for reading (0 and, on FAT32, the root cluster mean
+ * the root).  *@out is the caller's, freed by fk_dir_close().  Returns 0,
+ * -ENOMEM.  Reading checks the chain as it goes.
+ */
+int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out);
+void fk_dir_close(struct fk_dir *dir);
+
+/*
+ * Next entry (deleted slots and long-name slots are folded away; "." and
+ * ".." and the volume label are returned).  Returns 1 with *@ent filled,
+ * 0 at the end, FK_ECORRUPT (broken chain, over 65536 slots; @diag says
+ * which) or -errno.  With @keep_going set the walk continues past the end
+ * marker (the checker wants entries hidden there).
+ */
+int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent,
+		struct fk_diag *diag);
+void fk_dir_keep_going(struct fk_dir *dir);
+const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir);
+
+/*
+ * Look up absolute @path ("/" separated, case-insensitive on long and short
+ * names).  "/" yields a synthesized root entry (FK_ATTR_DIR, first_clus the
+ * FAT32 root cluster or 0).  Returns 0, -ENOENT, -ENOTDIR, -EINVAL (not
+ * absolute), FK_ECORRUPT or -errno; @diag names the path.
+ */
+int fk_dir_lookup(struct fk_volume *vol, const char *path,
+		  struct fk_dirent *ent, struct fk_diag *diag);
+
+/*
+ * Write @ent's first cluster, size, attributes and times back to its short
+ * slot at @ent->off (one sector read-modify-write, immediately).  The
+ * name is left alone.  Returns 0 or -errno.
+ */
+int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent);
+
+/* Is @ent "." or ".."? */
+int fk_dirent_is_dot(const struct fk_dirent *ent);
+
+/* Cluster of the directory @ent describes (0 for the FAT12/16 root). */
+uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
+			    const struct fk_dirent *ent);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * endian.h: little-endian field access.  On-disk fields are named byte
+ * offsets read and written through these, never a packed struct.
+ */
+#ifndef FATKIT_ENDIAN_H
+#define FATKIT_ENDIAN_H
+
+#include <stdint.h>
+
+static inline uint32_t get_le16(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static inline uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline void put_le16(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * fat.c: FAT entry access.  One ops table per width keeps the packing in
+ * one place; callers never see the width.  All access goes through the
+ * sector cache, except fk_fat_scan(), which streams a whole copy.
+ */
+#include "fat.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "diag.h"
+#include "endian.h"
+#include "volume.h"
+
+#define SCAN_ENTS (1u << 18) /* entries decoded per scan block */
+
+struct fat_ops {
+	uint64_t (*entry_off)(uint32_t clus); /* offset in one FAT copy */
+	unsigned load_len;		      /* 2 or 4 bytes hold it */
+	uint32_t (*decode)(uint32_t raw, uint32_t clus);
+	uint32_t (*encode)(uint32_t raw, uint32_t clus, uint32_t val);
+	uint32_t eoc_min; /* values from here on end a chain */
+	uint32_t bad;
+	uint32_t mask;
+};
+
+static uint64_t fat12_off(uint32_t clus)
+{
+	return (uint64_t)clus + clus / 2;
+}
+
+static uint64_t fat16_off(uint32_t clus)
+{
+	return (uint64_t)clus * 2;
+}
+
+static uint64_t fat32_off(uint32_t clus)
+{
+	return (uint64_t)clus * 4;
+}
+
+/* Two FAT12 entries share a byte: odd ones hold the high 12 bits. */
+static uint32_t fat12_decode(uint32_t raw, uint32_t clus)
+{
+	return clus & 1 ? raw >> 4 : raw & 0x0fff;
+}
+
+/* Keep the neighbour's nibble. */
+static uint32_t fat12_encode(uint32_t raw, uint32_t clus, uint32_t val)
+{
+	return clus & 1 ? (raw & 0x000f) | val << 4 : (raw & 0xf000) | val;
+}
+
+static uint32_t fat16_decode(uint32_t raw, uint32_t clus)
+{
+	(void)clus;
+	return raw;
+}
+
+static uint32_t fat16_encode(uint32_t raw, uint32_t clus, uint32_t val)
+{
+	(void)raw;
+	(void)clus;
+	return val;
+}
+
+/* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
+static uint32_t fat32_decode(uint32_t raw, uint32_t clus)
+{
+	(void)clus;
+	return raw & 0x0fffffff;
+}
+
+static uint32_t fat32_encode(uint32_t raw, uint32_t clus, uint32_t val)
+{
+	(void)clus;
+	return (raw & 0xf0000000) | (val & 0x0fffffff);
+}
+
+static const struct fat_ops fat12_ops = {fat12_off, 2, fat12_decode,
+					 fat12_encode, 0xff8, 0xff7, 0xfff};
+static const struct fat_ops fat16_ops = {fat16_off, 2, fat16_decode,
+					 fat16_encode, 0xfff8, 0xfff7, 0xffff};
+static const struct fat_ops fat32_ops = {
+	fat32_off, 4, fat32_decode, fat32_encode, 0x0ffffff8, 0x0ffffff7,
+	0x0fffffff};
+
+static const struct fat_ops *ops_of(const struct fk_geom *g)
+{
+	return g->type == FK_FAT12   ? &fat12_ops
+	       : g->type == FK_FAT16 ? &fat16_ops
+				     : &fat32_ops;
+}
+
+enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val)
+{
+	const struct fat_ops *ops = ops_of(g);
+
+	if (val == 0)
+		return FK_ENT_FREE;
+	if (val >= ops->eoc_min)
+		return FK_ENT_EOC;
+	if (val == ops->bad)
+		return FK_ENT_BAD;
+	if (val == 1 || val > ops->bad - 8)
+		return FK_ENT_RESERVED; /* 0xFFF0..0xFFF6 and friends */
+	if (val > fk_clus_max(g))
+		return FK_ENT_RANGE;
+	return FK_ENT_NEXT;
+}
+
+uint32_t fk_fat_eoc(const struct fk_geom *g)
+{
+	return ops_of(g)->mask;
+}
+
+uint32_t fk_fat_bad(const struct fk_geom *g)
+{
+	return ops_of(g)->bad;
+}
+
+/* Load the 2 or 4 bytes holding entry @clus (they may straddle sectors). */
+static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint64_t off = ops->entry_off(clus);
+	uint32_t sec = (uint32_t)(off / vol->g.sec_len);
+	uint32_t in = (uint32_t)(off % vol->g.sec_len);
+	unsigned char b[4];
+	const unsigned char *data;
+	unsigned i;
+	int err;
+
+	if (clus > fk_clus_max(&vol->g))
+		return FK_ECORRUPT;
+	for (i = 0; i < ops->load_len; i++, in++) {
+		if (in == vol->g.sec_len) {
+			sec++;
+			in = 0;
+		}
+		if ((i == 0 || in == 0) &&
+		    (err = fk_cache_get(vol->fat, sec, &data)))
+			return err;
+		b[i] = data[in];
+	}
+	*raw = ops->load_len == 2 ? get_le16(b) : get_le32(b);
+	return 0;
+}
+
+int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val)
+{
+	uint32_t raw;
+	int err = load_raw(vol, clus, &raw);
+
+	if (!err)
+		*val = ops_of(&vol->g)->decode(raw, clus);
+	return err;
+}
+
+/* Store the bytes of @raw for entry @clus, sector by sector. */
+static int store_raw(struct fk_volume *vol, uint32_t clus, uint32_t raw)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint64_t off = ops->entry_off(clus);
+	uint32_t sec = (uint32_t)(off / vol->g.sec_len);
+	uint32_t in = (uint32_t)(off % vol->g.sec_len);
+	unsigned char b[4], *data;
+	unsigned i;
+	int err;
+
+	if (ops->load_len == 2)
+		put_le16(b, raw);
+	else
+		put_le32(b, raw);
+	for (i = 0; i < ops->load_len; i++, in++) {
+		if (in == vol->g.sec_len) {
+			sec++;
+			in = 0;
+		}
+		if ((i == 0 || in == 0) &&
+		    (err = fk_cache_get_dirty(vol->fat, sec, &data)))
+			return err;
+		data[in] = b[i];
+	}
+	return 0;
+}
+
+int fk_fat_put(struct fk_volume *vol, uint32_t clus, uint32_t val)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint32_t raw;
+	int err;
+
+	if ((err = load_raw(vol, clus, &raw)))
+		return err;
+	return store_raw(vol, clus, ops->encode(raw, clus, val & ops->mask));
+}
+
+/*
+ * Fast path for 16- and 32-bit entries: fill whole sectors in place.
+ * @val_of gives the value of each entry.  FAT12 takes the generic path
+ * (its entries straddle sectors and a run is rarely long).
+ */
+static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+		    uint32_t next, int is_chain)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint32_t per_sec = vol->g.sec_len / ops->load_len;
+	uint32_t clus = first, end = first + nclus;
+	unsigned char *data;
+	int err;
+
+	while (clus < end) {
+		uint32_t sec = clus / per_sec, i = clus % per_sec;
+
+		if ((err = fk_cache_get_dirty(vol->fat, sec, &data)))
+			return err;
+		for (; i < per_sec && clus < end; i++, clus++) {
+			uint32_t val = !is_chain      ? next
+				       : clus + 1 < end ? clus + 1
+							: next;
+			unsigned char *p = data + (size_t)i * ops->load_len;
+
+			if (ops->load_len == 2)
+				put_le16(p, val);
+			else
+				put_le32(p, (get_le32(p) & 0xf0000000) | val);
+		}
+	}
+	return 0;
+}
+
+static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+		     uint32_t next, int is_chain)
+{
+	uint32_t i;
+	int err;
+
+	if (!nclus)
+		return 0;
+	if (first > fk_clus_max(&vol->g) ||
+	    nclus - 1 > fk_clus_max(&vol->g) - first)
+		return FK_ECORRUPT;
+	if (vol->g.type != FK_FAT12)
+		return put_many(vol, first, nclus, next, is_chain);
+	for (i = 0; i < nclus; i++) {
+		uint32_t val = !is_chain ? next : i + 1 < nclus ? first + i + 1
+								: next;
+		if ((err = fk_fat_put(vol, first + i, val)))
+			return err;
+	}
+	return 0;
+}
+
+int fk_fat_put_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+		   uint32_t next)
+{
+	return put_range(vol, first, nclus, next, 1);
+}
+
+int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+		uint32_t val)
+{
+	return put_range(vol, first, nclus, val, 0);
+}
+
+int fk_chain_walk(struct fk_volume *vol, uint32_t start,
+		  int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		  struct fk_chain_info *info)
+{
+	const struct fk_geom *g = &vol->g;
+	struct fk_run run = {0, 0};
+	uint32_t clus = start, val;
+	int err;
+
+	memset(info, 0, sizeof(*info));
+	info->end = fk_fat_class(g, start);
+	info->end_val = start;
+	if (info->end != FK_ENT_NEXT)
+		return 0; /* 0: empty file; anything else: a bad start */
+	for (;;) {
+		if (info->nclus == g->nclus) {
+			info->is_loop = 1;
+			break;
+		}
+		if ((err = fk_fat_get(vol, clus, &val)))
+			return err;
+		info->nclus++;
+		info->last = clus;
+		if (run.nclus && clus == run.first + run.nclus) {
+			run.nclus++;
+		} else {
+			if (run.nclus && fn && (err = fn(arg, &run)))
+				return err;
+			run.first = clus;
+			run.nclus = 1;
+			info->nruns++;
+		}
+		info->end = fk_fat_class(g, val);
+		info->end_val = val;
+		if (info->end != FK_ENT_NEXT)
+			break;
+		clus = val;
+	}
+	if (run.nclus && fn && (err = fn(arg, &run)))
+		return err;
+	return 0;
+}
+
+int fk_chain_error(const struct fk_chain_info *info, struct fk_diag *diag)
+{
+	if (info->is_loop)
+		fk_diag_set(diag, NULL, "cluster chain loops (more than %u "
+					"links)",
+			    info->nclus);
+	else if (info->end == FK_ENT_FREE)
+		fk_diag_set(diag, NULL,
+			    "cluster chain links to a free cluster after %u",
+			    info->last);
+	else if (info->end == FK_ENT_BAD)
+		fk_diag_set(diag, NULL,
+			    "cluster chain links to a bad cluster after %u",
+			    info->last);
+	else if (info->nclus == 0)
+		fk_diag_set(diag, NULL, "first cluster %u is out of range",
+			    info->end_val);
+	else
+		fk_diag_set(diag, NULL,
+			    "cluster chain links to out-of-range cluster %u "
+			    "after %u",
+			    info->end_val, info->last);
+	return FK_ECORRUPT;
+}
+
+/* Decode @n entries from @first out of raw FAT bytes @buf at @buf_off. */
+static void decode_block(const struct fat_ops *ops, const unsigned char *buf,
+			 uint64_t buf_off, uint32_t first, uint32_t n,
+			 uint32_t *vals)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t clus = first + i;
+		const unsigned char *p = buf + (ops->entry_off(clus) - buf_off);
+		uint32_t raw = ops->load_len == 2 ? get_le16(p) : get_le32(p);
+
+		vals[i] = ops->decode(raw, clus);
+	}
+}
+
+int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
+		int (*fn)(void *arg, uint32_t first, const uint32_t *vals,
+			  uint32_t n),
+		void *arg)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint64_t copy_off = vol->g.fat_off + (uint64_t)copy * vol->g.fat_secs *
+						      vol->g.sec_len;
+	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
+	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
+	uint32_t *vals = calloc(SCAN_ENTS, sizeof(*vals));
+	int err = 0;
+
+	if (!buf || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (first < total && !err) {
+		uint32_t n = total - first < SCAN_ENTS ? total - first
+						       : SCAN_ENTS;
+		uint64_t from = ops->entry_off(first);
+		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
+
+		/* The last FAT12 entry may end in the middle of a byte pair. */
+		if (to > (uint64_t)vol->g.fat_secs * vol->g.sec_len)
+			to = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
+		memset(buf, 0, (size_t)(to - from) + 4);
+		if ((err = fk_device_read(vol->dev, copy_off + from, buf,
+					  (size_t)(to - from))))
+			break;
+		decode_block(ops, buf, from, first, n, vals);
+		err = fn(arg, first, vals, n);
+		first += n;
+	}
+out:
+	free(buf);
+	free(vals);
+	return err;
+}

@@ -1,0 +1,104 @@
+/*
+ * fat.h: FAT entries.  Get and put one entry or a whole run of them, the
+ * classes an entry value falls in, bounded chain walks that report runs
+ * (contiguous extents), and sequential scans of a FAT copy in large reads.
+ * Entry packing (12, 16 or 28 bits) is known only to fat.c.
+ */
+#ifndef FATKIT_FAT_H
+#define FATKIT_FAT_H
+
+#include <stdint.h>
+
+struct fk_diag;
+struct fk_volume;
+struct fk_geom;
+
+enum fk_ent_class {
+	FK_ENT_FREE,	 /* 0 */
+	FK_ENT_NEXT,	 /* a link to a valid data cluster */
+	FK_ENT_EOC,	 /* end of chain */
+	FK_ENT_BAD,	 /* marked bad */
+	FK_ENT_RESERVED, /* 1, or a reserved value below BAD */
+	FK_ENT_RANGE,	 /* a link past the last cluster */
+};
+
+/* A run of contiguous clusters. */
+struct fk_run {
+	uint32_t first; /* cluster number */
+	uint32_t nclus;
+};
+
+/* How a chain walk ended, with what it saw. */
+struct fk_chain_info {
+	uint32_t nclus;	    /* clusters in the valid part of the chain */
+	uint32_t nruns;	    /* fragments */
+	uint32_t last;	    /* last valid cluster (0 for an empty chain) */
+	enum fk_ent_class end; /* FK_ENT_EOC for a sound chain */
+	uint32_t end_val;   /* the value that ended it */
+	int is_loop;	    /* stopped after more links than clusters */
+};
+
+enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val);
+
+/* The end-of-chain and bad-cluster values written for this FAT width. */
+uint32_t fk_fat_eoc(const struct fk_geom *g);
+uint32_t fk_fat_bad(const struct fk_geom *g);
+
+/*
+ * Read entry @clus (0 .. nclus + 1) through the FAT cache.  Returns 0,
+ * FK_ECORRUPT (entry outside the FAT) or -errno.
+ */
+int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val);
+
+/*
+ * Set entry @clus to @val in the cache (FAT32 keeps the top 4 bits, as the
+ * specification asks).  Written to disk by the next fk_cache_flush().
+ */
+int fk_fat_put(struct fk_volume *vol, uint32_t clus, uint32_t val);
+
+/*
+ * Link @nclus clusters from @first as one contiguous chain whose last
+ * entry holds @next (another cluster, or fk_fat_eoc()).  One cache lookup
+ * per FAT sector, not per entry.
+ */
+int fk_fat_put_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+		   uint32_t next);
+
+/*
+ * Set @nclus entries from @first to @val (e.g. 0 to free a run).
+ */
+int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+		uint32_t val);
+
+/*
+ * Walk the chain from @start, calling @fn (if not NULL) once per run, in
+ * order, until end of chain, a bad link, or more links than the volume
+ * has clusters (a loop).  @info says how it ended.  Returns 0 whatever the
+ * chain holds (the caller judges @info), a non-zero value returned by @fn,
+ * or -errno.  A @start outside the data area yields an empty walk with
+ * @info->end set to its class.
+ */
+int fk_chain_walk(struct fk_volume *vol, uint32_t start,
+		  int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		  struct fk_chain_info *info);
+
+/*
+ * Describe a chain that did not end in EOC as a reason in @diag, e.g.
+ * "cluster chain loops (more than N links)" or "cluster chain links to
+ * free cluster N".  Returns FK_ECORRUPT.
+ */
+int fk_chain_error(const struct fk_chain_info *info, struct fk_diag *diag);
+
+/*
+ * Decode every entry of FAT copy @copy (0-based), sequentially in large
+ * reads straight from the device (not the cache), calling @fn with
+ * consecutive blocks: @vals[i] is the entry of cluster @first + i.
+ * Covers clusters 0 .. nclus + 1.  Returns 0, @fn's non-zero value, or
+ * -errno.  Memory: one read buffer.
+ */
+int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
+		int (*fn)(void *arg, uint32_t first, const uint32_t *vals,
+			  uint32_t n),
+		void *arg);
+
+#endif

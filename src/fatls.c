@@ -1,0 +1,586 @@
+/*
+ * fatls: list directories, files, their cluster chains and the volume.
+ * main() parses, asks the core, prints and picks the exit status.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "diag.h"
+#include "dir.h"
+#include "fat.h"
+#include "fsinfo.h"
+#include "json.h"
+#include "volume.h"
+
+#define PROG "fatls"
+
+struct ls_opts {
+	int is_long;
+	int show_all;
+	int is_recursive;
+	int show_short;
+	int show_chain;
+	int show_info;
+	int is_json;
+};
+
+struct ls {
+	struct ls_opts o;
+	struct fk_volume *vol;
+	struct fk_json js;
+	int status; /* FK_EXIT_OK or FK_EXIT_FAIL */
+};
+
+/* The chain of one entry, as --chain, -l and --json need it. */
+struct chain {
+	struct fk_chain_info info;
+	struct fk_run *runs;
+	size_t nruns, cap;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROG " [OPTIONS] IMAGE [PATH]...\n"
+		"List directories and files of a FAT12/16/32 volume without "
+		"mounting it.\n"
+		"\n"
+		"  -l                 long format: attributes, size, allocated, "
+		"mtime, name\n"
+		"  -a                 include hidden and system entries, . and "
+		".., the label\n"
+		"  -R                 recurse; print full paths\n"
+		"  -s                 show 8.3 short names beside long names\n"
+		"      --chain        show first cluster, fragments and runs "
+		"(clusters and\n"
+		"                     byte offset+length in IMAGE)\n"
+		"      --info         print the volume (FAT type, geometry, "
+		"free space, FSInfo)\n"
+		"      --json         one JSON document on stdout\n"
+		"  -P, --partition N  use partition N (1-based) of an MBR or GPT "
+		"table\n"
+		"  -h, --help         show this help and exit\n"
+		"  -V, --version      show the version and exit\n"
+		"\n"
+		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. "
+		"sd.img@@1M).\n"
+		"Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+static int add_run(void *arg, const struct fk_run *run)
+{
+	struct chain *c = arg;
+
+	if (c->nruns == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 8;
+		struct fk_run *r = realloc(c->runs, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		c->runs = r;
+		c->cap = cap;
+	}
+	c->runs[c->nruns++] = *run;
+	return 0;
+}
+
+/* Walk the chain of @ent; a broken one is reported and fails the run. */
+static int get_chain(struct ls *ls, const struct fk_dirent *ent,
+		     const char *path, struct chain *c)
+{
+	struct fk_diag diag = {{0}, {0}};
+	int err;
+
+	c->nruns = 0;
+	err = fk_chain_walk(ls->vol, ent->first_clus, add_run, c, &c->info);
+	if (!err && ent->first_clus && c->info.end != FK_ENT_EOC)
+		err = fk_chain_error(&c->info, &diag);
+	if (err) {
+		fk_diag_set(&diag, path, NULL);
+		fk_report(PROG, &diag, err);
+		ls->status = FK_EXIT_FAIL;
+	}
+	return err;
+}
+
+/* Characters, not bytes, so UTF-8 names line up. */
+static int display_width(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n > 12 ? 12 : n;
+}
+
+static void attr_string(uint8_t attr, char out[6])
+{
+	out[0] = attr & FK_ATTR_DIR ? 'd' : attr & FK_ATTR_VOLUME ? 'v' : '-';
+	out[1] = attr & FK_ATTR_RO ? 'r' : '-';
+	out[2] = attr & FK_ATTR_HIDDEN ? 'h' : '-';
+	out[3] = attr & FK_ATTR_SYSTEM ? 's' : '-';
+	out[4] = attr & FK_ATTR_ARCHIVE ? 'a' : '-';
+	out[5] = '\0';
+}
+
+/* FAT date and time words as ISO 8601 (local time, as FAT stores it). */
+static void mtime_string(const struct fk_dirent *ent, char *out, size_t len)
+{
+	if (!ent->mdate) {
+		snprintf(out, len, "-");
+		return;
+	}
+	snprintf(out, len, "%04u-%02u-%02uT%02u:%02u:%02u",
+		 1980 + (ent->mdate >> 9), ent->mdate >> 5 & 15,
+		 ent->mdate & 31, ent->mtime >> 11, ent->mtime >> 5 & 63,
+		 (ent->mtime & 31) * 2);
+}
+
+static uint64_t run_off(const struct ls *ls, const struct fk_run *r)
+{
+	return fk_device_base(ls->vol->dev) + fk_clus_off(&ls->vol->g, r->first);
+}
+
+static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
+			     const char *path, const struct chain *c)
+{
+	static const struct {
+		uint8_t bit;
+		const char *name;
+	} attrs[] = {{FK_ATTR_RO, "read-only"}, {FK_ATTR_HIDDEN, "hidden"},
+		     {FK_ATTR_SYSTEM, "system"},   {FK_ATTR_VOLUME, "volume"},
+		     {FK_ATTR_DIR, "directory"},   {FK_ATTR_ARCHIVE, "archive"}};
+	struct fk_json *js = &ls->js;
+	uint32_t clus_len = ls->vol->g.clus_len;
+	char mtime[32];
+	size_t i;
+
+	mtime_string(ent, mtime, sizeof(mtime));
+	fk_json_object(js, NULL);
+	fk_json_str(js, "path", path);
+	fk_json_str(js, "name", ent->name);
+	fk_json_str(js, "short_name", ent->short_name);
+	fk_json_array(js, "attributes");
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+		if (ent->attr & attrs[i].bit)
+			fk_json_str(js, NULL, attrs[i].name);
+	fk_json_end(js);
+	fk_json_u64(js, "size", ent->size);
+	fk_json_u64(js, "allocated", (uint64_t)c->info.nclus * clus_len);
+	fk_json_u64(js, "first_cluster", ent->first_clus);
+	fk_json_u64(js, "clusters", c->info.nclus);
+	fk_json_u64(js, "fragments", c->info.nruns);
+	fk_json_array(js, "runs");
+	for (i = 0; i < c->nruns; i++) {
+		fk_json_object(js, NULL);
+		fk_json_u64(js, "first", c->runs[i].first);
+		fk_json_u64(js, "last", c->runs[i].first + c->runs[i].nclus - 1);
+		fk_json_u64(js, "clusters", c->runs[i].nclus);
+		fk_json_u64(js, "offset", run_off(ls, &c->runs[i]));
+		fk_json_u64(js, "length", (uint64_t)c->runs[i].nclus * clus_len);
+		fk_json_end(js);
+	}
+	fk_json_end(js);
+	if (ent->mdate)
+		fk_json_str(js, "mtime", mtime);
+	else
+		fk_json_null(js, "mtime");
+	fk_json_end(js);
+}
+
+static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
+			     const char *shown, const struct chain *c)
+{
+	uint32_t clus_len = ls->vol->g.clus_len;
+	char attr[6], mtime[32];
+	size_t i;
+
+	if (ls->o.is_long) {
+		attr_string(ent->attr, attr);
+		mtime_string(ent, mtime, sizeof(mtime));
+		printf("%s %10" PRIu32 " %10" PRIu64 " %-19s ", attr, ent->size,
+		       (uint64_t)c->info.nclus * clus_len, mtime);
+	}
+	if (ls->o.show_short)
+		printf("%s%*s ", ent->short_name,
+		       12 - display_width(ent->short_name), "");
+	if (ls->o.show_chain) {
+		printf("first=%" PRIu32 " fragments=%" PRIu32 " runs=",
+		       ent->first_clus, c->info.nruns);
+		for (i = 0; i < c->nruns; i++)
+			printf("%s%" PRIu32 "-%" PRIu32 "@%" PRIu64 "+%" PRIu64,
+			       i ? "," : "", c->runs[i].first,
+			       c->runs[i].first + c->runs[i].nclus - 1,
+			       run_off(ls, &c->runs[i]),
+			       (uint64_t)c->runs[i].nclus * clus_len);
+		printf("%s ", c->nruns ? "" : "-");
+	}
+	printf("%s\n", shown);
+}
+
+/* Print one entry; @path is its full path, @shown what the line names. */
+static void print_entry(struct ls *ls, const struct fk_dirent *ent,
+			const char *path, const char *shown)
+{
+	struct chain c;
+	int need_chain = ls->o.is_long || ls->o.show_chain || ls->o.is_json;
+
+	memset(&c, 0, sizeof(c));
+	/* "." and ".." share their target's chain; do not walk them twice. */
+	if (need_chain && !fk_dirent_is_dot(ent) &&
+	    !(ent->attr & FK_ATTR_VOLUME) && get_chain(ls, ent, path, &c)) {
+		free(c.runs);
+		return;
+	}
+	if (ls->o.is_json)
+		print_json_entry(ls, ent, path, &c);
+	else
+		print_text_entry(ls, ent, shown, &c);
+	free(c.runs);
+}
+
+static int is_shown(const struct ls *ls, const struct fk_dirent *ent)
+{
+	if (ls->o.show_all)
+		return 1;
+	return !(ent->attr & (FK_ATTR_HIDDEN | FK_ATTR_SYSTEM | FK_ATTR_VOLUME)) &&
+	       !fk_dirent_is_dot(ent);
+}
+
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, a);
+	p[a] = '/';
+	memcpy(p + a + 1, name, b + 1);
+	return p;
+}
+
+/*
+ * List directory @clus whose path is @path ("" for the root).  With -R the
+ * recursion depth is bounded by the volume: a directory loop would need a
+ * chain of directories whose ".." never reach the root; we stop at a
+ * depth no real volume reaches.
+ */
+static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
+{
+	struct fk_diag diag = {{0}, {0}};
+	struct fk_dirent ent;
+	struct fk_dir *dir;
+	int err;
+
+	if (depth > 128) {
+		fk_diag_set(&diag, path, "directories nest deeper than 128 "
+					 "levels (a directory loop?)");
+		fk_report(PROG, &diag, FK_ECORRUPT);
+		ls->status = FK_EXIT_FAIL;
+		return FK_ECORRUPT;
+	}
+	if ((err = fk_dir_open(ls->vol, clus, &dir)))
+		return err;
+	while ((err = fk_dir_next(dir, &ent, &diag)) == 1) {
+		char *full;
+
+		if (!is_shown(ls, &ent))
+			continue;
+		if (!(full = join(path, ent.name))) {
+			err = -ENOMEM;
+			break;
+		}
+		print_entry(ls, &ent, full, ls->o.is_recursive ? full : ent.name);
+		if (ls->o.is_recursive && (ent.attr & FK_ATTR_DIR) &&
+		    !fk_dirent_is_dot(&ent) && !(ent.attr & FK_ATTR_VOLUME))
+			list_dir(ls, fk_dirent_dir_clus(ls->vol, &ent), full,
+				 depth + 1);
+		free(full);
+	}
+	fk_dir_close(dir);
+	if (err < 0) {
+		fk_diag_set(&diag, *path ? path : "/", NULL);
+		fk_report(PROG, &diag, err);
+		ls->status = FK_EXIT_FAIL;
+	}
+	return err < 0 ? err : 0;
+}
+
+/* "/a/b/" -> "/a/b"; "/" -> "" (so children join as "/x"). */
+static void trim_path(char *p)
+{
+	size_t n = strlen(p);
+
+	while (n > 0 && p[n - 1] == '/')
+		p[--n] = '\0';
+}
+
+static void list_path(struct ls *ls, const char *arg, int nargs)
+{
+	struct fk_diag diag = {{0}, {0}};
+	struct fk_dirent ent;
+	char *path;
+	int err;
+
+	if ((err = fk_dir_lookup(ls->vol, arg, &ent, &diag))) {
+		fk_report(PROG, &diag, err);
+		ls->status = FK_EXIT_FAIL;
+		return;
+	}
+	if (!(path = strdup(arg))) {
+		fk_report(PROG, NULL, -ENOMEM);
+		ls->status = FK_EXIT_FAIL;
+		return;
+	}
+	trim_path(path);
+	if (!(ent.attr & FK_ATTR_DIR)) {
+		print_entry(ls, &ent, path, path);
+	} else {
+		if (nargs > 1 && !ls->o.is_recursive && !ls->o.is_json)
+			printf("%s:\n", *path ? path : "/");
+		list_dir(ls, fk_dirent_dir_clus(ls->vol, &ent), path, 0);
+		if (nargs > 1 && !ls->o.is_recursive && !ls->o.is_json)
+			printf("\n");
+	}
+	free(path);
+}
+
+static int count_free(void *arg, uint32_t first, const uint32_t *vals,
+		      uint32_t n)
+{
+	uint32_t *nfree = arg, i;
+
+	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n; i++)
+		*nfree += vals[i] == 0;
+	return 0;
+}
+
+/* The label in the root directory (what mlabel and Windows show). */
+static void root_label(struct fk_volume *vol, char *out, size_t len)
+{
+	struct fk_dirent ent;
+	struct fk_dir *dir;
+
+	out[0] = '\0';
+	if (fk_dir_open(vol, 0, &dir))
+		return;
+	while (fk_dir_next(dir, &ent, NULL) == 1)
+		if ((ent.attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) ==
+			    FK_ATTR_VOLUME &&
+		    !ent.has_lfn) {
+			snprintf(out, len, "%.11s", (const char *)ent.raw);
+			for (size_t n = strlen(out); n && out[n - 1] == ' ';)
+				out[--n] = '\0';
+			break;
+		}
+	fk_dir_close(dir);
+}
+
+struct info_item {
+	const char *key;
+	int is_num;
+	uint64_t num;
+	char str[64];
+};
+
+static int print_info(struct ls *ls)
+{
+	const struct fk_geom *g = &ls->vol->g;
+	struct info_item it[24];
+	struct fk_fsinfo fsi;
+	uint32_t nfree = 0;
+	int n = 0, i, err;
+
+	if ((err = fk_fat_scan(ls->vol, g->active_fat, count_free, &nfree)) ||
+	    (err = fk_fsinfo_read(ls->vol, &fsi)))
+		return err;
+	memset(it, 0, sizeof(it));
+#define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
+#define STR(k, ...)                                                          \
+	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
+	STR("fat type", "%s", fk_fat_type_name(g->type));
+	NUM("sector size", g->sec_len);
+	NUM("cluster size", g->clus_len);
+	NUM("sectors per cluster", g->clus_secs);
+	NUM("reserved sectors", g->rsvd_secs);
+	NUM("fat copies", g->nfats);
+	NUM("sectors per fat", g->fat_secs);
+	if (g->type == FK_FAT32)
+		NUM("root cluster", g->root_clus);
+	else
+		NUM("root entries", g->root_ents);
+	NUM("total sectors", g->total_secs);
+	NUM("data clusters", g->nclus);
+	NUM("free clusters", nfree);
+	NUM("free bytes", (uint64_t)nfree * g->clus_len);
+	if (fsi.is_present) {
+		NUM("fsinfo free count", fsi.free_count);
+		NUM("fsinfo next free", fsi.next_free);
+	}
+	if (g->type == FK_FAT32)
+		STR("fat mirroring", "%s", g->is_mirrored ? "on" : "off");
+	STR("label", "%s", g->has_ext_bpb ? g->label : "");
+	root_label(ls->vol, it[n].str, sizeof(it[0].str));
+	it[n++].key = "root label";
+	if (g->has_ext_bpb)
+		STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
+	STR("oem", "%s", g->oem);
+	STR("media", "0x%02x", g->media);
+	NUM("volume offset", fk_device_base(ls->vol->dev));
+#undef NUM
+#undef STR
+	if (ls->o.is_json) {
+		fk_json_object(&ls->js, "volume");
+		for (i = 0; i < n; i++) {
+			char key[32];
+			size_t k;
+
+			snprintf(key, sizeof(key), "%s", it[i].key);
+			for (k = 0; key[k]; k++)
+				key[k] = key[k] == ' ' ? '_' : key[k];
+			if (it[i].is_num)
+				fk_json_u64(&ls->js, key, it[i].num);
+			else
+				fk_json_str(&ls->js, key, it[i].str);
+		}
+		fk_json_end(&ls->js);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (it[i].is_num)
+			printf("%s: %" PRIu64 "\n", it[i].key, it[i].num);
+		else
+			printf("%s: %s\n", it[i].key, it[i].str);
+	return 0;
+}
+
+enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON };
+
+static int parse_args(int argc, char **argv, struct ls_opts *o,
+		      struct fk_volume_opts *vo)
+{
+	static const struct option longs[] = {
+		{"chain", no_argument, NULL, OPT_CHAIN},
+		{"info", no_argument, NULL, OPT_INFO},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"partition", required_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":laRsP:hV", longs, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			o->is_long = 1;
+			break;
+		case 'a':
+			o->show_all = 1;
+			break;
+		case 'R':
+			o->is_recursive = 1;
+			break;
+		case 's':
+			o->show_short = 1;
+			break;
+		case OPT_CHAIN:
+			o->show_chain = 1;
+			break;
+		case OPT_INFO:
+			o->show_info = 1;
+			break;
+		case OPT_JSON:
+			o->is_json = 1;
+			break;
+		case 'P':
+			if (fk_parse_partition(optarg, &vo->dev.partition)) {
+				fk_usage_error(PROG, "invalid partition number "
+						     "'%s'",
+					       optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			fk_print_version(PROG);
+			return 1;
+		case ':':
+			fk_usage_error(PROG, "option '%s' needs an argument",
+				       argv[optind - 1]);
+			return -EINVAL;
+		default:
+			fk_usage_error(PROG, "unknown option '%s'",
+				       argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		fk_usage_error(PROG, "no IMAGE given");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fk_volume_opts vo;
+	struct fk_diag diag = {{0}, {0}};
+	struct ls ls;
+	char *image = NULL;
+	int err, i, nargs;
+
+	memset(&vo, 0, sizeof(vo));
+	memset(&ls, 0, sizeof(ls));
+	vo.batch_len = 0; /* a reader holds nothing dirty */
+	if ((err = parse_args(argc, argv, &ls.o, &vo)))
+		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
+	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
+		return FK_EXIT_USAGE;
+	for (i = optind + 1; i < argc; i++)
+		if (argv[i][0] != '/') {
+			fk_usage_error(PROG, "path '%s' is not absolute", argv[i]);
+			free(image);
+			return FK_EXIT_USAGE;
+		}
+	if ((err = fk_volume_open(&vo, &ls.vol, &diag))) {
+		fk_report(PROG, &diag, err);
+		free(image);
+		return FK_EXIT_FAIL;
+	}
+	nargs = argc - optind - 1;
+	fk_json_init(&ls.js, stdout);
+	if (ls.o.is_json)
+		fk_json_object(&ls.js, NULL);
+	if (ls.o.show_info && (err = print_info(&ls))) {
+		fk_diag_set(&diag, image, NULL);
+		fk_report(PROG, &diag, err);
+		ls.status = FK_EXIT_FAIL;
+	}
+	if (ls.o.is_json)
+		fk_json_array(&ls.js, "entries");
+	if (!ls.o.show_info || nargs)
+		for (i = 0; i < (nargs ? nargs : 1); i++)
+			list_path(&ls, nargs ? argv[optind + 1 + i] : "/",
+				  nargs);
+	if (ls.o.is_json) {
+		fk_json_end(&ls.js);
+		fk_json_end(&ls.js);
+		fk_json_finish(&ls.js);
+	}
+	fk_volume_close(ls.vol);
+	free(image);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
+		return FK_EXIT_FAIL;
+	}
+	return ls.status;
+}

@@ -1,0 +1,396 @@
+/*
+ * names.c: long names, short names and aliases, case folding, UTF-8 and
+ * UCS-2.  Rules follow the Microsoft FAT specification ("FAT Long
+ * Directory Entries", "Short name generation") and what Windows and mtools
+ * do where it is silent.  No I/O.
+ */
+#include "names.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Code page 850, mtools' default, for OEM bytes 0x80-0xFF. */
+static const uint16_t cp850[128] = {
+	0xc7,	0xfc,	0xe9,	0xe2,	0xe4,	0xe0,	0xe5,	0xe7,
+	0xea,	0xeb,	0xe8,	0xef,	0xee,	0xec,	0xc4,	0xc5,
+	0xc9,	0xe6,	0xc6,	0xf4,	0xf6,	0xf2,	0xfb,	0xf9,
+	0xff,	0xd6,	0xdc,	0xf8,	0xa3,	0xd8,	0xd7,	0x192,
+	0xe1,	0xed,	0xf3,	0xfa,	0xf1,	0xd1,	0xaa,	0xba,
+	0xbf,	0xae,	0xac,	0xbd,	0xbc,	0xa1,	0xab,	0xbb,
+	0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0xc1,	0xc2,	0xc0,
+	0xa9,	0x2563, 0x2551, 0x2557, 0x255d, 0xa2,	0xa5,	0x2510,
+	0x2514, 0x2534, 0x252c, 0x251c, 0x2500, 0x253c, 0xe3,	0xc3,
+	0x255a, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256c, 0xa4,
+	0xf0,	0xd0,	0xca,	0xcb,	0xc8,	0x131,	0xcd,	0xce,
+	0xcf,	0x2518, 0x250c, 0x2588, 0x2584, 0xa6,	0xcc,	0x2580,
+	0xd3,	0xdf,	0xd4,	0xd2,	0xf5,	0xd5,	0xb5,	0xfe,
+	0xde,	0xda,	0xdb,	0xd9,	0xfd,	0xdd,	0xaf,	0xb4,
+	0xad,	0xb1,	0x2017, 0xbe,	0xb6,	0xa7,	0xf7,	0xb8,
+	0xb0,	0xa8,	0xb7,	0xb9,	0xb3,	0xb2,	0x25a0, 0xa0,
+};
+
+uint8_t fk_lfn_checksum(const unsigned char raw[11])
+{
+	uint8_t sum = 0;
+	int i;
+
+	for (i = 0; i < 11; i++)
+		sum = (uint8_t)(((sum & 1) << 7) + (sum >> 1) + raw[i]);
+	return sum;
+}
+
+/* Append code point @cp to @out as UTF-8; returns bytes or 0 if full. */
+static size_t put_utf8(uint32_t cp, char *out, size_t room)
+{
+	unsigned char *p = (unsigned char *)out;
+
+	if (cp < 0x80 && room > 1) {
+		p[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800 && room > 2) {
+		p[0] = (unsigned char)(0xc0 | cp >> 6);
+		p[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000 && room > 3) {
+		p[0] = (unsigned char)(0xe0 | cp >> 12);
+		p[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+		p[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	if (cp >= 0x10000 && room > 4) {
+		p[0] = (unsigned char)(0xf0 | cp >> 18);
+		p[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+		p[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+		p[3] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 4;
+	}
+	return 0;
+}
+
+int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len)
+{
+	size_t i, o = 0, k;
+
+	for (i = 0; i < n; i++) {
+		uint32_t cp = in[i];
+
+		if (cp >= 0xd800 && cp < 0xdc00 && i + 1 < n &&
+		    in[i + 1] >= 0xdc00 && in[i + 1] < 0xe000) {
+			cp = 0x10000 + ((cp - 0xd800) << 10) +
+			     (in[i + 1] - 0xdc00);
+			i++;
+		} else if (cp >= 0xd800 && cp < 0xe000) {
+			cp = 0xfffd;
+		}
+		if (!(k = put_utf8(cp, out + o, len - o)))
+			return -ENAMETOOLONG;
+		o += k;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* Decode one UTF-8 sequence at *@s; returns the code point or -1. */
+static long next_cp(const unsigned char **s)
+{
+	const unsigned char *p = *s;
+	unsigned need, i;
+	uint32_t cp;
+
+	if (p[0] < 0x80) {
+		*s = p + 1;
+		return p[0];
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		need = 1;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		need = 2;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		need = 3;
+		cp = p[0] & 0x07;
+	} else {
+		return -1;
+	}
+	for (i = 1; i <= need; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return -1;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past Unicode are invalid. */
+	if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+	    (need == 3 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp < 0xe000))
+		return -1;
+	*s = p + need + 1;
+	return (long)cp;
+}
+
+int fk_utf8_to_utf16(const char *in, uint16_t *out, size_t max, size_t *n)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t o = 0;
+
+	while (*s) {
+		long cp = next_cp(&s);
+
+		if (cp < 0)
+			return -EILSEQ;
+		if (cp >= 0x10000) {
+			if (o + 2 > max)
+				return -ENAMETOOLONG;
+			out[o++] = (uint16_t)(0xd800 + ((cp - 0x10000) >> 10));
+			out[o++] = (uint16_t)(0xdc00 + ((cp - 0x10000) & 0x3ff));
+		} else {
+			if (o + 1 > max)
+				return -ENAMETOOLONG;
+			out[o++] = (uint16_t)cp;
+		}
+	}
+	*n = o;
+	return 0;
+}
+
+uint16_t fk_upcase(uint16_t c)
+{
+	if (c >= 'a' && c <= 'z')
+		return (uint16_t)(c - 32);
+	if ((c >= 0xe0 && c <= 0xfe && c != 0xf7) || (c >= 0x3b1 && c <= 0x3cb &&
+						       c != 0x3c2) ||
+	    (c >= 0x430 && c <= 0x44f))
+		return (uint16_t)(c - 32);
+	if (c == 0xff)
+		return 0x178;
+	if (c >= 0x450 && c <= 0x45f)
+		return (uint16_t)(c - 80);
+	/* Latin Extended-A pairs upper/lower case as even/odd, but for the
+	 * stretches 0x139-0x148 and 0x179-0x17e, which pair odd/even. */
+	if ((c >= 0x100 && c <= 0x137 && (c & 1) && c != 0x131) ||
+	    (c >= 0x14a && c <= 0x177 && (c & 1)))
+		return (uint16_t)(c - 1);
+	if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) &&
+	    !(c & 1))
+		return (uint16_t)(c - 1);
+	return c;
+}
+
+int fk_name_equal(const char *a, const char *b)
+{
+	uint16_t ua[FK_LFN_MAX + 1], ub[FK_LFN_MAX + 1];
+	size_t na, nb, i;
+
+	if (fk_utf8_to_utf16(a, ua, FK_LFN_MAX + 1, &na) ||
+	    fk_utf8_to_utf16(b, ub, FK_LFN_MAX + 1, &nb))
+		return !strcmp(a, b);
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (fk_upcase(ua[i]) != fk_upcase(ub[i]))
+			return 0;
+	return 1;
+}
+
+void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
+		      size_t len)
+{
+	size_t o = 0, k;
+	int base_len, ext_len, i;
+
+	for (base_len = 8; base_len > 0 && raw[base_len - 1] == ' '; base_len--)
+		;
+	for (ext_len = 3; ext_len > 0 && raw[8 + ext_len - 1] == ' '; ext_len--)
+		;
+	for (i = 0; i < base_len + ext_len; i++) {
+		int in_ext = i >= base_len;
+		unsigned char c = raw[in_ext ? 8 + i - base_len : i];
+		uint32_t cp;
+
+		if (in_ext && i == base_len && o + 1 < len)
+			out[o++] = '.';
+		if (i == 0 && c == 0x05)
+			c = 0xe5; /* 0xE5 as first byte is stored as 0x05 */
+		cp = c < 0x80 ? c : cp850[c - 0x80];
+		if (c >= 'A' && c <= 'Z' &&
+		    (nt & (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
+			cp = c + 32;
+		if (cp < 0x20)
+			cp = '?';
+		if (!(k = put_utf8(cp, out + o, len - o)))
+			break;
+		o += k;
+	}
+	out[o] = '\0';
+}
+
+static int is_long_illegal(uint16_t c)
+{
+	return c < 0x20 || (c < 0x80 && strchr("\"*/:<>?\\|", c));
+}
+
+int fk_name_check(const char *name)
+{
+	uint16_t u[FK_LFN_MAX + 1];
+	size_t n, i;
+	int err;
+
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	if ((err = fk_utf8_to_utf16(name, u, FK_LFN_MAX, &n)))
+		return err == -EILSEQ ? -EINVAL : err;
+	for (i = 0; i < n; i++)
+		if (is_long_illegal(u[i]))
+			return -EINVAL;
+	if (u[n - 1] == '.' || u[n - 1] == ' ')
+		return -EINVAL;
+	return 0;
+}
+
+/* Characters a short name may hold besides A-Z and 0-9 (FAT spec). */
+static int is_short_char(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c >= 0x80 || (c > 0x20 && strchr("!#$%&'()-@^_`{}~", c));
+}
+
+int fk_short_is_valid(const unsigned char raw[11])
+{
+	int i, seen_space = 0;
+
+	if (raw[0] == ' ')
+		return 0;
+	for (i = 0; i < 11; i++) {
+		if (i == 8)
+			seen_space = 0;
+		if (raw[i] == ' ') {
+			seen_space = 1;
+			continue;
+		}
+		if (seen_space || !is_short_char(raw[i]))
+			return i == 0 && raw[i] == 0x05;
+	}
+	return 1;
+}
+
+/* Case of an ASCII run: 1 all lower, 2 all upper, 3 mixed, 0 no letters. */
+static int case_of(const char *s, size_t n)
+{
+	int lower = 0, upper = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		lower |= s[i] >= 'a' && s[i] <= 'z';
+		upper |= s[i] >= 'A' && s[i] <= 'Z';
+	}
+	return lower && upper ? 3 : lower ? 1 : upper ? 2 : 0;
+}
+
+/* Upper-case one ASCII character into the short set, '_' if it has none. */
+static unsigned char short_char(unsigned char c, int *is_lossy)
+{
+	if (c >= 'a' && c <= 'z')
+		c = (unsigned char)(c - 32);
+	if (c < 0x80 && is_short_char(c))
+		return c;
+	*is_lossy = 1;
+	return '_';
+}
+
+int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt)
+{
+	const char *dot = strrchr(name, '.');
+	size_t len = strlen(name), blen, elen, i, o;
+	int is_lossy = 0, bc, ec;
+	const char *p;
+
+	if (fk_name_check(name))
+		return -EINVAL;
+	memset(raw, ' ', 11);
+	*nt = 0;
+	if (dot == name)
+		dot = NULL; /* ".profile": no extension, leading dot dropped */
+	blen = dot ? (size_t)(dot - name) : len;
+	elen = dot ? len - blen - 1 : 0;
+	/* Basis: spaces and dots are dropped, the base cut to 8. */
+	for (p = name, o = 0; p < name + blen; p++) {
+		if (*p == ' ' || *p == '.') {
+			is_lossy = 1;
+			continue;
+		}
+		if ((unsigned char)*p >= 0x80) /* skip a whole UTF-8 character */
+			while ((unsigned char)p[1] >= 0x80 &&
+			       ((unsigned char)p[1] & 0xc0) == 0x80)
+				p++;
+		if (o < 8)
+			raw[o++] = short_char((unsigned char)*p, &is_lossy);
+		else
+			is_lossy = 1;
+	}
+	for (i = 0, o = 8; dot && i < elen; i++) {
+		const char *q = dot + 1 + i;
+
+		if (*q == ' ') {
+			is_lossy = 1;
+			continue;
+		}
+		if ((unsigned char)*q >= 0x80)
+			while (i + 1 < elen && ((unsigned char)q[1] & 0xc0) == 0x80) {
+				q++;
+				i++;
+			}
+		if (o < 11)
+			raw[o++] = short_char((unsigned char)*q, &is_lossy);
+		else
+			is_lossy = 1;
+	}
+	if (raw[0] == ' ')
+		raw[0] = '_'; /* a name of dots and spaces only */
+	if (raw[0] == 0xe5)
+		raw[0] = 0x05;
+	bc = case_of(name, blen);
+	ec = dot ? case_of(dot + 1, elen) : 0;
+	if (is_lossy || bc == 3 || ec == 3 || blen > 8 || elen > 3 ||
+	    (dot && !elen))
+		return FK_SHORT_NEEDS_LFN;
+	*nt = (uint8_t)((bc == 1 ? FK_NT_LOWER_BASE : 0) |
+			(ec == 1 ? FK_NT_LOWER_EXT : 0));
+	return FK_SHORT_EXACT;
+}
+
+/* A small string hash for hashed alias tails (any stable hash will do). */
+static uint16_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return (uint16_t)(h ^ h >> 16);
+}
+
+int fk_short_alias(const unsigned char basis[11], const char *name,
+		   unsigned k, unsigned char raw[11])
+{
+	char tail[16];
+	int blen, tlen, keep;
+
+	if (k == 0 || k > 999999)
+		return -EEXIST;
+	memcpy(raw, basis, 11);
+	for (blen = 8; blen > 0 && basis[blen - 1] == ' '; blen--)
+		;
+	if (k >= 5 && k <= 13) {
+		/* Windows' way once ~1..~4 are taken: 2 chars, hash, ~n. */
+		keep = blen < 2 ? blen : 2;
+		tlen = snprintf(tail, sizeof(tail), "%04X~%u", name_hash(name),
+				k - 4);
+	} else {
+		tlen = snprintf(tail, sizeof(tail), "~%u", k >= 14 ? k - 8 : k);
+		keep = blen < 8 - tlen ? blen : 8 - tlen;
+	}
+	memset(raw + keep, ' ', (size_t)(8 - keep));
+	memcpy(raw + keep, tail, (size_t)tlen);
+	return 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * names.h: FAT name rules.  VFAT long names (UCS-2 on disk, UTF-8 here)
+ * and their checksums, 8.3 short names with the NT lower-case flags,
+ * unique 8.3 aliases, and the case folding used to match names the way
+ * Windows and mtools do.  No I/O.
+ */
+#ifndef FATKIT_NAMES_H
+#define FATKIT_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FK_LFN_MAX 255		   /* UCS-2 units in a long name */
+#define FK_NAME_MAX (FK_LFN_MAX * 3 + 1) /* UTF-8 bytes, with NUL */
+#define FK_LFN_CHARS 13		   /* UCS-2 units per long-name slot */
+#define FK_NT_LOWER_BASE 0x08	   /* NT byte: base shown in lower case */
+#define FK_NT_LOWER_EXT 0x10	   /* NT byte: extension in lower case */
+
+/* The checksum a long name's slots carry of its 11-byte short name. */
+uint8_t fk_lfn_checksum(const unsigned char raw[11]);
+
+/*
+ * Convert @n UCS-2/UTF-16 units to UTF-8 in @out (@len bytes with NUL).
+ * Unpaired surrogates become U+FFFD.  Returns 0 or -ENAMETOOLONG.
+ */
+int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len);
+
+/*
+ * Convert UTF-8 @in to at most @max UTF-16 units; *@n is the count.
+ * Returns 0, -EILSEQ (invalid UTF-8) or -ENAMETOOLONG.
+ */
+int fk_utf8_to_utf16(const char *in, uint16_t *out, size_t max, size_t *n);
+
+/*
+ * Display form of an 11-byte short name: "NAME.EXT", with the NT flags'
+ * lower case applied and OEM bytes (code page 850, mtools' default) in
+ * UTF-8.  @out needs 40 bytes.
+ */
+void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
+		      size_t len);
+
+/* Do two UTF-8 names match, ignoring case as FAT does? */
+int fk_name_equal(const char *a, const char *b);
+
+/* Fold one UTF-16 unit to upper case (ASCII, Latin, Greek, Cyrillic). */
+uint16_t fk_upcase(uint16_t c);
+
+/*
+ * Can @name be a long name?  Rejects empty, ".", "..", over 255 units,
+ * control characters and "*?<>|\":\\/", and trailing dots or spaces
+ * (Windows strips them).  Returns 0, -EINVAL or -ENAMETOOLONG.
+ */
+int fk_name_check(const char *name);
+
+/*
+ * Is every byte of an on-disk short name legal (uppercase 8.3 set, no
+ * control characters or lower case, no space before a non-space)?
+ */
+int fk_short_is_valid(const unsigned char raw[11]);
+
+/* Outcome of fk_short_fit(). */
+enum fk_short_fit {
+	FK_SHORT_NEEDS_LFN = 0, /* @raw is a basis for an alias */
+	FK_SHORT_EXACT = 1,	/* @raw and @nt store the name; no LFN */
+};
+
+/*
+ * Map long name @name to an 11-byte short name.  If the name is a valid
+ * 8.3 name whose base and extension are each all upper or all lower case,
+ * returns FK_SHORT_EXACT with the NT flags in *@nt.  Otherwise writes the
+ * Windows basis name (upper case, invalid characters as '_') and returns
+ * FK_SHORT_NEEDS_LFN.  Returns -EINVAL for a name fk_name_check() refuses.
+ */
+int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt);
+
+/*
+ * Make alias number @k (1, 2, ...) from basis @basis for long name @name:
+ * "BASIS~1" .. "BASIS~4", then, as Windows does when many collide,
+ * two basis characters, four hex digits of a hash of @name, "~" and a
+ * digit.  Returns 0, or -EEXIST when @k is past the last alias we make.
+ */
+int fk_short_alias(const unsigned char basis[11], const char *name,
+		   unsigned k, unsigned char raw[11]);
+
+#endif

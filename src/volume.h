@@ -1,0 +1,107 @@
+/*
+ * volume.h: a FAT volume: the checked boot sector (BPB), the FAT type
+ * chosen by cluster count as the Microsoft FAT specification does, the
+ * derived geometry, and the device and FAT cache the other modules use.
+ */
+#ifndef FATKIT_VOLUME_H
+#define FATKIT_VOLUME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+
+struct fk_cache;
+struct fk_diag;
+
+enum fk_fat_type {
+	FK_FAT12 = 12,
+	FK_FAT16 = 16,
+	FK_FAT32 = 32,
+};
+
+/* Limits from the Microsoft FAT specification. */
+#define FK_FAT12_MAX_CLUS 4084u	 /* fewer than 4085 clusters: FAT12 */
+#define FK_FAT16_MAX_CLUS 65524u /* fewer than 65525 clusters: FAT16 */
+#define FK_FAT32_MAX_CLUS 0x0FFFFFF5u
+#define FK_FIRST_CLUS 2u
+
+struct fk_geom {
+	enum fk_fat_type type;
+	uint32_t sec_len;	/* bytes per sector */
+	uint32_t clus_secs;	/* sectors per cluster */
+	uint32_t clus_len;	/* bytes per cluster */
+	uint32_t rsvd_secs;	/* reserved sectors before FAT 0 */
+	uint32_t nfats;		/* FAT copies */
+	uint32_t fat_secs;	/* sectors per FAT copy */
+	uint32_t root_ents;	/* FAT12/16 fixed root entries; 0 on FAT32 */
+	uint32_t root_secs;	/* sectors of the fixed root */
+	uint64_t total_secs;	/* sectors in the volume */
+	uint32_t nclus;		/* data clusters: 2 .. nclus + 1 are valid */
+	uint64_t fat_off;	/* byte offset of FAT copy 0 */
+	uint64_t root_off;	/* byte offset of the fixed root (FAT12/16) */
+	uint64_t data_off;	/* byte offset of cluster 2 */
+	uint32_t root_clus;	/* FAT32 root directory cluster; 0 otherwise */
+	uint32_t fsinfo_sec;	/* FAT32 FSInfo sector; 0: none */
+	uint32_t backup_sec;	/* FAT32 backup boot sector; 0: none */
+	uint32_t active_fat;	/* copy that is read (FAT32 ext flags) */
+	int is_mirrored;	/* FAT copies are kept identical */
+	uint8_t media;		/* BPB media byte */
+	int has_ext_bpb;	/* boot signature 0x29: serial and label */
+	uint32_t serial;
+	char label[12];		/* boot sector label, trailing spaces cut */
+	char oem[9];
+};
+
+struct fk_volume_opts {
+	struct fk_device_opts dev;
+	size_t batch_len;	/* dirty FAT bytes held before a flush */
+	int is_sync;		/* fsync after every flush */
+};
+
+struct fk_volume {
+	struct fk_device *dev;
+	struct fk_cache *fat;	/* every FAT access goes through it */
+	struct fk_geom g;
+	unsigned char *boot;	/* the boot sector as read, sec_len bytes */
+};
+
+/*
+ * Open the device, read and check the boot sector, set up the FAT cache.
+ * Every defect gets its own reason in @diag and FK_ECORRUPT.  *@out is the
+ * caller's; fk_volume_close() frees it (without flushing).  Reads only.
+ */
+int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
+		   struct fk_diag *diag);
+void fk_volume_close(struct fk_volume *vol);
+
+/*
+ * Check a boot sector image @bs of @len bytes (>= 512) against a volume
+ * of @vol_len bytes and fill @g.  Returns 0 or FK_ECORRUPT with a reason.
+ * Pure: exposed for the unit tests and for checking the FAT32 backup.
+ */
+int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
+		    struct fk_geom *g, struct fk_diag *diag);
+
+/* Byte offset of data cluster @clus (which must be in range). */
+static inline uint64_t fk_clus_off(const struct fk_geom *g, uint32_t clus)
+{
+	return g->data_off + (uint64_t)(clus - FK_FIRST_CLUS) * g->clus_len;
+}
+
+/* Is @clus a data cluster of this volume? */
+static inline int fk_clus_valid(const struct fk_geom *g, uint32_t clus)
+{
+	return clus >= FK_FIRST_CLUS && clus - FK_FIRST_CLUS < g->nclus;
+}
+
+/* The largest valid cluster number. */
+static inline uint32_t fk_clus_max(const struct fk_geom *g)
+{
+	return g->nclus + 1;
+}
+
+/* "FAT12", "FAT16" or "FAT32". */
+const char *fk_fat_type_name(enum fk_fat_type type);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * tap.h: a tiny test runner.  Each test_<module>.c registers table-driven
+ * cases; the runner prints TAP lines and ends with `N passed, N failed`.
+ */
+#ifndef FATKIT_TAP_H
+#define FATKIT_TAP_H
+
+#include <stdio.h>
+
+void tap_ok(int is_ok, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#define OK(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Suites: each test_<module>.c defines one, runner.c calls them all. */
+void suite_cli(void);
+void suite_names(void);
+void suite_volume(void);
+void suite_fat(void);
+
+#endif
