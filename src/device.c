@@ -326,7 +326,9 @@ static int choose_window(struct fk_device *dev,
 	if (err)
 		return err;
 bounds:
-	if (dev->base >= img_len) {
+	/* An empty image gets an empty window: volume.c then says it holds
+	 * no boot sector, which is the useful news. */
+	if (dev->base > img_len || (dev->base == img_len && img_len)) {
 		fk_diag_set(diag, NULL, "volume offset %llu is past the end "
 					"of the image (%llu bytes)",
 			    (unsigned long long)dev->base,
