@@ -292,6 +292,13 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 
 		if (!is_shown(ls, &ent))
 			continue;
+		if ((ent.attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) ==
+		    FK_ATTR_VOLUME) {
+			/* A label is 11 characters, not 8.3: no dot. */
+			fk_label_display(ent.raw, ent.name, sizeof(ent.name));
+			fk_label_display(ent.raw, ent.short_name,
+					 sizeof(ent.short_name));
+		}
 		if (!(full = join(path, ent.name))) {
 			err = -ENOMEM;
 			break;
@@ -374,9 +381,7 @@ static void root_label(struct fk_volume *vol, char *out, size_t len)
 		if ((ent.attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) ==
 			    FK_ATTR_VOLUME &&
 		    !ent.has_lfn) {
-			snprintf(out, len, "%.11s", (const char *)ent.raw);
-			for (size_t n = strlen(out); n && out[n - 1] == ' ';)
-				out[--n] = '\0';
+			fk_label_display(ent.raw, out, len);
 			break;
 		}
 	fk_dir_close(dir);

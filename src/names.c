@@ -226,6 +226,25 @@ void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 	out[o] = '\0';
 }
 
+void fk_label_display(const unsigned char raw[11], char *out, size_t len)
+{
+	size_t o = 0, k;
+	int n, i;
+
+	for (n = 11; n > 0 && (raw[n - 1] == ' ' || !raw[n - 1]); n--)
+		;
+	for (i = 0; i < n; i++) {
+		uint32_t cp = raw[i] < 0x80 ? raw[i] : cp850[raw[i] - 0x80];
+
+		if (cp < 0x20)
+			cp = '?';
+		if (!(k = put_utf8(cp, out + o, len - o)))
+			break;
+		o += k;
+	}
+	out[o] = '\0';
+}
+
 static int is_long_illegal(uint16_t c)
 {
 	return c < 0x20 || (c < 0x80 && strchr("\"*/:<>?\\|", c));

@@ -39,6 +39,13 @@ int fk_utf8_to_utf16(const char *in, uint16_t *out, size_t max, size_t *n);
 void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 		      size_t len);
 
+/*
+ * Display form of an 11-byte volume label (boot sector or root entry):
+ * all 11 characters with no dot, as mlabel and Windows show it, trailing
+ * spaces cut, OEM bytes (code page 850) in UTF-8.  @out needs 40 bytes.
+ */
+void fk_label_display(const unsigned char raw[11], char *out, size_t len);
+
 /* Do two UTF-8 names match, ignoring case as FAT does? */
 int fk_name_equal(const char *a, const char *b);
 
