@@ -33,7 +33,9 @@ struct ls {
 	struct ls_opts o;
 	struct fk_volume *vol;
 	struct fk_json js;
-	int status; /* FK_EXIT_OK or FK_EXIT_FAIL */
+	int status;	     /* FK_EXIT_OK or FK_EXIT_FAIL */
+	unsigned char *seen; /* -R: one bit per directory cluster listed */
+	size_t seen_len;     /* bytes of @seen */
 };
 
 /* The chain of one entry, as --chain, -l and --json need it. */
@@ -266,10 +268,48 @@ static char *join(const char *dir, const char *name)
 }
 
 /*
+ * With -R each directory is listed once per PATH: meeting its cluster
+ * again means an entry points at an ancestor, or several entries share one
+ * directory, which would multiply the listing at every level.  Bit 0
+ * stands for the FAT12/16 fixed root.
+ */
+static int mark_seen(struct ls *ls, uint32_t clus, struct fk_diag *diag)
+{
+	if (!ls->seen || clus > fk_clus_max(&ls->vol->g))
+		return 0; /* out of range: check_dir_chain() says so */
+	if (ls->seen[clus / 8] & 1u << clus % 8) {
+		fk_diag_set(diag, NULL,
+			    "directory loop (cluster %u is listed already)",
+			    clus);
+		return FK_ECORRUPT;
+	}
+	ls->seen[clus / 8] |= (unsigned char)(1u << clus % 8);
+	return 0;
+}
+
+/*
+ * Walk a directory's chain before reading its slots, so that a looping
+ * or broken chain is one error, not the same entries printed again and
+ * again until fk_dir_next() hits its 2 MiB bound.
+ */
+static int check_dir_chain(struct ls *ls, uint32_t clus, struct fk_diag *diag)
+{
+	struct fk_chain_info info;
+	int err;
+
+	if (!clus)
+		return 0; /* the FAT12/16 fixed root has no chain */
+	if ((err = fk_chain_walk(ls->vol, clus, NULL, NULL, &info)))
+		return err;
+	if (info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	return 0;
+}
+
+/*
  * List directory @clus whose path is @path ("" for the root).  With -R the
- * recursion depth is bounded by the volume: a directory loop would need a
- * chain of directories whose ".." never reach the root; we stop at a
- * depth no real volume reaches.
+ * recursion depth is bounded too, so that a long chain of distinct
+ * directories cannot exhaust the stack; no real volume nests this deep.
  */
 static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 {
@@ -279,14 +319,15 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 	int err;
 
 	if (depth > 128) {
-		fk_diag_set(&diag, path, "directories nest deeper than 128 "
+		fk_diag_set(&diag, NULL, "directories nest deeper than 128 "
 					 "levels (a directory loop?)");
-		fk_report(PROG, &diag, FK_ECORRUPT);
-		ls->status = FK_EXIT_FAIL;
-		return FK_ECORRUPT;
+		err = FK_ECORRUPT;
+		goto out_report;
 	}
-	if ((err = fk_dir_open(ls->vol, clus, &dir)))
-		return err;
+	if ((err = mark_seen(ls, clus, &diag)) ||
+	    (err = check_dir_chain(ls, clus, &diag)) ||
+	    (err = fk_dir_open(ls->vol, clus, &dir)))
+		goto out_report;
 	while ((err = fk_dir_next(dir, &ent, &diag)) == 1) {
 		char *full;
 
@@ -311,12 +352,13 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 		free(full);
 	}
 	fk_dir_close(dir);
-	if (err < 0) {
-		fk_diag_set(&diag, *path ? path : "/", NULL);
-		fk_report(PROG, &diag, err);
-		ls->status = FK_EXIT_FAIL;
-	}
-	return err < 0 ? err : 0;
+	if (err >= 0)
+		return 0;
+out_report:
+	fk_diag_set(&diag, *path ? path : "/", NULL);
+	fk_report(PROG, &diag, err);
+	ls->status = FK_EXIT_FAIL;
+	return err;
 }
 
 /* "/a/b/" -> "/a/b"; "/" -> "" (so children join as "/x"). */
@@ -346,6 +388,8 @@ static void list_path(struct ls *ls, const char *arg, int nargs)
 		return;
 	}
 	trim_path(path);
+	if (ls->seen)
+		memset(ls->seen, 0, ls->seen_len);
 	if (!(ent.attr & FK_ATTR_DIR)) {
 		print_entry(ls, &ent, path, path);
 	} else {
@@ -561,6 +605,15 @@ int main(int argc, char **argv)
 		free(image);
 		return FK_EXIT_FAIL;
 	}
+	if (ls.o.is_recursive) {
+		ls.seen_len = ((size_t)fk_clus_max(&ls.vol->g) + 8) / 8;
+		if (!(ls.seen = calloc(ls.seen_len, 1))) {
+			fk_report(PROG, NULL, -ENOMEM);
+			fk_volume_close(ls.vol);
+			free(image);
+			return FK_EXIT_FAIL;
+		}
+	}
 	nargs = argc - optind - 1;
 	fk_json_init(&ls.js, stdout);
 	if (ls.o.is_json)
@@ -582,6 +635,7 @@ int main(int argc, char **argv)
 		fk_json_finish(&ls.js);
 	}
 	fk_volume_close(ls.vol);
+	free(ls.seen);
 	free(image);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
