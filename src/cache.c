@@ -18,8 +18,8 @@
 #include "diag.h"
 
 #define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
-#define READ_AHEAD 16		/* sectors read per miss, when free */
-#define NO_SLOT UINT32_MAX
+#define READ_AHEAD   16		/* sectors read per miss, when free */
+#define NO_SLOT	     UINT32_MAX
 
 enum slot_state { SLOT_EMPTY, SLOT_CLEAN, SLOT_DIRTY };
 
@@ -32,13 +32,13 @@ struct slot {
 struct fk_cache {
 	struct fk_device *dev;
 	struct fk_cache_layout lay;
-	int is_sync;
+	enum fk_cache_sync sync;
 	uint32_t nslots;
 	uint32_t max_dirty; /* sectors */
 	uint32_t ndirty;
-	uint32_t hand;	     /* clock position */
-	uint32_t hash_mask;  /* table size - 1 */
-	uint32_t *table;     /* slot index or NO_SLOT */
+	uint32_t hand;	    /* clock position */
+	uint32_t hash_mask; /* table size - 1 */
+	uint32_t *table;    /* slot index or NO_SLOT */
 	struct slot *slots;
 	unsigned char *arena; /* nslots * sec_len */
 	uint64_t *order;      /* flush scratch: sector << 32 | slot */
@@ -97,7 +97,8 @@ static void hash_remove(struct fk_cache *c, uint32_t i)
 }
 
 int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
-		 size_t dirty_len, int is_sync, struct fk_cache **out)
+		 size_t dirty_len, enum fk_cache_sync sync,
+		 struct fk_cache **out)
 {
 	struct fk_cache *c = calloc(1, sizeof(*c));
 	uint64_t max_dirty = dirty_len / layout->sec_len;
@@ -111,7 +112,7 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 		max_dirty = layout->fat_secs; /* never more than the FAT */
 	c->dev = dev;
 	c->lay = *layout;
-	c->is_sync = is_sync;
+	c->sync = sync;
 	c->max_dirty = (uint32_t)max_dirty;
 	c->nslots = c->max_dirty + CLEAN_BUDGET / layout->sec_len;
 	while (tsize < 2 * c->nslots)
@@ -169,9 +170,9 @@ static uint32_t victim(struct fk_cache *c)
 /* Read @sec, and the uncached sectors after it, into the cache. */
 static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 {
-	uint64_t fat_off = c->lay.fat_off +
-			   (uint64_t)c->lay.read_fat * c->lay.fat_secs *
-				   c->lay.sec_len;
+	uint64_t fat_off = c->lay.fat_off + (uint64_t)c->lay.read_fat *
+						    c->lay.fat_secs *
+						    c->lay.sec_len;
 	uint32_t n = 1, i, idx;
 	unsigned char *buf;
 	int err;
@@ -192,7 +193,8 @@ static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 			c->slots[idx].sec = sec + i;
 			c->slots[idx].state = SLOT_CLEAN;
 			c->slots[idx].referenced = i == 0;
-			memcpy(slot_data(c, idx), buf + (size_t)i * c->lay.sec_len,
+			memcpy(slot_data(c, idx),
+			       buf + (size_t)i * c->lay.sec_len,
 			       c->lay.sec_len);
 			hash_insert(c, idx);
 			if (i == 0)
@@ -262,7 +264,7 @@ static uint32_t sort_dirty(struct fk_cache *c)
 	return n;
 }
 
-#define KEY_SEC(k) ((uint32_t)((k) >> 32))
+#define KEY_SEC(k)  ((uint32_t)((k) >> 32))
 #define KEY_SLOT(k) ((uint32_t)(k))
 
 /* One vectored write per run of adjacent sectors into one FAT copy. */
@@ -283,10 +285,9 @@ static int write_runs(struct fk_cache *c, uint32_t n, uint64_t copy_off)
 				slot_data(c, KEY_SLOT(c->order[k]));
 			c->iov[k - start].iov_len = c->lay.sec_len;
 		}
-		err = fk_device_writev(c->dev,
-				       copy_off +
-					       (uint64_t)first * c->lay.sec_len,
-				       c->iov, (int)(end - start));
+		err = fk_device_writev(
+			c->dev, copy_off + (uint64_t)first * c->lay.sec_len,
+			c->iov, (int)(end - start));
 		if (err)
 			return err;
 		c->stats.secs_written += end - start;
@@ -309,8 +310,11 @@ int fk_cache_flush(struct fk_cache *c)
 			continue;
 		if ((err = write_runs(c, n, c->lay.fat_off + f * copy_len)))
 			return err;
+		if (c->sync == FK_CACHE_SYNC_COPY &&
+		    (err = fk_device_sync(c->dev)))
+			return err;
 	}
-	if (c->is_sync && (err = fk_device_sync(c->dev)))
+	if (c->sync == FK_CACHE_SYNC_FLUSH && (err = fk_device_sync(c->dev)))
 		return err;
 	for (i = 0; i < n; i++)
 		c->slots[KEY_SLOT(c->order[i])].state = SLOT_CLEAN;
@@ -319,9 +323,9 @@ int fk_cache_flush(struct fk_cache *c)
 	return 0;
 }
 
-void fk_cache_set_sync(struct fk_cache *c, int is_sync)
+void fk_cache_set_sync(struct fk_cache *c, enum fk_cache_sync sync)
 {
-	c->is_sync = is_sync;
+	c->sync = sync;
 }
 
 size_t fk_cache_dirty(const struct fk_cache *c)

@@ -15,12 +15,20 @@ struct fk_device;
 struct fk_cache;
 
 struct fk_cache_layout {
-	uint32_t sec_len;   /* bytes per sector */
-	uint64_t fat_off;   /* byte offset of FAT copy 0 in the volume */
-	uint32_t fat_secs;  /* sectors per FAT copy */
-	uint32_t nfats;	    /* copies on disk */
-	uint32_t read_fat;  /* the copy reads come from (FAT32 active FAT) */
-	int is_mirrored;    /* write every copy; else only read_fat */
+	uint32_t sec_len;  /* bytes per sector */
+	uint64_t fat_off;  /* byte offset of FAT copy 0 in the volume */
+	uint32_t fat_secs; /* sectors per FAT copy */
+	uint32_t nfats;	   /* copies on disk */
+	uint32_t read_fat; /* the copy reads come from (FAT32 active FAT) */
+	int is_mirrored;   /* write every copy; else only read_fat */
+};
+
+/* When a flush fsyncs. */
+enum fk_cache_sync {
+	FK_CACHE_NOSYNC,     /* never (the caller syncs) */
+	FK_CACHE_SYNC_FLUSH, /* once after each flush: -o sync per batch */
+	FK_CACHE_SYNC_COPY,  /* after each FAT copy's write, as the kernel's
+				per-buffer sync did (--per-cluster --sync) */
 };
 
 struct fk_cache_stats {
@@ -31,12 +39,13 @@ struct fk_cache_stats {
 
 /*
  * Create a cache for @layout on @dev.  @dirty_len bounds the dirty bytes
- * held before a flush (at least one sector is always allowed); @is_sync
- * makes every flush end with one fsync.  *@out is the caller's; free it
+ * held before a flush (at least one sector is always allowed); @sync
+ * says when a flush fsyncs.  *@out is the caller's; free it
  * with fk_cache_free() (which does not flush).  Returns 0 or -ENOMEM.
  */
 int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
-		 size_t dirty_len, int is_sync, struct fk_cache **out);
+		 size_t dirty_len, enum fk_cache_sync sync,
+		 struct fk_cache **out);
 void fk_cache_free(struct fk_cache *cache);
 
 /*
@@ -52,13 +61,13 @@ int fk_cache_get_dirty(struct fk_cache *cache, uint32_t sec,
 
 /*
  * Write every dirty sector to each mirrored FAT copy (merged runs, sector
- * order), then fsync if the cache is in sync mode.  Returns 0 or -errno;
+ * order), fsyncing as the sync mode says.  Returns 0 or -errno;
  * on error the sectors stay dirty.
  */
 int fk_cache_flush(struct fk_cache *cache);
 
-/* Change the sync mode (e.g. --per-cluster forces a flush per step). */
-void fk_cache_set_sync(struct fk_cache *cache, int is_sync);
+/* Change the sync mode. */
+void fk_cache_set_sync(struct fk_cache *cache, enum fk_cache_sync sync);
 
 /* Number of dirty sectors now held. */
 size_t fk_cache_dirty(const struct fk_cache *cache);

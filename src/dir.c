@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "diag.h"
 #include "endian.h"
@@ -18,44 +19,44 @@
 #include "volume.h"
 
 /* Directory entry fields. */
-#define DIR_NAME 0
-#define DIR_ATTR 11
-#define DIR_NTRES 12
+#define DIR_NAME	   0
+#define DIR_ATTR	   11
+#define DIR_NTRES	   12
 #define DIR_CRT_TIME_TENTH 13
-#define DIR_CRT_TIME 14
-#define DIR_CRT_DATE 16
-#define DIR_LST_ACC_DATE 18
-#define DIR_FST_CLUS_HI 20
-#define DIR_WRT_TIME 22
-#define DIR_WRT_DATE 24
-#define DIR_FST_CLUS_LO 26
-#define DIR_FILE_SIZE 28
+#define DIR_CRT_TIME	   14
+#define DIR_CRT_DATE	   16
+#define DIR_LST_ACC_DATE   18
+#define DIR_FST_CLUS_HI	   20
+#define DIR_WRT_TIME	   22
+#define DIR_WRT_DATE	   24
+#define DIR_FST_CLUS_LO	   26
+#define DIR_FILE_SIZE	   28
 /* Long-name slot fields. */
-#define LDIR_ORD 0
-#define LDIR_CHKSUM 13
-#define LDIR_LAST 0x40
-#define LDIR_MAX_ORD 20 /* 20 slots x 13 = 260 units >= 255 */
-#define SLOT_FREE 0xe5
-#define SLOT_END 0x00
+#define LDIR_ORD	0
+#define LDIR_CHKSUM	13
+#define LDIR_LAST	0x40
+#define LDIR_MAX_ORD	20 /* 20 slots x 13 = 260 units >= 255 */
+#define SLOT_FREE	0xe5
+#define SLOT_END	0x00
 #define ROOT_BLOCK_SECS 8 /* fixed-root sectors read at a time */
 
 struct fk_dir {
 	struct fk_volume *vol;
 	int is_fixed_root;
 	uint32_t first_clus;
-	uint32_t clus;	     /* cluster in the buffer (chained dirs) */
-	unsigned char *buf;  /* one block */
-	uint32_t buf_slots;  /* slots in the buffer */
-	uint64_t buf_off;    /* volume offset of the buffer */
-	uint32_t pos;	     /* next slot in the buffer */
-	uint32_t slot;	     /* index of the next slot in the directory */
+	uint32_t clus;	    /* cluster in the buffer (chained dirs) */
+	unsigned char *buf; /* one block */
+	uint32_t buf_slots; /* slots in the buffer */
+	uint64_t buf_off;   /* volume offset of the buffer */
+	uint32_t pos;	    /* next slot in the buffer */
+	uint32_t slot;	    /* index of the next slot in the directory */
 	int is_done;
 	int keep_going;
 	int seen_end;
 	struct fk_dir_stats stats;
 	/* long name being assembled */
 	uint16_t lfn[LDIR_MAX_ORD * FK_LFN_CHARS];
-	int lfn_next;	     /* ordinal expected next; 0: none pending */
+	int lfn_next; /* ordinal expected next; 0: none pending */
 	int lfn_slots;
 	uint8_t lfn_sum;
 };
@@ -159,7 +160,8 @@ static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 		len = ROOT_BLOCK_SECS * g->sec_len;
 		if (len / FK_DIRENT_LEN > left)
 			len = left * FK_DIRENT_LEN;
-		dir->buf_off = g->root_off + (uint64_t)dir->slot * FK_DIRENT_LEN;
+		dir->buf_off =
+			g->root_off + (uint64_t)dir->slot * FK_DIRENT_LEN;
 	} else {
 		if (dir->slot == 0) {
 			clus = dir->first_clus;
@@ -173,7 +175,8 @@ static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 		}
 		if (!fk_clus_valid(g, clus)) {
 			fk_diag_set(diag, NULL,
-				    "directory cluster %u is out of range", clus);
+				    "directory cluster %u is out of range",
+				    clus);
 			return FK_ECORRUPT;
 		}
 		if (dir->slot >= FK_DIR_MAX_ENTS) {
@@ -263,17 +266,14 @@ static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
 	dir->lfn_slots = 0;
 }
 
-static void fill_entry(struct fk_dir *dir, const unsigned char *e,
-		       struct fk_dirent *ent)
+void fk_dir_unpack(const struct fk_volume *vol, const unsigned char *e,
+		   struct fk_dirent *ent)
 {
-	const struct fk_geom *g = &dir->vol->g;
-
-	memset(ent, 0, sizeof(*ent));
 	memcpy(ent->raw, e + DIR_NAME, 11);
 	ent->attr = e[DIR_ATTR];
 	ent->nt = e[DIR_NTRES];
 	ent->first_clus = get_le16(e + DIR_FST_CLUS_LO);
-	if (g->type == FK_FAT32)
+	if (vol->g.type == FK_FAT32)
 		ent->first_clus |= get_le16(e + DIR_FST_CLUS_HI) << 16;
 	ent->size = get_le32(e + DIR_FILE_SIZE);
 	ent->mtime = (uint16_t)get_le16(e + DIR_WRT_TIME);
@@ -282,6 +282,13 @@ static void fill_entry(struct fk_dir *dir, const unsigned char *e,
 	ent->cdate = (uint16_t)get_le16(e + DIR_CRT_DATE);
 	ent->adate = (uint16_t)get_le16(e + DIR_LST_ACC_DATE);
 	ent->ctime_cs = e[DIR_CRT_TIME_TENTH];
+}
+
+static void fill_entry(struct fk_dir *dir, const unsigned char *e,
+		       struct fk_dirent *ent)
+{
+	memset(ent, 0, sizeof(*ent));
+	fk_dir_unpack(dir->vol, e, ent);
 	ent->off = dir->buf_off + (uint64_t)dir->pos * FK_DIRENT_LEN;
 	ent->slot = dir->slot;
 	ent->dir_clus = dir->is_fixed_root ? 0 : dir->first_clus;
@@ -292,8 +299,7 @@ static void fill_entry(struct fk_dir *dir, const unsigned char *e,
 		memcpy(ent->name, ent->short_name, sizeof(ent->short_name));
 }
 
-int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent,
-		struct fk_diag *diag)
+int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 {
 	int err;
 
@@ -353,6 +359,33 @@ static void pack_fields(const struct fk_dirent *ent, unsigned char *e,
 	put_le16(e + DIR_WRT_DATE, ent->mdate);
 	put_le16(e + DIR_FST_CLUS_LO, ent->first_clus & 0xffff);
 	put_le32(e + DIR_FILE_SIZE, ent->size);
+}
+
+void fk_dir_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
+		 unsigned char *e)
+{
+	memcpy(e + DIR_NAME, ent->raw, 11);
+	pack_fields(ent, e, vol->g.type == FK_FAT32);
+}
+
+void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!(is_utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm)) ||
+	    tm.tm_year < 80 || tm.tm_year > 207) {
+		memset(&tm, 0, sizeof(tm));
+		tm.tm_year = 80;
+		tm.tm_mday = 1;
+	}
+	ent->mdate = (uint16_t)((tm.tm_year - 80) << 9 | (tm.tm_mon + 1) << 5 |
+				tm.tm_mday);
+	ent->mtime =
+		(uint16_t)(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
+	ent->cdate = ent->adate = ent->mdate;
+	ent->ctime = ent->mtime;
+	ent->ctime_cs = (uint8_t)(tm.tm_sec % 2 * 100);
 }
 
 int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent)

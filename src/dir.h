@@ -14,44 +14,44 @@ struct fk_diag;
 struct fk_volume;
 struct fk_dir;
 
-#define FK_DIRENT_LEN 32
+#define FK_DIRENT_LEN	32
 #define FK_DIR_MAX_ENTS 65536 /* a directory holds at most 2 MiB of slots */
 
 /* Attribute bits. */
-#define FK_ATTR_RO 0x01
-#define FK_ATTR_HIDDEN 0x02
-#define FK_ATTR_SYSTEM 0x04
-#define FK_ATTR_VOLUME 0x08
-#define FK_ATTR_DIR 0x10
+#define FK_ATTR_RO	0x01
+#define FK_ATTR_HIDDEN	0x02
+#define FK_ATTR_SYSTEM	0x04
+#define FK_ATTR_VOLUME	0x08
+#define FK_ATTR_DIR	0x10
 #define FK_ATTR_ARCHIVE 0x20
-#define FK_ATTR_LFN 0x0f
+#define FK_ATTR_LFN	0x0f
 
 /* One directory entry, with its long name when it has a sound one. */
 struct fk_dirent {
-	char name[FK_NAME_MAX];	     /* long name, else the short display */
-	char short_name[40];	     /* 8.3 display form, UTF-8 */
-	unsigned char raw[11];	     /* the short name as stored */
+	char name[FK_NAME_MAX]; /* long name, else the short display */
+	char short_name[40];	/* 8.3 display form, UTF-8 */
+	unsigned char raw[11];	/* the short name as stored */
 	uint8_t attr;
-	uint8_t nt;		     /* NT lower-case flags */
+	uint8_t nt; /* NT lower-case flags */
 	uint32_t first_clus;
-	uint32_t size;		     /* bytes, as the entry says */
-	uint16_t mtime, mdate;	     /* FAT date and time words */
+	uint32_t size;	       /* bytes, as the entry says */
+	uint16_t mtime, mdate; /* FAT date and time words */
 	uint16_t ctime, cdate, adate;
-	uint8_t ctime_cs;	     /* creation time, 10 ms units */
-	uint64_t off;		     /* volume byte offset of the short slot */
-	uint32_t slot;		     /* index of the short slot in the dir */
-	uint32_t nslots;	     /* slots used, long-name slots included */
-	int has_lfn;		     /* a long name matched its checksum */
-	int is_lfn_damaged;	     /* long-name slots were there but bad */
-	uint32_t dir_clus;	     /* first cluster of the parent; 0: root */
+	uint8_t ctime_cs;   /* creation time, 10 ms units */
+	uint64_t off;	    /* volume byte offset of the short slot */
+	uint32_t slot;	    /* index of the short slot in the dir */
+	uint32_t nslots;    /* slots used, long-name slots included */
+	int has_lfn;	    /* a long name matched its checksum */
+	int is_lfn_damaged; /* long-name slots were there but bad */
+	uint32_t dir_clus;  /* first cluster of the parent; 0: root */
 };
 
 /* What an iteration saw besides entries (for the checker). */
 struct fk_dir_stats {
-	uint32_t slots;		/* slots read */
-	uint32_t orphan_lfn;	/* long-name slots that led nowhere */
-	uint32_t after_end;	/* used slots found after the end marker */
-	uint32_t end_slot;	/* slot of the end marker; slots if none */
+	uint32_t slots;	     /* slots read */
+	uint32_t orphan_lfn; /* long-name slots that led nowhere */
+	uint32_t after_end;  /* used slots found after the end marker */
+	uint32_t end_slot;   /* slot of the end marker; slots if none */
 };
 
 /*
@@ -89,6 +89,23 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
  * name is left alone.  Returns 0 or -errno.
  */
 int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent);
+
+/*
+ * Raw short slots: unpack the fields of a 32-byte slot @e into @ent (not
+ * the names: raw, attr, nt, clusters, size, times), or pack @ent's fields
+ * and @ent->raw into @e.
+ */
+void fk_dir_unpack(const struct fk_volume *vol, const unsigned char *e,
+		   struct fk_dirent *ent);
+void fk_dir_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
+		 unsigned char *e);
+
+/*
+ * Stamp @ent's creation, modification and access fields with @t, in local
+ * time (FAT stores local time) or UTC when @is_utc (SOURCE_DATE_EPOCH).
+ * Times before 1980 become 1980-01-01 00:00:00.
+ */
+void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc);
 
 /* Is @ent "." or ".."? */
 int fk_dirent_is_dot(const struct fk_dirent *ent);

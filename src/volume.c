@@ -19,29 +19,29 @@
 #include "endian.h"
 
 /* BPB fields (byte offsets in the boot sector). */
-#define BS_JMP 0
-#define BS_OEM 3
-#define BPB_BYTS_PER_SEC 11
-#define BPB_SEC_PER_CLUS 13
-#define BPB_RSVD_SEC_CNT 14
-#define BPB_NUM_FATS 16
-#define BPB_ROOT_ENT_CNT 17
-#define BPB_TOT_SEC16 19
-#define BPB_MEDIA 21
-#define BPB_FAT_SZ16 22
-#define BPB_TOT_SEC32 32
-#define BPB_FAT_SZ32 36
-#define BPB_EXT_FLAGS 40
-#define BPB_FS_VER 42
-#define BPB_ROOT_CLUS 44
-#define BPB_FS_INFO 48
-#define BPB_BK_BOOT_SEC 50
-#define BS16_BOOT_SIG 38 /* extended BPB of FAT12/16 */
-#define BS32_BOOT_SIG 66 /* extended BPB of FAT32 */
-#define BS_VOL_ID_REL 1	 /* from the boot signature */
-#define BS_VOL_LAB_REL 5
+#define BS_JMP		   0
+#define BS_OEM		   3
+#define BPB_BYTS_PER_SEC   11
+#define BPB_SEC_PER_CLUS   13
+#define BPB_RSVD_SEC_CNT   14
+#define BPB_NUM_FATS	   16
+#define BPB_ROOT_ENT_CNT   17
+#define BPB_TOT_SEC16	   19
+#define BPB_MEDIA	   21
+#define BPB_FAT_SZ16	   22
+#define BPB_TOT_SEC32	   32
+#define BPB_FAT_SZ32	   36
+#define BPB_EXT_FLAGS	   40
+#define BPB_FS_VER	   42
+#define BPB_ROOT_CLUS	   44
+#define BPB_FS_INFO	   48
+#define BPB_BK_BOOT_SEC	   50
+#define BS16_BOOT_SIG	   38 /* extended BPB of FAT12/16 */
+#define BS32_BOOT_SIG	   66 /* extended BPB of FAT32 */
+#define BS_VOL_ID_REL	   1  /* from the boot signature */
+#define BS_VOL_LAB_REL	   5
 #define EXT_FLAG_NO_MIRROR 0x80
-#define EXT_FLAG_ACTIVE 0x0f
+#define EXT_FLAG_ACTIVE	   0x0f
 
 const char *fk_fat_type_name(enum fk_fat_type type)
 {
@@ -85,26 +85,30 @@ static int parse_sizes(const unsigned char *bs, struct fk_geom *g,
 			   bs[BS_JMP]);
 	g->sec_len = get_le16(bs + BPB_BYTS_PER_SEC);
 	if (!is_pow2(g->sec_len) || g->sec_len < 512 || g->sec_len > 4096)
-		return bad(diag, "bad boot sector: bytes per sector %u is not "
-				 "512, 1024, 2048 or 4096",
+		return bad(diag,
+			   "bad boot sector: bytes per sector %u is not "
+			   "512, 1024, 2048 or 4096",
 			   g->sec_len);
 	g->clus_secs = bs[BPB_SEC_PER_CLUS];
 	if (!is_pow2(g->clus_secs))
-		return bad(diag, "bad boot sector: sectors per cluster %u is "
-				 "not a power of two",
+		return bad(diag,
+			   "bad boot sector: sectors per cluster %u is "
+			   "not a power of two",
 			   g->clus_secs);
 	g->clus_len = g->clus_secs * g->sec_len;
 	if (g->clus_len > 65536)
-		return bad(diag, "bad boot sector: cluster size %u exceeds "
-				 "%u bytes",
+		return bad(diag,
+			   "bad boot sector: cluster size %u exceeds "
+			   "%u bytes",
 			   g->clus_len, 65536u);
 	g->rsvd_secs = get_le16(bs + BPB_RSVD_SEC_CNT);
 	if (!g->rsvd_secs)
 		return bad(diag, "bad boot sector: no reserved sectors");
 	g->nfats = bs[BPB_NUM_FATS];
 	if (!g->nfats || g->nfats > 16)
-		return bad(diag, "bad boot sector: number of FATs %u is not "
-				 "1 to %u",
+		return bad(diag,
+			   "bad boot sector: number of FATs %u is not "
+			   "1 to %u",
 			   g->nfats, 16u);
 	return 0;
 }
@@ -125,27 +129,36 @@ static int parse_layout(const unsigned char *bs, uint64_t vol_len,
 	if (!g->total_secs)
 		return bad(diag, "bad boot sector: total sectors is 0");
 	if (!fat_sz16 && g->root_ents)
-		return bad(diag, "bad boot sector: FAT32 layout with %u fixed "
-				 "root entries",
+		return bad(diag,
+			   "bad boot sector: FAT32 layout with %u fixed "
+			   "root entries",
 			   g->root_ents);
 	if (fat_sz16 && !g->root_ents)
-		return bad(diag, "bad boot sector: FAT12/16 layout with no root "
-				 "directory entries");
+		return bad(diag,
+			   "bad boot sector: FAT12/16 layout with no root "
+			   "directory entries");
 	g->root_secs = (g->root_ents * 32 + g->sec_len - 1) / g->sec_len;
-	meta_secs = g->rsvd_secs + (uint64_t)g->nfats * g->fat_secs + g->root_secs;
+	meta_secs =
+		g->rsvd_secs + (uint64_t)g->nfats * g->fat_secs + g->root_secs;
 	if (meta_secs >= g->total_secs)
-		return bad(diag, "bad boot sector: FAT area (%" PRIu64 " sectors) does "
-				 "not fit in the volume (%" PRIu64 " sectors)",
+		return bad(diag,
+			   "bad boot sector: FAT area (%" PRIu64
+			   " sectors) does "
+			   "not fit in the volume (%" PRIu64 " sectors)",
 			   meta_secs, g->total_secs);
 	if (g->total_secs > vol_len / g->sec_len)
-		return bad(diag, "image is truncated: the volume needs %" PRIu64 " "
-				 "bytes, the image has %" PRIu64 "",
+		return bad(diag,
+			   "image is truncated: the volume needs %" PRIu64 " "
+			   "bytes, the image has %" PRIu64 "",
 			   g->total_secs * g->sec_len, vol_len);
 	data_secs = g->total_secs - meta_secs;
 	if (data_secs / g->clus_secs > FK_FAT32_MAX_CLUS)
-		return bad(diag, "bad boot sector: %" PRIu64 " clusters exceed the FAT32 "
-				 "limit of %" PRIu64 "",
-			   data_secs / g->clus_secs, (uint64_t)FK_FAT32_MAX_CLUS);
+		return bad(diag,
+			   "bad boot sector: %" PRIu64
+			   " clusters exceed the FAT32 "
+			   "limit of %" PRIu64 "",
+			   data_secs / g->clus_secs,
+			   (uint64_t)FK_FAT32_MAX_CLUS);
 	g->nclus = (uint32_t)(data_secs / g->clus_secs);
 	if (!g->nclus)
 		return bad(diag, "bad boot sector: no data clusters");
@@ -153,16 +166,20 @@ static int parse_layout(const unsigned char *bs, uint64_t vol_len,
 		  : g->nclus <= FK_FAT16_MAX_CLUS ? FK_FAT16
 						  : FK_FAT32;
 	if ((g->type == FK_FAT32) != !fat_sz16)
-		return bad(diag, "bad boot sector: %u clusters make FAT%u, "
-				 "which contradicts the BPB layout",
+		return bad(diag,
+			   "bad boot sector: %u clusters make FAT%u, "
+			   "which contradicts the BPB layout",
 			   g->nclus, (unsigned)g->type);
 	fat_ents = (uint64_t)g->fat_secs * g->sec_len * 8 / g->type;
 	if (fat_ents < (uint64_t)g->nclus + 2)
-		return bad(diag, "bad boot sector: a FAT of %" PRIu64 " entries cannot "
-				 "map %" PRIu64 " clusters",
+		return bad(diag,
+			   "bad boot sector: a FAT of %" PRIu64
+			   " entries cannot "
+			   "map %" PRIu64 " clusters",
 			   fat_ents, (uint64_t)g->nclus + 2);
 	g->fat_off = (uint64_t)g->rsvd_secs * g->sec_len;
-	g->root_off = g->fat_off + (uint64_t)g->nfats * g->fat_secs * g->sec_len;
+	g->root_off =
+		g->fat_off + (uint64_t)g->nfats * g->fat_secs * g->sec_len;
 	g->data_off = g->root_off + (uint64_t)g->root_secs * g->sec_len;
 	return 0;
 }
@@ -176,34 +193,40 @@ static int parse_fat32(const unsigned char *bs, struct fk_geom *g,
 	if (g->type != FK_FAT32)
 		return 0;
 	if (get_le16(bs + BPB_FS_VER))
-		return bad(diag, "bad boot sector: FAT32 version %u.%u is not "
-				 "0.0",
-			   (unsigned)bs[BPB_FS_VER + 1], (unsigned)bs[BPB_FS_VER]);
+		return bad(diag,
+			   "bad boot sector: FAT32 version %u.%u is not "
+			   "0.0",
+			   (unsigned)bs[BPB_FS_VER + 1],
+			   (unsigned)bs[BPB_FS_VER]);
 	g->root_clus = get_le32(bs + BPB_ROOT_CLUS);
 	if (!fk_clus_valid(g, g->root_clus))
-		return bad(diag, "bad boot sector: root cluster %u is out of "
-				 "range (2 to %u)",
+		return bad(diag,
+			   "bad boot sector: root cluster %u is out of "
+			   "range (2 to %u)",
 			   g->root_clus, fk_clus_max(g));
 	g->fsinfo_sec = get_le16(bs + BPB_FS_INFO);
 	if (g->fsinfo_sec == 0xFFFF)
 		g->fsinfo_sec = 0;
 	if (g->fsinfo_sec >= g->rsvd_secs)
-		return bad(diag, "bad boot sector: FSInfo sector %u is outside "
-				 "the %u reserved sectors",
+		return bad(diag,
+			   "bad boot sector: FSInfo sector %u is outside "
+			   "the %u reserved sectors",
 			   g->fsinfo_sec, g->rsvd_secs);
 	g->backup_sec = get_le16(bs + BPB_BK_BOOT_SEC);
 	if (g->backup_sec == 0xFFFF)
 		g->backup_sec = 0;
 	if (g->backup_sec >= g->rsvd_secs)
-		return bad(diag, "bad boot sector: backup boot sector %u is "
-				 "outside the %u reserved sectors",
+		return bad(diag,
+			   "bad boot sector: backup boot sector %u is "
+			   "outside the %u reserved sectors",
 			   g->backup_sec, g->rsvd_secs);
 	if (flags & EXT_FLAG_NO_MIRROR) {
 		g->is_mirrored = 0;
 		g->active_fat = flags & EXT_FLAG_ACTIVE;
 		if (g->active_fat >= g->nfats)
-			return bad(diag, "bad boot sector: active FAT %u of "
-					 "%u",
+			return bad(diag,
+				   "bad boot sector: active FAT %u of "
+				   "%u",
 				   g->active_fat, g->nfats);
 	}
 	return 0;
@@ -236,8 +259,9 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 
 	memset(&g, 0, sizeof(g));
 	if (len < 512)
-		return bad(diag, "image is truncated: %llu bytes, no boot "
-				 "sector",
+		return bad(diag,
+			   "image is truncated: %llu bytes, no boot "
+			   "sector",
 			   (unsigned long long)len);
 	if ((err = parse_sizes(bs, &g, diag)) ||
 	    (err = parse_layout(bs, vol_len, &g, diag)) ||
@@ -256,8 +280,9 @@ static int read_boot(struct fk_volume *vol, struct fk_diag *diag)
 	int err;
 
 	if (vol_len < 512)
-		return bad(diag, "image is truncated: %llu bytes, no boot "
-				 "sector",
+		return bad(diag,
+			   "image is truncated: %llu bytes, no boot "
+			   "sector",
 			   (unsigned long long)vol_len);
 	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
 		return err;
@@ -290,7 +315,9 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 	lay.nfats = vol->g.nfats;
 	lay.read_fat = vol->g.active_fat;
 	lay.is_mirrored = vol->g.is_mirrored;
-	if ((err = fk_cache_new(vol->dev, &lay, opts->batch_len, opts->is_sync,
+	if ((err = fk_cache_new(vol->dev, &lay, opts->batch_len,
+				opts->is_sync ? FK_CACHE_SYNC_FLUSH
+					      : FK_CACHE_NOSYNC,
 				&vol->fat)))
 		goto out_close;
 	*out = vol;

@@ -24,46 +24,46 @@ enum fk_fat_type {
 #define FK_FAT12_MAX_CLUS 4084u	 /* fewer than 4085 clusters: FAT12 */
 #define FK_FAT16_MAX_CLUS 65524u /* fewer than 65525 clusters: FAT16 */
 #define FK_FAT32_MAX_CLUS 0x0FFFFFF5u
-#define FK_FIRST_CLUS 2u
+#define FK_FIRST_CLUS	  2u
 
 struct fk_geom {
 	enum fk_fat_type type;
-	uint32_t sec_len;	/* bytes per sector */
-	uint32_t clus_secs;	/* sectors per cluster */
-	uint32_t clus_len;	/* bytes per cluster */
-	uint32_t rsvd_secs;	/* reserved sectors before FAT 0 */
-	uint32_t nfats;		/* FAT copies */
-	uint32_t fat_secs;	/* sectors per FAT copy */
-	uint32_t root_ents;	/* FAT12/16 fixed root entries; 0 on FAT32 */
-	uint32_t root_secs;	/* sectors of the fixed root */
-	uint64_t total_secs;	/* sectors in the volume */
-	uint32_t nclus;		/* data clusters: 2 .. nclus + 1 are valid */
-	uint64_t fat_off;	/* byte offset of FAT copy 0 */
-	uint64_t root_off;	/* byte offset of the fixed root (FAT12/16) */
-	uint64_t data_off;	/* byte offset of cluster 2 */
-	uint32_t root_clus;	/* FAT32 root directory cluster; 0 otherwise */
-	uint32_t fsinfo_sec;	/* FAT32 FSInfo sector; 0: none */
-	uint32_t backup_sec;	/* FAT32 backup boot sector; 0: none */
-	uint32_t active_fat;	/* copy that is read (FAT32 ext flags) */
-	int is_mirrored;	/* FAT copies are kept identical */
-	uint8_t media;		/* BPB media byte */
-	int has_ext_bpb;	/* boot signature 0x29: serial and label */
+	uint32_t sec_len;    /* bytes per sector */
+	uint32_t clus_secs;  /* sectors per cluster */
+	uint32_t clus_len;   /* bytes per cluster */
+	uint32_t rsvd_secs;  /* reserved sectors before FAT 0 */
+	uint32_t nfats;	     /* FAT copies */
+	uint32_t fat_secs;   /* sectors per FAT copy */
+	uint32_t root_ents;  /* FAT12/16 fixed root entries; 0 on FAT32 */
+	uint32_t root_secs;  /* sectors of the fixed root */
+	uint64_t total_secs; /* sectors in the volume */
+	uint32_t nclus;	     /* data clusters: 2 .. nclus + 1 are valid */
+	uint64_t fat_off;    /* byte offset of FAT copy 0 */
+	uint64_t root_off;   /* byte offset of the fixed root (FAT12/16) */
+	uint64_t data_off;   /* byte offset of cluster 2 */
+	uint32_t root_clus;  /* FAT32 root directory cluster; 0 otherwise */
+	uint32_t fsinfo_sec; /* FAT32 FSInfo sector; 0: none */
+	uint32_t backup_sec; /* FAT32 backup boot sector; 0: none */
+	uint32_t active_fat; /* copy that is read (FAT32 ext flags) */
+	int is_mirrored;     /* FAT copies are kept identical */
+	uint8_t media;	     /* BPB media byte */
+	int has_ext_bpb;     /* boot signature 0x29: serial and label */
 	uint32_t serial;
-	char label[12];		/* boot sector label, trailing spaces cut */
+	char label[12]; /* boot sector label, trailing spaces cut */
 	char oem[9];
 };
 
 struct fk_volume_opts {
 	struct fk_device_opts dev;
-	size_t batch_len;	/* dirty FAT bytes held before a flush */
-	int is_sync;		/* fsync after every flush */
+	size_t batch_len; /* dirty FAT bytes held before a flush */
+	int is_sync;	  /* fsync after every FAT flush */
 };
 
 struct fk_volume {
 	struct fk_device *dev;
-	struct fk_cache *fat;	/* every FAT access goes through it */
+	struct fk_cache *fat; /* every FAT access goes through it */
 	struct fk_geom g;
-	unsigned char *boot;	/* the boot sector as read, sec_len bytes */
+	unsigned char *boot; /* the boot sector as read, sec_len bytes */
 };
 
 /*

@@ -1,0 +1,343 @@
+/*
+ * alloc.c: the free-cluster bitmap and allocation plans.  Plans are
+ * memory only, so validating every request before the first write costs
+ * nothing; the FAT sees them through fk_alloc_write_chain(), run by run
+ * and sector by sector, never cluster by cluster.
+ */
+#include "alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "fsinfo.h"
+#include "volume.h"
+
+#define WORD_BITS 64u
+#define NBUCKETS  32 /* run lengths by power of two */
+
+struct fk_alloc {
+	struct fk_volume *vol;
+	uint64_t *free_map; /* bit set: cluster is free */
+	uint32_t nwords;
+	uint32_t end; /* one past the last cluster */
+	uint32_t nfree;
+	uint32_t cursor; /* where the next search starts */
+};
+
+static int is_free(const struct fk_alloc *a, uint32_t clus)
+{
+	return a->free_map[clus / WORD_BITS] >> (clus % WORD_BITS) & 1;
+}
+
+static void set_range(struct fk_alloc *a, uint32_t first, uint32_t n,
+		      int is_free_now)
+{
+	uint32_t c;
+
+	/* Runs are short compared to the work of writing them. */
+	for (c = first; c < first + n; c++) {
+		uint64_t bit = (uint64_t)1 << (c % WORD_BITS);
+
+		if (is_free_now)
+			a->free_map[c / WORD_BITS] |= bit;
+		else
+			a->free_map[c / WORD_BITS] &= ~bit;
+	}
+	if (is_free_now)
+		a->nfree += n;
+	else
+		a->nfree -= n;
+}
+
+static int mark_free(void *arg, uint32_t first, const uint32_t *vals,
+		     uint32_t n)
+{
+	struct fk_alloc *a = arg;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t clus = first + i;
+
+		if (clus >= FK_FIRST_CLUS && vals[i] == 0) {
+			a->free_map[clus / WORD_BITS] |= (uint64_t)1
+							 << (clus % WORD_BITS);
+			a->nfree++;
+		}
+	}
+	return 0;
+}
+
+int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
+{
+	struct fk_alloc *a = calloc(1, sizeof(*a));
+	struct fk_fsinfo fsi;
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	a->vol = vol;
+	a->end = fk_clus_max(&vol->g) + 1;
+	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
+	if (!(a->free_map = calloc(a->nwords, sizeof(*a->free_map)))) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	if ((err = fk_fat_scan(vol, vol->g.active_fat, mark_free, a)))
+		goto out_free;
+	if ((err = fk_fsinfo_read(vol, &fsi)))
+		goto out_free;
+	a->cursor = fk_clus_valid(&vol->g, fsi.next_free) ? fsi.next_free
+							  : FK_FIRST_CLUS;
+	*out = a;
+	return 0;
+out_free:
+	free(a->free_map);
+	free(a);
+	return err;
+}
+
+void fk_alloc_close(struct fk_alloc *a)
+{
+	if (!a)
+		return;
+	free(a->free_map);
+	free(a);
+}
+
+uint32_t fk_alloc_nfree(const struct fk_alloc *a)
+{
+	return a->nfree;
+}
+
+/* First free cluster in [from, a->end), or a->end. Skips whole words. */
+static uint32_t next_free(const struct fk_alloc *a, uint32_t from)
+{
+	uint32_t w = from / WORD_BITS;
+	uint64_t word;
+
+	if (from >= a->end)
+		return a->end;
+	word = a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
+	while (!word) {
+		if (++w >= a->nwords)
+			return a->end;
+		word = a->free_map[w];
+	}
+	from = w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
+	return from < a->end ? from : a->end;
+}
+
+/* First used cluster in [from, a->end), or a->end. */
+static uint32_t next_used(const struct fk_alloc *a, uint32_t from)
+{
+	uint32_t w = from / WORD_BITS;
+	uint64_t word;
+
+	if (from >= a->end)
+		return a->end;
+	word = ~a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
+	while (!word) {
+		if (++w >= a->nwords)
+			return a->end;
+		word = ~a->free_map[w];
+	}
+	from = w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
+	return from < a->end ? from : a->end;
+}
+
+static int plan_add(struct fk_plan *p, uint32_t first, uint32_t n)
+{
+	if (p->nruns &&
+	    p->runs[p->nruns - 1].first + p->runs[p->nruns - 1].nclus ==
+		    first) {
+		p->runs[p->nruns - 1].nclus += n;
+	} else {
+		if (p->nruns == p->cap) {
+			size_t cap = p->cap ? p->cap * 2 : 4;
+			struct fk_run *r = realloc(p->runs, cap * sizeof(*r));
+
+			if (!r)
+				return -ENOMEM;
+			p->runs = r;
+			p->cap = cap;
+		}
+		p->runs[p->nruns].first = first;
+		p->runs[p->nruns++].nclus = n;
+	}
+	p->nclus += n;
+	return 0;
+}
+
+/* Take @n clusters from @first (all free) into @p. */
+static int take(struct fk_alloc *a, struct fk_plan *p, uint32_t first,
+		uint32_t n)
+{
+	int err = plan_add(p, first, n);
+
+	if (err)
+		return err;
+	set_range(a, first, n, 0);
+	a->cursor = first + n < a->end ? first + n : FK_FIRST_CLUS;
+	return 0;
+}
+
+/*
+ * First free run of at least @need clusters from the cursor, wrapping
+ * (next fit, as the kernel's allocator).  Returns its start or 0; the
+ * longest run seen goes to *@longest.
+ */
+static uint32_t find_fit(const struct fk_alloc *a, uint32_t need,
+			 uint32_t *longest)
+{
+	uint32_t start = a->cursor, pass, c, end;
+
+	*longest = 0;
+	for (pass = 0; pass < 2; pass++) {
+		uint32_t from = pass ? FK_FIRST_CLUS : start;
+		uint32_t to = pass ? start : a->end;
+
+		for (c = next_free(a, from); c < to; c = next_free(a, end)) {
+			end = next_used(a, c);
+			if (end - c >= need)
+				return c;
+			if (end - c > *longest)
+				*longest = end - c;
+		}
+	}
+	return 0;
+}
+
+static unsigned bucket_of(uint32_t len)
+{
+	return 31u - (unsigned)__builtin_clz(len);
+}
+
+/*
+ * No single run fits: take the fewest runs by taking long ones first.
+ * A histogram by powers of two picks the shortest length class that,
+ * with all longer ones, covers @need; runs of that class or longer are
+ * then taken in address order from the cursor.
+ */
+static int take_large_runs(struct fk_alloc *a, uint32_t need, struct fk_plan *p)
+{
+	uint64_t sum[NBUCKETS] = {0}, acc = 0;
+	uint32_t c, end, min_len = 1, pass;
+	int b, err;
+
+	for (c = next_free(a, FK_FIRST_CLUS); c < a->end;
+	     c = next_free(a, end)) {
+		end = next_used(a, c);
+		sum[bucket_of(end - c)] += end - c;
+	}
+	for (b = NBUCKETS - 1; b >= 0; b--) {
+		acc += sum[b];
+		if (acc >= need) {
+			min_len = (uint32_t)1 << b;
+			break;
+		}
+	}
+	for (pass = 0; need && pass < 2; pass++, min_len = 1) {
+		for (c = next_free(a, FK_FIRST_CLUS); need && c < a->end;
+		     c = next_free(a, end)) {
+			end = next_used(a, c);
+			if (end - c < min_len)
+				continue;
+			if (end - c > need)
+				end = c + need;
+			if ((err = take(a, p, c, end - c)))
+				return err;
+			need -= end - c;
+		}
+	}
+	return 0;
+}
+
+int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
+		  unsigned flags, struct fk_plan *plan, struct fk_diag *diag)
+{
+	uint32_t need = nclus, longest, start, n;
+	struct fk_plan mine = {NULL, 0, 0, 0};
+	int err;
+
+	if (need > a->nfree) {
+		fk_diag_detail(diag, NULL, "need %u clusters, %u free", nclus,
+			       a->nfree);
+		return -ENOSPC;
+	}
+	/* Growing in place keeps the file in one piece. */
+	if (need && tail && tail + 1 < a->end && is_free(a, tail + 1)) {
+		n = next_used(a, tail + 1) - (tail + 1);
+		if (n >= need || !(flags & FK_ALLOC_CONTIG)) {
+			n = n < need ? n : need;
+			if ((err = take(a, &mine, tail + 1, n)))
+				goto out_undo;
+			need -= n;
+		}
+	}
+	if (need && (start = find_fit(a, need, &longest))) {
+		if ((err = take(a, &mine, start, need)))
+			goto out_undo;
+		need = 0;
+	}
+	if (need && (flags & FK_ALLOC_CONTIG)) {
+		fk_diag_detail(diag, NULL,
+			       "no contiguous run of %u clusters, longest "
+			       "free run is %u",
+			       nclus, longest);
+		err = -ENOSPC;
+		goto out_undo;
+	}
+	if (need && (err = take_large_runs(a, need, &mine)))
+		goto out_undo;
+	for (size_t i = 0; i < mine.nruns; i++)
+		if ((err = plan_add(plan, mine.runs[i].first,
+				    mine.runs[i].nclus)))
+			goto out_undo;
+	fk_plan_free(&mine);
+	return 0;
+out_undo:
+	fk_alloc_unplan(a, &mine);
+	fk_plan_free(&mine);
+	return err;
+}
+
+void fk_alloc_unplan(struct fk_alloc *a, const struct fk_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nruns; i++)
+		set_range(a, p->runs[i].first, p->runs[i].nclus, 1);
+}
+
+void fk_plan_free(struct fk_plan *p)
+{
+	free(p->runs);
+	memset(p, 0, sizeof(*p));
+}
+
+int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *p)
+{
+	uint32_t eoc = fk_fat_eoc(&vol->g);
+	size_t i;
+	int err;
+
+	for (i = 0; i < p->nruns; i++) {
+		uint32_t next = i + 1 < p->nruns ? p->runs[i + 1].first : eoc;
+
+		if ((err = fk_fat_put_run(vol, p->runs[i].first,
+					  p->runs[i].nclus, next)))
+			return err;
+	}
+	return 0;
+}
+
+uint32_t fk_alloc_next_free(const struct fk_alloc *a)
+{
+	uint32_t c = next_free(a, a->cursor);
+
+	if (c == a->end)
+		c = next_free(a, FK_FIRST_CLUS);
+	return c == a->end ? FK_FSINFO_UNKNOWN : c;
+}

@@ -1,0 +1,69 @@
+/*
+ * alloc.h: free space.  A bitmap of free clusters built in one sequential
+ * pass over the FAT (FSInfo's free count is never trusted for this), and
+ * plans of new clusters as runs: extend the file's last cluster when the
+ * next one is free, else the first free run long enough from the FSInfo
+ * next-free hint (as the kernel does), else the fewest large runs.  A plan
+ * is memory only; fk_alloc_write_chain() puts it in the FAT cache.
+ */
+#ifndef FATKIT_ALLOC_H
+#define FATKIT_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fat.h"
+
+struct fk_diag;
+struct fk_volume;
+struct fk_alloc;
+
+#define FK_ALLOC_CONTIG 0x1 /* one run or nothing */
+
+/* New clusters for one chain, in chain order. */
+struct fk_plan {
+	struct fk_run *runs;
+	size_t nruns, cap;
+	uint32_t nclus;
+};
+
+/*
+ * Build the free map of @vol from its active FAT (one pass, large reads).
+ * *@out is the caller's, freed by fk_alloc_close().  Memory: one bit per
+ * cluster.  Returns 0 or -errno.
+ */
+int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out);
+void fk_alloc_close(struct fk_alloc *alloc);
+
+/* Free clusters not yet planned. */
+uint32_t fk_alloc_nfree(const struct fk_alloc *alloc);
+
+/*
+ * Plan @nclus more clusters for a chain ending at @tail (0: a new chain),
+ * appending runs to @plan and taking them from the map.  @flags: 0 or
+ * FK_ALLOC_CONTIG.  Returns 0 or -ENOSPC (@diag says need and free, or the
+ * longest run); on error nothing is taken.
+ */
+int fk_alloc_plan(struct fk_alloc *alloc, uint32_t tail, uint32_t nclus,
+		  unsigned flags, struct fk_plan *plan, struct fk_diag *diag);
+
+/* Give the clusters of @plan back to the map (a plan not carried out). */
+void fk_alloc_unplan(struct fk_alloc *alloc, const struct fk_plan *plan);
+
+/* Release @plan's memory; accepts an empty or zeroed plan. */
+void fk_plan_free(struct fk_plan *plan);
+
+/*
+ * Put @plan in the FAT cache as one chain ending in end-of-chain.  Nothing
+ * links to it yet: a crash from here on leaves lost clusters at worst.
+ */
+int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *plan);
+
+/*
+ * The next-free hint for FSInfo: the first free cluster at or after the
+ * last one planned (wrapping), or FK_FSINFO_UNKNOWN-compatible 0xFFFFFFFF
+ * when none is free.
+ */
+uint32_t fk_alloc_next_free(const struct fk_alloc *alloc);
+
+#endif

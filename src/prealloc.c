@@ -1,0 +1,722 @@
+/*
+ * prealloc.c: resolve, plan, then commit.  Planning touches memory only
+ * (the free bitmap and directory plans); commit writes in CLI.md's order
+ * so that a crash at any point leaves at worst lost clusters or a stale
+ * FSInfo hint:
+ *   1. new chains (files, new directories, directory growth), every FAT
+ *      copy, unreachable from anything; zeros and fresh directory blocks;
+ *   2. links from old chain ends to the new chains;
+ *   3. directory entries (sizes, first clusters, new names);
+ *   4. FSInfo, once.
+ */
+#include "prealloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "diag.h"
+#include "dir.h"
+#include "dirplan.h"
+#include "fat.h"
+#include "fsinfo.h"
+#include "volume.h"
+
+/* One file the run works on (requests for the same file share one). */
+struct file_plan {
+	struct fk_dirplan *dp; /* its directory */
+	uint32_t id;	       /* its entry there */
+	struct fk_dirent ent;  /* fields as they will be */
+	struct fk_plan old;    /* the chain it has */
+	struct fk_plan add;    /* clusters it gets */
+	const char *path;      /* of its first request */
+	uint64_t want;	       /* bytes requested (largest request) */
+	uint32_t old_size;
+	int is_new;
+};
+
+/* A directory the run looks into or creates. */
+struct dir_node {
+	struct fk_dirplan *dp;
+	uint32_t clus;	    /* first cluster; 0 for the fixed root */
+	struct fk_plan own; /* a new directory's first cluster */
+};
+
+struct op {
+	struct fk_volume *vol;
+	const struct fk_prealloc_opts *o;
+	struct fk_alloc *alloc;
+	struct dir_node *dirs;
+	size_t ndirs, cap_dirs;
+	struct file_plan *files;
+	size_t nfiles;
+	size_t *file_of;	/* request -> files[] */
+	struct fk_dirent stamp; /* times for what the run creates */
+	int is_linked;		/* step 2 began: no rollback from here */
+};
+
+/* ---- directories ------------------------------------------------------------
+ */
+
+static int dir_push(struct op *op, struct fk_dirplan *dp, uint32_t clus,
+		    struct dir_node **out)
+{
+	if (op->ndirs == op->cap_dirs) {
+		size_t cap = op->cap_dirs ? op->cap_dirs * 2 : 8;
+		struct dir_node *d = realloc(op->dirs, cap * sizeof(*d));
+
+		if (!d)
+			return -ENOMEM;
+		op->dirs = d;
+		op->cap_dirs = cap;
+	}
+	memset(&op->dirs[op->ndirs], 0, sizeof(op->dirs[0]));
+	op->dirs[op->ndirs].dp = dp;
+	op->dirs[op->ndirs].clus = clus;
+	*out = &op->dirs[op->ndirs++];
+	return 0;
+}
+
+/* The plan of directory @clus, scanning it on first use. */
+static int dir_get(struct op *op, uint32_t clus, struct fk_dirplan **dp,
+		   struct fk_diag *diag)
+{
+	struct dir_node *node;
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if (op->dirs[i].clus == clus) {
+			*dp = op->dirs[i].dp;
+			return 0;
+		}
+	if ((err = fk_dirplan_open(op->vol, clus, dp, diag)))
+		return err;
+	if ((err = dir_push(op, *dp, clus, &node))) {
+		fk_dirplan_close(*dp);
+		return err;
+	}
+	return 0;
+}
+
+/* Plan directory @name in @parent (-p). */
+static int dir_create(struct op *op, struct fk_dirplan *parent,
+		      const char *name, uint32_t *clus, struct fk_diag *diag)
+{
+	struct fk_dirent fields = op->stamp;
+	struct fk_plan own = {NULL, 0, 0, 0};
+	struct fk_dirplan *dp;
+	struct dir_node *node;
+	uint32_t id;
+	int err;
+
+	if ((err = fk_alloc_plan(op->alloc, 0, 1, 0, &own, diag)))
+		return err;
+	fields.attr = FK_ATTR_DIR;
+	fields.first_clus = own.runs[0].first;
+	if ((err = fk_dirplan_add(parent, op->alloc, name, &fields, &id, diag)))
+		goto out_unplan;
+	if ((err = fk_dirplan_new(op->vol, fields.first_clus,
+				  fk_dirplan_clus(parent), &op->stamp, &dp)))
+		goto out_unplan;
+	if ((err = dir_push(op, dp, fields.first_clus, &node))) {
+		fk_dirplan_close(dp);
+		goto out_unplan;
+	}
+	node->own = own;
+	*clus = fields.first_clus;
+	return 0;
+out_unplan:
+	fk_alloc_unplan(op->alloc, &own);
+	fk_plan_free(&own);
+	return err;
+}
+
+/* ---- resolving requests -----------------------------------------------------
+ */
+
+/* Walk the parents of @path; *@leaf points at the last component. */
+static int resolve_parent(struct op *op, const char *path,
+			  struct fk_dirplan **dp, const char **leaf,
+			  struct fk_diag *diag)
+{
+	char comp[FK_NAME_MAX];
+	const char *p = path, *next;
+	uint32_t clus = 0, id;
+	struct fk_dirent ent;
+	int err;
+
+	if (*p != '/')
+		return -EINVAL;
+	for (;;) {
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		for (next = p + len; *next == '/'; next++)
+			;
+		if (!*next)
+			break; /* p is the leaf */
+		if (len >= sizeof(comp))
+			return -ENAMETOOLONG;
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		p = next;
+		if ((err = dir_get(op, clus, dp, diag)))
+			return err;
+		if (!strcmp(comp, ".") || !strcmp(comp, ".."))
+			return -EINVAL;
+		if (fk_dirplan_find(*dp, comp, &ent, &id)) {
+			if (!(ent.attr & FK_ATTR_DIR))
+				return -ENOTDIR;
+			clus = fk_dirent_dir_clus(op->vol, &ent);
+		} else if (!op->o->parents) {
+			fk_diag_detail(diag, NULL,
+				       "parent directory '%s' is missing; -p "
+				       "creates it",
+				       comp);
+			return -ENOENT;
+		} else if ((err = dir_create(op, *dp, comp, &clus, diag))) {
+			return err;
+		}
+	}
+	*leaf = p;
+	return dir_get(op, clus, dp, diag);
+}
+
+static int collect_run(void *arg, const struct fk_run *run)
+{
+	struct fk_plan *p = arg;
+
+	if (p->nruns == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 4;
+		struct fk_run *r = realloc(p->runs, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		p->runs = r;
+		p->cap = cap;
+	}
+	p->runs[p->nruns++] = *run;
+	p->nclus += run->nclus;
+	return 0;
+}
+
+/* An existing file: its chain must be sound and cover its size. */
+static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
+{
+	struct fk_chain_info info;
+	int err;
+
+	if ((err = fk_chain_walk(op->vol, fp->ent.first_clus, collect_run,
+				 &fp->old, &info)))
+		return err;
+	if (fp->ent.first_clus && info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	if ((uint64_t)info.nclus * op->vol->g.clus_len < fp->ent.size) {
+		fk_diag_set(diag, NULL,
+			    "cluster chain (%u clusters) is shorter than the "
+			    "file size; run fatcheck",
+			    info.nclus);
+		return FK_ECORRUPT;
+	}
+	return 0;
+}
+
+static int file_push(struct op *op, struct file_plan **out)
+{
+	struct file_plan *fp = &op->files[op->nfiles++];
+
+	memset(fp, 0, sizeof(*fp));
+	*out = fp;
+	return 0;
+}
+
+static int resolve(struct op *op, size_t r, const struct fk_prealloc_req *req,
+		   struct fk_diag *diag)
+{
+	struct file_plan *fp;
+	struct fk_dirplan *dp;
+	struct fk_dirent ent;
+	const char *leaf;
+	uint32_t id, tag;
+	int err;
+
+	if (req->len > FK_FILE_MAX) {
+		fk_diag_detail(diag, NULL, "FAT files end at 4 GiB - 1 byte");
+		return -EFBIG;
+	}
+	if ((err = resolve_parent(op, req->path, &dp, &leaf, diag)))
+		return err;
+	if (fk_dirplan_find(dp, leaf, &ent, &id)) {
+		if (ent.attr & (FK_ATTR_DIR | FK_ATTR_VOLUME))
+			return -EISDIR;
+		tag = fk_dirplan_tag(dp, id);
+		if (tag != FK_DIRPLAN_NO_TAG) { /* the same file again */
+			fp = &op->files[tag];
+			fp->want = req->len > fp->want ? req->len : fp->want;
+			op->file_of[r] = tag;
+			return 0;
+		}
+		file_push(op, &fp);
+		fp->ent = ent;
+		fp->old_size = ent.size;
+		if ((err = load_chain(op, fp, diag)))
+			return err;
+	} else {
+		file_push(op, &fp);
+		fp->ent = op->stamp;
+		fp->ent.attr = FK_ATTR_ARCHIVE;
+		fp->is_new = 1;
+		if ((err = fk_dirplan_add(dp, op->alloc, leaf, &fp->ent, &id,
+					  diag)))
+			return err;
+	}
+	fp->dp = dp;
+	fp->id = id;
+	fp->path = req->path;
+	fp->want = req->len;
+	fk_dirplan_set_tag(dp, id, (uint32_t)(fp - op->files));
+	op->file_of[r] = (size_t)(fp - op->files);
+	return 0;
+}
+
+/* ---- planning clusters
+ * ------------------------------------------------------- */
+
+static uint32_t clusters_for(const struct op *op, uint64_t len)
+{
+	return (uint32_t)((len + op->vol->g.clus_len - 1) /
+			  op->vol->g.clus_len);
+}
+
+static uint32_t need_of(const struct op *op, const struct file_plan *fp)
+{
+	uint32_t want = clusters_for(op, fp->want);
+
+	return want > fp->old.nclus ? want - fp->old.nclus : 0;
+}
+
+static uint32_t tail_of(const struct fk_plan *p)
+{
+	return p->nruns ? p->runs[p->nruns - 1].first +
+				  p->runs[p->nruns - 1].nclus - 1
+			: 0;
+}
+
+static int plan_clusters(struct op *op, struct fk_diag *diag)
+{
+	unsigned flags = op->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint64_t total = 0;
+	size_t i;
+	int err;
+
+	/* All-or-nothing: the whole run must fit before anything is taken. */
+	for (i = 0; i < op->nfiles; i++) {
+		total += need_of(op, &op->files[i]);
+		if (total > fk_alloc_nfree(op->alloc)) {
+			fk_diag_detail(diag, op->files[i].path,
+				       "need %llu clusters, %u free",
+				       (unsigned long long)total,
+				       fk_alloc_nfree(op->alloc));
+			return -ENOSPC;
+		}
+	}
+	for (i = 0; i < op->nfiles; i++) {
+		struct file_plan *fp = &op->files[i];
+		uint32_t need = need_of(op, fp), tail = tail_of(&fp->old);
+
+		fk_diag_set(diag, fp->path, NULL);
+		if (!op->o->per_cluster) {
+			err = fk_alloc_plan(op->alloc, tail, need, flags,
+					    &fp->add, diag);
+			if (err)
+				return err;
+			continue;
+		}
+		/* The old kernel took one cluster per call, from its hint. */
+		for (; need; need--) {
+			if ((err = fk_alloc_plan(op->alloc, tail, 1, 0,
+						 &fp->add, diag)))
+				return err;
+			tail = tail_of(&fp->add);
+		}
+	}
+	return 0;
+}
+
+/* ---- commit
+ * ------------------------------------------------------------------ */
+
+/* Bytes [@from, @to) of a file whose chain is @old then @add, as zeros. */
+static int zero_file_range(struct op *op, const struct file_plan *fp,
+			   uint64_t from, uint64_t to, uint64_t *done,
+			   uint64_t total)
+{
+	const struct fk_geom *g = &op->vol->g;
+	uint64_t at = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < fp->old.nruns + fp->add.nruns && at < to; i++) {
+		const struct fk_run *r =
+			i < fp->old.nruns ? &fp->old.runs[i]
+					  : &fp->add.runs[i - fp->old.nruns];
+		uint64_t len = (uint64_t)r->nclus * g->clus_len;
+		uint64_t lo = from > at ? from : at;
+		uint64_t hi = to < at + len ? to : at + len;
+
+		if (lo < hi) {
+			err = fk_device_zero(
+				op->vol->dev,
+				fk_clus_off(g, r->first) + (lo - at), hi - lo);
+			if (err)
+				return err;
+			*done += hi - lo;
+			if (op->o->progress)
+				op->o->progress(op->o->progress_arg, *done,
+						total);
+		}
+		at += len;
+	}
+	return 0;
+}
+
+/* Final size of @fp (the entry's size field). */
+static uint32_t final_size(const struct op *op, const struct file_plan *fp)
+{
+	if (op->o->keep_size || fp->want <= fp->old_size)
+		return fp->old_size;
+	return (uint32_t)fp->want;
+}
+
+/* Zero from the old end of file through the last cluster it now needs. */
+static int zero_new_regions(struct op *op, struct fk_prealloc_result *res)
+{
+	uint64_t total = 0, done = 0, clus_len = op->vol->g.clus_len;
+	size_t i;
+	int pass, err;
+
+	if (op->o->keep_size || op->o->no_zero)
+		return 0;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < op->nfiles; i++) {
+			const struct file_plan *fp = &op->files[i];
+			uint64_t to = final_size(op, fp);
+
+			to = (to + clus_len - 1) / clus_len * clus_len;
+			if (to <= fp->old_size)
+				continue;
+			if (!pass)
+				total += to - fp->old_size;
+			else if ((err = zero_file_range(op, fp, fp->old_size,
+							to, &done, total)))
+				return err;
+		}
+	}
+	res->zeroed = done;
+	return 0;
+}
+
+static int flush(struct op *op)
+{
+	return fk_cache_flush(op->vol->fat);
+}
+
+static int sync_point(struct op *op)
+{
+	if (op->o->sync == FK_SYNC_BATCH)
+		return fk_device_sync(op->vol->dev);
+	return 0;
+}
+
+/* Step 1: every new chain, unlinked, on every FAT copy. */
+static int write_chains(struct op *op)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = fk_alloc_write_chain(op->vol, &op->dirs[i].own)) ||
+		    (err = fk_alloc_write_chain(
+			     op->vol, fk_dirplan_growth(op->dirs[i].dp))))
+			return err;
+	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++)
+		if ((err = fk_alloc_write_chain(op->vol, &op->files[i].add)))
+			return err;
+	return flush(op);
+}
+
+/*
+ * --per-cluster: the algorithm before Linux 7.4.  Each cluster is taken
+ * (its entry set to end-of-chain, flushed) and then linked to the one
+ * before (flushed): with --sync, four synchronous sector writes each.
+ */
+static int write_chains_per_cluster(struct op *op)
+{
+	uint32_t eoc = fk_fat_eoc(&op->vol->g);
+	size_t i, r;
+	int err;
+
+	for (i = 0; i < op->nfiles; i++) {
+		const struct file_plan *fp = &op->files[i];
+		uint32_t prev = tail_of(&fp->old), c;
+
+		for (r = 0; r < fp->add.nruns; r++) {
+			const struct fk_run *run = &fp->add.runs[r];
+
+			for (c = run->first; c < run->first + run->nclus; c++) {
+				if ((err = fk_fat_put(op->vol, c, eoc)) ||
+				    (err = flush(op)))
+					return err;
+				if (prev &&
+				    ((err = fk_fat_put(op->vol, prev, c)) ||
+				     (err = flush(op))))
+					return err;
+				prev = c;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Step 2: old chain ends and directory chains point at the new ones. */
+static int write_links(struct op *op)
+{
+	size_t i;
+	int err;
+
+	op->is_linked = 1;
+	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++) {
+		const struct file_plan *fp = &op->files[i];
+		uint32_t tail = tail_of(&fp->old);
+
+		if (tail && fp->add.nruns &&
+		    (err = fk_fat_put(op->vol, tail, fp->add.runs[0].first)))
+			return err;
+	}
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = fk_dirplan_link(op->dirs[i].dp)))
+			return err;
+	return flush(op);
+}
+
+/*
+ * Sizes, first clusters and times go into the plans before anything is
+ * written, so fresh directory blocks (new directories, growth) are
+ * written once and already final.
+ */
+static void settle_entries(struct op *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->nfiles; i++) {
+		struct file_plan *fp = &op->files[i];
+		uint32_t size = final_size(op, fp);
+
+		if (!fp->ent.first_clus && fp->add.nruns)
+			fp->ent.first_clus = fp->add.runs[0].first;
+		if (size != fp->ent.size && !fp->is_new) {
+			/* The data changed: stamp it, as a write would. */
+			fp->ent.mtime = op->stamp.mtime;
+			fp->ent.mdate = op->stamp.mdate;
+			fp->ent.adate = op->stamp.adate;
+			fp->ent.attr |= FK_ATTR_ARCHIVE;
+		}
+		fp->ent.size = size;
+		if (fp->is_new || fp->add.nruns || size != fp->old_size)
+			fk_dirplan_set(fp->dp, fp->id, &fp->ent);
+	}
+}
+
+/* Step 3: the entries in blocks that existed before. */
+static int write_entries(struct op *op)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = fk_dirplan_write_changes(op->dirs[i].dp)))
+			return err;
+	return sync_point(op);
+}
+
+static int write_fresh_dirs(struct op *op)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = fk_dirplan_write_fresh(op->dirs[i].dp)))
+			return err;
+	return 0;
+}
+
+static int commit(struct op *op, struct fk_prealloc_result *res)
+{
+	int err;
+
+	if ((err = write_chains(op)) || (err = zero_new_regions(op, res)) ||
+	    (err = write_fresh_dirs(op)) || (err = sync_point(op)) ||
+	    (err = write_links(op)) ||
+	    (op->o->per_cluster && (err = write_chains_per_cluster(op))) ||
+	    (err = write_entries(op)))
+		return err;
+	if ((err = fk_fsinfo_write(op->vol, fk_alloc_nfree(op->alloc),
+				   fk_alloc_next_free(op->alloc))))
+		return err;
+	if (op->o->sync != FK_SYNC_NEVER)
+		return fk_device_sync(op->vol->dev);
+	return 0;
+}
+
+/*
+ * A write failed before anything linked to the new chains: give their
+ * clusters back (best effort; if this fails too, they are lost clusters,
+ * which fatcheck -r frees).
+ */
+static void rollback(struct op *op)
+{
+	const struct fk_plan *plans[3];
+	size_t i, k, r;
+
+	fk_cache_discard(op->vol->fat);
+	for (i = 0; i < op->ndirs || i < op->nfiles; i++) {
+		plans[0] = i < op->ndirs ? &op->dirs[i].own : NULL;
+		plans[1] = i < op->ndirs ? fk_dirplan_growth(op->dirs[i].dp)
+					 : NULL;
+		plans[2] = i < op->nfiles ? &op->files[i].add : NULL;
+		for (k = 0; k < 3; k++)
+			for (r = 0; plans[k] && r < plans[k]->nruns; r++)
+				fk_fat_fill(op->vol, plans[k]->runs[r].first,
+					    plans[k]->runs[r].nclus, 0);
+	}
+	fk_cache_flush(op->vol->fat);
+}
+
+static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
+		       size_t n, struct fk_prealloc_result *res)
+{
+	size_t i, k;
+
+	if (!(res->files = calloc(n, sizeof(*res->files))))
+		return -ENOMEM;
+	res->nfiles = n;
+	for (i = 0; i < op->ndirs; i++) {
+		res->new_clus += op->dirs[i].own.nclus +
+				 fk_dirplan_growth(op->dirs[i].dp)->nclus;
+		res->dirs_created += op->dirs[i].own.nclus != 0;
+	}
+	for (i = 0; i < op->nfiles; i++) {
+		res->new_clus += op->files[i].add.nclus;
+		res->new_frags += (uint32_t)op->files[i].add.nruns;
+	}
+	for (i = 0; i < n; i++) {
+		const struct file_plan *fp = &op->files[op->file_of[i]];
+		struct fk_prealloc_file *f = &res->files[i];
+		struct fk_plan *c = &f->chain;
+
+		f->path = reqs[i].path;
+		f->action =
+			fp->is_new ? FK_FILE_CREATED
+			: fp->add.nclus || final_size(op, fp) != fp->old_size
+				? FK_FILE_GROWN
+				: FK_FILE_UNCHANGED;
+		f->old_size = fp->old_size;
+		f->size = final_size(op, fp);
+		f->first_clus = fp->ent.first_clus ? fp->ent.first_clus
+				: fp->add.nruns	   ? fp->add.runs[0].first
+						   : 0;
+		f->new_clus = fp->add.nclus;
+		c->cap = fp->old.nruns + fp->add.nruns;
+		if (c->cap && !(c->runs = calloc(c->cap, sizeof(*c->runs))))
+			return -ENOMEM;
+		for (k = 0; k < fp->old.nruns; k++)
+			collect_run(c, &fp->old.runs[k]);
+		for (k = 0; k < fp->add.nruns; k++)
+			collect_run(c, &fp->add.runs[k]);
+	}
+	return 0;
+}
+
+static void op_free(struct op *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->ndirs; i++) {
+		fk_dirplan_close(op->dirs[i].dp);
+		fk_plan_free(&op->dirs[i].own);
+	}
+	for (i = 0; i < op->nfiles; i++) {
+		fk_plan_free(&op->files[i].old);
+		fk_plan_free(&op->files[i].add);
+	}
+	free(op->dirs);
+	free(op->files);
+	free(op->file_of);
+	fk_alloc_close(op->alloc);
+}
+
+static void set_sync(struct op *op)
+{
+	enum fk_cache_sync mode = FK_CACHE_NOSYNC;
+
+	if (op->o->sync == FK_SYNC_BATCH)
+		mode = op->o->per_cluster ? FK_CACHE_SYNC_COPY
+					  : FK_CACHE_SYNC_FLUSH;
+	fk_cache_set_sync(op->vol->fat, mode);
+}
+
+int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
+		size_t n, const struct fk_prealloc_opts *opts,
+		struct fk_prealloc_result *res, struct fk_diag *diag)
+{
+	struct op op;
+	size_t i;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	memset(&op, 0, sizeof(op));
+	op.vol = vol;
+	op.o = opts;
+	fk_dir_stamp(&op.stamp, opts->now, opts->now_is_utc);
+	op.files = calloc(n ? n : 1, sizeof(*op.files));
+	op.file_of = calloc(n ? n : 1, sizeof(*op.file_of));
+	if (!op.files || !op.file_of) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if ((err = fk_alloc_open(vol, &op.alloc)))
+		goto out;
+	for (i = 0; i < n; i++) {
+		fk_diag_set(diag, reqs[i].path, NULL);
+		if ((err = resolve(&op, i, &reqs[i], diag)))
+			goto out;
+	}
+	if ((err = plan_clusters(&op, diag)))
+		goto out;
+	settle_entries(&op);
+	if ((err = fill_result(&op, reqs, n, res)))
+		goto out;
+	if (opts->dry_run)
+		goto out;
+	set_sync(&op);
+	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
+	if ((err = commit(&op, res)) && !op.is_linked)
+		rollback(&op);
+out:
+	op_free(&op);
+	return err;
+}
+
+void fk_prealloc_result_free(struct fk_prealloc_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->nfiles; i++)
+		fk_plan_free(&res->files[i].chain);
+	free(res->files);
+	memset(res, 0, sizeof(*res));
+}

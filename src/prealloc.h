@@ -1,0 +1,85 @@
+/*
+ * prealloc.h: the fatprealloc operation.  Every request is resolved and
+ * every cluster planned in memory first; the first write comes only after
+ * all of them passed, so a refusal leaves the image byte-for-byte as it
+ * was.  Commit follows CLI.md's write order: new chains on every FAT copy,
+ * then links, then directory entries, FSInfo last.
+ */
+#ifndef FATKIT_PREALLOC_H
+#define FATKIT_PREALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+
+struct fk_diag;
+struct fk_volume;
+
+#define FK_FILE_MAX 0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
+
+struct fk_prealloc_req {
+	const char *path; /* absolute path in the volume */
+	uint64_t len;	  /* bytes to reserve */
+};
+
+enum fk_sync_mode {
+	FK_SYNC_NEVER, /* --no-sync */
+	FK_SYNC_END,   /* default: one fsync before returning */
+	FK_SYNC_BATCH, /* --sync: fsync after every flush */
+};
+
+struct fk_prealloc_opts {
+	int keep_size;	 /* -n: chain only, size and data untouched */
+	int no_zero;	 /* --no-zero */
+	int parents;	 /* -p */
+	int contiguous;	 /* -c */
+	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
+	int dry_run;
+	enum fk_sync_mode sync;
+	int64_t now;	/* timestamp for new and changed entries */
+	int now_is_utc; /* @now came from SOURCE_DATE_EPOCH */
+	/* Called as zeroing proceeds (may be NULL): bytes done of total. */
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+};
+
+enum fk_file_action {
+	FK_FILE_UNCHANGED, /* already large enough */
+	FK_FILE_CREATED,
+	FK_FILE_GROWN,
+};
+
+/* What happened to one request. */
+struct fk_prealloc_file {
+	const char *path; /* borrowed from the request */
+	enum fk_file_action action;
+	uint32_t old_size, size; /* bytes, as the entry says */
+	uint32_t first_clus;
+	uint32_t new_clus;    /* clusters added */
+	struct fk_plan chain; /* the whole chain after the run */
+};
+
+struct fk_prealloc_result {
+	struct fk_prealloc_file *files; /* one per request, in order */
+	size_t nfiles;
+	uint32_t new_clus;  /* clusters allocated, directories included */
+	uint32_t new_frags; /* runs of new file clusters */
+	uint32_t dirs_created;
+	uint64_t zeroed; /* bytes made to read as zeros */
+};
+
+/*
+ * Carry out @n requests on @vol (opened for writing unless dry_run).
+ * Returns 0, or -errno with @diag naming the path: -ENOENT (missing parent
+ * without -p), -ENOTDIR, -EISDIR, -EFBIG, -EINVAL (bad name), -ENOSPC
+ * (need and free in @diag), FK_ECORRUPT.  Every refusal comes before the
+ * first write.  @res is filled either way; free it with
+ * fk_prealloc_result_free().
+ */
+int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
+		size_t n, const struct fk_prealloc_opts *opts,
+		struct fk_prealloc_result *res, struct fk_diag *diag);
+void fk_prealloc_result_free(struct fk_prealloc_result *res);
+
+#endif
