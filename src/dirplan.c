@@ -731,10 +731,13 @@ int fk_dirplan_write_fresh(struct fk_dirplan *dp)
 
 int fk_dirplan_link(struct fk_dirplan *dp)
 {
-	if (!dp->growth.nclus || !dp->nold)
+	/* The block before the growth: the old end, or a new directory's
+	 * own first cluster. */
+	uint32_t before = dp->nblocks - dp->growth.nclus - 1;
+
+	if (!dp->growth.nclus)
 		return 0;
-	return fk_fat_put(dp->vol, dp->clus[dp->nold - 1],
-			  dp->growth.runs[0].first);
+	return fk_fat_put(dp->vol, dp->clus[before], dp->growth.runs[0].first);
 }
 
 int fk_dirplan_write_changes(struct fk_dirplan *dp)
