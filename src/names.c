@@ -288,8 +288,11 @@ int fk_short_is_valid(const unsigned char raw[11])
 			seen_space = 1;
 			continue;
 		}
+		/* 0x05 stands for a first byte 0xE5; the rest is still checked. */
+		if (i == 0 && raw[i] == 0x05)
+			continue;
 		if (seen_space || !is_short_char(raw[i]))
-			return i == 0 && raw[i] == 0x05;
+			return 0;
 	}
 	return 1;
 }
