@@ -104,11 +104,18 @@ enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val)
 		return FK_ENT_EOC;
 	if (val == ops->bad)
 		return FK_ENT_BAD;
-	if (val == 1 || val > ops->bad - 8)
+	if (val == 1)
+		return FK_ENT_RESERVED;
+	/*
+	 * A full FAT12 (4084 clusters) or FAT16 (65524) has data clusters up
+	 * to 0xFF5 or 0xFFF5: links to them are links, as Linux and fsck.fat
+	 * treat them.  Only past the last cluster is 0xFF0..0xFF6 reserved.
+	 */
+	if (val <= fk_clus_max(g))
+		return FK_ENT_NEXT;
+	if (val > ops->bad - 8)
 		return FK_ENT_RESERVED; /* 0xFFF0..0xFFF6 and friends */
-	if (val > fk_clus_max(g))
-		return FK_ENT_RANGE;
-	return FK_ENT_NEXT;
+	return FK_ENT_RANGE;
 }
 
 uint32_t fk_fat_eoc(const struct fk_geom *g)

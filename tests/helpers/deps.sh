@@ -11,7 +11,7 @@ pkgs=(
 	# oracles: images and independent judges for the tests and the demo
 	dosfstools mtools
 	# tests
-	bats bats-assert bats-support strace xxd python3 mandoc
+	bats bats-assert bats-support strace xxd python3 mandoc groff-base zsh
 	# sfdisk, for partitioned test images
 	fdisk
 )
