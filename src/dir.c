@@ -53,6 +53,8 @@ struct fk_dir {
 	int is_done;
 	int keep_going;
 	int seen_end;
+	uint32_t max_clus;   /* clusters to read; 0: the whole chain */
+	uint32_t nclus_read; /* clusters loaded so far */
 	struct fk_dir_stats stats;
 	/* long name being assembled */
 	uint16_t lfn[LDIR_MAX_ORD * FK_LFN_CHARS];
@@ -112,6 +114,11 @@ void fk_dir_keep_going(struct fk_dir *dir)
 	dir->keep_going = 1;
 }
 
+void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus)
+{
+	dir->max_clus = nclus;
+}
+
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
 {
 	return &dir->stats;
@@ -163,6 +170,10 @@ static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 		dir->buf_off =
 			g->root_off + (uint64_t)dir->slot * FK_DIRENT_LEN;
 	} else {
+		if (dir->max_clus && dir->nclus_read == dir->max_clus) {
+			dir->is_done = 1;
+			return 0;
+		}
 		if (dir->slot == 0) {
 			clus = dir->first_clus;
 		} else {
@@ -187,6 +198,7 @@ static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 			return FK_ECORRUPT;
 		}
 		dir->clus = clus;
+		dir->nclus_read++;
 		len = g->clus_len;
 		dir->buf_off = fk_clus_off(g, clus);
 	}
@@ -324,10 +336,11 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 				return 0;
 			}
 		}
-		if (dir->seen_end) {
-			if (e[0] != SLOT_END && e[0] != SLOT_FREE)
-				dir->stats.after_end++;
-		} else if (e[0] == SLOT_FREE) {
+		if (dir->seen_end && e[0] != SLOT_END && e[0] != SLOT_FREE)
+			dir->stats.after_end++;
+		/* Past the marker (keep_going), 0x00 is one more free slot:
+		 * Linux and fsck.fat read on, so the checker must too. */
+		if (e[0] == SLOT_FREE || e[0] == SLOT_END) {
 			lfn_drop(dir);
 		} else if ((e[DIR_ATTR] & 0x3f) == FK_ATTR_LFN) {
 			lfn_take(dir, e);

@@ -66,12 +66,20 @@ void fk_dir_close(struct fk_dir *dir);
  * Next entry (deleted slots and long-name slots are folded away; "." and
  * ".." and the volume label are returned).  Returns 1 with *@ent filled,
  * 0 at the end, FK_ECORRUPT (broken chain, over 65536 slots; @diag says
- * which) or -errno.  With @keep_going set the walk continues past the end
- * marker (the checker wants entries hidden there).
+ * which) or -errno.  After fk_dir_keep_going() the walk continues past the
+ * end marker and returns the entries hidden there, as Linux and fsck.fat
+ * read them (Windows and mtools stop at the marker); fk_dir_stats() counts
+ * their slots in after_end.
  */
 int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent,
 		struct fk_diag *diag);
 void fk_dir_keep_going(struct fk_dir *dir);
+/*
+ * Read at most @nclus clusters of a chained directory (0: no limit; no
+ * effect on the FAT12/16 fixed root).  The checker claims a chain before
+ * reading it, and reads only what it owns.
+ */
+void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus);
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir);
 
 /*
