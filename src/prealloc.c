@@ -641,6 +641,16 @@ static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
 	return 0;
 }
 
+static int has_changes(const struct fk_prealloc_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->nfiles; i++)
+		if (res->files[i].action != FK_FILE_UNCHANGED)
+			return 1;
+	return res->new_clus != 0;
+}
+
 static void op_free(struct op *op)
 {
 	size_t i;
@@ -700,8 +710,8 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 	settle_entries(&op);
 	if ((err = fill_result(&op, reqs, n, res)))
 		goto out;
-	if (opts->dry_run)
-		goto out;
+	if (opts->dry_run || !has_changes(res))
+		goto out; /* nothing to do writes nothing, not even FSInfo */
 	set_sync(&op);
 	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
 	if ((err = commit(&op, res)) && !op.is_linked)
