@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+static void set_reason(struct fk_diag *diag, int is_detail, const char *fmt,
+		       va_list ap) __attribute__((format(printf, 3, 0)));
+
 /* A leading '(' marks a detail that follows strerror() text. */
 static void set_reason(struct fk_diag *diag, int is_detail, const char *fmt,
 		       va_list ap)
