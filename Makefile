@@ -73,6 +73,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 
 check: deps
 	$(MAKE) all
+	$(MAKE) all BUILD=build-clang CC=clang	# warning-clean with clang too
 	$(MAKE) test BUILD=build
 	$(MAKE) all BUILD=build-san EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" \
 		LDFLAGS="$(SAN_FLAGS)"
@@ -106,6 +107,6 @@ install: $(PROG_BINS)
 	done
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-clang
 
 .PHONY: all deps check test demo format format-check install clean

@@ -7,7 +7,7 @@ set -euo pipefail
 
 pkgs=(
 	# build
-	gcc make pkg-config libblkid-dev clang-format
+	gcc clang make pkg-config libblkid-dev clang-format
 	# oracles: images and independent judges for the tests and the demo
 	dosfstools mtools
 	# tests
