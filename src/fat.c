@@ -219,6 +219,7 @@ static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	unsigned char *data;
 	int err;
 
+	next &= ops->mask; /* as fk_fat_put(): FAT32 keeps its top 4 bits */
 	while (clus < end) {
 		uint32_t sec = clus / per_sec, i = clus % per_sec;
 
