@@ -25,13 +25,14 @@
 #include "diag.h"
 
 #define ZERO_CHUNK (1u << 20) /* bytes per write when zeroing by hand */
-#define IOV_BATCH 1024	      /* Linux IOV_MAX */
+#define IOV_BATCH  1024	      /* Linux IOV_MAX */
 
 struct fk_device {
 	int fd;
 	char *path;
 	int is_blk;
 	int is_writer;
+	unsigned lsec_len; /* device logical sector (BLKSSZGET); 512 for files */
 	uint64_t base; /* window start in IMAGE */
 	uint64_t len;  /* window length */
 	struct fk_io_stats stats;
@@ -49,10 +50,16 @@ static int image_size(struct fk_device *dev, uint64_t *len, struct fk_diag *d)
 
 	if (fstat(dev->fd, &st))
 		return -errno;
+	dev->lsec_len = 512;
 	if (S_ISBLK(st.st_mode)) {
+		int lsec = 512;
+
 		dev->is_blk = 1;
 		if (ioctl(dev->fd, BLKGETSIZE64, len))
 			return -errno;
+		/* BLKZEROOUT wants ranges aligned to the logical sector. */
+		if (!ioctl(dev->fd, BLKSSZGET, &lsec) && lsec >= 512)
+			dev->lsec_len = (unsigned)lsec;
 		return 0;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -162,7 +169,8 @@ static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
 	    (!dev->is_blk && file_backs_mounted_loop(&st))) {
 		fk_diag_set(diag, NULL,
 			    "%s is mounted; refusing to write (use --force)",
-			    dev->is_blk ? "device" : "image (via a loop device)");
+			    dev->is_blk ? "device"
+					: "image (via a loop device)");
 		return -EBUSY;
 	}
 	return 0;
@@ -219,7 +227,8 @@ static int partition_is_fat(int fd, uint64_t off, uint64_t len)
 		blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
 		if (!blkid_do_safeprobe(pr) &&
 		    !blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
-			is_fat = !strcmp(type, "vfat") || !strcmp(type, "msdos");
+			is_fat =
+				!strcmp(type, "vfat") || !strcmp(type, "msdos");
 	}
 	blkid_free_probe(pr);
 	return is_fat;
@@ -313,8 +322,9 @@ static int choose_window(struct fk_device *dev,
 		fk_diag_set(diag, NULL,
 			    "%s FAT partition; choose one with -P (partitions: "
 			    "%s)",
-			    nfat ? "more than one" : "no FAT volume at offset 0 "
-						     "and no",
+			    nfat ? "more than one"
+				 : "no FAT volume at offset 0 "
+				   "and no",
 			    list);
 		err = -ENXIO;
 	} else if (pick) {
@@ -329,8 +339,9 @@ bounds:
 	/* An empty image gets an empty window: volume.c then says it holds
 	 * no boot sector, which is the useful news. */
 	if (dev->base > img_len || (dev->base == img_len && img_len)) {
-		fk_diag_set(diag, NULL, "volume offset %llu is past the end "
-					"of the image (%llu bytes)",
+		fk_diag_set(diag, NULL,
+			    "volume offset %llu is past the end "
+			    "of the image (%llu bytes)",
 			    (unsigned long long)dev->base,
 			    (unsigned long long)img_len);
 		return FK_ECORRUPT;
@@ -421,7 +432,8 @@ const struct fk_io_stats *fk_device_stats(const struct fk_device *dev)
 	return &dev->stats;
 }
 
-/* ---- I/O ------------------------------------------------------------------ */
+/* ---- I/O ------------------------------------------------------------------
+ */
 
 static int in_window(const struct fk_device *dev, uint64_t off, uint64_t len)
 {
@@ -509,9 +521,9 @@ int fk_device_writev(struct fk_device *dev, uint64_t off,
 			iovcnt--;
 		}
 		if (done > 0) { /* a short write stopped inside *iov */
-			if ((err = fk_device_write(dev, off,
-						   (char *)iov->iov_base + done,
-						   iov->iov_len - (size_t)done)))
+			if ((err = fk_device_write(
+				     dev, off, (char *)iov->iov_base + done,
+				     iov->iov_len - (size_t)done)))
 				return err;
 			off += iov->iov_len - (size_t)done;
 			iov++;
@@ -573,12 +585,13 @@ int fk_device_zero(struct fk_device *dev, uint64_t off, uint64_t len)
 	if (dev->is_blk) {
 		uint64_t range[2] = {dev->base + off, len};
 
-		if (!(range[0] % 512) && !(len % 512) &&
+		if (!(range[0] % dev->lsec_len) && !(len % dev->lsec_len) &&
 		    !ioctl(dev->fd, BLKZEROOUT, range))
 			goto done;
 	} else if (!fallocate(dev->fd, FALLOC_FL_ZERO_RANGE, at, (off_t)len) ||
-		   !fallocate(dev->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      at, (off_t)len)) {
+		   !fallocate(dev->fd,
+			      FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
+			      (off_t)len)) {
 		goto done;
 	}
 	return zero_by_writing(dev, off, len);
