@@ -397,3 +397,94 @@ out:
 	free(vals);
 	return err;
 }
+
+/*
+ * Note each sector of copy @c that differs from the read copy in
+ * [@from, @from + @len), once: sectors ascend, and a FAT12 block shares
+ * its first byte with the block before.
+ */
+static int diff_sectors(const unsigned char *a, const unsigned char *b,
+			uint64_t from, size_t len, uint32_t sec_len, uint32_t c,
+			uint64_t *next_sec,
+			int (*diff)(void *arg, uint32_t copy, uint32_t sec),
+			void *arg)
+{
+	size_t i = 0;
+	int err;
+
+	if (!memcmp(a, b, len))
+		return 0;
+	while (i < len) {
+		uint64_t sec = (from + i) / sec_len;
+
+		if (a[i] == b[i] || sec < next_sec[c]) {
+			i++;
+			continue;
+		}
+		if ((err = diff(arg, c, (uint32_t)sec)))
+			return err;
+		next_sec[c] = sec + 1;
+		i = (size_t)((sec + 1) * sec_len - from);
+	}
+	return 0;
+}
+
+int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
+		       int (*fn)(void *arg, uint32_t first,
+				 const uint32_t *vals, uint32_t n),
+		       int (*diff)(void *arg, uint32_t copy, uint32_t sec),
+		       void *arg)
+{
+	const struct fk_geom *g = &vol->g;
+	const struct fat_ops *ops = ops_of(g);
+	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
+	uint32_t total = fk_clus_max(g) + 1, first = 0, c;
+	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
+	unsigned char *other = malloc((size_t)SCAN_ENTS * 4 + 4);
+	uint32_t *vals = calloc(SCAN_ENTS, sizeof(*vals));
+	uint64_t *next_sec = calloc(g->nfats, sizeof(*next_sec));
+	int err = 0;
+
+	if (!buf || !other || !vals || !next_sec) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (first < total && !err) {
+		uint32_t n =
+			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
+		uint64_t from = ops->entry_off(first);
+		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
+		size_t len;
+
+		if (to > copy_len)
+			to = copy_len;
+		len = (size_t)(to - from);
+		memset(buf, 0, len + 4);
+		if ((err = fk_device_read(vol->dev,
+					  g->fat_off + copy * copy_len + from,
+					  buf, len)))
+			break;
+		for (c = 0; c < g->nfats && diff && !err; c++) {
+			if (c == copy)
+				continue;
+			if (!(err = fk_device_read(vol->dev,
+						   g->fat_off + c * copy_len +
+							   from,
+						   other, len)))
+				err = diff_sectors(buf, other, from, len,
+						   g->sec_len, c, next_sec,
+						   diff, arg);
+		}
+		if (err)
+			break;
+		decode_block(ops, buf, from, first, n, vals);
+		err = fn(arg, first, vals, n);
+		first += n;
+	}
+out:
+	free(buf);
+	free(other);
+	free(vals);
+	free(next_sec);
+	return err;
+}

@@ -101,4 +101,19 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 			  uint32_t n),
 		void *arg);
 
+/*
+ * fk_fat_scan() of copy @copy that also reads the same bytes of every
+ * other copy in step, so a checker makes one sequential pass over each
+ * copy.  @diff (if not NULL) is called once for each sector (0-based, in
+ * the copy) where copy @other differs from @copy, in ascending order per
+ * copy; only the bytes that hold entries 0 .. nclus + 1 are compared, as
+ * fsck.fat does.  Returns 0, a non-zero value from @fn or @diff, or
+ * -errno.  Memory: two read buffers.
+ */
+int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
+		       int (*fn)(void *arg, uint32_t first,
+				 const uint32_t *vals, uint32_t n),
+		       int (*diff)(void *arg, uint32_t other, uint32_t sec),
+		       void *arg);
+
 #endif
