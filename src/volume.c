@@ -40,6 +40,9 @@
 #define BS32_BOOT_SIG	   66 /* extended BPB of FAT32 */
 #define BS_VOL_ID_REL	   1  /* from the boot signature */
 #define BS_VOL_LAB_REL	   5
+#define BS16_STATE	   37 /* BS_Reserved1: Linux's state flags */
+#define BS32_STATE	   65
+#define STATE_DIRTY	   0x01
 #define EXT_FLAG_NO_MIRROR 0x80
 #define EXT_FLAG_ACTIVE	   0x0f
 
@@ -338,4 +341,43 @@ void fk_volume_close(struct fk_volume *vol)
 	fk_device_close(vol->dev);
 	free(vol->boot);
 	free(vol);
+}
+
+int fk_volume_read_backup(struct fk_volume *vol, unsigned char *buf)
+{
+	if (vol->g.type != FK_FAT32 || !vol->g.backup_sec)
+		return -ENOENT;
+	return fk_device_read(vol->dev,
+			      (uint64_t)vol->g.backup_sec * vol->g.sec_len, buf,
+			      vol->g.sec_len);
+}
+
+static unsigned state_off(const struct fk_volume *vol)
+{
+	return vol->g.type == FK_FAT32 ? BS32_STATE : BS16_STATE;
+}
+
+int fk_volume_is_dirty(const struct fk_volume *vol)
+{
+	return vol->boot[state_off(vol)] & STATE_DIRTY;
+}
+
+int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
+		       const unsigned char *label, int sync_backup)
+{
+	unsigned sig_off =
+		vol->g.type == FK_FAT32 ? BS32_BOOT_SIG : BS16_BOOT_SIG;
+	int err;
+
+	if (clear_dirty)
+		vol->boot[state_off(vol)] &= (unsigned char)~STATE_DIRTY;
+	if (label && vol->g.has_ext_bpb)
+		memcpy(vol->boot + sig_off + BS_VOL_LAB_REL, label, 11);
+	if ((err = fk_device_write(vol->dev, 0, vol->boot, vol->g.sec_len)))
+		return err;
+	if (!sync_backup || vol->g.type != FK_FAT32 || !vol->g.backup_sec)
+		return 0;
+	return fk_device_write(vol->dev,
+			       (uint64_t)vol->g.backup_sec * vol->g.sec_len,
+			       vol->boot, vol->g.sec_len);
 }

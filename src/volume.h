@@ -83,6 +83,25 @@ void fk_volume_close(struct fk_volume *vol);
 int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 		    struct fk_geom *g, struct fk_diag *diag);
 
+/*
+ * Read the FAT32 backup boot sector (sec_len bytes) into @buf.  Returns 0,
+ * -ENOENT when the volume has none, FK_ECORRUPT or -errno.
+ */
+int fk_volume_read_backup(struct fk_volume *vol, unsigned char *buf);
+
+/* Is the boot sector's dirty flag set (Linux sets it while mounted)? */
+int fk_volume_is_dirty(const struct fk_volume *vol);
+
+/*
+ * Repair the boot sector in vol->boot: clear the dirty flag when
+ * @clear_dirty, set the 11-byte label field to @label when it is not NULL
+ * (a no-op without an extended BPB), then write the boot sector, and over
+ * the FAT32 backup boot sector too when @sync_backup.  Writes immediately;
+ * callers order it after the FAT and directory writes.  0 or -errno.
+ */
+int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
+		       const unsigned char *label, int sync_backup);
+
 /* Byte offset of data cluster @clus (which must be in range). */
 static inline uint64_t fk_clus_off(const struct fk_geom *g, uint32_t clus)
 {
