@@ -288,7 +288,7 @@ int fk_short_is_valid(const unsigned char raw[11])
 			seen_space = 1;
 			continue;
 		}
-		/* 0x05 stands for a first byte 0xE5; the rest is still checked. */
+		/* 0x05 stands for a first 0xE5; check the rest as usual. */
 		if (i == 0 && raw[i] == 0x05)
 			continue;
 		if (seen_space || !is_short_char(raw[i]))
