@@ -1,4 +1,172 @@
+/*
+ * test_cli.c: sizes (util-linux rules: K M G T binary, KB MB GB TB decimal),
+ * IMAGE@@OFFSET (mtools convention) and partition numbers, row by row.
+ */
 #include "tap.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define NROWS(t)  (sizeof(t) / sizeof((t)[0]))
+#define UNTOUCHED 0xdeadbeefcafef00dull /* out-parameter before a call */
+
+static const struct size_row {
+	const char *edge;
+	const char *arg;
+	int err;
+	uint64_t len;
+} size_rows[] = {
+	{"plain bytes", "4096", 0, 4096},
+	{"zero", "0", 0, 0},
+	{"leading zeros are decimal", "010", 0, 10},
+	{"K is 1024", "1K", 0, 1024},
+	{"M is 1024^2", "3M", 0, 3ull << 20},
+	{"G is 1024^3", "2G", 0, 2ull << 30},
+	{"T is 1024^4", "5T", 0, 5ull << 40},
+	{"KiB is 1024", "1KiB", 0, 1024},
+	{"MiB is 1024^2", "7MiB", 0, 7ull << 20},
+	{"GiB is 1024^3", "1GiB", 0, 1ull << 30},
+	{"TiB is 1024^4", "1TiB", 0, 1ull << 40},
+	{"KB is 1000", "1KB", 0, 1000},
+	{"MB is 1000^2", "3MB", 0, 3000000},
+	{"GB is 1000^3", "2GB", 0, 2000000000ull},
+	{"TB is 1000^4", "1TB", 0, 1000000000000ull},
+	{"lower-case k", "1k", 0, 1024},
+	{"lower-case m", "1m", 0, 1u << 20},
+	{"lower-case kb", "1kb", 0, 1000},
+	{"lower-case gib", "1gib", 0, 1u << 30},
+	{"largest plain value", "18446744073709551615", 0, UINT64_MAX},
+	{"largest exact T", "16777215T", 0, 16777215ull << 40},
+	{"garbage suffix 1X", "1X", -EINVAL, 0},
+	{"empty string", "", -EINVAL, 0},
+	{"negative -1", "-1", -EINVAL, 0},
+	{"plus sign +1", "+1", -EINVAL, 0},
+	{"leading space", " 1", -EINVAL, 0},
+	{"trailing space", "1 ", -EINVAL, 0},
+	{"space before suffix", "1 M", -EINVAL, 0},
+	{"fraction 1.5M", "1.5M", -EINVAL, 0},
+	{"hex 0x10", "0x10", -EINVAL, 0},
+	{"suffix alone", "M", -EINVAL, 0},
+	{"double suffix", "1MM", -EINVAL, 0},
+	{"iB without a unit", "1iB", -EINVAL, 0},
+	{"overflow 20000000T", "20000000T", -ERANGE, 0},
+	{"overflow 16777216T", "16777216T", -ERANGE, 0},
+	{"overflow 18446744073709551616", "18446744073709551616", -ERANGE, 0},
+	{"overflow 18446744073709551615K", "18446744073709551615K", -ERANGE, 0},
+	{"overflow 18446744073709552TB", "18446744073709552TB", -ERANGE, 0},
+};
+
+static void test_parse_size(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(size_rows); i++) {
+		const struct size_row *r = &size_rows[i];
+		uint64_t len = UNTOUCHED;
+		int err = fk_parse_size(r->arg, &len);
+
+		OK(err == r->err && len == (r->err ? UNTOUCHED : r->len),
+		   "fk_parse_size: %s (\"%s\": err %d, len %llu)", r->edge,
+		   r->arg, err, (unsigned long long)len);
+	}
+	OK(fk_parse_size(NULL, &(uint64_t){0}) == -EINVAL,
+	   "fk_parse_size: NULL argument");
+}
+
+static const struct image_row {
+	const char *edge;
+	const char *arg;
+	int err;
+	const char *path;
+	uint64_t off;
+	int has_off;
+} image_rows[] = {
+	{"offset with suffix", "a.img@@1M", 0, "a.img", 1u << 20, 1},
+	{"no @@", "a.img", 0, "a.img", 0, 0},
+	{"plain byte offset", "sd.img@@32256", 0, "sd.img", 32256, 1},
+	{"zero offset is still an offset", "a.img@@0", 0, "a.img", 0, 1},
+	{"decimal suffix", "a.img@@1MB", 0, "a.img", 1000000, 1},
+	{"path with directories", "/tmp/x y/a.img@@2K", 0, "/tmp/x y/a.img",
+	 2048, 1},
+	{"single @ is part of the path", "a@b.img", 0, "a@b.img", 0, 0},
+	{"@@ with garbage", "a.img@@junk", -EINVAL, NULL, 0, 0},
+	{"@@ with nothing after", "a.img@@", -EINVAL, NULL, 0, 0},
+	{"@@ with a negative offset", "a.img@@-1", -EINVAL, NULL, 0, 0},
+	{"@@ with an overflowing offset", "a.img@@20000000T", -ERANGE, NULL, 0,
+	 0},
+	{"second @@ is garbage", "a.img@@1M@@2M", -EINVAL, NULL, 0, 0},
+	{"empty path", "", -EINVAL, NULL, 0, 0},
+	{"empty path before @@", "@@1M", -EINVAL, NULL, 0, 0},
+};
+
+static void test_parse_image(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(image_rows); i++) {
+		const struct image_row *r = &image_rows[i];
+		char *path = NULL;
+		uint64_t off = UNTOUCHED;
+		int has_off = -1;
+		int err = fk_parse_image(r->arg, &path, &off, &has_off);
+		int is_ok;
+
+		if (r->err)
+			is_ok = err == r->err && !path && off == UNTOUCHED &&
+				has_off == -1;
+		else
+			is_ok = !err && path && !strcmp(path, r->path) &&
+				off == r->off && has_off == r->has_off;
+		OK(is_ok, "fk_parse_image: %s (\"%s\": err %d)", r->edge,
+		   r->arg, err);
+		free(path);
+	}
+}
+
+static const struct part_row {
+	const char *edge;
+	const char *arg;
+	int err;
+	int num;
+} part_rows[] = {
+	{"first partition", "1", 0, 1},
+	{"two digits", "12", 0, 12},
+	{"largest accepted", "256", 0, 256},
+	{"past the largest", "257", -EINVAL, 0},
+	{"zero (1-based)", "0", -EINVAL, 0},
+	{"negative", "-1", -EINVAL, 0},
+	{"plus sign", "+1", -EINVAL, 0},
+	{"empty", "", -EINVAL, 0},
+	{"leading space", " 1", -EINVAL, 0},
+	{"trailing garbage", "1a", -EINVAL, 0},
+	{"size suffix", "1K", -EINVAL, 0},
+	{"overflowing long", "99999999999999999999", -EINVAL, 0},
+};
+
+static void test_parse_partition(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(part_rows); i++) {
+		const struct part_row *r = &part_rows[i];
+		int num = -7;
+		int err = fk_parse_partition(r->arg, &num);
+
+		OK(err == r->err && num == (r->err ? -7 : r->num),
+		   "fk_parse_partition: %s (\"%s\": err %d, num %d)", r->edge,
+		   r->arg, err, num);
+	}
+	OK(fk_parse_partition(NULL, &(int){0}) == -EINVAL,
+	   "fk_parse_partition: NULL argument");
+}
+
 void suite_cli(void)
 {
+	test_parse_size();
+	test_parse_image();
+	test_parse_partition();
 }
