@@ -286,6 +286,13 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 	memset(info, 0, sizeof(*info));
 	info->end = fk_fat_class(g, start);
 	info->end_val = start;
+	/*
+	 * An end mark as first cluster is no chain at all (fsck.fat: "start
+	 * cluster beyond limit"); left as FK_ENT_EOC, callers would take it
+	 * for a sound chain and list the file as empty.
+	 */
+	if (info->end == FK_ENT_EOC)
+		info->end = FK_ENT_RANGE;
 	if (info->end != FK_ENT_NEXT)
 		return 0; /* 0: empty file; anything else: a bad start */
 	for (;;) {

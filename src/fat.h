@@ -76,7 +76,8 @@ int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
  * has clusters (a loop).  @info says how it ended.  Returns 0 whatever the
  * chain holds (the caller judges @info), a non-zero value returned by @fn,
  * or -errno.  A @start outside the data area yields an empty walk with
- * @info->end set to its class.
+ * @info->end set to its class, except that an end-of-chain mark counts as
+ * FK_ENT_RANGE: only a walk through real clusters ends in FK_ENT_EOC.
  */
 int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 		  int (*fn)(void *arg, const struct fk_run *run), void *arg,
