@@ -477,3 +477,57 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 			root_entry(vol, ent);
 	}
 }
+
+/* Volume offset of slot @slot of directory @dir_clus, following its chain. */
+static int slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		    uint64_t *off)
+{
+	const struct fk_geom *g = &vol->g;
+	uint32_t per_clus = g->clus_len / FK_DIRENT_LEN, clus, val, i;
+	int err;
+
+	if (dir_clus == 0 && g->type == FK_FAT32)
+		dir_clus = g->root_clus;
+	if (dir_clus == 0) {
+		if (slot >= g->root_ents)
+			return FK_ECORRUPT;
+		*off = g->root_off + (uint64_t)slot * FK_DIRENT_LEN;
+		return 0;
+	}
+	if (slot >= FK_DIR_MAX_ENTS)
+		return FK_ECORRUPT;
+	for (clus = dir_clus, i = 0; i < slot / per_clus; i++) {
+		if ((err = fk_fat_get(vol, clus, &val)))
+			return err;
+		if (fk_fat_class(g, val) != FK_ENT_NEXT)
+			return FK_ECORRUPT;
+		clus = val;
+	}
+	if (!fk_clus_valid(g, clus))
+		return FK_ECORRUPT;
+	*off = fk_clus_off(g, clus) +
+	       (uint64_t)(slot % per_clus) * FK_DIRENT_LEN;
+	return 0;
+}
+
+int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		     unsigned char e[FK_DIRENT_LEN])
+{
+	uint64_t off;
+	int err;
+
+	if ((err = slot_off(vol, dir_clus, slot, &off)))
+		return err;
+	return fk_device_read(vol->dev, off, e, FK_DIRENT_LEN);
+}
+
+int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		      const unsigned char e[FK_DIRENT_LEN])
+{
+	uint64_t off;
+	int err;
+
+	if ((err = slot_off(vol, dir_clus, slot, &off)))
+		return err;
+	return fk_device_write(vol->dev, off, e, FK_DIRENT_LEN);
+}

@@ -115,6 +115,17 @@ void fk_dir_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
  */
 void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc);
 
+/*
+ * Raw slot access for repairs: read or write the 32-byte slot number
+ * @slot of directory @dir_clus (0: the root), found by following the
+ * directory's chain through the FAT cache.  Writes are immediate.
+ * Returns 0, FK_ECORRUPT (the directory has no such slot) or -errno.
+ */
+int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		     unsigned char e[FK_DIRENT_LEN]);
+int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		      const unsigned char e[FK_DIRENT_LEN]);
+
 /* Is @ent "." or ".."? */
 int fk_dirent_is_dot(const struct fk_dirent *ent);
 
