@@ -510,6 +510,11 @@ static const struct walk_row fat12_walks[] = {
 	 {{0, 0}},
 	 {0, 0, 0, FK_ENT_RESERVED, 0},
 	 {{0, 0}}},
+	{"start at an end-of-chain mark is no chain",
+	 0xff8,
+	 {{0, 0}},
+	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {{0, 0}}},
 };
 
 static const struct class_row fat12_classes[] = {
@@ -609,6 +614,11 @@ static const struct walk_row fat16_walks[] = {
 	 {{800, 801}, {801, 802}, {802, 799}, {799, 800}},
 	 {UINT32_MAX, 0, 0, FK_ENT_NEXT, 1},
 	 {{0, 0}}},
+	{"start at an end-of-chain mark is no chain",
+	 0xffff,
+	 {{0, 0}},
+	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {{0, 0}}},
 };
 
 static const struct class_row fat16_classes[] = {
@@ -673,6 +683,16 @@ static const struct walk_row fat32_walks[] = {
 	 {{70010, 300002}},
 	 {1, 1, 70010, FK_ENT_RANGE, 0},
 	 {{70010, 1}}},
+	{"start at an end-of-chain mark is no chain",
+	 0x0ffffff8,
+	 {{0, 0}},
+	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {{0, 0}}},
+	{"start at a bad mark",
+	 0x0ffffff7,
+	 {{0, 0}},
+	 {0, 0, 0, FK_ENT_BAD, 0},
+	 {{0, 0}}},
 };
 
 static const struct class_row fat32_classes[] = {
