@@ -1,0 +1,124 @@
+/*
+ * check.h: the checker.  Its phases read a volume and produce findings as
+ * data (severity, code, path, message); while checking it plans the safe
+ * repairs, which explicit steps then apply in the contract's write order:
+ * FAT copies, FAT entries (flushed), directory entries, boot sector,
+ * FSInfo last.  Nothing here prints or exits.
+ *
+ * Memory is bounded by the volume: two bits per cluster, one directory
+ * block per level of nesting, and lists that grow only with damage or
+ * with preallocated tails.
+ */
+#ifndef FATKIT_CHECK_H
+#define FATKIT_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fk_check;
+struct fk_diag;
+struct fk_dirent;
+struct fk_volume;
+
+#define FK_CHECK_MAX_DEPTH    256   /* directory nesting that is checked */
+#define FK_CHECK_MAX_FINDINGS 10000 /* kept for listing; the rest counted */
+
+enum fk_sev {
+	FK_SEV_NOTE,
+	FK_SEV_WARNING,
+	FK_SEV_ERROR,
+};
+
+struct fk_finding {
+	enum fk_sev sev;
+	const char *code; /* stable short name, e.g. "cross-link" */
+	char *path;	  /* in-volume path; NULL: the volume itself */
+	char *msg;
+	char *fix;    /* what the repair does; NULL: nothing safe */
+	int is_fixed; /* the repair was applied */
+};
+
+struct fk_check_opts {
+	int is_strict;	   /* preallocated tails are errors */
+	int trim_prealloc; /* plan to free preallocated tails */
+	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
+	 */
+	void (*progress)(void *arg, const char *phase, uint64_t done,
+			 uint64_t total);
+	/* Optional: each file or directory checked, with its chain length. */
+	void (*visit)(void *arg, const char *path, const struct fk_dirent *ent,
+		      uint32_t nclus);
+	void *arg;
+};
+
+struct fk_check_stats {
+	uint32_t files, dirs;
+	uint32_t used_clus;   /* allocated in the FAT (not free, not bad) */
+	uint32_t free_clus;   /* free in the FAT */
+	uint32_t bad_clus;    /* marked bad */
+	uint32_t lost_clus;   /* allocated, owned by nobody */
+	uint32_t lost_chains; /* lost clusters grouped by their links */
+	uint32_t tail_clus;   /* chained past what file sizes need */
+	uint32_t errors, warnings, notes; /* found, listed or not */
+	uint32_t fixed;			  /* findings a repair dealt with */
+	uint32_t unlisted;		  /* found but not kept in the list */
+	int has_repairs;		  /* something is planned */
+};
+
+/*
+ * Set up a check of @vol (which the caller keeps open until
+ * fk_check_free()).  *@out is the caller's.  Returns 0 or -ENOMEM.
+ */
+int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
+		 struct fk_check **out);
+void fk_check_free(struct fk_check *ck);
+
+/*
+ * Run every phase, reading only: boot sector and backup, FAT copies and
+ * reserved entries (one pass over each copy), FSInfo, the directory tree
+ * with every chain, preallocated tails, lost clusters.  Returns 0 (the
+ * findings say what was found), or an error that stopped the check:
+ * -errno, or FK_ECORRUPT for a volume too hostile to check (a directory
+ * over 65536 entries, nesting past FK_CHECK_MAX_DEPTH); @diag says which.
+ */
+int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
+
+/*
+ * The repair steps, each writing what fk_check_run() planned; call them
+ * in this order (fk_check_repair() does, then fsyncs).  The volume must
+ * have been opened as a writer.  Each returns 0 or -errno.
+ *   fat_copies: copy the FAT that was read over the others where they
+ *               differ (sector runs, so sparse images stay sparse);
+ *   fat:        mend FAT[0] and FAT[1], end chains at loops,
+ *               cross-links, bad links and where trimmed tails begin;
+ *               flushed, so every copy has it before an entry changes;
+ *   entries:    sizes, first clusters, "." and "..", entries that alias
+ *               another directory removed, end markers before hidden
+ *               entries cleared;
+ *   free:       free trimmed tails and lost clusters, which nothing can
+ *               reach any more (a crash leaves at worst lost clusters);
+ *   boot:       dirty flag, label, backup boot sector;
+ *   fsinfo:     free count and next-free hint, last.
+ */
+int fk_check_repair_fat_copies(struct fk_check *ck);
+int fk_check_repair_fat(struct fk_check *ck);
+int fk_check_repair_entries(struct fk_check *ck);
+int fk_check_repair_free(struct fk_check *ck);
+int fk_check_repair_boot(struct fk_check *ck);
+int fk_check_repair_fsinfo(struct fk_check *ck);
+
+/*
+ * Apply every planned repair in order and fsync.  On success each finding
+ * with a fix is marked fixed.  Returns 0 or -errno (@diag says where).
+ */
+int fk_check_repair(struct fk_check *ck, struct fk_diag *diag);
+
+/* The findings kept, in the order found; borrowed until fk_check_free(). */
+const struct fk_finding *fk_check_findings(const struct fk_check *ck,
+					   size_t *n);
+const struct fk_check_stats *fk_check_stats(const struct fk_check *ck);
+
+/* "error", "warning" or "note". */
+const char *fk_sev_name(enum fk_sev sev);
+
+#endif

@@ -1,0 +1,480 @@
+/*
+ * fatcheck: verify a FAT volume fsck-style and, with -r, apply the safe
+ * repairs.  main() parses, runs the checker, prints its findings and a
+ * summary, and picks the fsck(8) exit status from what was found.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cli.h"
+#include "diag.h"
+#include "dir.h"
+#include "json.h"
+#include "volume.h"
+
+#define PROG "fatcheck"
+
+struct opts {
+	int is_repair;
+	int trim_prealloc;
+	int is_strict;
+	int is_json;
+	int is_verbose;
+	int progress; /* -1: when stderr is a terminal */
+};
+
+struct run {
+	struct opts o;
+	const char *image; /* IMAGE as given, for volume-level findings */
+	struct fk_json js;
+	/* progress */
+	int is_tty;
+	int shown;	   /* a progress line is on the terminal */
+	double last;	   /* when it was drawn */
+	const char *phase; /* of the last line printed (not a terminal) */
+	unsigned last_tenth;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROG " [OPTIONS] IMAGE\n"
+		"Check a FAT12/16/32 volume fsck-style, and optionally repair "
+		"it.\n"
+		"\n"
+		"  -r, --repair        apply safe repairs: resync FAT copies, "
+		"fix FSInfo,\n"
+		"                      free lost clusters, cut chains at a "
+		"loop "
+		"or cross-link,\n"
+		"                      fix sizes of too-short chains\n"
+		"      --trim-prealloc with --repair: free preallocated tails\n"
+		"      --strict        treat preallocated tails as errors (as "
+		"fsck.fat does)\n"
+		"      --json          findings and summary as one JSON "
+		"document\n"
+		"  -v, --verbose       list every file checked\n"
+		"      --progress      progress on stderr (default when it is "
+		"a terminal)\n"
+		"  -P, --partition N   use partition N (1-based) of an MBR or "
+		"GPT table\n"
+		"  -f, --force         with --repair, write even to a device "
+		"in use\n"
+		"  -h, --help          show this help and exit\n"
+		"  -V, --version       show the version and exit\n"
+		"\n"
+		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. "
+		"sd.img@@1M).\n"
+		"Each finding is a line 'error|warning|note: PATH: message'; a "
+		"summary ends\nthe report.\n"
+		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors "
+		"left uncorrected,\n8 operational error, 16 usage error.\n");
+}
+
+enum {
+	OPT_TRIM = 256,
+	OPT_STRICT,
+	OPT_JSON,
+	OPT_PROGRESS,
+};
+
+static int parse_args(int argc, char **argv, struct opts *o,
+		      struct fk_volume_opts *vo)
+{
+	static const struct option longs[] = {
+		{"repair", no_argument, NULL, 'r'},
+		{"trim-prealloc", no_argument, NULL, OPT_TRIM},
+		{"strict", no_argument, NULL, OPT_STRICT},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"verbose", no_argument, NULL, 'v'},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"partition", required_argument, NULL, 'P'},
+		{"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":rvP:fhV", longs, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			o->is_repair = 1;
+			break;
+		case OPT_TRIM:
+			o->trim_prealloc = 1;
+			break;
+		case OPT_STRICT:
+			o->is_strict = 1;
+			break;
+		case OPT_JSON:
+			o->is_json = 1;
+			break;
+		case 'v':
+			o->is_verbose = 1;
+			break;
+		case OPT_PROGRESS:
+			o->progress = 1;
+			break;
+		case 'P':
+			if (fk_parse_partition(optarg, &vo->dev.partition)) {
+				fk_usage_error(PROG,
+					       "invalid partition number '%s'",
+					       optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'f':
+			vo->dev.force = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			fk_print_version(PROG);
+			return 1;
+		case ':':
+			fk_usage_error(PROG, "option '%s' needs an argument",
+				       argv[optind - 1]);
+			return -EINVAL;
+		default:
+			fk_usage_error(PROG, "unknown option '%s'",
+				       argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (o->trim_prealloc && !o->is_repair) {
+		fk_usage_error(PROG, "--trim-prealloc needs --repair");
+		return -EINVAL;
+	}
+	if (optind >= argc) {
+		fk_usage_error(PROG, "no IMAGE given");
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		fk_usage_error(PROG, "unexpected argument '%s'",
+			       argv[optind + 1]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- progress and -v ---------------------------------------------------- */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void clear_progress(struct run *r)
+{
+	if (r->shown)
+		fprintf(stderr, "\r%*s\r", 40, "");
+	r->shown = 0;
+}
+
+/* On a terminal, one line redrawn ten times a second; elsewhere a line
+ * per tenth of each phase. */
+static void on_progress(void *arg, const char *phase, uint64_t done,
+			uint64_t total)
+{
+	struct run *r = arg;
+	unsigned pct = total ? (unsigned)(done * 100 / total) : 100;
+	double t;
+
+	if (pct > 100)
+		pct = 100;
+	if (!r->is_tty) {
+		if (r->phase != phase) {
+			r->phase = phase;
+			r->last_tenth = 0;
+		}
+		if (pct / 10 <= r->last_tenth && pct != 0)
+			return;
+		r->last_tenth = pct / 10;
+		fprintf(stderr, PROG ": %s %u%%\n", phase, pct);
+		return;
+	}
+	t = now();
+	if (r->shown && t - r->last < 0.1)
+		return;
+	r->last = t;
+	r->shown = 1;
+	fprintf(stderr, "\r" PROG ": checking %s %3u%%", phase, pct);
+	fflush(stderr);
+}
+
+static void on_visit(void *arg, const char *path, const struct fk_dirent *ent,
+		     uint32_t nclus)
+{
+	struct run *r = arg;
+	int is_dir = (ent->attr & FK_ATTR_DIR) != 0;
+
+	if (r->o.is_json) {
+		fk_json_object(&r->js, NULL);
+		fk_json_str(&r->js, "path", path);
+		fk_json_str(&r->js, "type", is_dir ? "directory" : "file");
+		fk_json_u64(&r->js, "size", ent->size);
+		fk_json_u64(&r->js, "clusters", nclus);
+		fk_json_end(&r->js);
+		return;
+	}
+	clear_progress(r);
+	if (is_dir)
+		printf("checked: %s/ (%" PRIu32 " clusters)\n", path, nclus);
+	else
+		printf("checked: %s (%" PRIu32 " bytes, %" PRIu32
+		       " clusters)\n",
+		       path, ent->size, nclus);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static const char *path_of(const struct run *r, const struct fk_finding *f)
+{
+	return f->path ? f->path : r->image;
+}
+
+static void print_finding(struct run *r, const struct fk_finding *f,
+			  const char *prefix)
+{
+	if (r->o.is_json) {
+		fk_json_object(&r->js, NULL);
+		fk_json_str(&r->js, "severity", fk_sev_name(f->sev));
+		fk_json_str(&r->js, "code", f->code);
+		if (f->path)
+			fk_json_str(&r->js, "path", f->path);
+		else
+			fk_json_null(&r->js, "path");
+		fk_json_str(&r->js, "message", f->msg);
+		if (f->fix)
+			fk_json_str(&r->js, "repair", f->fix);
+		else
+			fk_json_null(&r->js, "repair");
+		fk_json_bool(&r->js, "fixed", f->is_fixed);
+		if (*prefix)
+			fk_json_bool(&r->js, "after_repair", 1);
+		fk_json_end(&r->js);
+		return;
+	}
+	printf("%s: %s: %s%s", fk_sev_name(f->sev), path_of(r, f), prefix,
+	       f->msg);
+	if (f->is_fixed)
+		printf(" (fixed: %s)", f->fix);
+	printf("\n");
+}
+
+/* Is @f (found after repair) one the first check listed as not fixed? */
+static int is_known(const struct fk_finding *f, const struct fk_finding *v,
+		    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!v[i].is_fixed && !strcmp(v[i].code, f->code) &&
+		    (v[i].path && f->path ? !strcmp(v[i].path, f->path)
+					  : v[i].path == f->path))
+			return 1;
+	return 0;
+}
+
+static void print_findings(struct run *r, const struct fk_check *ck,
+			   const struct fk_check *after)
+{
+	const struct fk_finding *v, *w;
+	size_t n, m, i;
+
+	v = fk_check_findings(ck, &n);
+	if (r->o.is_json)
+		fk_json_array(&r->js, "findings");
+	for (i = 0; i < n; i++)
+		print_finding(r, &v[i], "");
+	if (after) {
+		w = fk_check_findings(after, &m);
+		for (i = 0; i < m; i++)
+			if (w[i].sev == FK_SEV_ERROR && !is_known(&w[i], v, n))
+				print_finding(r, &w[i], "after repair: ");
+	}
+	if (r->o.is_json)
+		fk_json_end(&r->js);
+}
+
+static void count(uint32_t n, const char *one, const char *many)
+{
+	printf("%" PRIu32 " %s", n, n == 1 ? one : many);
+}
+
+static void print_summary(struct run *r, const struct fk_volume *vol,
+			  const struct fk_check_stats *st, uint32_t remaining,
+			  int status)
+{
+	const struct fk_geom *g = &vol->g;
+
+	if (r->o.is_json) {
+		fk_json_object(&r->js, "summary");
+		fk_json_str(&r->js, "fat_type", fk_fat_type_name(g->type));
+		fk_json_u64(&r->js, "files", st->files);
+		fk_json_u64(&r->js, "directories", st->dirs);
+		fk_json_u64(&r->js, "clusters", g->nclus);
+		fk_json_u64(&r->js, "used_clusters", st->used_clus);
+		fk_json_u64(&r->js, "free_clusters", st->free_clus);
+		fk_json_u64(&r->js, "bad_clusters", st->bad_clus);
+		fk_json_u64(&r->js, "lost_clusters", st->lost_clus);
+		fk_json_u64(&r->js, "lost_chains", st->lost_chains);
+		fk_json_u64(&r->js, "tail_clusters", st->tail_clus);
+		fk_json_u64(&r->js, "errors", st->errors);
+		fk_json_u64(&r->js, "warnings", st->warnings);
+		fk_json_u64(&r->js, "notes", st->notes);
+		fk_json_u64(&r->js, "fixed", st->fixed);
+		fk_json_u64(&r->js, "unlisted", st->unlisted);
+		fk_json_u64(&r->js, "errors_left", remaining);
+		fk_json_u64(&r->js, "exit_status", (uint64_t)status);
+		fk_json_end(&r->js);
+		return;
+	}
+	printf("%s: %s, ", r->image, fk_fat_type_name(g->type));
+	count(st->files, "file", "files");
+	printf(", ");
+	count(st->dirs, "directory", "directories");
+	printf(", %" PRIu32 "/%" PRIu32 " clusters used; ", st->used_clus,
+	       g->nclus);
+	count(st->errors, "error", "errors");
+	if (st->fixed || r->o.is_repair)
+		printf(" (%" PRIu32 " fixed, %" PRIu32 " left)", st->fixed,
+		       remaining);
+	printf(", ");
+	count(st->warnings, "warning", "warnings");
+	printf(", ");
+	count(st->notes, "note", "notes");
+	if (st->unlisted)
+		printf(" (%" PRIu32 " not listed)", st->unlisted);
+	printf("\n");
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
+		     struct fk_check **out, struct fk_diag *diag)
+{
+	struct fk_check_opts co;
+	int err;
+
+	memset(&co, 0, sizeof(co));
+	co.is_strict = r->o.is_strict;
+	co.trim_prealloc = r->o.trim_prealloc;
+	co.arg = r;
+	if (with_cb && r->o.progress)
+		co.progress = on_progress;
+	if (with_cb && r->o.is_verbose)
+		co.visit = on_visit;
+	if ((err = fk_check_new(vol, &co, out)))
+		return err;
+	if ((err = fk_check_run(*out, diag))) {
+		fk_check_free(*out);
+		*out = NULL;
+	}
+	clear_progress(r);
+	return err;
+}
+
+/* Check, repair and check again; the exit status as fsck(8) has it. */
+static int check_volume(struct run *r, struct fk_volume *vol)
+{
+	struct fk_diag diag = {{0}, {0}};
+	struct fk_check *ck = NULL, *after = NULL;
+	const struct fk_check_stats *st;
+	uint32_t remaining;
+	int err, status;
+
+	if (r->o.is_json) {
+		fk_json_object(&r->js, NULL);
+		fk_json_str(&r->js, "image", r->image);
+		if (r->o.is_verbose)
+			fk_json_array(&r->js, "files");
+	}
+	err = run_check(r, vol, 1, &ck, &diag);
+	if (r->o.is_json && r->o.is_verbose)
+		fk_json_end(&r->js);
+	if (err)
+		goto fail;
+	st = fk_check_stats(ck);
+	remaining = st->errors;
+	if (r->o.is_repair && st->has_repairs) {
+		if ((err = fk_check_repair(ck, &diag)))
+			goto fail;
+		/* The exit status says what is true now, not what was
+		 * planned: check again. */
+		if ((err = run_check(r, vol, 0, &after, &diag)))
+			goto fail;
+		remaining = fk_check_stats(after)->errors;
+	}
+	status = !st->errors ? FK_FSCK_CLEAN
+		 : remaining ? FK_FSCK_UNCORRECTED
+			     : FK_FSCK_CORRECTED;
+	print_findings(r, ck, after);
+	print_summary(r, vol, st, remaining, status);
+	if (r->o.is_json) {
+		fk_json_end(&r->js);
+		fk_json_finish(&r->js);
+	}
+	fk_check_free(ck);
+	fk_check_free(after);
+	return status;
+fail:
+	/* One line on stderr and no report: the check did not finish. */
+	fk_report(PROG, &diag, err);
+	status = FK_FSCK_OPERATIONAL;
+	if (ck && fk_check_stats(ck)->errors)
+		status |= FK_FSCK_UNCORRECTED;
+	fk_check_free(ck);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct fk_volume_opts vo;
+	struct fk_diag diag = {{0}, {0}};
+	struct fk_volume *vol;
+	struct run r;
+	char *image = NULL;
+	int err, status;
+
+	memset(&vo, 0, sizeof(vo));
+	memset(&r, 0, sizeof(r));
+	r.o.progress = -1;
+	if ((err = parse_args(argc, argv, &r.o, &vo)))
+		return err > 0 ? FK_FSCK_CLEAN : FK_FSCK_USAGE;
+	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
+		return FK_FSCK_USAGE;
+	r.image = argv[optind];
+	r.is_tty = isatty(STDERR_FILENO);
+	if (r.o.progress < 0)
+		r.o.progress = r.is_tty;
+	vo.dev.is_writer = r.o.is_repair;
+	vo.batch_len = 4u << 20;
+	fk_json_init(&r.js, stdout);
+	if ((err = fk_volume_open(&vo, &vol, &diag))) {
+		fk_diag_subject(&diag, r.image);
+		fk_report(PROG, &diag, err);
+		free(image);
+		return FK_FSCK_OPERATIONAL;
+	}
+	status = check_volume(&r, vol);
+	fk_volume_close(vol);
+	free(image);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
+		return status | FK_FSCK_OPERATIONAL;
+	}
+	return status;
+}

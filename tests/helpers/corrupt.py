@@ -1,0 +1,543 @@
+#!/usr/bin/env python3
+"""corrupt.py: damage a FAT image in one chosen way, for the fatcheck tests.
+
+    corrupt.py IMAGE[@@OFFSET] CASE [ARG...]
+
+It shares no code with fatkit (so a bug in fatkit cannot hide in both), and
+prints the in-volume path of every file or directory it damaged, one per
+line, or "-" for volume-level damage (the FATs, the boot sector, FSInfo,
+lost clusters). Paths match long and short names case-insensitively.
+
+Cases (PATH is absolute inside the volume):
+  fat-copy                 one used entry of FAT copy 1 differs from copy 0
+  media                    FAT[0] media byte differs from the BPB (every copy)
+  fat1-dirty               FAT[1] clean-shutdown bit cleared (FAT16/32)
+  boot-dirty               boot sector dirty flag set (as Linux while mounted)
+  backup-boot              one byte of the FAT32 backup boot sector differs
+  fsinfo-sig               FSInfo lead signature broken
+  fsinfo-free              FSInfo free count off by 7
+  fsinfo-next              FSInfo next-free hint past the last cluster
+  lost                     a 3-cluster chain owned by nobody
+  start-range PATH         first cluster past the last cluster
+  link-free PATH           first link points to a free cluster
+  link-bad PATH            first link points to a cluster marked bad
+  link-reserved PATH       first link holds a reserved value
+  link-range PATH          first link points past the last cluster
+  loop PATH                the last cluster links back to the first
+  cross PATH1 PATH2        PATH2's last cluster links into PATH1's second,
+                           and PATH2's size covers the shared clusters
+  short PATH               size grown by two clusters past the chain
+  tail PATH [N]            N (default 2) clusters chained past the size
+  dot PATH                 "." of directory PATH points elsewhere
+  dotdot PATH              ".." of directory PATH points elsewhere
+  no-dot PATH              "." of directory PATH is missing
+  dir-loop PATH ANCESTOR   directory PATH's entry points at ANCESTOR's chain
+  dir-size PATH            directory PATH has a non-zero size
+  dup PATH1 PATH2          PATH2 (same directory) gets PATH1's short name
+  lfn-sum PATH             PATH's long-name slots carry a wrong checksum
+  lfn-seq PATH             PATH's first long-name slot has a wrong ordinal
+  bad-char PATH            PATH's short name gets a '?' (checksums kept)
+  after-end PATH           PATH moves behind the directory's end marker
+  endless-dir PATH         directory PATH grows to more than 65536 slots
+  deep-loop PATH           directory PATH holds an entry for itself, so the
+                           tree nests without end
+"""
+
+import struct
+import sys
+
+DELETED = 0xE5
+ATTR_LFN = 0x0F
+ATTR_DIR = 0x10
+ATTR_VOLUME = 0x08
+
+
+def die(msg):
+    print("corrupt.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def le(b, off, n):
+    return int.from_bytes(b[off:off + n], "little")
+
+
+def lfn_checksum(raw):
+    s = 0
+    for c in raw:
+        s = (((s & 1) << 7) + (s >> 1) + c) & 0xFF
+    return s
+
+
+class Entry:
+    """A directory entry: its short slot and the long-name slots before it."""
+
+    def __init__(self, name, short, raw, attr, first, size, offs, slots):
+        self.name, self.short, self.raw = name, short, raw
+        self.attr, self.first, self.size = attr, first, size
+        self.offs = offs      # volume offsets of every slot, short slot last
+        self.slots = slots    # slot indexes in the directory, same order
+
+    @property
+    def off(self):
+        return self.offs[-1]
+
+    def is_dir(self):
+        return bool(self.attr & ATTR_DIR)
+
+
+class Volume:
+    def __init__(self, arg):
+        path, _, off = arg.partition("@@")
+        self.base = 0
+        if off:
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+            unit = off[-1].upper()
+            self.base = int(off[:-1]) * mult[unit] if unit in mult \
+                else int(off)
+        self.f = open(path, "r+b")
+        bs = self.read(0, 512)
+        self.bps = le(bs, 11, 2)
+        self.spc = bs[13]
+        self.rsvd = le(bs, 14, 2)
+        self.nfats = bs[16]
+        self.root_ents = le(bs, 17, 2)
+        tot = le(bs, 19, 2) or le(bs, 32, 4)
+        fatsz16 = le(bs, 22, 2)
+        self.fat_secs = fatsz16 or le(bs, 36, 4)
+        self.media = bs[21]
+        root_secs = (self.root_ents * 32 + self.bps - 1) // self.bps
+        self.fat_off = self.rsvd * self.bps
+        self.root_off = self.fat_off + self.nfats * self.fat_secs * self.bps
+        self.data_off = self.root_off + root_secs * self.bps
+        self.clus_len = self.bps * self.spc
+        self.nclus = (tot - self.rsvd - self.nfats * self.fat_secs -
+                      root_secs) // self.spc
+        self.bits = 12 if self.nclus < 4085 else 16 if self.nclus < 65525 \
+            else 32
+        self.root_clus = le(bs, 44, 4) if self.bits == 32 else 0
+        self.fsinfo_sec = le(bs, 48, 2) if self.bits == 32 else 0
+        self.backup_sec = le(bs, 50, 2) if self.bits == 32 else 0
+        self.eoc = {12: 0xFFF, 16: 0xFFFF, 32: 0x0FFFFFFF}[self.bits]
+        self.bad = {12: 0xFF7, 16: 0xFFF7, 32: 0x0FFFFFF7}[self.bits]
+
+    # ---- raw I/O ------------------------------------------------------
+    def read(self, off, n):
+        self.f.seek(self.base + off)
+        return self.f.read(n)
+
+    def write(self, off, data):
+        self.f.seek(self.base + off)
+        self.f.write(data)
+
+    # ---- FAT ----------------------------------------------------------
+    def get(self, clus, copy=0):
+        base = self.fat_off + copy * self.fat_secs * self.bps
+        if self.bits == 12:
+            v = le(self.read(base + clus * 3 // 2, 2), 0, 2)
+            return v >> 4 if clus & 1 else v & 0xFFF
+        if self.bits == 16:
+            return le(self.read(base + clus * 2, 2), 0, 2)
+        return le(self.read(base + clus * 4, 4), 0, 4) & 0x0FFFFFFF
+
+    def put(self, clus, val, copies=None):
+        for copy in range(self.nfats) if copies is None else copies:
+            base = self.fat_off + copy * self.fat_secs * self.bps
+            if self.bits == 12:
+                off = base + clus * 3 // 2
+                v = le(self.read(off, 2), 0, 2)
+                v = (v & 0x000F) | (val << 4) if clus & 1 \
+                    else (v & 0xF000) | val
+                self.write(off, struct.pack("<H", v))
+            elif self.bits == 16:
+                self.write(base + clus * 2, struct.pack("<H", val))
+            else:
+                old = le(self.read(base + clus * 4, 4), 0, 4)
+                self.write(base + clus * 4,
+                           struct.pack("<I", (old & 0xF0000000) | val))
+
+    def chain(self, first):
+        out = []
+        c = first
+        while 2 <= c < self.nclus + 2 and len(out) <= self.nclus:
+            out.append(c)
+            c = self.get(c)
+        return out
+
+    def free_clusters(self, n, after=2):
+        out = []
+        for c in range(after, self.nclus + 2):
+            if self.get(c) == 0:
+                out.append(c)
+                if len(out) == n:
+                    return out
+        die("not enough free clusters")
+
+    def clus_off(self, clus):
+        return self.data_off + (clus - 2) * self.clus_len
+
+    # ---- directories --------------------------------------------------
+    def dir_slots(self, first):
+        """(volume offset, index) of every slot of directory @first."""
+        if first == 0:
+            for i in range(self.root_ents):
+                yield self.root_off + i * 32, i
+            return
+        i = 0
+        for c in self.chain(first):
+            for k in range(self.clus_len // 32):
+                yield self.clus_off(c) + k * 32, i
+                i += 1
+
+    def entries(self, first):
+        lfn, offs, slots = {}, [], []
+        for off, idx in self.dir_slots(first):
+            e = self.read(off, 32)
+            if e[0] == 0:
+                return
+            if e[0] == DELETED:
+                lfn, offs, slots = {}, [], []
+                continue
+            if e[11] & 0x3F == ATTR_LFN:
+                ords = e[0] & 0x3F
+                units = [le(e, p, 2) for p in
+                         (1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30)]
+                lfn[ords] = units
+                offs.append(off)
+                slots.append(idx)
+                continue
+            raw = e[:11]
+            base = raw[:8].decode("latin-1").rstrip()
+            ext = raw[8:].decode("latin-1").rstrip()
+            short = base + ("." + ext if ext else "")
+            name = short
+            if lfn:
+                units = []
+                for k in sorted(lfn):
+                    units += lfn[k]
+                if 0 in units:
+                    units = units[:units.index(0)]
+                name = b"".join(struct.pack("<H", u) for u in units) \
+                    .decode("utf-16-le", "replace")
+            first_clus = le(e, 26, 2)
+            if self.bits == 32:
+                first_clus |= le(e, 20, 2) << 16
+            yield Entry(name, short, raw, e[11], first_clus, le(e, 28, 4),
+                        offs + [off], slots + [idx])
+            lfn, offs, slots = {}, [], []
+
+    def lookup(self, path):
+        """The entry of @path and the first cluster of its directory."""
+        dir_clus, ent = self.root_clus, None
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            die("no entry for the root")
+        for i, part in enumerate(parts):
+            for e in self.entries(dir_clus):
+                if e.attr & ATTR_VOLUME:
+                    continue
+                if part.lower() in (e.name.lower(), e.short.lower()):
+                    ent = e
+                    break
+            else:
+                die("no such path: " + path)
+            if i + 1 < len(parts):
+                dir_clus = ent.first
+        return ent, dir_clus
+
+    def set_first(self, ent, clus):
+        self.write(ent.off + 26, struct.pack("<H", clus & 0xFFFF))
+        if self.bits == 32:
+            self.write(ent.off + 20, struct.pack("<H", clus >> 16))
+
+    def set_size(self, ent, size):
+        self.write(ent.off + 28, struct.pack("<I", size))
+
+
+def file_chain(vol, path, need=1):
+    ent, _ = vol.lookup(path)
+    ch = vol.chain(ent.first)
+    if len(ch) < need:
+        die("%s has %d clusters, the case needs %d" % (path, len(ch), need))
+    return ent, ch
+
+
+def case_fat_copy(vol):
+    if vol.nfats < 2:
+        die("one FAT copy only")
+    c = next(c for c in range(2, vol.nclus + 2) if vol.get(c) != 0)
+    vol.put(c, vol.get(c) ^ 1 if vol.get(c) != vol.eoc else 0, copies=[1])
+    return ["-"]
+
+
+def case_media(vol):
+    other = 0xF0 if vol.media != 0xF0 else 0xF8
+    vol.put(0, (vol.get(0) & ~0xFF) | other)
+    return ["-"]
+
+
+def case_fat1_dirty(vol):
+    bit = {16: 0x8000, 32: 0x08000000}.get(vol.bits)
+    if not bit:
+        die("FAT12 has no clean-shutdown bit")
+    vol.put(1, vol.get(1) & ~bit)
+    return ["-"]
+
+
+def case_boot_dirty(vol):
+    off = 65 if vol.bits == 32 else 37
+    vol.write(off, bytes([vol.read(off, 1)[0] | 1]))
+    return ["-"]
+
+
+def case_backup_boot(vol):
+    if not vol.backup_sec:
+        die("no backup boot sector")
+    off = vol.backup_sec * vol.bps + 3     # the OEM name
+    vol.write(off, bytes([vol.read(off, 1)[0] ^ 0x20]))
+    return ["-"]
+
+
+def fsinfo_off(vol):
+    if not vol.fsinfo_sec:
+        die("no FSInfo sector")
+    return vol.fsinfo_sec * vol.bps
+
+
+def case_fsinfo_sig(vol):
+    vol.write(fsinfo_off(vol), b"XXXX")
+    return ["-"]
+
+
+def case_fsinfo_free(vol):
+    off = fsinfo_off(vol) + 488
+    vol.write(off, struct.pack("<I", (le(vol.read(off, 4), 0, 4) + 7)
+                               & 0xFFFFFFFF))
+    return ["-"]
+
+
+def case_fsinfo_next(vol):
+    vol.write(fsinfo_off(vol) + 492, struct.pack("<I", vol.nclus + 100))
+    return ["-"]
+
+
+def case_lost(vol):
+    cs = vol.free_clusters(3, after=(vol.nclus + 2) // 2)
+    vol.put(cs[0], cs[1])
+    vol.put(cs[1], cs[2])
+    vol.put(cs[2], vol.eoc)
+    return ["-"]
+
+
+def case_start_range(vol, path):
+    ent, _ = vol.lookup(path)
+    vol.set_first(ent, vol.nclus + 5)
+    return [path]
+
+
+def case_link(vol, path, kind):
+    ent, ch = file_chain(vol, path, 2)
+    if kind == "free":
+        target = vol.free_clusters(1, after=(vol.nclus + 2) // 2)[0]
+    elif kind == "bad":
+        target = vol.free_clusters(1, after=(vol.nclus + 2) // 2)[0]
+        vol.put(target, vol.bad)
+    elif kind == "reserved":
+        target = 1
+    else:
+        target = vol.nclus + 2 + 3
+        if target >= vol.bad - 8:
+            die("no out-of-range value below the reserved ones")
+    vol.put(ch[0], target)
+    return [path]
+
+
+def case_loop(vol, path):
+    ent, ch = file_chain(vol, path, 2)
+    vol.put(ch[-1], ch[0])
+    return [path]
+
+
+def case_cross(vol, path1, path2):
+    _, ch1 = file_chain(vol, path1, 2)
+    ent2, ch2 = file_chain(vol, path2, 1)
+    vol.put(ch2[-1], ch1[1])
+    # Both sizes cover the shared clusters, so neither is merely too long.
+    vol.set_size(ent2, (len(ch2) + len(ch1) - 1) * vol.clus_len)
+    return [path1, path2]
+
+
+def case_short(vol, path):
+    ent, ch = file_chain(vol, path, 1)
+    vol.set_size(ent, len(ch) * vol.clus_len + 2 * vol.clus_len - 1)
+    return [path]
+
+
+def case_tail(vol, path, n="2"):
+    ent, ch = file_chain(vol, path, 0)
+    cs = vol.free_clusters(int(n), after=(vol.nclus + 2) // 2)
+    for a, b in zip(cs, cs[1:] + [vol.eoc]):
+        vol.put(a, b)
+    if ch:
+        vol.put(ch[-1], cs[0])
+    else:
+        vol.set_first(ent, cs[0])
+    return [path]
+
+
+def dot_entry(vol, path, which):
+    ent, _ = vol.lookup(path)
+    if not ent.is_dir():
+        die(path + " is not a directory")
+    for e in vol.entries(ent.first):
+        if e.raw == which.ljust(11).encode():
+            return ent, e
+    die(path + " has no " + which)
+
+
+def case_dot(vol, path, which="."):
+    ent, dot = dot_entry(vol, path, which)
+    other = vol.free_clusters(1)[0]
+    vol.set_first(dot, other)
+    return [path]
+
+
+def case_no_dot(vol, path):
+    ent, dot = dot_entry(vol, path, ".")
+    vol.write(dot.off, bytes([DELETED]))
+    return [path]
+
+
+def case_dir_loop(vol, path, ancestor):
+    ent, _ = vol.lookup(path)
+    anc, _ = vol.lookup(ancestor)
+    vol.set_first(ent, anc.first)
+    return [path]
+
+
+def case_dir_size(vol, path):
+    ent, _ = vol.lookup(path)
+    vol.set_size(ent, 4096)
+    return [path]
+
+
+def case_dup(vol, path1, path2):
+    e1, d1 = vol.lookup(path1)
+    e2, d2 = vol.lookup(path2)
+    if d1 != d2:
+        die("the two paths must share a directory")
+    vol.write(e2.off, e1.raw)
+    fix_lfn_sum(vol, e2, e1.raw)
+    return [path2]
+
+
+def fix_lfn_sum(vol, ent, raw):
+    for off in ent.offs[:-1]:
+        vol.write(off + 13, bytes([lfn_checksum(raw)]))
+
+
+def long_entry(vol, path):
+    ent, _ = vol.lookup(path)
+    if len(ent.offs) < 2:
+        die(path + " has no long name")
+    return ent
+
+
+def case_lfn_sum(vol, path):
+    ent = long_entry(vol, path)
+    for off in ent.offs[:-1]:
+        vol.write(off + 13, bytes([vol.read(off + 13, 1)[0] ^ 0x5A]))
+    return [path]
+
+
+def case_lfn_seq(vol, path):
+    ent = long_entry(vol, path)
+    off = ent.offs[0]
+    vol.write(off, bytes([(vol.read(off, 1)[0] & 0x40) | 0x1F]))
+    return [path]
+
+
+def case_bad_char(vol, path):
+    ent, _ = vol.lookup(path)
+    raw = bytearray(ent.raw)
+    raw[1] = ord("?")
+    vol.write(ent.off, bytes(raw))
+    fix_lfn_sum(vol, ent, bytes(raw))
+    return [path]
+
+
+def case_after_end(vol, path):
+    ent, dir_clus = vol.lookup(path)
+    slots = list(vol.dir_slots(dir_clus))
+    n = len(ent.offs)
+    end = next((i for i, (off, _) in enumerate(slots)
+                if vol.read(off, 1)[0] == 0), None)
+    if end is None or end + 1 + n > len(slots):
+        die("no room after the end marker of the directory of " + path)
+    data = [vol.read(off, 32) for off in ent.offs]
+    for off in ent.offs:
+        vol.write(off, bytes([DELETED]))
+    for k, d in enumerate(data):
+        vol.write(slots[end + 1 + k][0], d)
+    return [path]
+
+
+def case_endless_dir(vol, path):
+    ent, _ = vol.lookup(path)
+    ch = vol.chain(ent.first)
+    need = 65536 * 32 // vol.clus_len + 1 - len(ch)
+    cs = vol.free_clusters(need)
+    for a, b in zip(cs, cs[1:] + [vol.eoc]):
+        vol.put(a, b)
+    vol.put(ch[-1], cs[0])
+    return [path]
+
+
+def case_deep_loop(vol, path):
+    ent, _ = vol.lookup(path)
+    slots = [off for off, _ in vol.dir_slots(ent.first)]
+    for off in slots:
+        if vol.read(off, 1)[0] in (0, DELETED):
+            vol.write(off, b"LOOP       " + bytes([ATTR_DIR]) +
+                      vol.read(ent.off + 12, 20))
+            return [path]
+    die("no free slot in " + path)
+
+
+CASES = {
+    "fat-copy": case_fat_copy, "media": case_media,
+    "fat1-dirty": case_fat1_dirty, "boot-dirty": case_boot_dirty,
+    "backup-boot": case_backup_boot, "fsinfo-sig": case_fsinfo_sig,
+    "fsinfo-free": case_fsinfo_free, "fsinfo-next": case_fsinfo_next,
+    "lost": case_lost, "start-range": case_start_range,
+    "link-free": lambda v, p: case_link(v, p, "free"),
+    "link-bad": lambda v, p: case_link(v, p, "bad"),
+    "link-reserved": lambda v, p: case_link(v, p, "reserved"),
+    "link-range": lambda v, p: case_link(v, p, "range"),
+    "loop": case_loop, "cross": case_cross, "short": case_short,
+    "tail": case_tail, "dot": case_dot,
+    "dotdot": lambda v, p: case_dot(v, p, ".."),
+    "no-dot": case_no_dot, "dir-loop": case_dir_loop,
+    "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
+    "lfn-seq": case_lfn_seq, "bad-char": case_bad_char,
+    "after-end": case_after_end, "endless-dir": case_endless_dir,
+    "deep-loop": case_deep_loop,
+}
+
+
+def main(argv):
+    if len(argv) < 3 or argv[2] not in CASES:
+        die("usage: corrupt.py IMAGE[@@OFFSET] CASE [ARG...] (cases: %s)"
+            % " ".join(sorted(CASES)))
+    vol = Volume(argv[1])
+    try:
+        paths = CASES[argv[2]](vol, *argv[3:])
+    except TypeError as e:
+        die("%s: %s" % (argv[2], e))
+    vol.f.close()
+    for p in paths:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
