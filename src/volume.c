@@ -371,8 +371,10 @@ int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
 
 	if (clear_dirty)
 		vol->boot[state_off(vol)] &= (unsigned char)~STATE_DIRTY;
-	if (label && vol->g.has_ext_bpb)
+	if (label && vol->g.has_ext_bpb) {
 		memcpy(vol->boot + sig_off + BS_VOL_LAB_REL, label, 11);
+		parse_ids(vol->boot, &vol->g); /* g.label follows */
+	}
 	if ((err = fk_device_write(vol->dev, 0, vol->boot, vol->g.sec_len)))
 		return err;
 	if (!sync_backup || vol->g.type != FK_FAT32 || !vol->g.backup_sec)
