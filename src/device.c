@@ -269,8 +269,13 @@ static int list_partitions(struct fk_device *dev, uint64_t img_len,
 		q->partno = blkid_partition_get_partno(p);
 		q->off = (uint64_t)blkid_partition_get_start(p) * 512;
 		q->len = (uint64_t)blkid_partition_get_size(p) * 512;
+		/* Probe only what the image holds: a partition cut short
+		 * is still found, and the volume then says it is truncated. */
 		q->is_fat = q->off < img_len &&
-			    partition_is_fat(dev->fd, q->off, q->len);
+			    partition_is_fat(dev->fd, q->off,
+					     q->len < img_len - q->off
+						     ? q->len
+						     : img_len - q->off);
 	}
 out:
 	blkid_free_probe(pr);
