@@ -652,7 +652,9 @@ static int gather(struct fk_dirplan *dp)
 			return err;
 		dp->ents[i].is_changed = 0;
 	}
-	qsort(dp->writes, dp->nwrites, sizeof(*dp->writes), cmp_write);
+	/* qsort() must not see NULL, even with nothing to sort. */
+	if (dp->nwrites)
+		qsort(dp->writes, dp->nwrites, sizeof(*dp->writes), cmp_write);
 	return 0;
 }
 
