@@ -24,6 +24,7 @@
 #define LDIR_ATTR   11
 #define LDIR_CHKSUM 13
 #define LDIR_LAST   0x40
+#define SLOT_FREE   0xe5
 #define NO_ID	    UINT32_MAX
 
 /* One entry, on disk or planned; its short slot as it will be. */
@@ -68,6 +69,7 @@ struct fk_dirplan {
 	uint32_t nslots;     /* slots the blocks hold */
 	uint8_t *used;	     /* per slot (at most FK_DIR_MAX_ENTS) */
 	uint32_t first_free; /* no free slot below this */
+	uint32_t end_slot;   /* one past the last slot in use */
 	struct dp_ent *ents;
 	uint32_t nents, cap_ents;
 	char *arena;
@@ -216,6 +218,8 @@ static int short_taken(const struct fk_dirplan *dp, const unsigned char *raw)
 static void mark_used(struct fk_dirplan *dp, uint32_t first, uint32_t n)
 {
 	memset(dp->used + first, 1, n);
+	if (first + n > dp->end_slot)
+		dp->end_slot = first + n;
 	while (dp->first_free < dp->nslots && dp->used[dp->first_free])
 		dp->first_free++;
 }
@@ -484,6 +488,21 @@ static int choose_short(const struct fk_dirplan *dp, const char *name,
 	return -EEXIST;
 }
 
+/*
+ * May a new entry's slots run on from block @b - 1 into block @b?  Only
+ * when one write puts both on disk: fresh blocks all go out before the
+ * link, old blocks adjacent on disk in one vectored write.  Across any
+ * other boundary a crash between two writes would cut a long name from
+ * its short slot, which fsck.fat reports as a damaged directory.
+ */
+static int may_span(const struct fk_dirplan *dp, uint32_t b)
+{
+	if (b - 1 >= dp->nold)
+		return 1;
+	return b < dp->nold &&
+	       (dp->is_fixed_root || dp->clus[b] == dp->clus[b - 1] + 1);
+}
+
 /* First run of @n free slots, growing the directory when needed. */
 static int find_slots(struct fk_dirplan *dp, struct fk_alloc *alloc, uint32_t n,
 		      uint32_t *first, struct fk_diag *diag)
@@ -493,6 +512,9 @@ static int find_slots(struct fk_dirplan *dp, struct fk_alloc *alloc, uint32_t n,
 
 	for (;;) {
 		for (; s < dp->nslots; s++) {
+			if (run && s % dp->per_block == 0 &&
+			    !may_span(dp, s / dp->per_block))
+				run = 0;
 			run = dp->used[s] ? 0 : run + 1;
 			if (run == n) {
 				*first = s + 1 - n;
@@ -520,6 +542,27 @@ static int find_slots(struct fk_dirplan *dp, struct fk_alloc *alloc, uint32_t n,
 					 1)))
 			return err;
 	}
+}
+
+/*
+ * Free slots skipped before @first, past the last entry, may hold the
+ * 0x00 end mark, behind which Windows and mtools would never see the new
+ * entry: mark them deleted, and keep them from later entries.
+ */
+static int mark_skipped(struct fk_dirplan *dp, uint32_t first)
+{
+	unsigned char e[FK_DIRENT_LEN];
+	uint32_t s, from = dp->end_slot;
+	int err;
+
+	memset(e, 0, sizeof(e));
+	e[0] = SLOT_FREE;
+	for (s = from; s < first; s++)
+		if ((err = add_write(dp, s, e)))
+			return err;
+	if (first > from)
+		mark_used(dp, from, first - from);
+	return 0;
 }
 
 /* Lay @units of a long name into slots for short name @raw. */
@@ -579,7 +622,8 @@ int fk_dirplan_add(struct fk_dirplan *dp, struct fk_alloc *alloc,
 			return err;
 		nlfn = (uint32_t)((nunits + FK_LFN_CHARS - 1) / FK_LFN_CHARS);
 	}
-	if ((err = find_slots(dp, alloc, nlfn + 1, &first, diag)))
+	if ((err = find_slots(dp, alloc, nlfn + 1, &first, diag)) ||
+	    (err = mark_skipped(dp, first)))
 		return err;
 	if (needs_lfn &&
 	    (err = write_lfn(dp, first, nlfn, units, nunits, ent.raw)))
