@@ -37,8 +37,11 @@ struct fk_device {
 	uint64_t len;  /* window length */
 	struct fk_io_stats stats;
 #ifdef FK_FAULT_INJECTION
-	unsigned long fail_write;  /* fail this write call with EIO (1-based) */
-	unsigned long crash_after; /* _exit(99) after this write call */
+	/* Write and zero calls are numbered together, as --stats counts
+	 * them, so that a test looping N over a run reaches every call. */
+	unsigned long fault_calls; /* write and zero calls so far */
+	unsigned long fail_write;  /* fail this call with EIO (1-based) */
+	unsigned long crash_after; /* _exit(99) after this call */
 #endif
 };
 
@@ -473,7 +476,7 @@ int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len)
 static int fault_before_write(struct fk_device *dev)
 {
 #ifdef FK_FAULT_INJECTION
-	if (dev->fail_write && dev->stats.write_calls + 1 == dev->fail_write) {
+	if (++dev->fault_calls == dev->fail_write) {
 		dev->stats.write_calls++;
 		return -EIO;
 	}
@@ -486,7 +489,7 @@ static int fault_before_write(struct fk_device *dev)
 static void fault_after_write(struct fk_device *dev)
 {
 #ifdef FK_FAULT_INJECTION
-	if (dev->crash_after && dev->stats.write_calls == dev->crash_after)
+	if (dev->crash_after && dev->fault_calls == dev->crash_after)
 		_exit(99);
 #else
 	(void)dev;
