@@ -60,6 +60,10 @@ struct fk_dir {
 	uint16_t lfn[LDIR_MAX_ORD * FK_LFN_CHARS];
 	int lfn_next; /* ordinal expected next; 0: none pending */
 	int lfn_slots;
+	uint32_t lfn_first; /* slot of the pending name's first slot */
+	void (*on_orphan)(void *arg, uint32_t first, uint32_t n,
+			  enum fk_lfn_orphan why);
+	void *orphan_arg;
 	uint8_t lfn_sum;
 };
 
@@ -112,6 +116,15 @@ void fk_dir_close(struct fk_dir *dir)
 void fk_dir_keep_going(struct fk_dir *dir)
 {
 	dir->keep_going = 1;
+}
+
+void fk_dir_on_orphan(struct fk_dir *dir,
+		      void (*fn)(void *arg, uint32_t first, uint32_t n,
+				 enum fk_lfn_orphan why),
+		      void *arg)
+{
+	dir->on_orphan = fn;
+	dir->orphan_arg = arg;
 }
 
 void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus)
@@ -220,12 +233,28 @@ static void lfn_units(const unsigned char *e, uint16_t *out)
 		out[i] = (uint16_t)get_le16(e + at[i]);
 }
 
-static void lfn_drop(struct fk_dir *dir)
+static void orphan(struct fk_dir *dir, uint32_t first, uint32_t n,
+		   enum fk_lfn_orphan why)
+{
+	dir->stats.orphan_lfn += n;
+	if (dir->on_orphan && n)
+		dir->on_orphan(dir->orphan_arg, first, n, why);
+}
+
+static void lfn_drop(struct fk_dir *dir, enum fk_lfn_orphan why)
 {
 	if (dir->lfn_next)
-		dir->stats.orphan_lfn += (uint32_t)dir->lfn_slots;
+		orphan(dir, dir->lfn_first, (uint32_t)dir->lfn_slots, why);
 	dir->lfn_next = 0;
 	dir->lfn_slots = 0;
+}
+
+/* Why a pending name is dropped when another long-name slot comes: a
+ * complete one is orphaned (fsck.fat deletes it), a partial one broken. */
+static enum fk_lfn_orphan interrupted(const struct fk_dir *dir)
+{
+	return dir->lfn_next == -1 ? FK_LFN_ORPHAN_RESTART
+				   : FK_LFN_ORPHAN_BROKEN;
 }
 
 static void lfn_take(struct fk_dir *dir, const unsigned char *e)
@@ -233,17 +262,18 @@ static void lfn_take(struct fk_dir *dir, const unsigned char *e)
 	int ord = e[LDIR_ORD] & 0x3f;
 
 	if (e[LDIR_ORD] & LDIR_LAST) {
-		lfn_drop(dir);
+		lfn_drop(dir, interrupted(dir));
 		if (ord < 1 || ord > LDIR_MAX_ORD) {
-			dir->stats.orphan_lfn++;
+			orphan(dir, dir->slot, 1, FK_LFN_ORPHAN_BROKEN);
 			return;
 		}
+		dir->lfn_first = dir->slot;
 		memset(dir->lfn, 0xff, sizeof(dir->lfn));
 		dir->lfn_sum = e[LDIR_CHKSUM];
 	} else if (!dir->lfn_next || ord != dir->lfn_next ||
 		   e[LDIR_CHKSUM] != dir->lfn_sum) {
-		lfn_drop(dir);
-		dir->stats.orphan_lfn++;
+		lfn_drop(dir, interrupted(dir));
+		orphan(dir, dir->slot, 1, FK_LFN_ORPHAN_BROKEN);
 		return;
 	}
 	lfn_units(e, dir->lfn + (ord - 1) * FK_LFN_CHARS);
@@ -263,7 +293,7 @@ static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
 		return;
 	if (dir->lfn_next != -1 || dir->lfn_sum != fk_lfn_checksum(ent->raw)) {
 		ent->is_lfn_damaged = 1;
-		lfn_drop(dir);
+		lfn_drop(dir, FK_LFN_ORPHAN_ENTRY);
 		return;
 	}
 	while (n < (size_t)dir->lfn_slots * FK_LFN_CHARS && dir->lfn[n] != 0 &&
@@ -330,7 +360,7 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		if (e[0] == SLOT_END && !dir->seen_end) {
 			dir->seen_end = 1;
 			dir->stats.end_slot = dir->slot;
-			lfn_drop(dir);
+			lfn_drop(dir, FK_LFN_ORPHAN_FREE);
 			if (!dir->keep_going) {
 				dir->is_done = 1;
 				return 0;
@@ -341,7 +371,7 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		/* Past the marker (keep_going), 0x00 is one more free slot:
 		 * Linux and fsck.fat read on, so the checker must too. */
 		if (e[0] == SLOT_FREE || e[0] == SLOT_END) {
-			lfn_drop(dir);
+			lfn_drop(dir, FK_LFN_ORPHAN_FREE);
 		} else if ((e[DIR_ATTR] & 0x3f) == FK_ATTR_LFN) {
 			lfn_take(dir, e);
 		} else {

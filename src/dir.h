@@ -80,6 +80,27 @@ void fk_dir_keep_going(struct fk_dir *dir);
  * reading it, and reads only what it owns.
  */
 void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus);
+
+/* Why long-name slots led to no entry (fsck.fat's cases). */
+enum fk_lfn_orphan {
+	FK_LFN_ORPHAN_FREE,    /* a free slot came first: fsck.fat deletes */
+	FK_LFN_ORPHAN_RESTART, /* a complete name, then another name's slot:
+				  fsck.fat deletes */
+	FK_LFN_ORPHAN_BROKEN,  /* out of sequence: fsck.fat leaves them */
+	FK_LFN_ORPHAN_ENTRY,   /* the entry after them has another checksum,
+				  or the name is unfinished: left too */
+};
+
+/*
+ * Call @fn for each run of long-name slots the iteration drops: @n slots
+ * from slot number @first of this directory (for the checker, which
+ * reports them and deletes the ones fsck.fat would).  Before the
+ * fk_dir_next() call that drops them returns.
+ */
+void fk_dir_on_orphan(struct fk_dir *dir,
+		      void (*fn)(void *arg, uint32_t first, uint32_t n,
+				 enum fk_lfn_orphan why),
+		      void *arg);
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir);
 
 /*
