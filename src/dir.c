@@ -348,8 +348,11 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 	for (;;) {
 		const unsigned char *e;
 
-		if (dir->is_done)
+		if (dir->is_done) {
+			/* fsck.fat deletes a name the directory ends in. */
+			lfn_drop(dir, FK_LFN_ORPHAN_FREE);
 			return 0;
+		}
 		if (dir->pos == dir->buf_slots || !dir->buf_slots) {
 			if ((err = load_block(dir, diag)))
 				return err;

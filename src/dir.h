@@ -83,7 +83,8 @@ void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus);
 
 /* Why long-name slots led to no entry (fsck.fat's cases). */
 enum fk_lfn_orphan {
-	FK_LFN_ORPHAN_FREE,    /* a free slot came first: fsck.fat deletes */
+	FK_LFN_ORPHAN_FREE,    /* a free slot or the directory's end came
+				  first: fsck.fat deletes */
 	FK_LFN_ORPHAN_RESTART, /* a complete name, then another name's slot:
 				  fsck.fat deletes */
 	FK_LFN_ORPHAN_BROKEN,  /* out of sequence: fsck.fat leaves them */
