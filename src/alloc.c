@@ -34,16 +34,22 @@ static int is_free(const struct fk_alloc *a, uint32_t clus)
 static void set_range(struct fk_alloc *a, uint32_t first, uint32_t n,
 		      int is_free_now)
 {
-	uint32_t c;
+	uint32_t c = first, end = first + n;
 
-	/* Runs are short compared to the work of writing them. */
-	for (c = first; c < first + n; c++) {
-		uint64_t bit = (uint64_t)1 << (c % WORD_BITS);
+	/* A word at a time: long runs are the point of batching. */
+	while (c < end) {
+		uint32_t w = c / WORD_BITS, lo = c % WORD_BITS;
+		uint32_t len =
+			end - c < WORD_BITS - lo ? end - c : WORD_BITS - lo;
+		uint64_t bits = (len == WORD_BITS ? ~(uint64_t)0
+						  : (((uint64_t)1 << len) - 1))
+				<< lo;
 
 		if (is_free_now)
-			a->free_map[c / WORD_BITS] |= bit;
+			a->free_map[w] |= bits;
 		else
-			a->free_map[c / WORD_BITS] &= ~bit;
+			a->free_map[w] &= ~bits;
+		c += len;
 	}
 	if (is_free_now)
 		a->nfree += n;
@@ -51,21 +57,37 @@ static void set_range(struct fk_alloc *a, uint32_t first, uint32_t n,
 		a->nfree -= n;
 }
 
+static void mark_one(struct fk_alloc *a, uint32_t clus, uint32_t val)
+{
+	if (clus >= FK_FIRST_CLUS && val == 0) {
+		a->free_map[clus / WORD_BITS] |= (uint64_t)1
+						 << (clus % WORD_BITS);
+		a->nfree++;
+	}
+}
+
 static int mark_free(void *arg, uint32_t first, const uint32_t *vals,
 		     uint32_t n)
 {
 	struct fk_alloc *a = arg;
-	uint32_t i;
+	uint32_t i = 0;
 
-	for (i = 0; i < n; i++) {
-		uint32_t clus = first + i;
+	/* Unaligned head, then whole words built without branches. */
+	for (; i < n && (first + i) % WORD_BITS; i++)
+		mark_one(a, first + i, vals[i]);
+	for (; n - i >= WORD_BITS; i += WORD_BITS) {
+		uint32_t clus = first + i, j;
+		uint64_t word = 0;
 
-		if (clus >= FK_FIRST_CLUS && vals[i] == 0) {
-			a->free_map[clus / WORD_BITS] |= (uint64_t)1
-							 << (clus % WORD_BITS);
-			a->nfree++;
-		}
+		for (j = 0; j < WORD_BITS; j++)
+			word |= (uint64_t)(vals[i + j] == 0) << j;
+		if (clus < FK_FIRST_CLUS)
+			word &= ~(((uint64_t)1 << FK_FIRST_CLUS) - 1);
+		a->free_map[clus / WORD_BITS] |= word;
+		a->nfree += (uint32_t)__builtin_popcountll(word);
 	}
+	for (; i < n; i++)
+		mark_one(a, first + i, vals[i]);
 	return 0;
 }
 
@@ -129,22 +151,37 @@ static uint32_t next_free(const struct fk_alloc *a, uint32_t from)
 	return from < a->end ? from : a->end;
 }
 
-/* First used cluster in [from, a->end), or a->end. */
-static uint32_t next_used(const struct fk_alloc *a, uint32_t from)
+/*
+ * First used cluster in [from, limit), or limit (clamped to a->end): a
+ * caller that needs only @limit - @from free clusters stops looking there,
+ * instead of walking a free region to the end of a large volume.
+ */
+static uint32_t next_used_upto(const struct fk_alloc *a, uint32_t from,
+			       uint32_t limit)
 {
-	uint32_t w = from / WORD_BITS;
+	uint32_t w, last_w;
 	uint64_t word;
 
-	if (from >= a->end)
-		return a->end;
+	if (limit > a->end || limit < from)
+		limit = a->end;
+	if (from >= limit)
+		return limit;
+	w = from / WORD_BITS;
+	last_w = (limit - 1) / WORD_BITS;
 	word = ~a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
 	while (!word) {
-		if (++w >= a->nwords)
-			return a->end;
+		if (++w > last_w)
+			return limit;
 		word = ~a->free_map[w];
 	}
 	from = w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
-	return from < a->end ? from : a->end;
+	return from < limit ? from : limit;
+}
+
+/* First used cluster in [from, a->end), or a->end. */
+static uint32_t next_used(const struct fk_alloc *a, uint32_t from)
+{
+	return next_used_upto(a, from, a->end);
 }
 
 static int plan_add(struct fk_plan *p, uint32_t first, uint32_t n)
@@ -199,7 +236,8 @@ static uint32_t find_fit(const struct fk_alloc *a, uint32_t need,
 		uint32_t to = pass ? start : a->end;
 
 		for (c = next_free(a, from); c < to; c = next_free(a, end)) {
-			end = next_used(a, c);
+			/* A run shorter than @need is measured in full. */
+			end = next_used_upto(a, c, c + need);
 			if (end - c >= need)
 				return c;
 			if (end - c > *longest)
@@ -268,7 +306,7 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 	}
 	/* Growing in place keeps the file in one piece. */
 	if (need && tail && tail + 1 < a->end && is_free(a, tail + 1)) {
-		n = next_used(a, tail + 1) - (tail + 1);
+		n = next_used_upto(a, tail + 1, tail + 1 + need) - (tail + 1);
 		if (n >= need || !(flags & FK_ALLOC_CONTIG)) {
 			n = n < need ? n : need;
 			if ((err = take(a, &mine, tail + 1, n)))
