@@ -41,7 +41,7 @@ struct fk_cache {
 	uint32_t *table;    /* slot index or NO_SLOT */
 	struct slot *slots;
 	unsigned char *arena; /* nslots * sec_len */
-	uint64_t *order;      /* flush scratch: sector << 32 | slot */
+	uint64_t *order;      /* dirty slots: sector << 32 | slot */
 	struct iovec *iov;    /* scratch for flush */
 	struct fk_cache_stats stats;
 };
@@ -239,7 +239,7 @@ int fk_cache_get_dirty(struct fk_cache *c, uint32_t sec, unsigned char **data)
 		if (c->ndirty == c->max_dirty && (err = fk_cache_flush(c)))
 			return err;
 		c->slots[i].state = SLOT_DIRTY;
-		c->ndirty++;
+		c->order[c->ndirty++] = (uint64_t)sec << 32 | i;
 	}
 	*data = slot_data(c, i);
 	return 0;
@@ -252,16 +252,16 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Dirty slots as (sector << 32 | slot) keys in sector order; the count. */
+/*
+ * Dirty slots as (sector << 32 | slot) keys in sector order; the count.
+ * fk_cache_get_dirty() lists each slot as it turns dirty, so a flush costs
+ * its dirty sectors, not the size of the cache (--per-cluster flushes
+ * after every entry).
+ */
 static uint32_t sort_dirty(struct fk_cache *c)
 {
-	uint32_t i, n = 0;
-
-	for (i = 0; i < c->nslots; i++)
-		if (c->slots[i].state == SLOT_DIRTY)
-			c->order[n++] = (uint64_t)c->slots[i].sec << 32 | i;
-	qsort(c->order, n, sizeof(*c->order), cmp_u64);
-	return n;
+	qsort(c->order, c->ndirty, sizeof(*c->order), cmp_u64);
+	return c->ndirty;
 }
 
 #define KEY_SEC(k)  ((uint32_t)((k) >> 32))
