@@ -225,25 +225,31 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 	printf("%s\n", shown);
 }
 
-/* Print one entry; @path is its full path, @shown what the line names. */
-static void print_entry(struct ls *ls, const struct fk_dirent *ent,
-			const char *path, const char *shown)
+/*
+ * Print one entry; @path is its full path, @shown what the line names.
+ * Returns 0, or the error of a broken chain, which is reported already.
+ */
+static int print_entry(struct ls *ls, const struct fk_dirent *ent,
+		       const char *path, const char *shown)
 {
 	struct chain c;
 	int need_chain = ls->o.is_long || ls->o.show_chain || ls->o.is_json;
+	int err;
 
 	memset(&c, 0, sizeof(c));
 	/* "." and ".." share their target's chain; do not walk them twice. */
 	if (need_chain && !fk_dirent_is_dot(ent) &&
-	    !(ent->attr & FK_ATTR_VOLUME) && get_chain(ls, ent, path, &c)) {
+	    !(ent->attr & FK_ATTR_VOLUME) &&
+	    (err = get_chain(ls, ent, path, &c))) {
 		free(c.runs);
-		return;
+		return err;
 	}
 	if (ls->o.is_json)
 		print_json_entry(ls, ent, path, &c);
 	else
 		print_text_entry(ls, ent, shown, &c);
 	free(c.runs);
+	return 0;
 }
 
 static int is_shown(const struct ls *ls, const struct fk_dirent *ent)
@@ -344,8 +350,11 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 			err = -ENOMEM;
 			break;
 		}
-		print_entry(ls, &ent, full, ls->o.is_recursive ? full : ent.name);
-		if (ls->o.is_recursive && (ent.attr & FK_ATTR_DIR) &&
+		/* A directory whose chain -l found broken is not entered:
+		 * one error for one damage. */
+		if (!print_entry(ls, &ent, full,
+				 ls->o.is_recursive ? full : ent.name) &&
+		    ls->o.is_recursive && (ent.attr & FK_ATTR_DIR) &&
 		    !fk_dirent_is_dot(&ent) && !(ent.attr & FK_ATTR_VOLUME))
 			list_dir(ls, fk_dirent_dir_clus(ls->vol, &ent), full,
 				 depth + 1);
