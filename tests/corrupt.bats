@@ -1,0 +1,455 @@
+#!/usr/bin/env bats
+# corrupt.bats: hostile images.  Whatever the damage, fatls gives one
+# clear stderr line and exit 1: no crash or signal (exit < 128), no hang
+# (each run under timeout 20), no flood of repeated output.  Images are
+# built small with mkfs.fat and broken here with dd and fatpoke.py; the
+# expected messages name the field or chain at fault.
+
+load helpers/common
+
+FATPOKE=$BATS_TEST_DIRNAME/helpers/fatpoke.py
+
+# hostile WANT ARGS...: fatls ARGS exits 1 within 20 s with exactly one
+# stderr line, which matches the glob WANT.
+hostile()
+{
+	local want=$1
+	shift
+	run --separate-stderr timeout 20 fatls "$@"
+	if ((status != 1)) || ((${#stderr_lines[@]} != 1)) ||
+		[[ $stderr != $want ]]; then
+		echo "fatls $*: exit $status, want 1; stderr:"
+		printf '  %s\n' "${stderr_lines[@]}"
+		echo "want one line: $want"
+		return 1
+	fi
+}
+
+# poke FILE OFFSET HEX: write the bytes HEX (e.g. 0002) at OFFSET.
+poke()
+{
+	local hex=$3 fmt= i
+	for ((i = 0; i < ${#hex}; i += 2)); do
+		fmt+="\\x${hex:i:2}"
+	done
+	# shellcheck disable=SC2059
+	printf "$fmt" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# le16 N, le32 N: N as little-endian hex for poke.
+le16()
+{
+	printf '%02x%02x' $(($1 & 255)) $(($1 >> 8 & 255))
+}
+
+le32()
+{
+	printf '%s%s' "$(le16 $(($1 & 65535)))" "$(le16 $(($1 >> 16)))"
+}
+
+# One small populated image per FAT type, built once, in parallel.
+setup_file()
+{
+	local t size
+	cd "$BATS_FILE_TMPDIR" || return 1
+	for t in fat12 fat16 fat32; do
+		case $t in
+		fat12) size=1M ;;
+		fat16) size=8M ;;
+		fat32) size=34M ;;
+		esac
+		{
+			mkimg "$t" "$size" "$t.img" && populate "$t.img" &&
+				fat_geometry "$t.img" >"$t.geom"
+		} >"$t.log" 2>&1 &
+	done
+	wait
+	for t in fat12 fat16 fat32; do
+		[[ -s $t.geom ]] || { cat "$t.log" >&2; return 1; }
+	done
+}
+
+# small IMG TYPE: a copy of the small populated image of TYPE, and its
+# geometry in the caller's variables (fat_geometry names).
+small()
+{
+	cp --sparse=always "$BATS_FILE_TMPDIR/$2.img" "$1"
+	eval "$(cat "$BATS_FILE_TMPDIR/$2.geom")"
+}
+
+# set_first IMG SLOT_OFFSET CLUSTER: the first cluster of a directory
+# entry (DIR_FstClusLO at 26, DIR_FstClusHI at 20, which FAT12/16 ignore).
+set_first()
+{
+	poke "$1" $(($2 + 26)) "$(le16 $(($3 & 65535)))"
+	poke "$1" $(($2 + 20)) "$(le16 $(($3 >> 16)))"
+}
+
+# survives WHAT ARGS...: fatls ARGS ends within 20 s with exit 0 or 1;
+# every stderr line is one of ours (not a sanitizer report), and there is
+# one when it fails.  Output is not kept: a garbage tree may be large.
+survives()
+{
+	local what=$1 status=0
+	shift
+	timeout 20 fatls "$@" >/dev/null 2>err || status=$?
+	if ((status > 1)) || grep -qv '^fatls: ' err ||
+		{ ((status == 1)) && [[ ! -s err ]]; }; then
+		echo "$what: fatls $*: exit $status; stderr:"
+		head -n 20 err
+		return 1
+	fi
+}
+
+# first_clus IMG PATH: the first cluster of PATH, as mshowfat sees it.
+first_clus()
+{
+	mshowfat -i "$1" "::$2" </dev/null | sed -n 's/^[^<]*<\([0-9]*\).*/\1/p'
+}
+
+@test "corrupt: an empty image" {
+	: >empty.img
+	hostile 'fatls: empty.img: image is truncated: 0 bytes, no boot sector' empty.img
+	hostile 'fatls: empty.img: image is truncated: 0 bytes, no boot sector' -l -R --info empty.img
+	hostile 'fatls: empty.img: image is truncated: 0 bytes, no boot sector' --json empty.img
+	hostile 'fatls: empty.img: volume offset 512 is past the end of the image (0 bytes)' empty.img@@512
+}
+
+@test "corrupt: images cut short inside the boot sector, the FATs, the root directory and the data area" {
+	local t cut total
+	for t in fat12 fat16 fat32; do
+		small cut.img "$t"
+		run -0 fatls -R cut.img
+		total=$((tot_secs * bytes_per_sec))
+		# Shorter and shorter: one byte short, inside the data area,
+		# the root directory (FAT32: data), FAT 2, FAT 1, after the boot
+		# sector, and inside it.
+		for cut in $((total - 1)) \
+			$((data_start_sec * bytes_per_sec + 3 * bytes_per_sec + 7)) \
+			$(((rsvd_secs + nfats * fat_secs) * bytes_per_sec + 100)) \
+			$(((rsvd_secs + fat_secs) * bytes_per_sec + 5)) \
+			$((rsvd_secs * bytes_per_sec + 3)) 512; do
+			truncate -s "$cut" cut.img
+			hostile "fatls: cut.img: image is truncated: the volume needs $total bytes, the image has $cut" -l -R cut.img
+		done
+		for cut in 511 100 1; do
+			truncate -s "$cut" cut.img
+			hostile "fatls: cut.img: image is truncated: $cut bytes, no boot sector" cut.img
+		done
+	done
+	# A partition that the end of the disk cuts short.
+	mkpartimg disk 8M fat12
+	truncate -s 3M disk
+	hostile "fatls: disk: image is truncated: the volume needs 7340032 bytes, the image has 2097152" disk
+	hostile "fatls: disk: image is truncated: the volume needs 7340032 bytes, the image has 2097152" -P 1 disk
+	hostile "fatls: disk: image is truncated: the volume needs 7340032 bytes, the image has 2097152" disk@@1M
+}
+
+@test "corrupt: 1 MiB of random bytes" {
+	local seed
+	for seed in 1 2 3; do
+		gen_bytes 1048576 "random-$seed" >rnd.img
+		hostile 'fatls: rnd.img: *' -l -R rnd.img
+	done
+	# The same behind a jump instruction, so the BPB is read.
+	for seed in 1 2; do
+		gen_bytes 1048576 "random-$seed" >rnd.img
+		poke rnd.img 0 eb3c90
+		hostile 'fatls: rnd.img: *bad boot sector: *' -l -R rnd.img
+	done
+	# Unseeded too; no jump byte and no 55AA, so no partition table.
+	head -c 1048576 /dev/urandom >rnd.img
+	poke rnd.img 0 00
+	poke rnd.img 510 0000
+	hostile 'fatls: rnd.img: not a FAT boot sector (jump byte 0x00)' rnd.img
+}
+
+# Each row: TYPES OFFSET HEX MESSAGE.  TYPES is which FAT types get the
+# damage (12, 16, 32, joined by commas; checks that do not depend on the
+# type are spread over the types to save time); MESSAGE may use $nclus
+# and friends (fat_geometry) and is expanded per image.
+BPB_DAMAGE=(
+	'12,32|0|00|not a FAT boot sector (jump byte 0x00)'
+	'12,16,32|11|0000|bad boot sector: bytes per sector 0 is not 512, 1024, 2048 or 4096'
+	'16|11|6400|bad boot sector: bytes per sector 100 is not 512, 1024, 2048 or 4096'
+	'32|11|0020|bad boot sector: bytes per sector 8192 is not 512, 1024, 2048 or 4096'
+	'12|11|0003|bad boot sector: bytes per sector 768 is not 512, 1024, 2048 or 4096'
+	'12,16,32|13|00|bad boot sector: sectors per cluster 0 is not a power of two'
+	'16|13|03|bad boot sector: sectors per cluster 3 is not a power of two'
+	'32|11|001080|bad boot sector: cluster size 524288 exceeds 65536 bytes'
+	'12,16,32|14|0000|bad boot sector: no reserved sectors'
+	'12,16,32|16|00|bad boot sector: number of FATs 0 is not 1 to 16'
+	'16|16|11|bad boot sector: number of FATs 17 is not 1 to 16'
+	'12,16|19|0000|bad boot sector: total sectors is 0'
+	'32|32|00000000|bad boot sector: total sectors is 0'
+	'12,16|22|0000|bad boot sector: *'
+	'32|36|00000000|bad boot sector: sectors per FAT is 0'
+	'12,16|17|0000|bad boot sector: FAT12/16 layout with no root directory entries'
+	'32|17|0002|bad boot sector: FAT32 layout with 512 fixed root entries'
+	'12,16|22|0100|bad boot sector: a FAT of * entries cannot map * clusters'
+	'12,16|19|ffff|image is truncated: the volume needs 33553920 bytes, the image has *'
+	'32|44|00000000|bad boot sector: root cluster 0 is out of range (2 to $((nclus + 1)))'
+	'32|44|$(le32 $((nclus + 2)))|bad boot sector: root cluster $((nclus + 2)) is out of range (2 to $((nclus + 1)))'
+	'32|44|ffffff0f|bad boot sector: root cluster 268435455 is out of range (2 to $((nclus + 1)))'
+	'32|48|$(le16 rsvd_secs)|bad boot sector: FSInfo sector $rsvd_secs is outside the $rsvd_secs reserved sectors'
+	'32|48|feff|bad boot sector: FSInfo sector 65534 is outside the $rsvd_secs reserved sectors'
+	'32|50|$(le16 rsvd_secs)|bad boot sector: backup boot sector $rsvd_secs is outside the $rsvd_secs reserved sectors'
+	'32|42|0001|bad boot sector: FAT32 version 1.0 is not 0.0'
+	'32|40|8300|bad boot sector: active FAT 3 of 2'
+)
+
+@test "corrupt: each damaged BPB field gets its own one-line reason" {
+	local t row types off hex msg n=0
+	for t in 12 16 32; do
+		small img "fat$t"
+		dd if=img of=boot.orig bs=512 count=1 status=none
+		for row in "${BPB_DAMAGE[@]}"; do
+			IFS='|' read -r types off hex msg <<<"$row"
+			[[ ,$types, == *,$t,* ]] || continue
+			hex=$(eval "echo \"$hex\"")
+			msg=$(eval "echo \"$msg\"")
+			poke img "$off" "$hex"
+			hostile "fatls: img: $msg" -l -R --info img
+			dd if=boot.orig of=img conv=notrunc status=none
+			n=$((n + 1))
+		done
+		# Restored, the image lists again: the damage made the failure.
+		run -0 fatls -R img
+	done
+	[ "$n" -eq 41 ]
+}
+
+@test "corrupt: BPBs with shifted fields never crash or hang fatls" {
+	local t i
+	for t in fat12 fat16 fat32; do
+		small img "$t"
+		dd if=img of=boot.orig bs=512 count=1 status=none
+		# 16 boot sectors, each with one to three of the fields that
+		# decide the layout nudged (+-3, doubled, halved): many still
+		# pass the checks and describe a volume shifted over the real
+		# FATs and directories, which fatls then has to read.
+		"$FK_PYTHON" - boot.orig "$t" <<'EOF'
+import random, struct, sys
+orig, kind = open(sys.argv[1], "rb").read(), sys.argv[2]
+rnd = random.Random("bpb-" + kind)
+fields = [(13, "B"), (14, "H"), (16, "B"), (17, "H"), (19, "H"), (22, "H"),
+          (32, "I"), (36, "I"), (44, "I"), (48, "H"), (50, "H")]
+if kind != "fat32":
+    fields = fields[:7]
+for i in range(16):
+    bs = bytearray(orig)
+    for off, fmt in rnd.sample(fields, rnd.choice([1, 1, 2, 3])):
+        v = struct.unpack_from("<" + fmt, bs, off)[0]
+        v = rnd.choice([v + rnd.randint(-3, 3), v * 2, v // 2, v + 1, v - 1])
+        struct.pack_into("<" + fmt, bs, off, v % (1 << 8 * struct.calcsize(fmt)))
+    open("boot.%d" % i, "wb").write(bs)
+EOF
+		for ((i = 0; i < 16; i++)); do
+			dd if="boot.$i" of=img conv=notrunc status=none
+			survives "boot.$i" -l -a -R --info img
+		done
+	done
+}
+
+@test "corrupt: a file whose chain loops back to itself, on both FAT copies" {
+	local t first
+	for t in fat12 fat16 fat32; do
+		small img "$t"
+		first=$(first_clus img /README.TXT)
+		[ -n "$first" ]
+		"$FK_PYTHON" "$FATPOKE" set img "$first" "$first"
+		fat_copies_equal img
+		run -0 "$FK_PYTHON" "$FATPOKE" chain img "$first"
+		[ "$output" = "runs=$first-$first end=loop" ]
+		# fsck.fat, our judge, sees the same damage.
+		run -1 fsck.fat -n img
+		assert_output --partial 'Circular cluster chain'
+		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" --chain img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" --json img /README.TXT
+		# In a listing, the other entries are still shown.
+		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l img /
+		assert_line --partial 'A long file name for testing.txt'
+		assert_line --partial '日本語.txt'
+		refute_line --partial 'README.TXT'
+		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l -R img
+		assert_line --partial /DATA/rand-100000.bin
+		# Names need no chain: the plain listing is sound.
+		run -0 --separate-stderr fatls img /
+		assert_line README.TXT
+	done
+}
+
+@test "corrupt: a longer loop, the last cluster linking back to the first" {
+	local first last
+	small img fat16
+	first=$(first_clus img /DATA/rand-100000.bin)
+	last=$(("$first" + 100000 / 512))
+	run -0 "$FK_PYTHON" "$FATPOKE" chain img "$first"
+	[ "$output" = "runs=$first-$last end=eoc" ]
+	"$FK_PYTHON" "$FATPOKE" set img "$last" "$first"
+	hostile "fatls: /DATA/rand-100000.bin: cluster chain loops (more than $nclus links)" --chain img /DATA
+	[ "${#lines[@]}" -eq 6 ]
+}
+
+@test "corrupt: a chain that links out of range, to a free cluster, to a bad cluster" {
+	local t first
+	for t in fat12 fat16 fat32; do
+		small img "$t"
+		first=$(first_clus img /DATA/rand-4096.bin)
+		"$FK_PYTHON" "$FATPOKE" set img "$first" $((nclus + 2))
+		hostile "fatls: /DATA/rand-4096.bin: cluster chain links to out-of-range cluster $((nclus + 2)) after $first" -l img /DATA/rand-4096.bin
+		"$FK_PYTHON" "$FATPOKE" set img "$first" 0
+		hostile "fatls: /DATA/rand-4096.bin: cluster chain links to a free cluster after $first" --chain img /DATA/rand-4096.bin
+		case $t in
+		fat12) "$FK_PYTHON" "$FATPOKE" set img "$first" 0xff7 ;;
+		fat16) "$FK_PYTHON" "$FATPOKE" set img "$first" 0xfff7 ;;
+		fat32) "$FK_PYTHON" "$FATPOKE" set img "$first" 0x0ffffff7 ;;
+		esac
+		hostile "fatls: /DATA/rand-4096.bin: cluster chain links to a bad cluster after $first" --json img /DATA/rand-4096.bin
+	done
+}
+
+@test "corrupt: a directory entry whose first cluster is out of range" {
+	local t off
+	for t in fat16 fat32; do
+		small img "$t"
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'README  TXT')
+		# DIR_FstClusLO (bytes 26..27): past the last cluster.
+		set_first img "$off" $((nclus + 5))
+		hostile "fatls: /README.TXT: first cluster $((nclus + 5)) is out of range" -l img /README.TXT
+		# A subdirectory pointing past the end.
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'DATA       ')
+		set_first img "$off" $((nclus + 7))
+		hostile "fatls: /DATA: first cluster $((nclus + 7)) is out of range" img /DATA
+		# -R reports it and lists the rest; two bad entries, two lines.
+		run --separate-stderr timeout 20 fatls -l -R img
+		[ "$status" -eq 1 ]
+		[ "${#stderr_lines[@]}" -eq 2 ]
+		assert_line --partial /deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt
+	done
+}
+
+# loop_dir IMG N: IMG (FAT16, 2 KiB clusters) with N files in /LOOP, whose
+# chain of 4 clusters is then made to loop: the last links to the first.
+loop_dir()
+{
+	local first runs last
+	mkimg_geom 16 512 2K 2 16M "$1"
+	populate "$1"
+	populate_big_dir "$1" /LOOP "$2"
+	first=$(first_clus "$1" /LOOP)
+	runs=$("$FK_PYTHON" "$FATPOKE" chain "$1" "$first")
+	[[ $runs =~ ^runs=.*-([0-9]+)\ end=eoc$ ]]
+	last=${BASH_REMATCH[1]}
+	"$FK_PYTHON" "$FATPOKE" set "$1" "$last" "$first"
+	eval "$(fat_geometry "$1")"
+}
+
+@test "corrupt: a directory whose chain loops: fatls -R ends with one error, not the entries over and over" {
+	# 254 files, . and ..: 256 slots fill 4 clusters, so there is no
+	# end marker and the walk reaches the loop.
+	loop_dir img 254
+	run -1 fsck.fat -n img
+	assert_output --partial 'Circular cluster chain'
+	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" -R img
+	# The rest of the tree is listed, /LOOP's entries never.
+	assert_line /LOOP
+	assert_line /deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt
+	refute_line --partial /LOOP/
+	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" img /LOOP
+	[ -z "$output" ]
+	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" -l img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" --json img /LOOP
+	# Looking a name up in it ends too.
+	run --separate-stderr timeout 20 fatls img /LOOP/nothere.txt
+	[ "$status" -eq 1 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+}
+
+@test "corrupt: a FAT32 root directory whose chain loops or breaks" {
+	local root
+	small img fat32
+	root=$(fatls --info img | sed -n 's/^root cluster: //p')
+	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
+	hostile "fatls: /: cluster chain loops (more than $nclus links)" img
+	hostile "fatls: /: cluster chain loops (more than $nclus links)" -R img
+	"$FK_PYTHON" "$FATPOKE" set img "$root" 0
+	hostile "fatls: /: cluster chain links to a free cluster after $root" -l img /
+}
+
+@test "corrupt: a directory that contains its own ancestor: fatls -R ends with one error" {
+	local t off top
+	for t in fat12 fat16 fat32; do
+		small img "$t"
+		top=$(first_clus img /deep1)
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'DEEP6      ')
+		set_first img "$off" "$top"
+		hostile "fatls: /deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $top is listed already)" -R img
+		assert_line /deep1/deep2/deep3/deep4/deep5/deep6
+		assert_line /README.TXT
+		# Without -R nothing recurses: deep6 lists deep1's entries.
+		run -0 fatls img /deep1/deep2/deep3/deep4/deep5/deep6
+		[ "$output" = deep2 ]
+	done
+}
+
+@test "corrupt: directories that point at the root, and two entries pointing at their parent, end at once" {
+	local t off
+	for t in fat16 fat32; do
+		small img "$t"
+		mmd -i img ::/deep1/deep2/deep3/deep4/deep5/other
+		# deep6 and other both point at deep5's parent, deep4: without a
+		# check each level doubles the walk (2^128 listings).
+		local d4
+		d4=$(first_clus img /deep1/deep2/deep3/deep4)
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'DEEP6      ')
+		set_first img "$off" "$d4"
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'OTHER      ')
+		set_first img "$off" "$d4"
+		run --separate-stderr timeout 20 fatls -R img
+		[ "$status" -eq 1 ]
+		[ "${#stderr_lines[@]}" -eq 2 ]
+		[[ ${stderr_lines[0]} == "fatls: /deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $d4 is listed already)" ]]
+		[[ ${stderr_lines[1]} == "fatls: /deep1/deep2/deep3/deep4/deep5/other: directory loop (cluster $d4 is listed already)" ]]
+		[ "${#lines[@]}" -lt 40 ]
+		# A subdirectory whose first cluster is 0 means the root (as
+		# ".." does); as a plain entry it is a loop back to /.
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'DEEP1      ')
+		set_first img "$off" 0
+		run --separate-stderr timeout 20 fatls -R img
+		[ "$status" -eq 1 ]
+		[ "${#stderr_lines[@]}" -eq 1 ]
+		[[ $stderr == "fatls: /deep1: directory loop (cluster "*" is listed already)" ]]
+	done
+}
+
+@test "corrupt: garbage in the FAT and in directories: fatls ends, every stderr line its own" {
+	local t seed off
+	for t in fat12 fat16 fat32; do
+		small img "$t"
+		cp --sparse=always img orig.img
+		for seed in 1 2; do
+			# Random FAT entries in both copies, past the first sector
+			# (which keeps the two reserved entries).
+			gen_bytes $(((fat_secs - 1) * bytes_per_sec)) "fat-$seed" >fat.bin
+			dd if=fat.bin of=img bs="$bytes_per_sec" conv=notrunc status=none \
+				seek=$((rsvd_secs + 1))
+			dd if=fat.bin of=img bs="$bytes_per_sec" conv=notrunc status=none \
+				seek=$((rsvd_secs + fat_secs + 1))
+			survives "fat-$seed" -l -a -R --chain img /
+			survives "fat-$seed" --json --info -R img /
+			timeout 20 fatls --json --info -R img / 2>/dev/null |
+				"$FK_PYTHON" -c 'import json, sys; json.load(sys.stdin)' 
+			# Random directory slots in /DATA (its first cluster).
+			cp --sparse=always orig.img img
+			local data
+			data=$((data_start_sec * bytes_per_sec + ($(first_clus img /DATA) - 2) * sec_per_clus * bytes_per_sec))
+			gen_bytes $((sec_per_clus * bytes_per_sec)) "dir-$seed" >dir.bin
+			dd if=dir.bin of=img bs="$bytes_per_sec" conv=notrunc status=none \
+				seek=$((data / bytes_per_sec))
+			survives "dir-$seed" -l -a -R --chain img
+			cp --sparse=always orig.img img
+		done
+	done
+}
