@@ -68,7 +68,7 @@ struct fat_fix {
 
 enum ent_op {
 	EF_SET,	   /* new first cluster and/or size */
-	EF_DELETE, /* mark the entry and its long-name slots deleted */
+	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
 	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
 	EF_UNHIDE, /* 0x00 slots in [slot, slot + nslots) become 0xE5 */
 };
@@ -77,8 +77,8 @@ enum ent_op {
 struct ent_fix {
 	enum ent_op op;
 	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
-	uint32_t slot;	   /* the short slot, or the first slot (UNHIDE) */
-	uint32_t nslots;   /* DELETE: slots with the long name; UNHIDE */
+	uint32_t slot;	   /* the short slot; the first (DELETE, UNHIDE) */
+	uint32_t nslots;   /* DELETE, UNHIDE: slots from @slot */
 	int set_first, set_size;
 	uint32_t first_clus, size;
 	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE */
@@ -169,6 +169,7 @@ struct fk_check {
 
 /* Directory being walked. */
 struct dirctx {
+	struct fk_check *ck;
 	uint32_t first;	 /* first cluster; 0: the FAT12/16 fixed root */
 	uint32_t nclus;	 /* clusters claimed (read no further); 0: root */
 	uint32_t parent; /* what ".." must say (0: the root) */
@@ -181,7 +182,10 @@ struct dirctx {
 	int has_dot, has_dotdot;
 	int has_hidden;
 	uint32_t end_slot, hidden_last;
-	uint32_t lfn_damaged;
+	uint32_t broken_lfn;	/* long-name slots out of sequence */
+	uint32_t damaged_first; /* long-name slots the next entry does */
+	uint32_t damaged_n;	/* not match (FK_LFN_ORPHAN_ENTRY) */
+	uint32_t ent_first;	/* first slot of the entry being checked */
 };
 
 /* "s" for a plural count. */
@@ -354,17 +358,25 @@ static void entry_set(struct ent_fix *f, const struct dirctx *d,
 	f->slot = ent->slot;
 }
 
-static int plan_delete(struct fk_check *ck, const struct dirctx *d,
-		       const struct fk_dirent *ent)
+static int plan_erase(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
+		      uint32_t n)
 {
 	struct ent_fix f;
 
 	memset(&f, 0, sizeof(f));
 	f.op = EF_DELETE;
-	f.dir_clus = d->first;
-	f.slot = ent->slot;
-	f.nslots = ent->nslots;
+	f.dir_clus = dir_clus;
+	f.slot = first;
+	f.nslots = n;
 	return plan_entry(ck, &f);
+}
+
+/* Delete @ent with every long-name slot before it, matching or not. */
+static int plan_delete(struct fk_check *ck, const struct dirctx *d,
+		       const struct fk_dirent *ent)
+{
+	return plan_erase(ck, d->first, d->ent_first,
+			  ent->slot - d->ent_first + 1);
 }
 
 /* ---- paths --------------------------------------------------------------- */
@@ -1227,13 +1239,14 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 			ck->has_root_label = 1;
 			memcpy(ck->root_label, ent->raw, 11);
 		}
-		return 0;
+		/* fsck.fat checks any chain a label claims: as a file. */
+		if (!ent->first_clus && !ent->size)
+			return 0;
 	}
 	if ((err = push_name(ck, ent->name, &old)))
 		return err;
 	if (ck->pass == 1) {
 		check_names(ck, d, ent);
-		d->lfn_damaged += ent->is_lfn_damaged;
 		if (is_hidden) {
 			idx = report(ck, FK_SEV_WARNING, "hidden-entry",
 				     cur_path(ck),
@@ -1245,7 +1258,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 			d->hidden_last = ent->slot;
 		}
 	}
-	if (ent->attr & FK_ATTR_DIR)
+	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
 		err = walk_subdir(ck, d, ent, diag);
 	else
 		err = walk_file(ck, d, ent);
@@ -1362,18 +1375,55 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	return 0;
 }
 
+/* Pass 1: long-name slots the directory iteration dropped. */
+static void on_orphan(void *arg, uint32_t first, uint32_t n,
+		      enum fk_lfn_orphan why)
+{
+	struct dirctx *d = arg;
+	struct fk_check *ck = d->ck;
+	char range[32];
+	size_t idx;
+
+	switch (why) {
+	case FK_LFN_ORPHAN_FREE:
+	case FK_LFN_ORPHAN_RESTART:
+		if (n > 1)
+			snprintf(range, sizeof(range), "s %u-%u", first,
+				 first + n - 1);
+		else
+			snprintf(range, sizeof(range), " %u", first);
+		idx = report(ck, FK_SEV_ERROR, "long-name", cur_path(ck),
+			     "long-name slot%s belong%s to no entry (%s)",
+			     range, n > 1 ? "" : "s",
+			     why == FK_LFN_ORPHAN_FREE
+				     ? "a free slot follows"
+				     : "another long name starts after");
+		set_fix(ck, idx, "slot%s deleted", pl(n));
+		if (plan_erase(ck, d->first, first, n))
+			ck->is_nomem = 1;
+		break;
+	case FK_LFN_ORPHAN_BROKEN:
+		d->broken_lfn += n;
+		break;
+	case FK_LFN_ORPHAN_ENTRY:
+		d->damaged_first = first;
+		d->damaged_n = n;
+		break;
+	}
+}
+
 /* Pass 1, after the entries: what the directory as a whole showed. */
-static int dir_after(struct fk_check *ck, struct dirctx *d,
-		     const struct fk_dir_stats *st)
+static int dir_after(struct fk_check *ck, struct dirctx *d)
 {
 	struct ent_fix fix;
 	int err;
 
-	if (st->orphan_lfn && !d->lfn_damaged)
+	if (d->broken_lfn)
 		report(ck, FK_SEV_WARNING, "long-name", cur_path(ck),
-		       "%u long-name slot%s belong%s to no entry",
-		       st->orphan_lfn, pl(st->orphan_lfn),
-		       st->orphan_lfn == 1 ? "s" : "");
+		       "%u long-name slot%s out of sequence belong%s to no "
+		       "entry; readers ignore them",
+		       d->broken_lfn, pl(d->broken_lfn),
+		       d->broken_lfn == 1 ? "s" : "");
 	if (d->has_hidden) {
 		memset(&fix, 0, sizeof(fix));
 		fix.op = EF_UNHIDE;
@@ -1404,8 +1454,17 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		goto out;
 	if ((err = open_dir(ck, d, &dir)))
 		goto out;
+	d->ck = ck;
+	if (ck->pass == 1)
+		fk_dir_on_orphan(dir, on_orphan, d);
 	while ((r = fk_dir_next(dir, ent, diag)) == 1) {
 		const struct fk_dir_stats *st = fk_dir_stats(dir);
+
+		d->ent_first = ent->slot + 1 - ent->nslots;
+		if (ent->is_lfn_damaged && d->damaged_n &&
+		    d->damaged_first + d->damaged_n == ent->slot)
+			d->ent_first = d->damaged_first;
+		d->damaged_n = 0;
 
 		if (st->after_end && !d->has_hidden)
 			d->end_slot = st->end_slot;
@@ -1418,7 +1477,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		goto out;
 	}
 	if (ck->pass == 1)
-		err = dir_after(ck, d, fk_dir_stats(dir));
+		err = dir_after(ck, d);
 out:
 	if (err)
 		fk_diag_subject(diag, cur_path(ck));
@@ -1892,9 +1951,7 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 	case EF_DELETE:
 	case EF_UNHIDE:
 		for (s = 0; s < f->nslots; s++) {
-			uint32_t slot = f->op == EF_DELETE
-						? f->slot - f->nslots + 1 + s
-						: f->slot + s;
+			uint32_t slot = f->slot + s;
 
 			if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, slot,
 						    e)))

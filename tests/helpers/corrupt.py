@@ -34,13 +34,23 @@ Cases (PATH is absolute inside the volume):
   dir-loop PATH ANCESTOR   directory PATH's entry points at ANCESTOR's chain
   dir-size PATH            directory PATH has a non-zero size
   dup PATH1 PATH2          PATH2 (same directory) gets PATH1's short name
+                           (PATH2's entry then shows as PATH1 too)
   lfn-sum PATH             PATH's long-name slots carry a wrong checksum
   lfn-seq PATH             PATH's first long-name slot has a wrong ordinal
+  orphan-lfn PATH          PATH's short slot deleted, its long-name slots
+                           left behind (and its clusters lost)
   bad-char PATH            PATH's short name gets a '?' (checksums kept)
   after-end PATH           PATH moves behind the directory's end marker
   endless-dir PATH         directory PATH grows to more than 65536 slots
   deep-loop PATH           directory PATH holds an entry for itself, so the
                            tree nests without end
+  nest PATH N              N more directories nested one in another under
+                           directory PATH (a tree deeper than any real one)
+  label                    the boot sector's label differs from the root's
+  fat-garbage SEED         every FAT entry past the first 2 random (the same
+                           in every copy)
+  dir-garbage PATH SEED    directory PATH's slots (after "." and "..")
+                           random bytes
 """
 
 import struct
@@ -171,6 +181,16 @@ class Volume:
                 if len(out) == n:
                     return out
         die("not enough free clusters")
+
+    def took(self, n):
+        """@n free clusters were allocated: keep the FSInfo free count true,
+        so a case shows only its own defect."""
+        if not self.fsinfo_sec:
+            return
+        off = self.fsinfo_sec * self.bps + 488
+        free = le(self.read(off, 4), 0, 4)
+        if free != 0xFFFFFFFF:
+            self.write(off, struct.pack("<I", free - n))
 
     def clus_off(self, clus):
         return self.data_off + (clus - 2) * self.clus_len
@@ -325,6 +345,7 @@ def case_lost(vol):
     vol.put(cs[0], cs[1])
     vol.put(cs[1], cs[2])
     vol.put(cs[2], vol.eoc)
+    vol.took(3)
     return ["-"]
 
 
@@ -341,6 +362,7 @@ def case_link(vol, path, kind):
     elif kind == "bad":
         target = vol.free_clusters(1, after=(vol.nclus + 2) // 2)[0]
         vol.put(target, vol.bad)
+        vol.took(1)
     elif kind == "reserved":
         target = 1
     else:
@@ -381,6 +403,7 @@ def case_tail(vol, path, n="2"):
         vol.put(ch[-1], cs[0])
     else:
         vol.set_first(ent, cs[0])
+    vol.took(len(cs))
     return [path]
 
 
@@ -427,7 +450,7 @@ def case_dup(vol, path1, path2):
         die("the two paths must share a directory")
     vol.write(e2.off, e1.raw)
     fix_lfn_sum(vol, e2, e1.raw)
-    return [path2]
+    return [path1, path2]
 
 
 def fix_lfn_sum(vol, ent, raw):
@@ -454,6 +477,12 @@ def case_lfn_seq(vol, path):
     off = ent.offs[0]
     vol.write(off, bytes([(vol.read(off, 1)[0] & 0x40) | 0x1F]))
     return [path]
+
+
+def case_orphan_lfn(vol, path):
+    ent = long_entry(vol, path)
+    vol.write(ent.off, bytes([DELETED]))
+    return [path.rsplit("/", 1)[0] or "/", path]
 
 
 def case_bad_char(vol, path):
@@ -489,6 +518,7 @@ def case_endless_dir(vol, path):
     for a, b in zip(cs, cs[1:] + [vol.eoc]):
         vol.put(a, b)
     vol.put(ch[-1], cs[0])
+    vol.took(len(cs))
     return [path]
 
 
@@ -499,11 +529,81 @@ def case_deep_loop(vol, path):
         if vol.read(off, 1)[0] in (0, DELETED):
             vol.write(off, b"LOOP       " + bytes([ATTR_DIR]) +
                       vol.read(ent.off + 12, 20))
-            return [path]
+            return [path.rstrip("/") + "/LOOP"]
     die("no free slot in " + path)
 
 
+def new_dir(vol, clus, parent, name):
+    """Write a one-cluster directory at @clus with "." and ".."."""
+    vol.write(vol.clus_off(clus), bytes(vol.clus_len))
+    dot = bytearray(32)
+    dot[0:11] = b".          "
+    dot[11] = ATTR_DIR
+    dotdot = bytearray(dot)
+    dotdot[0:11] = b"..         "
+    for e, c in ((dot, clus), (dotdot, parent)):
+        e[26:28] = struct.pack("<H", c & 0xFFFF)
+        e[20:22] = struct.pack("<H", c >> 16 if vol.bits == 32 else 0)
+    vol.write(vol.clus_off(clus), bytes(dot) + bytes(dotdot))
+    vol.put(clus, vol.eoc)
+    ent = bytearray(32)
+    ent[0:11] = name.ljust(11).encode()
+    ent[11] = ATTR_DIR
+    ent[26:28] = struct.pack("<H", clus & 0xFFFF)
+    ent[20:22] = struct.pack("<H", clus >> 16 if vol.bits == 32 else 0)
+    return bytes(ent)
+
+
+def case_nest(vol, path, n):
+    ent, _ = vol.lookup(path)
+    parent = ent.first
+    cs = vol.free_clusters(int(n))
+    for c in cs:
+        e = new_dir(vol, c, parent, "D")
+        # the new directory's entry goes in its parent's third slot
+        vol.write(vol.clus_off(parent) + 2 * 32, e)
+        parent = c
+    vol.took(len(cs))
+    return [path]
+
+
+def case_label(vol):
+    off = 71 if vol.bits == 32 else 43
+    vol.write(off, b"OTHERLABEL ")
+    return ["-"]
+
+
+def rand_bytes(seed, n):
+    import hashlib
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += hashlib.sha256(("%s:%d" % (seed, i)).encode()).digest()
+        i += 1
+    return bytes(out[:n])
+
+
+def case_fat_garbage(vol, seed):
+    start = 2 * vol.bits // 8
+    n = vol.fat_secs * vol.bps - start
+    data = rand_bytes(seed, n)
+    for copy in range(vol.nfats):
+        vol.write(vol.fat_off + copy * vol.fat_secs * vol.bps + start, data)
+    return ["-"]
+
+
+def case_dir_garbage(vol, path, seed):
+    ent, _ = vol.lookup(path)
+    offs = [off for off, _ in vol.dir_slots(ent.first)][2:]
+    data = rand_bytes(seed, 32 * len(offs))
+    for k, off in enumerate(offs):
+        vol.write(off, data[32 * k:32 * k + 32])
+    return [path]
+
+
 CASES = {
+    "nest": case_nest, "label": case_label,
+    "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
     "fat1-dirty": case_fat1_dirty, "boot-dirty": case_boot_dirty,
     "backup-boot": case_backup_boot, "fsinfo-sig": case_fsinfo_sig,
@@ -518,7 +618,7 @@ CASES = {
     "dotdot": lambda v, p: case_dot(v, p, ".."),
     "no-dot": case_no_dot, "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
-    "lfn-seq": case_lfn_seq, "bad-char": case_bad_char,
+    "lfn-seq": case_lfn_seq, "orphan-lfn": case_orphan_lfn, "bad-char": case_bad_char,
     "after-end": case_after_end, "endless-dir": case_endless_dir,
     "deep-loop": case_deep_loop,
 }
