@@ -503,6 +503,10 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 			continue;
 		if (!(ent->attr & FK_ATTR_DIR))
 			return -ENOTDIR;
+		/* The root has no ".." slot but is its own parent, as in
+		 * POSIX and mtools (only root_entry() names an entry "/"). */
+		if (!strcmp(comp, "..") && !strcmp(ent->name, "/"))
+			continue;
 		if ((err = find_in(vol, fk_dirent_dir_clus(vol, ent), comp, ent,
 				   diag)))
 			return err;
