@@ -714,6 +714,29 @@ EOF
 	[ "$output" = lower.txt ]
 	run -0 fatls "$img" /DEEP1/./DEEP2/../deep2/deep3
 	[ "$output" = deep4 ]
+	# The root is its own parent, as for mdir ::/.. and POSIX.
+	run -0 fatls "$img" /..
+	[ "$output" = "$(fatls "$img" /)" ]
+	run -0 fatls "$img" /deep1/../../DATA/..
+	[ "$output" = "$(fatls "$img" /)" ]
+	run -0 mdir -i "$img" ::/..
+}
+
+@test "fatls: a long name whose checksum does not match falls back to the 8.3 name, as mdir shows it" {
+	mkimg fat16 16M img
+	populate img
+	local off
+	off=$("$FK_PYTHON" "$FATPOKE" slot img 'ALONGF~1TXT')
+	# The checksum byte (13) of the long-name slot just before it.
+	printf '\0' | dd of=img bs=1 seek=$((off - 32 + 13)) conv=notrunc status=none
+	run -0 fatls img /
+	assert_line ALONGF~1.TXT
+	refute_line 'A long file name for testing.txt'
+	diff -u <(mdir_entries img /) <(fatls_entries img /)
+	run -0 fatls -l img /alongf~1.txt
+	[[ $output == "----a         24 "* ]]
+	run -1 --separate-stderr fatls img "/A long file name for testing.txt"
+	[ "$stderr" = "fatls: /A long file name for testing.txt: No such file or directory" ]
 }
 
 @test "fatls: a missing PATH, a file used as a directory, a relative PATH" {
