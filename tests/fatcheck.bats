@@ -478,6 +478,31 @@ v.put(a[-1], b[1])
 	[ "$(mtype -i img ::/README.TXT)" = "fatkit test volume" ]
 }
 
+# ---- scale --------------------------------------------------------------------
+
+@test "fatcheck: the largest FAT32 mkfs.fat makes (2 TiB, sparse), in memory bounded by the cluster map" {
+	local avail nclus rss
+	avail=$(df --output=avail -k . | tail -n 1)
+	((avail > 2 * 1024 * 1024)) || skip "needs 2 GiB free in $PWD"
+	mkfs.fat --invariant -F 32 -C big.img $((2 * 1024 * 1024 * 1024 - 1)) \
+		>/dev/null
+	"$FK_PYTHON" "$CORRUPT" big.img lost >/dev/null # past the middle
+	run -4 --separate-stderr /usr/bin/time -f 'rss=%M' fatcheck big.img
+	[[ $output == *"error: big.img: 3 lost clusters"* ]]
+	rss=${stderr##*rss=}
+	nclus=$(fat_geometry big.img | sed -n 's/^nclus=//p')
+	[ "$nclus" -gt 67000000 ]
+	# Two bits per cluster, plus a few MiB of buffers; the sanitizers'
+	# shadow memory would not fit that bound.
+	if ! ldd "$FATKIT_BUILD/fatcheck" | grep -q libasan; then
+		((rss <= nclus / 4 / 1024 + 12 * 1024))
+	fi
+	run -1 fatcheck -r big.img
+	run -0 fatcheck big.img
+	[ "$(fsinfo_free big.img)" -eq "$((nclus - 1))" ]
+	rm -f big.img
+}
+
 # ---- output -------------------------------------------------------------------
 
 @test "fatcheck --json: one document with the findings and the summary" {
