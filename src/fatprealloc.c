@@ -369,16 +369,19 @@ static void print_stats(struct fk_volume *vol,
 static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 			  int is_dry)
 {
+	static const char *const done[] = {"unchanged", "created", "grown"};
+	static const char *const plan[] = {"would leave unchanged",
+					   "would create", "would grow"};
 	size_t i;
 
 	for (i = 0; i < res->nfiles; i++) {
 		const struct fk_prealloc_file *f = &res->files[i];
 
 		fprintf(out,
-			"%s%s %s: size %" PRIu32 " -> %" PRIu32 ", %" PRIu32
-			" new clusters, %zu fragment%s\n",
-			is_dry ? "would have " : "", action_name(f->action),
-			f->path, f->old_size, f->size, f->new_clus,
+			"%s %s: size %" PRIu32 " -> %" PRIu32 ", %" PRIu32
+			" new cluster%s, %zu fragment%s\n",
+			(is_dry ? plan : done)[f->action], f->path, f->old_size,
+			f->size, f->new_clus, f->new_clus == 1 ? "" : "s",
 			f->chain.nruns, f->chain.nruns == 1 ? "" : "s");
 	}
 }

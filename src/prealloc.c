@@ -136,9 +136,13 @@ out_unplan:
 /* ---- resolving requests -----------------------------------------------------
  */
 
-/* Walk the parents of @path; *@leaf points at the last component. */
+/*
+ * Walk the parents of @path and copy its last component to @leaf (without
+ * trailing slashes; *@is_dir_form says there were some, or the path is
+ * "/", which asks for a directory).
+ */
 static int resolve_parent(struct op *op, const char *path,
-			  struct fk_dirplan **dp, const char **leaf,
+			  struct fk_dirplan **dp, char *leaf, int *is_dir_form,
 			  struct fk_diag *diag)
 {
 	char comp[FK_NAME_MAX];
@@ -149,9 +153,9 @@ static int resolve_parent(struct op *op, const char *path,
 
 	if (*p != '/')
 		return -EINVAL;
-	for (;;) {
-		size_t len;
+	size_t len;
 
+	for (;;) {
 		while (*p == '/')
 			p++;
 		len = strcspn(p, "/");
@@ -182,7 +186,12 @@ static int resolve_parent(struct op *op, const char *path,
 			return err;
 		}
 	}
-	*leaf = p;
+	len = strcspn(p, "/");
+	if (len >= FK_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(leaf, p, len);
+	leaf[len] = '\0';
+	*is_dir_form = p[len] == '/' || !len;
 	return dir_get(op, clus, dp, diag);
 }
 
@@ -240,19 +249,22 @@ static int resolve(struct op *op, size_t r, const struct fk_prealloc_req *req,
 	struct file_plan *fp;
 	struct fk_dirplan *dp;
 	struct fk_dirent ent;
-	const char *leaf;
+	char leaf[FK_NAME_MAX];
 	uint32_t id, tag;
-	int err;
+	int is_dir_form, err;
 
 	if (req->len > FK_FILE_MAX) {
 		fk_diag_detail(diag, NULL, "FAT files end at 4 GiB - 1 byte");
 		return -EFBIG;
 	}
-	if ((err = resolve_parent(op, req->path, &dp, &leaf, diag)))
+	if ((err = resolve_parent(op, req->path, &dp, leaf, &is_dir_form,
+				  diag)))
 		return err;
 	if (fk_dirplan_find(dp, leaf, &ent, &id)) {
 		if (ent.attr & (FK_ATTR_DIR | FK_ATTR_VOLUME))
 			return -EISDIR;
+		if (is_dir_form)
+			return -ENOTDIR;
 		tag = fk_dirplan_tag(dp, id);
 		if (tag != FK_DIRPLAN_NO_TAG) { /* the same file again */
 			fp = &op->files[tag];
@@ -265,6 +277,8 @@ static int resolve(struct op *op, size_t r, const struct fk_prealloc_req *req,
 		fp->old_size = ent.size;
 		if ((err = load_chain(op, fp, diag)))
 			return err;
+	} else if (is_dir_form) {
+		return *leaf ? -ENOENT : -EISDIR; /* "/" is the root */
 	} else {
 		file_push(op, &fp);
 		fp->ent = op->stamp;
