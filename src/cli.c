@@ -16,9 +16,9 @@ struct suffix {
 
 /* util-linux fallocate -l rules: binary unless the suffix says "B" alone. */
 static const struct suffix suffixes[] = {
-	{"", 0, 0},	  {"K", 10, 0},	   {"M", 20, 0},   {"G", 30, 0},
-	{"T", 40, 0},	  {"KiB", 10, 0},  {"MiB", 20, 0}, {"GiB", 30, 0},
-	{"TiB", 40, 0},	  {"KB", 0, 3},	   {"MB", 0, 6},   {"GB", 0, 9},
+	{"", 0, 0},	{"K", 10, 0},	{"M", 20, 0},	{"G", 30, 0},
+	{"T", 40, 0},	{"KiB", 10, 0}, {"MiB", 20, 0}, {"GiB", 30, 0},
+	{"TiB", 40, 0}, {"KB", 0, 3},	{"MB", 0, 6},	{"GB", 0, 9},
 	{"TB", 0, 12},
 };
 
@@ -77,8 +77,8 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off)
 	return 0;
 }
 
-int fk_cli_image(const char *prog, const char *arg,
-		 struct fk_device_opts *dev, char **owned)
+int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
+		 char **owned)
 {
 	int has_off, err;
 
@@ -86,7 +86,8 @@ int fk_cli_image(const char *prog, const char *arg,
 		if (err == -ENOMEM)
 			fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
 		else
-			fk_usage_error(prog, "invalid image offset in '%s'", arg);
+			fk_usage_error(prog, "invalid image offset in '%s'",
+				       arg);
 		return err;
 	}
 	dev->path = *owned;

@@ -44,8 +44,8 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
  * is stored in *@owned, which the caller frees after closing the volume.
  * Prints a usage error and returns -EINVAL for a bad offset.
  */
-int fk_cli_image(const char *prog, const char *arg,
-		 struct fk_device_opts *dev, char **owned);
+int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
+		 char **owned);
 
 /* Parse a 1-based partition number; 0 or -EINVAL. */
 int fk_parse_partition(const char *arg, int *num);

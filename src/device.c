@@ -32,9 +32,10 @@ struct fk_device {
 	char *path;
 	int is_blk;
 	int is_writer;
-	unsigned lsec_len; /* device logical sector (BLKSSZGET); 512 for files */
-	uint64_t base; /* window start in IMAGE */
-	uint64_t len;  /* window length */
+	unsigned
+		lsec_len; /* device logical sector (BLKSSZGET); 512 for files */
+	uint64_t base;	  /* window start in IMAGE */
+	uint64_t len;	  /* window length */
 	struct fk_io_stats stats;
 #ifdef FK_FAULT_INJECTION
 	/* Write and zero calls are numbered together, as --stats counts

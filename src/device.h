@@ -14,21 +14,21 @@ struct fk_diag;
 struct fk_device;
 
 struct fk_device_opts {
-	const char *path;  /* the file or block device */
-	uint64_t off;	   /* volume start, when has_off */
-	int has_off;	   /* IMAGE@@OFFSET was given */
-	int partition;	   /* 1-based partition number; 0: choose */
-	int is_writer;	   /* exclusive lock, O_EXCL, mount check */
-	int force;	   /* write even if mounted or busy */
+	const char *path; /* the file or block device */
+	uint64_t off;	  /* volume start, when has_off */
+	int has_off;	  /* IMAGE@@OFFSET was given */
+	int partition;	  /* 1-based partition number; 0: choose */
+	int is_writer;	  /* exclusive lock, O_EXCL, mount check */
+	int force;	  /* write even if mounted or busy */
 };
 
 /* What a run cost, as the device saw it. */
 struct fk_io_stats {
 	uint64_t read_calls;
 	uint64_t bytes_read;
-	uint64_t write_calls;	/* pwrite/pwritev system calls */
+	uint64_t write_calls; /* pwrite/pwritev system calls */
 	uint64_t bytes_written;
-	uint64_t zero_calls;	/* fallocate/BLKZEROOUT calls */
+	uint64_t zero_calls; /* fallocate/BLKZEROOUT calls */
 	uint64_t bytes_zeroed;
 	uint64_t fsyncs;
 };
@@ -56,8 +56,7 @@ const char *fk_device_path(const struct fk_device *dev);
  * window is FK_ECORRUPT (the image is shorter than its geometry); I/O
  * errors are -errno.  Writes on a reader are -EBADF.
  */
-int fk_device_read(struct fk_device *dev, uint64_t off, void *buf,
-		   size_t len);
+int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len);
 int fk_device_write(struct fk_device *dev, uint64_t off, const void *buf,
 		    size_t len);
 /* One vectored write of adjacent buffers (one system call when it can). */

@@ -79,13 +79,13 @@ static uint32_t fat32_encode(uint32_t raw, uint32_t clus, uint32_t val)
 	return (raw & 0xf0000000) | (val & 0x0fffffff);
 }
 
-static const struct fat_ops fat12_ops = {fat12_off, 2, fat12_decode,
-					 fat12_encode, 0xff8, 0xff7, 0xfff};
-static const struct fat_ops fat16_ops = {fat16_off, 2, fat16_decode,
-					 fat16_encode, 0xfff8, 0xfff7, 0xffff};
-static const struct fat_ops fat32_ops = {
-	fat32_off, 4, fat32_decode, fat32_encode, 0x0ffffff8, 0x0ffffff7,
-	0x0fffffff};
+static const struct fat_ops fat12_ops = {
+	fat12_off, 2, fat12_decode, fat12_encode, 0xff8, 0xff7, 0xfff};
+static const struct fat_ops fat16_ops = {
+	fat16_off, 2, fat16_decode, fat16_encode, 0xfff8, 0xfff7, 0xffff};
+static const struct fat_ops fat32_ops = {fat32_off,    4,	   fat32_decode,
+					 fat32_encode, 0x0ffffff8, 0x0ffffff7,
+					 0x0fffffff};
 
 static const struct fat_ops *ops_of(const struct fk_geom *g)
 {
@@ -265,8 +265,9 @@ static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	if (vol->g.type != FK_FAT12)
 		return put_many(vol, first, nclus, next, is_chain);
 	for (i = 0; i < nclus; i++) {
-		uint32_t val = !is_chain ? next : i + 1 < nclus ? first + i + 1
-								: next;
+		uint32_t val = !is_chain       ? next
+			       : i + 1 < nclus ? first + i + 1
+					       : next;
 		if ((err = fk_fat_put(vol, first + i, val)))
 			return err;
 	}
@@ -338,8 +339,9 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 int fk_chain_error(const struct fk_chain_info *info, struct fk_diag *diag)
 {
 	if (info->is_loop)
-		fk_diag_set(diag, NULL, "cluster chain loops (more than %u "
-					"links)",
+		fk_diag_set(diag, NULL,
+			    "cluster chain loops (more than %u "
+			    "links)",
 			    info->nclus);
 	else if (info->end == FK_ENT_FREE)
 		fk_diag_set(diag, NULL,
@@ -395,8 +397,8 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 		void *arg)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
-	uint64_t copy_off = vol->g.fat_off + (uint64_t)copy * vol->g.fat_secs *
-						      vol->g.sec_len;
+	uint64_t copy_off = vol->g.fat_off +
+			    (uint64_t)copy * vol->g.fat_secs * vol->g.sec_len;
 	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
 	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
 	uint32_t *vals = calloc(SCAN_ENTS, sizeof(*vals));
@@ -407,8 +409,8 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 		goto out;
 	}
 	while (first < total && !err) {
-		uint32_t n = total - first < SCAN_ENTS ? total - first
-						       : SCAN_ENTS;
+		uint32_t n =
+			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
 		uint64_t from = ops->entry_off(first);
 		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
 

@@ -30,12 +30,12 @@ struct fk_run {
 
 /* How a chain walk ended, with what it saw. */
 struct fk_chain_info {
-	uint32_t nclus;	    /* clusters in the valid part of the chain */
-	uint32_t nruns;	    /* fragments */
-	uint32_t last;	    /* last valid cluster (0 for an empty chain) */
+	uint32_t nclus;	       /* clusters in the valid part of the chain */
+	uint32_t nruns;	       /* fragments */
+	uint32_t last;	       /* last valid cluster (0 for an empty chain) */
 	enum fk_ent_class end; /* FK_ENT_EOC for a sound chain */
-	uint32_t end_val;   /* the value that ended it */
-	int is_loop;	    /* stopped after more links than clusters */
+	uint32_t end_val;      /* the value that ended it */
+	int is_loop;	       /* stopped after more links than clusters */
 };
 
 enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val);

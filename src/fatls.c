@@ -52,7 +52,8 @@ static void usage(FILE *out)
 		"List directories and files of a FAT12/16/32 volume without "
 		"mounting it.\n"
 		"\n"
-		"  -l                 long format: attributes, size, allocated, "
+		"  -l                 long format: attributes, size, "
+		"allocated, "
 		"mtime, name\n"
 		"  -a                 include hidden and system entries, . and "
 		".., the label\n"
@@ -64,7 +65,8 @@ static void usage(FILE *out)
 		"      --info         print the volume (FAT type, geometry, "
 		"free space, FSInfo)\n"
 		"      --json         one JSON document on stdout\n"
-		"  -P, --partition N  use partition N (1-based) of an MBR or GPT "
+		"  -P, --partition N  use partition N (1-based) of an MBR or "
+		"GPT "
 		"table\n"
 		"  -h, --help         show this help and exit\n"
 		"  -V, --version      show the version and exit\n"
@@ -145,7 +147,8 @@ static void mtime_string(const struct fk_dirent *ent, char *out, size_t len)
 
 static uint64_t run_off(const struct ls *ls, const struct fk_run *r)
 {
-	return fk_device_base(ls->vol->dev) + fk_clus_off(&ls->vol->g, r->first);
+	return fk_device_base(ls->vol->dev) +
+	       fk_clus_off(&ls->vol->g, r->first);
 }
 
 static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
@@ -154,9 +157,9 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	static const struct {
 		uint8_t bit;
 		const char *name;
-	} attrs[] = {{FK_ATTR_RO, "read-only"}, {FK_ATTR_HIDDEN, "hidden"},
-		     {FK_ATTR_SYSTEM, "system"},   {FK_ATTR_VOLUME, "volume"},
-		     {FK_ATTR_DIR, "directory"},   {FK_ATTR_ARCHIVE, "archive"}};
+	} attrs[] = {{FK_ATTR_RO, "read-only"},	 {FK_ATTR_HIDDEN, "hidden"},
+		     {FK_ATTR_SYSTEM, "system"}, {FK_ATTR_VOLUME, "volume"},
+		     {FK_ATTR_DIR, "directory"}, {FK_ATTR_ARCHIVE, "archive"}};
 	struct fk_json *js = &ls->js;
 	uint32_t clus_len = ls->vol->g.clus_len;
 	char mtime[32];
@@ -181,10 +184,12 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	for (i = 0; i < c->nruns; i++) {
 		fk_json_object(js, NULL);
 		fk_json_u64(js, "first", c->runs[i].first);
-		fk_json_u64(js, "last", c->runs[i].first + c->runs[i].nclus - 1);
+		fk_json_u64(js, "last",
+			    c->runs[i].first + c->runs[i].nclus - 1);
 		fk_json_u64(js, "clusters", c->runs[i].nclus);
 		fk_json_u64(js, "offset", run_off(ls, &c->runs[i]));
-		fk_json_u64(js, "length", (uint64_t)c->runs[i].nclus * clus_len);
+		fk_json_u64(js, "length",
+			    (uint64_t)c->runs[i].nclus * clus_len);
 		fk_json_end(js);
 	}
 	fk_json_end(js);
@@ -256,7 +261,8 @@ static int is_shown(const struct ls *ls, const struct fk_dirent *ent)
 {
 	if (ls->o.show_all)
 		return 1;
-	return !(ent->attr & (FK_ATTR_HIDDEN | FK_ATTR_SYSTEM | FK_ATTR_VOLUME)) &&
+	return !(ent->attr &
+		 (FK_ATTR_HIDDEN | FK_ATTR_SYSTEM | FK_ATTR_VOLUME)) &&
 	       !fk_dirent_is_dot(ent);
 }
 
@@ -325,8 +331,9 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 	int err;
 
 	if (depth > 128) {
-		fk_diag_set(&diag, NULL, "directories nest deeper than 128 "
-					 "levels (a directory loop?)");
+		fk_diag_set(&diag, NULL,
+			    "directories nest deeper than 128 "
+			    "levels (a directory loop?)");
 		err = FK_ECORRUPT;
 		goto out_report;
 	}
@@ -460,7 +467,7 @@ static int print_info(struct ls *ls)
 		return err;
 	memset(it, 0, sizeof(it));
 #define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
-#define STR(k, ...)                                                          \
+#define STR(k, ...)                                                            \
 	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
 	STR("fat type", "%s", fk_fat_type_name(g->type));
 	NUM("sector size", g->sec_len);
@@ -559,8 +566,9 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 			break;
 		case 'P':
 			if (fk_parse_partition(optarg, &vo->dev.partition)) {
-				fk_usage_error(PROG, "invalid partition number "
-						     "'%s'",
+				fk_usage_error(PROG,
+					       "invalid partition number "
+					       "'%s'",
 					       optarg);
 				return -EINVAL;
 			}
@@ -605,7 +613,8 @@ int main(int argc, char **argv)
 		return FK_EXIT_USAGE;
 	for (i = optind + 1; i < argc; i++)
 		if (argv[i][0] != '/') {
-			fk_usage_error(PROG, "path '%s' is not absolute", argv[i]);
+			fk_usage_error(PROG, "path '%s' is not absolute",
+				       argv[i]);
 			free(image);
 			return FK_EXIT_USAGE;
 		}

@@ -8,14 +8,14 @@
 #include "endian.h"
 #include "volume.h"
 
-#define FSI_LEAD_SIG 0
-#define FSI_STRUC_SIG 484
+#define FSI_LEAD_SIG   0
+#define FSI_STRUC_SIG  484
 #define FSI_FREE_COUNT 488
-#define FSI_NXT_FREE 492
-#define FSI_TRAIL_SIG 508
-#define LEAD_SIG 0x41615252u
-#define STRUC_SIG 0x61417272u
-#define TRAIL_SIG 0xaa550000u
+#define FSI_NXT_FREE   492
+#define FSI_TRAIL_SIG  508
+#define LEAD_SIG       0x41615252u
+#define STRUC_SIG      0x61417272u
+#define TRAIL_SIG      0xaa550000u
 
 static uint64_t fsinfo_off(const struct fk_volume *vol)
 {

@@ -13,10 +13,10 @@ struct fk_volume;
 #define FK_FSINFO_UNKNOWN 0xffffffffu /* free count or hint not known */
 
 struct fk_fsinfo {
-	int is_present;	  /* the volume is FAT32 and names a sector */
-	int is_lead_ok;	  /* 0x41615252 at offset 0 */
-	int is_struc_ok;  /* 0x61417272 at offset 484 */
-	int is_trail_ok;  /* 0xAA550000 at offset 508 */
+	int is_present;	     /* the volume is FAT32 and names a sector */
+	int is_lead_ok;	     /* 0x41615252 at offset 0 */
+	int is_struc_ok;     /* 0x61417272 at offset 484 */
+	int is_trail_ok;     /* 0xAA550000 at offset 508 */
 	uint32_t free_count; /* clusters, or FK_FSINFO_UNKNOWN */
 	uint32_t next_free;  /* cluster hint, or FK_FSINFO_UNKNOWN */
 };

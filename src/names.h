@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FK_LFN_MAX 255		   /* UCS-2 units in a long name */
-#define FK_NAME_MAX (FK_LFN_MAX * 3 + 1) /* UTF-8 bytes, with NUL */
-#define FK_LFN_CHARS 13		   /* UCS-2 units per long-name slot */
-#define FK_NT_LOWER_BASE 0x08	   /* NT byte: base shown in lower case */
-#define FK_NT_LOWER_EXT 0x10	   /* NT byte: extension in lower case */
+#define FK_LFN_MAX	 255		      /* UCS-2 units in a long name */
+#define FK_NAME_MAX	 (FK_LFN_MAX * 3 + 1) /* UTF-8 bytes, with NUL */
+#define FK_LFN_CHARS	 13   /* UCS-2 units per long-name slot */
+#define FK_NT_LOWER_BASE 0x08 /* NT byte: base shown in lower case */
+#define FK_NT_LOWER_EXT	 0x10 /* NT byte: extension in lower case */
 
 /* The checksum a long name's slots carry of its 11-byte short name. */
 uint8_t fk_lfn_checksum(const unsigned char raw[11]);
@@ -86,7 +86,7 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt);
  * two basis characters, four hex digits of a hash of @name, "~" and a
  * digit.  Returns 0, or -EEXIST when @k is past the last alias we make.
  */
-int fk_short_alias(const unsigned char basis[11], const char *name,
-		   unsigned k, unsigned char raw[11]);
+int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
+		   unsigned char raw[11]);
 
 #endif
