@@ -1201,12 +1201,8 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 	if (e[0] != 0x00 && e[0] != 0xe5)
 		return 0;
 	memset(&ent, 0, sizeof(ent));
-	if (d->self)
-		fk_dir_unpack(ck->vol, e, &ent);
 	memcpy(ent.raw, dot ? ".          " : "..         ", 11);
 	ent.attr = FK_ATTR_DIR;
-	ent.nt = 0;
-	ent.size = 0;
 	ent.first_clus = dot ? d->first : d->parent;
 	if (d->self) {
 		ent.mtime = d->self->mtime;

@@ -231,11 +231,12 @@ static void on_visit(void *arg, const char *path, const struct fk_dirent *ent,
 	}
 	clear_progress(r);
 	if (is_dir)
-		printf("checked: %s/ (%" PRIu32 " clusters)\n", path, nclus);
+		printf("checked: %s/ (%" PRIu32 " cluster%s)\n", path, nclus,
+		       nclus == 1 ? "" : "s");
 	else
 		printf("checked: %s (%" PRIu32 " bytes, %" PRIu32
-		       " clusters)\n",
-		       path, ent->size, nclus);
+		       " cluster%s)\n",
+		       path, ent->size, nclus, nclus == 1 ? "" : "s");
 }
 
 /* ---- output -------------------------------------------------------------- */
@@ -336,6 +337,7 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 		fk_json_u64(&r->js, "warnings", st->warnings);
 		fk_json_u64(&r->js, "notes", st->notes);
 		fk_json_u64(&r->js, "fixed", st->fixed);
+		fk_json_u64(&r->js, "errors_fixed", st->errors - remaining);
 		fk_json_u64(&r->js, "unlisted", st->unlisted);
 		fk_json_u64(&r->js, "errors_left", remaining);
 		fk_json_u64(&r->js, "exit_status", (uint64_t)status);
@@ -349,9 +351,9 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 	printf(", %" PRIu32 "/%" PRIu32 " clusters used; ", st->used_clus,
 	       g->nclus);
 	count(st->errors, "error", "errors");
-	if (st->fixed || r->o.is_repair)
-		printf(" (%" PRIu32 " fixed, %" PRIu32 " left)", st->fixed,
-		       remaining);
+	if (r->o.is_repair && st->errors)
+		printf(" (%" PRIu32 " fixed, %" PRIu32 " left)",
+		       st->errors - remaining, remaining);
 	printf(", ");
 	count(st->warnings, "warning", "warnings");
 	printf(", ");
@@ -436,6 +438,23 @@ fail:
 	status = FK_FSCK_OPERATIONAL;
 	if (ck && fk_check_stats(ck)->errors)
 		status |= FK_FSCK_UNCORRECTED;
+	if (r->o.is_json) { /* still one whole document */
+		char msg[sizeof(diag.reason) + 64];
+		const char *sys = strerror(err < 0 ? -err : err);
+
+		if (!diag.reason[0])
+			snprintf(msg, sizeof(msg), "%s", sys);
+		else if (diag.reason[0] == '(') /* a detail, as fk_report */
+			snprintf(msg, sizeof(msg), "%s %s)", sys, diag.reason);
+		else
+			snprintf(msg, sizeof(msg), "%s", diag.reason);
+		if (diag.what[0])
+			fk_json_str(&r->js, "error_path", diag.what);
+		fk_json_str(&r->js, "error", msg);
+		fk_json_u64(&r->js, "exit_status", (uint64_t)status);
+		fk_json_end(&r->js);
+		fk_json_finish(&r->js);
+	}
 	fk_check_free(ck);
 	return status;
 }

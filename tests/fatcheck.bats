@@ -621,6 +621,14 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 		run -8 --separate-stderr timeout 20 fatcheck img
 		[ "$stderr" = "fatcheck: /EMPTYDIR: directory has more than 65536 entries (a looping chain?)" ]
 		[ -z "$output" ]
+		# --json still writes one whole document, saying why
+		run -8 --separate-stderr timeout 20 fatcheck --json img
+		"$FK_PYTHON" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["error_path"] == "/EMPTYDIR" and d["exit_status"] == 8, d
+assert d["error"].startswith("directory has more than 65536 entries")
+' "$output"
 		use $t
 		damage nest /EMPTYDIR 300
 		run -8 --separate-stderr timeout 20 fatcheck -r img
