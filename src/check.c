@@ -1105,15 +1105,18 @@ static int short_is_damaged(const unsigned char raw[11])
 	return 0;
 }
 
-static int find_dup(const struct dirctx *d, uint32_t slot)
+/* Does an earlier entry have the name of the one in @slot?  Which: @earlier. */
+static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
 {
 	size_t lo = 0, hi = d->ndups;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (d->dups[mid].later == slot)
+		if (d->dups[mid].later == slot) {
+			*earlier = d->dups[mid].earlier;
 			return 1;
+		}
 		if (d->dups[mid].later < slot)
 			lo = mid + 1;
 		else
@@ -1126,6 +1129,7 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 			const struct fk_dirent *ent)
 {
 	const char *path = cur_path(ck);
+	uint32_t earlier;
 
 	if (ent->is_lfn_damaged)
 		report(ck, FK_SEV_WARNING, "long-name", path,
@@ -1139,10 +1143,11 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 		report(ck, FK_SEV_WARNING, "bad-name", path,
 		       "short name '%s' is not a valid 8.3 name",
 		       ent->short_name);
-	if (find_dup(d, ent->slot))
+	if (find_dup(d, ent->slot, &earlier))
 		report(ck, FK_SEV_ERROR, "duplicate", path,
-		       "another entry of this directory has the same name "
-		       "(names are compared ignoring case)");
+		       "another entry of this directory (slot %u) has the "
+		       "same name (names are compared ignoring case)",
+		       earlier);
 }
 
 /* "." must be the first slot of a subdirectory and name it; ".." the

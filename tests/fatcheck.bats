@@ -399,7 +399,7 @@ GEOMS=(
 		damage dup /DATA/rand-0.bin /DATA/rand-1.bin
 		fsck_flags
 		run -4 fatcheck img
-		[[ $output == *"error: /DATA/rand-0.bin: another entry of this directory has the same name"* ]]
+		[[ $output == *"error: /DATA/rand-0.bin: another entry of this directory (slot "*") has the same name"* ]]
 		before=$(img_sha img)
 		run -4 fatcheck -r img
 		[ "$(img_sha img)" = "$before" ]
