@@ -331,6 +331,7 @@ fi
 # ---- report -----------------------------------------------------------------
 
 CMD="bench/prealloc.sh ${1:-build}"
+[[ $MAX_SECS == 60 ]] || CMD="PA_MAX_SECS=$MAX_SECS $CMD"
 python3 - "$DATA" "$ZERO_MD" "$MANY" "$TABLE" "$tmp" "$REPS" "$MAX_SECS" \
 	"$CMD" <<'EOF'
 import collections, statistics, sys
@@ -512,27 +513,12 @@ for m in ("default", "--no-sync"):
               ", ".join("%.1f" % (t[n] * 1e3) for n in sorted(t)),
               ", ".join("%.1f" % (s * 1e3) for s in steps), ratio,
               ": " + verdict(ratio <= 1.2) if (m, kind) == ("default", "secs") else ""))
-        # Less noisy views of the same runs: the fastest run of each size
-        # (noise on a shared machine only adds), and a least-squares fit
-        # t(n) = a + b n + c n^2 over every run, whose marginal cost at
-        # n = 4,500 against n = 500 is the last/first ratio of a smooth curve.
+        # A less noisy view of the same runs: the fastest run of each size
+        # (on a shared machine, noise only adds).
         lo = {n: min(runs[(m, n, kind)]) for n in t}
         lsteps = [lo[1000] - lo[1]] + [lo[n + 1000] - lo[n] for n in (1000, 2000, 3000, 4000)]
-        pts = [(n, y) for n in t for y in runs[(m, n, kind)]]
-        A = [[sum(n ** (i + j) for n, _ in pts) for j in range(3)] for i in range(3)]
-        B = [sum(y * n ** i for n, y in pts) for i in range(3)]
-        for i in range(3):  # Gaussian elimination, 3 x 3
-            for r in range(i + 1, 3):
-                f = A[r][i] / A[i][i]
-                A[r] = [A[r][j] - f * A[i][j] for j in range(3)]
-                B[r] -= f * B[i]
-        c = B[2] / A[2][2]
-        b1 = (B[1] - A[1][2] * c) / A[1][1]
-        fit = (b1 + 2 * c * 4500) / (b1 + 2 * c * 500)
-        print("  - same runs, fastest of each size: 1,000-file steps %s ms, last / first = %.2f; "
-              "quadratic fit: %.1f us per file at 500 files, %.1f us at 4,500, ratio %.2f." % (
-              ", ".join("%.1f" % (x * 1e3) for x in lsteps), lsteps[-1] / lsteps[0],
-              (b1 + 2 * c * 500) * 1e6, (b1 + 2 * c * 4500) * 1e6, fit))
+        print("  - same runs, fastest of each size: 1,000-file steps %s ms, last / first = %.2f." % (
+              ", ".join("%.1f" % (x * 1e3) for x in lsteps), lsteps[-1] / lsteps[0]))
 EOF
 say "table in bench/prealloc.md, plot in bench/prealloc.png"
 cp "$tmp/section.md" "$OUT/prealloc-section.md"
