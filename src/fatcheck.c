@@ -420,9 +420,9 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 			goto fail;
 		remaining = fk_check_stats(after)->errors;
 	}
-	status = !st->errors ? FK_FSCK_CLEAN
-		 : remaining ? FK_FSCK_UNCORRECTED
-			     : FK_FSCK_CORRECTED;
+	status = remaining    ? FK_FSCK_UNCORRECTED
+		 : st->errors ? FK_FSCK_CORRECTED
+			      : FK_FSCK_CLEAN;
 	print_findings(r, ck, after);
 	print_summary(r, vol, st, remaining, status);
 	if (r->o.is_json) {
