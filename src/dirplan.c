@@ -334,7 +334,7 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 			break;
 	}
 	fk_dir_close(dir);
-	if (err < 0)
+	if (err) /* FK_ECORRUPT is positive */
 		return err;
 	if (dp->is_fixed_root) {
 		dp->nslots = vol->g.root_ents;
