@@ -57,40 +57,6 @@ static void set_range(struct fk_alloc *a, uint32_t first, uint32_t n,
 		a->nfree -= n;
 }
 
-static void mark_one(struct fk_alloc *a, uint32_t clus, uint32_t val)
-{
-	if (clus >= FK_FIRST_CLUS && val == 0) {
-		a->free_map[clus / WORD_BITS] |= (uint64_t)1
-						 << (clus % WORD_BITS);
-		a->nfree++;
-	}
-}
-
-static int mark_free(void *arg, uint32_t first, const uint32_t *vals,
-		     uint32_t n)
-{
-	struct fk_alloc *a = arg;
-	uint32_t i = 0;
-
-	/* Unaligned head, then whole words built without branches. */
-	for (; i < n && (first + i) % WORD_BITS; i++)
-		mark_one(a, first + i, vals[i]);
-	for (; n - i >= WORD_BITS; i += WORD_BITS) {
-		uint32_t clus = first + i, j;
-		uint64_t word = 0;
-
-		for (j = 0; j < WORD_BITS; j++)
-			word |= (uint64_t)(vals[i + j] == 0) << j;
-		if (clus < FK_FIRST_CLUS)
-			word &= ~(((uint64_t)1 << FK_FIRST_CLUS) - 1);
-		a->free_map[clus / WORD_BITS] |= word;
-		a->nfree += (uint32_t)__builtin_popcountll(word);
-	}
-	for (; i < n; i++)
-		mark_one(a, first + i, vals[i]);
-	return 0;
-}
-
 int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
 {
 	struct fk_alloc *a = calloc(1, sizeof(*a));
@@ -106,7 +72,8 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
 		err = -ENOMEM;
 		goto out_free;
 	}
-	if ((err = fk_fat_scan(vol, vol->g.active_fat, mark_free, a)))
+	if ((err = fk_fat_scan_free(vol, vol->g.active_fat, a->free_map,
+				    &a->nfree)))
 		goto out_free;
 	if ((err = fk_fsinfo_read(vol, &fsi)))
 		goto out_free;
@@ -364,8 +331,8 @@ int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *p)
 	for (i = 0; i < p->nruns; i++) {
 		uint32_t next = i + 1 < p->nruns ? p->runs[i + 1].first : eoc;
 
-		if ((err = fk_fat_put_run(vol, p->runs[i].first,
-					  p->runs[i].nclus, next)))
+		if ((err = fk_fat_put_free_run(vol, p->runs[i].first,
+					       p->runs[i].nclus, next)))
 			return err;
 	}
 	return 0;

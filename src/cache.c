@@ -18,10 +18,15 @@
 #include "diag.h"
 
 #define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
-#define READ_AHEAD   16		/* sectors read per miss, when free */
+#define READ_AHEAD   64		/* sectors read per miss, when free */
 #define NO_SLOT	     UINT32_MAX
 
-enum slot_state { SLOT_EMPTY, SLOT_CLEAN, SLOT_DIRTY };
+enum slot_state {
+	SLOT_EMPTY,
+	SLOT_CLEAN,
+	SLOT_DIRTY,
+	SLOT_LOADING, /* picked for a read in progress */
+};
 
 struct slot {
 	uint32_t sec;
@@ -147,7 +152,10 @@ void fk_cache_free(struct fk_cache *c)
 /* A slot to (re)use: an empty one, or a clean one not used lately. */
 static uint32_t victim(struct fk_cache *c)
 {
-	/* Dirty slots never exceed max_dirty < nslots, so this ends. */
+	/*
+	 * Dirty and loading slots never exceed max_dirty + READ_AHEAD, fewer
+	 * than nslots (the clean budget is larger), so this ends.
+	 */
 	for (;;) {
 		uint32_t i = c->hand;
 		struct slot *s = &c->slots[i];
@@ -155,7 +163,7 @@ static uint32_t victim(struct fk_cache *c)
 		c->hand = (c->hand + 1) % c->nslots;
 		if (s->state == SLOT_EMPTY)
 			return i;
-		if (s->state == SLOT_DIRTY)
+		if (s->state == SLOT_DIRTY || s->state == SLOT_LOADING)
 			continue;
 		if (s->referenced) {
 			s->referenced = 0;
@@ -167,41 +175,48 @@ static uint32_t victim(struct fk_cache *c)
 	}
 }
 
-/* Read @sec, and the uncached sectors after it, into the cache. */
+/*
+ * Read @sec, and the uncached sectors after it, straight into free slots
+ * with one vectored read: sequential FAT walks cost one system call per
+ * READ_AHEAD sectors and no copying.
+ */
 static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 {
 	uint64_t fat_off = c->lay.fat_off + (uint64_t)c->lay.read_fat *
 						    c->lay.fat_secs *
 						    c->lay.sec_len;
-	uint32_t n = 1, i, idx;
-	unsigned char *buf;
+	struct iovec iov[READ_AHEAD];
+	uint32_t idx[READ_AHEAD];
+	uint32_t n = 1, i;
 	int err;
 
 	while (n < READ_AHEAD && sec + n < c->lay.fat_secs &&
 	       lookup(c, sec + n) == NO_SLOT)
 		n++;
-	buf = malloc((size_t)n * c->lay.sec_len);
-	if (!buf)
-		return -ENOMEM;
-	err = fk_device_read(c->dev, fat_off + (uint64_t)sec * c->lay.sec_len,
-			     buf, (size_t)n * c->lay.sec_len);
+	for (i = 0; i < n; i++) {
+		idx[i] = victim(c);
+		c->slots[idx[i]].state = SLOT_LOADING; /* not a victim again */
+		iov[i].iov_base = slot_data(c, idx[i]);
+		iov[i].iov_len = c->lay.sec_len;
+	}
+	err = fk_device_readv(c->dev, fat_off + (uint64_t)sec * c->lay.sec_len,
+			      iov, (int)n);
+	for (i = 0; i < n; i++) {
+		struct slot *s = &c->slots[idx[i]];
+
+		if (err) {
+			s->state = SLOT_EMPTY;
+			continue;
+		}
+		s->sec = sec + i;
+		s->state = SLOT_CLEAN;
+		s->referenced = i == 0; /* read-ahead goes first if unused */
+		hash_insert(c, idx[i]);
+	}
 	if (!err) {
 		c->stats.misses += n;
-		/* Insert backwards so the wanted sector is the newest. */
-		for (i = n; i-- > 0;) {
-			idx = victim(c);
-			c->slots[idx].sec = sec + i;
-			c->slots[idx].state = SLOT_CLEAN;
-			c->slots[idx].referenced = i == 0;
-			memcpy(slot_data(c, idx),
-			       buf + (size_t)i * c->lay.sec_len,
-			       c->lay.sec_len);
-			hash_insert(c, idx);
-			if (i == 0)
-				*slot = idx;
-		}
+		*slot = idx[0];
 	}
-	free(buf);
 	return err;
 }
 
@@ -243,6 +258,25 @@ int fk_cache_get_dirty(struct fk_cache *c, uint32_t sec, unsigned char **data)
 	}
 	*data = slot_data(c, i);
 	return 0;
+}
+
+int fk_cache_get_fresh(struct fk_cache *c, uint32_t sec, unsigned char **data)
+{
+	uint32_t i;
+	int err;
+
+	if (sec >= c->lay.fat_secs)
+		return FK_ECORRUPT;
+	if (lookup(c, sec) != NO_SLOT)
+		return fk_cache_get_dirty(c, sec, data);
+	if (c->ndirty == c->max_dirty && (err = fk_cache_flush(c)))
+		return err;
+	i = victim(c);
+	c->slots[i].sec = sec;
+	c->slots[i].referenced = 1;
+	c->slots[i].state = SLOT_CLEAN;
+	hash_insert(c, i);
+	return fk_cache_get_dirty(c, sec, data);
 }
 
 static int cmp_u64(const void *a, const void *b)

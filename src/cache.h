@@ -60,6 +60,14 @@ int fk_cache_get_dirty(struct fk_cache *cache, uint32_t sec,
 		       unsigned char **data);
 
 /*
+ * fk_cache_get_dirty() for a caller that overwrites all of sector @sec:
+ * on a miss the sector is not read, and *@data holds garbage until the
+ * caller has filled it.  Returns 0, FK_ECORRUPT or -errno.
+ */
+int fk_cache_get_fresh(struct fk_cache *cache, uint32_t sec,
+		       unsigned char **data);
+
+/*
  * Write every dirty sector to each mirrored FAT copy (merged runs, sector
  * order), fsyncing as the sync mode says.  Returns 0 or -errno;
  * on error the sectors stay dirty.

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -469,6 +470,69 @@ int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len)
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fk_device_map(struct fk_device *dev, uint64_t off, size_t len,
+		  const unsigned char **addr)
+{
+	uint64_t at = dev->base + off;
+	uint64_t skew = at % (uint64_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	p = mmap(NULL, len + skew, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+		 dev->fd, (off_t)(at - skew));
+	if (p == MAP_FAILED)
+		return -errno;
+	dev->stats.read_calls++;
+	dev->stats.bytes_read += len;
+	*addr = (const unsigned char *)p + skew;
+	return 0;
+}
+
+void fk_device_unmap(const unsigned char *addr, size_t len)
+{
+	uintptr_t skew = (uintptr_t)addr % (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	munmap((void *)(addr - skew), len + skew);
+}
+
+int fk_device_readv(struct fk_device *dev, uint64_t off,
+		    const struct iovec *iov, int iovcnt)
+{
+	uint64_t len = 0;
+	ssize_t n;
+	int i, err;
+
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	do
+		n = preadv(dev->fd, iov, iovcnt, (off_t)(dev->base + off));
+	while (n < 0 && errno == EINTR);
+	dev->stats.read_calls++;
+	if (n < 0)
+		return -errno;
+	dev->stats.bytes_read += (uint64_t)n;
+	/* A short read (rare: signals, odd files) finishes piece by piece. */
+	for (i = 0; i < iovcnt && (uint64_t)n < len; i++) {
+		if ((size_t)n >= iov[i].iov_len) {
+			n -= (ssize_t)iov[i].iov_len;
+			off += iov[i].iov_len;
+			len -= iov[i].iov_len;
+			continue;
+		}
+		if ((err = fk_device_read(dev, off + (uint64_t)n,
+					  (char *)iov[i].iov_base + n,
+					  iov[i].iov_len - (size_t)n)))
+			return err;
+		off += iov[i].iov_len;
+		len -= iov[i].iov_len;
+		n = 0;
 	}
 	return 0;
 }

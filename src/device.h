@@ -57,6 +57,19 @@ const char *fk_device_path(const struct fk_device *dev);
  * errors are -errno.  Writes on a reader are -EBADF.
  */
 int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len);
+/*
+ * Map @len bytes at window offset @off read-only (the page cache itself, no
+ * copy: the FAT scans read tens of MiB this way).  *@addr is valid until
+ * fk_device_unmap(@addr, @len).  Returns 0, FK_ECORRUPT (past the window)
+ * or -errno (callers then fall back to fk_device_read()).
+ */
+int fk_device_map(struct fk_device *dev, uint64_t off, size_t len,
+		  const unsigned char **addr);
+void fk_device_unmap(const unsigned char *addr, size_t len);
+
+/* Read adjacent bytes at @off into several buffers (one system call). */
+int fk_device_readv(struct fk_device *dev, uint64_t off,
+		    const struct iovec *iov, int iovcnt);
 int fk_device_write(struct fk_device *dev, uint64_t off, const void *buf,
 		    size_t len);
 /* One vectored write of adjacent buffers (one system call when it can). */

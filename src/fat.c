@@ -211,7 +211,7 @@ int fk_fat_put(struct fk_volume *vol, uint32_t clus, uint32_t val)
  * (its entries straddle sectors and a run is rarely long).
  */
 static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
-		    uint32_t next, int is_chain)
+		    uint32_t next, int is_chain, int may_skip_read)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
 	uint32_t per_sec = vol->g.sec_len / ops->load_len;
@@ -226,11 +226,19 @@ static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 							   : end - clus;
 		unsigned char *p;
 
-		if ((err = fk_cache_get_dirty(vol->fat, sec, &data)))
+		/* A whole sector of free entries has nothing worth reading. */
+		if (may_skip_read && cnt == per_sec)
+			err = fk_cache_get_fresh(vol->fat, sec, &data);
+		else
+			err = fk_cache_get_dirty(vol->fat, sec, &data);
+		if (err)
 			return err;
 		/* Entry clus + k links to clus + k + 1, or holds @next. */
 		p = data + (size_t)i * ops->load_len;
-		if (ops->load_len == 2) {
+		if (may_skip_read && cnt == per_sec && ops->load_len == 4) {
+			for (k = 0; k < cnt; k++, p += 4)
+				put_le32(p, is_chain ? clus + k + 1 : next);
+		} else if (ops->load_len == 2) {
 			for (k = 0; k < cnt; k++, p += 2)
 				put_le16(p, is_chain ? clus + k + 1 : next);
 		} else {
@@ -252,7 +260,7 @@ static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 }
 
 static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
-		     uint32_t next, int is_chain)
+		     uint32_t next, int is_chain, int may_skip_read)
 {
 	uint32_t i;
 	int err;
@@ -263,7 +271,8 @@ static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	    nclus - 1 > fk_clus_max(&vol->g) - first)
 		return FK_ECORRUPT;
 	if (vol->g.type != FK_FAT12)
-		return put_many(vol, first, nclus, next, is_chain);
+		return put_many(vol, first, nclus, next, is_chain,
+				may_skip_read);
 	for (i = 0; i < nclus; i++) {
 		uint32_t val = !is_chain       ? next
 			       : i + 1 < nclus ? first + i + 1
@@ -277,13 +286,22 @@ static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 int fk_fat_put_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 		   uint32_t next)
 {
-	return put_range(vol, first, nclus, next, 1);
+	return put_range(vol, first, nclus, next, 1, 0);
+}
+
+int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
+			uint32_t next)
+{
+	int may_skip = vol->g.type == FK_FAT16 ||
+		       (vol->g.type == FK_FAT32 && vol->is_free_top_clear);
+
+	return put_range(vol, first, nclus, next, 1, may_skip);
 }
 
 int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 		uint32_t val)
 {
-	return put_range(vol, first, nclus, val, 0);
+	return put_range(vol, first, nclus, val, 0, 0);
 }
 
 int fk_chain_walk(struct fk_volume *vol, uint32_t start,
@@ -391,6 +409,127 @@ static void decode_block(const struct fat_ops *ops, const unsigned char *buf,
 	}
 }
 
+/*
+ * Free bits of @n entries from @first (a multiple of 64, so each group of
+ * 64 entries is one word of @map) held in @p, a block read from the FAT.
+ */
+static uint64_t free_word16(const unsigned char *p, uint32_t m)
+{
+	uint64_t word = 0;
+	uint32_t j;
+
+	for (j = 0; j < m; j++, p += 2)
+		word |= (uint64_t)(get_le16(p) == 0) << j;
+	return word;
+}
+
+static uint64_t free_word32(const unsigned char *p, uint32_t m,
+			    uint32_t *top_bits)
+{
+	uint32_t j, any = 0;
+	uint64_t word = 0;
+
+	/* Free space comes in long runs: a whole free group is one test. */
+	for (j = 0; j < m; j++)
+		any |= get_le32(p + 4 * j);
+	if (!any)
+		return m == 64 ? ~(uint64_t)0 : ((uint64_t)1 << m) - 1;
+	for (j = 0; j < m; j++) {
+		uint32_t raw = get_le32(p + 4 * j);
+		uint32_t is_free = (raw & 0x0fffffff) == 0;
+
+		word |= (uint64_t)is_free << j;
+		*top_bits |= is_free ? raw : 0;
+	}
+	return word;
+}
+
+/*
+ * Free bits of @n entries from @first (a multiple of 64, so each group of
+ * 64 entries is one word of @map) held in @p, a block read from the FAT,
+ * or for FAT12 decoded into @vals.
+ */
+static void free_bits(const struct fat_ops *ops, const unsigned char *p,
+		      const uint32_t *vals, uint32_t first, uint32_t n,
+		      uint64_t *map, uint32_t *nfree, uint32_t *top_bits)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < n; i += 64) {
+		uint32_t m = n - i < 64 ? n - i : 64;
+		uint64_t word = 0;
+
+		if (vals) { /* FAT12, decoded */
+			for (j = 0; j < m; j++)
+				word |= (uint64_t)(vals[i + j] == 0) << j;
+		} else if (ops->load_len == 2) {
+			word = free_word16(p + 2 * (size_t)i, m);
+		} else {
+			word = free_word32(p + 4 * (size_t)i, m, top_bits);
+		}
+		if (first + i == 0) /* clusters 0 and 1 hold no data */
+			word &= ~(uint64_t)3;
+		map[(first + i) / 64] = word;
+		*nfree += (uint32_t)__builtin_popcountll(word);
+	}
+}
+
+int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
+		     uint32_t *nfree)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint64_t copy_off = vol->g.fat_off +
+			    (uint64_t)copy * vol->g.fat_secs * vol->g.sec_len;
+	uint64_t fat_len = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
+	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0, top_bits = 0;
+	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
+	uint32_t *vals = NULL;
+	int err = 0;
+
+	*nfree = 0;
+	if (ops == &fat12_ops)
+		vals = malloc(SCAN_ENTS * sizeof(*vals));
+	if (!buf || (ops == &fat12_ops && !vals)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (first < total) {
+		uint32_t n =
+			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
+		uint64_t from = ops->entry_off(first);
+		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
+
+		const unsigned char *mapped;
+
+		if (to > fat_len) /* the last FAT12 entry's odd half byte */
+			to = fat_len;
+		/* 16- and 32-bit entries are read in place from the page
+		 * cache; FAT12 (small, and its last entry may run past the
+		 * FAT) goes through the buffer. */
+		if (!vals && !fk_device_map(vol->dev, copy_off + from,
+					    (size_t)(to - from), &mapped)) {
+			free_bits(ops, mapped, NULL, first, n, map, nfree,
+				  &top_bits);
+			fk_device_unmap(mapped, (size_t)(to - from));
+			first += n;
+			continue;
+		}
+		memset(buf + (to - from), 0, 4);
+		if ((err = fk_device_read(vol->dev, copy_off + from, buf,
+					  (size_t)(to - from))))
+			break;
+		if (vals)
+			decode_block(ops, buf, from, first, n, vals);
+		free_bits(ops, buf, vals, first, n, map, nfree, &top_bits);
+		first += n;
+	}
+	vol->is_free_top_clear = !err && !(top_bits & 0xf0000000);
+out:
+	free(buf);
+	free(vals);
+	return err;
+}
+
 int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 		int (*fn)(void *arg, uint32_t first, const uint32_t *vals,
 			  uint32_t n),
@@ -401,7 +540,7 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 			    (uint64_t)copy * vol->g.fat_secs * vol->g.sec_len;
 	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
 	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
-	uint32_t *vals = calloc(SCAN_ENTS, sizeof(*vals));
+	uint32_t *vals = malloc(SCAN_ENTS * sizeof(*vals));
 	int err = 0;
 
 	if (!buf || !vals) {
@@ -417,7 +556,8 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 		/* The last FAT12 entry may end in the middle of a byte pair. */
 		if (to > (uint64_t)vol->g.fat_secs * vol->g.sec_len)
 			to = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
-		memset(buf, 0, (size_t)(to - from) + 4);
+		/* Only the bytes past the read can be stale. */
+		memset(buf + (to - from), 0, 4);
 		if ((err = fk_device_read(vol->dev, copy_off + from, buf,
 					  (size_t)(to - from))))
 			break;
