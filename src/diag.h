@@ -10,8 +10,11 @@
 
 #include <errno.h>
 
-/* A damaged image is input, not a bug: it gets its own errno. */
-#define FK_ECORRUPT EUCLEAN
+/*
+ * A damaged image is input, not a bug: it gets its own errno, negative as
+ * every error the core returns, so `err < 0` tests catch it too.
+ */
+#define FK_ECORRUPT (-EUCLEAN)
 
 struct fk_diag {
 	char what[1024];  /* the subject: a path inside the volume, or IMAGE */
