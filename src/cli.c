@@ -95,6 +95,34 @@ int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 	return 0;
 }
 
+int fk_cli_common_opt(const char *prog, int c, const char *arg,
+		      const char *word, struct fk_device_opts *dev,
+		      void (*usage)(FILE *out))
+{
+	switch (c) {
+	case 'P':
+		if (fk_parse_partition(arg, &dev->partition)) {
+			fk_usage_error(prog, "invalid partition number '%s'",
+				       arg);
+			return -EINVAL;
+		}
+		return FK_OPT_DONE;
+	case 'h':
+		usage(stdout);
+		return FK_OPT_EXIT;
+	case 'V':
+		fk_print_version(prog);
+		return FK_OPT_EXIT;
+	case ':':
+		fk_usage_error(prog, "option '%s' needs an argument", word);
+		return -EINVAL;
+	case '?':
+		fk_usage_error(prog, "unknown option '%s'", word);
+		return -EINVAL;
+	}
+	return FK_OPT_OTHER;
+}
+
 int fk_parse_partition(const char *arg, int *num)
 {
 	char *end;

@@ -6,6 +6,7 @@
 #define FATKIT_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "device.h"
 
@@ -46,6 +47,24 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
  */
 int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		 char **owned);
+
+/* Outcomes of fk_cli_common_opt() besides a negative error. */
+enum fk_cli_opt {
+	FK_OPT_DONE = 0,  /* handled; go on */
+	FK_OPT_EXIT = 1,  /* --help or --version printed; exit 0 */
+	FK_OPT_OTHER = 2, /* the program's own option */
+};
+
+/*
+ * Handle what every program's getopt_long() loop shares: -P N, -h, -V and
+ * getopt's ':' (missing argument) and '?' (unknown option), which need
+ * opterr = 0 and an optstring starting with ':'.  @arg is getopt's optarg,
+ * @word the argument getopt just read (argv[optind - 1]).  Prints the
+ * usage line itself and returns -EINVAL on a usage error.
+ */
+int fk_cli_common_opt(const char *prog, int c, const char *arg,
+		      const char *word, struct fk_device_opts *dev,
+		      void (*usage)(FILE *out));
 
 /* Parse a 1-based partition number; 0 or -EINVAL. */
 int fk_parse_partition(const char *arg, int *num);

@@ -538,7 +538,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
-	int c;
+	int c, err;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":laRsP:hV", longs, NULL)) != -1) {
@@ -564,29 +564,13 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		case OPT_JSON:
 			o->is_json = 1;
 			break;
-		case 'P':
-			if (fk_parse_partition(optarg, &vo->dev.partition)) {
-				fk_usage_error(PROG,
-					       "invalid partition number "
-					       "'%s'",
-					       optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case 'V':
-			fk_print_version(PROG);
-			return 1;
-		case ':':
-			fk_usage_error(PROG, "option '%s' needs an argument",
-				       argv[optind - 1]);
-			return -EINVAL;
 		default:
-			fk_usage_error(PROG, "unknown option '%s'",
-				       argv[optind - 1]);
-			return -EINVAL;
+			err = fk_cli_common_opt(PROG, c, optarg,
+						argv[optind - 1], &vo->dev,
+						usage);
+			if (err != FK_OPT_DONE)
+				return err == FK_OPT_OTHER ? -EINVAL : err;
+			break;
 		}
 	}
 	if (optind >= argc) {

@@ -141,13 +141,6 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 	case 'v':
 		o->is_verbose = 1;
 		break;
-	case 'P':
-		if (fk_parse_partition(optarg, &vo->dev.partition)) {
-			fk_usage_error(PROG, "invalid partition number '%s'",
-				       optarg);
-			return -EINVAL;
-		}
-		break;
 	default:
 		return -EINVAL;
 	}
@@ -175,31 +168,17 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
-	int c;
+	int c, err;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":npcsfvP:hV", longs, NULL)) !=
 	       -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (c == 'V') {
-			fk_print_version(PROG);
-			return 1;
-		}
-		if (c == ':') {
-			fk_usage_error(PROG, "option '%s' needs an argument",
-				       argv[optind - 1]);
-			return -EINVAL;
-		}
-		if (c == '?') {
-			fk_usage_error(PROG, "unknown option '%s'",
-				       argv[optind - 1]);
-			return -EINVAL;
-		}
-		if (parse_opt(c, o, vo))
-			return -EINVAL;
+		err = fk_cli_common_opt(PROG, c, optarg, argv[optind - 1],
+					&vo->dev, usage);
+		if (err == FK_OPT_OTHER)
+			err = parse_opt(c, o, vo);
+		if (err)
+			return err;
 	}
 	if (argc - optind < 3 || (argc - optind - 1) % 2) {
 		fk_usage_error(PROG, "expected IMAGE PATH SIZE [PATH SIZE]...");
