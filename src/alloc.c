@@ -151,7 +151,7 @@ static uint32_t next_used(const struct fk_alloc *a, uint32_t from)
 	return next_used_upto(a, from, a->end);
 }
 
-static int plan_add(struct fk_plan *p, uint32_t first, uint32_t n)
+int fk_plan_add(struct fk_plan *p, uint32_t first, uint32_t n)
 {
 	if (p->nruns &&
 	    p->runs[p->nruns - 1].first + p->runs[p->nruns - 1].nclus ==
@@ -178,7 +178,7 @@ static int plan_add(struct fk_plan *p, uint32_t first, uint32_t n)
 static int take(struct fk_alloc *a, struct fk_plan *p, uint32_t first,
 		uint32_t n)
 {
-	int err = plan_add(p, first, n);
+	int err = fk_plan_add(p, first, n);
 
 	if (err)
 		return err;
@@ -297,8 +297,8 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 	if (need && (err = take_large_runs(a, need, &mine)))
 		goto out_undo;
 	for (size_t i = 0; i < mine.nruns; i++)
-		if ((err = plan_add(plan, mine.runs[i].first,
-				    mine.runs[i].nclus)))
+		if ((err = fk_plan_add(plan, mine.runs[i].first,
+				       mine.runs[i].nclus)))
 			goto out_undo;
 	fk_plan_free(&mine);
 	return 0;

@@ -50,6 +50,12 @@ int fk_alloc_plan(struct fk_alloc *alloc, uint32_t tail, uint32_t nclus,
 /* Give the clusters of @plan back to the map (a plan not carried out). */
 void fk_alloc_unplan(struct fk_alloc *alloc, const struct fk_plan *plan);
 
+/*
+ * Append @n clusters from @first to @plan, merging with its last run when
+ * they are adjacent.  Returns 0 or -ENOMEM.
+ */
+int fk_plan_add(struct fk_plan *plan, uint32_t first, uint32_t n);
+
 /* Release @plan's memory; accepts an empty or zeroed plan. */
 void fk_plan_free(struct fk_plan *plan);
 

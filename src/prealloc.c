@@ -197,20 +197,7 @@ static int resolve_parent(struct op *op, const char *path,
 
 static int collect_run(void *arg, const struct fk_run *run)
 {
-	struct fk_plan *p = arg;
-
-	if (p->nruns == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 4;
-		struct fk_run *r = realloc(p->runs, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		p->runs = r;
-		p->cap = cap;
-	}
-	p->runs[p->nruns++] = *run;
-	p->nclus += run->nclus;
-	return 0;
+	return fk_plan_add(arg, run->first, run->nclus);
 }
 
 /* An existing file: its chain must be sound and cover its size. */
@@ -644,13 +631,17 @@ static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
 				: fp->add.nruns	   ? fp->add.runs[0].first
 						   : 0;
 		f->new_clus = fp->add.nclus;
-		c->cap = fp->old.nruns + fp->add.nruns;
-		if (c->cap && !(c->runs = calloc(c->cap, sizeof(*c->runs))))
-			return -ENOMEM;
-		for (k = 0; k < fp->old.nruns; k++)
-			collect_run(c, &fp->old.runs[k]);
-		for (k = 0; k < fp->add.nruns; k++)
-			collect_run(c, &fp->add.runs[k]);
+		/* Growing in place merges the last old run and the first new
+		 * one, as fatls will count them. */
+		for (k = 0; k < fp->old.nruns + fp->add.nruns; k++) {
+			const struct fk_run *r =
+				k < fp->old.nruns
+					? &fp->old.runs[k]
+					: &fp->add.runs[k - fp->old.nruns];
+
+			if (fk_plan_add(c, r->first, r->nclus))
+				return -ENOMEM;
+		}
 	}
 	return 0;
 }
