@@ -37,6 +37,7 @@ struct fk_device {
 		lsec_len; /* device logical sector (BLKSSZGET); 512 for files */
 	uint64_t base;	  /* window start in IMAGE */
 	uint64_t len;	  /* window length */
+	int no_holes;	  /* the host cannot tell holes (no SEEK_DATA) */
 	struct fk_io_stats stats;
 #ifdef FK_FAULT_INJECTION
 	/* Write and zero calls are numbered together, as --stats counts
@@ -474,6 +475,40 @@ int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len)
 	return 0;
 }
 
+int fk_device_extent(struct fk_device *dev, uint64_t off, uint64_t len,
+		     uint64_t *hole, uint64_t *data)
+{
+	off_t at = (off_t)(dev->base + off), d, h;
+
+	*hole = 0;
+	*data = len;
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	if (dev->is_blk || dev->no_holes || !len)
+		return 0;
+	if ((d = lseek(dev->fd, at, SEEK_DATA)) < 0) {
+		if (errno != ENXIO) { /* EINVAL: the host cannot tell */
+			dev->no_holes = 1;
+			return 0;
+		}
+		*hole = len; /* no data from @off to the end of the file */
+		*data = 0;
+		return 0;
+	}
+	if ((uint64_t)(d - at) >= len) {
+		*hole = len;
+		*data = 0;
+		return 0;
+	}
+	*hole = (uint64_t)(d - at);
+	if ((h = lseek(dev->fd, d, SEEK_HOLE)) >= 0 &&
+	    (uint64_t)(h - d) < len - *hole)
+		*data = (uint64_t)(h - d);
+	else
+		*data = len - *hole;
+	return 0;
+}
+
 int fk_device_map(struct fk_device *dev, uint64_t off, size_t len,
 		  const unsigned char **addr)
 {
@@ -642,17 +677,12 @@ static int zero_by_writing(struct fk_device *dev, uint64_t off, uint64_t len)
 	return err;
 }
 
-int fk_device_zero(struct fk_device *dev, uint64_t off, uint64_t len)
+/* Zero @len bytes of data at @off: one fallocate or ioctl call if it can. */
+static int zero_data(struct fk_device *dev, uint64_t off, uint64_t len)
 {
 	off_t at = (off_t)(dev->base + off);
 	int err;
 
-	if (!dev->is_writer)
-		return -EBADF;
-	if (!in_window(dev, off, len))
-		return FK_ECORRUPT;
-	if (!len)
-		return 0;
 	if ((err = fault_before_write(dev)))
 		return err;
 	if (dev->is_blk) {
@@ -672,6 +702,32 @@ done:
 	dev->stats.zero_calls++;
 	dev->stats.bytes_zeroed += len;
 	fault_after_write(dev);
+	return 0;
+}
+
+int fk_device_zero(struct fk_device *dev, uint64_t off, uint64_t len)
+{
+	uint64_t hole, data;
+	int err;
+
+	if (!dev->is_writer)
+		return -EBADF;
+	if (!in_window(dev, off, len))
+		return FK_ECORRUPT;
+	/*
+	 * Holes already read as zeros: only the data between them is zeroed,
+	 * so a sparse image stays as sparse as it was (the free space of a
+	 * fresh one costs nothing) and the space it does hold stays held.
+	 */
+	while (len) {
+		if ((err = fk_device_extent(dev, off, len, &hole, &data)))
+			return err;
+		dev->stats.bytes_zeroed += hole;
+		if (data && (err = zero_data(dev, off + hole, data)))
+			return err;
+		off += hole + data;
+		len -= hole + data;
+	}
 	return 0;
 }
 

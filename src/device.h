@@ -67,6 +67,16 @@ int fk_device_map(struct fk_device *dev, uint64_t off, size_t len,
 		  const unsigned char **addr);
 void fk_device_unmap(const unsigned char *addr, size_t len);
 
+/*
+ * The layout of @len bytes at window offset @off in a sparse image file:
+ * *@hole bytes from @off are a hole (they read as zeros, so a reader may
+ * skip them), then *@data bytes are data, both within @len.  Block devices
+ * and hosts without SEEK_DATA report everything as data.  Returns 0 or
+ * FK_ECORRUPT (past the window).
+ */
+int fk_device_extent(struct fk_device *dev, uint64_t off, uint64_t len,
+		     uint64_t *hole, uint64_t *data);
+
 /* Read adjacent bytes at @off into several buffers (one system call). */
 int fk_device_readv(struct fk_device *dev, uint64_t off,
 		    const struct iovec *iov, int iovcnt);
@@ -76,8 +86,10 @@ int fk_device_write(struct fk_device *dev, uint64_t off, const void *buf,
 int fk_device_writev(struct fk_device *dev, uint64_t off,
 		     const struct iovec *iov, int iovcnt);
 /*
- * Make @len bytes at @off read as zeros, cheaply where the host can
- * (FALLOC_FL_ZERO_RANGE, punch hole, BLKZEROOUT), else by large writes.
+ * Make @len bytes at @off read as zeros, cheaply where the host can: holes
+ * of a sparse image are left as they are, data is zeroed in place with
+ * FALLOC_FL_ZERO_RANGE (else punch hole), BLKZEROOUT on a block device,
+ * else by large writes.
  */
 int fk_device_zero(struct fk_device *dev, uint64_t off, uint64_t len);
 int fk_device_sync(struct fk_device *dev);

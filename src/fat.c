@@ -474,6 +474,51 @@ static void free_bits(const struct fat_ops *ops, const unsigned char *p,
 	}
 }
 
+/* Bits of @n free entries from @first (a multiple of 64): a hole. */
+static void free_all(uint32_t first, uint32_t n, uint64_t *map, uint32_t *nfree)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i += 64) {
+		uint32_t m = n - i < 64 ? n - i : 64;
+		uint64_t word = m == 64 ? ~(uint64_t)0 : ((uint64_t)1 << m) - 1;
+
+		map[(first + i) / 64] = word;
+	}
+	if (first == 0) { /* clusters 0 and 1 hold no data */
+		map[0] &= ~(uint64_t)3;
+		n -= n < 2 ? n : 2;
+	}
+	*nfree += n;
+}
+
+/*
+ * How many entries from @first (a multiple of 64) the scan may take as
+ * free without reading them, because they lie in a hole of a sparse image
+ * (a freshly made one is mostly holes); 0 when @first is in data.  Else
+ * *@data_end is where the data at @first ends, in bytes into the FAT.
+ */
+static int hole_ents(struct fk_volume *vol, const struct fat_ops *ops,
+		     uint64_t copy_off, uint32_t first, uint32_t total,
+		     uint32_t *skip, uint64_t *data_end)
+{
+	uint64_t from = ops->entry_off(first);
+	uint64_t end = ops->entry_off(total - 1) + ops->load_len;
+	uint64_t hole, data;
+	int err;
+
+	*skip = 0;
+	if ((err = fk_device_extent(vol->dev, copy_off + from, end - from,
+				    &hole, &data)))
+		return err;
+	if (hole == end - from)
+		*skip = total - first;
+	else /* whole groups of 64 (a 512-byte sector holds 2 or 4) */
+		*skip = (uint32_t)(hole / ops->load_len) & ~63u;
+	*data_end = from + hole + data;
+	return 0;
+}
+
 int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 		     uint32_t *nfree)
 {
@@ -484,6 +529,7 @@ int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0, top_bits = 0;
 	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
 	uint32_t *vals = NULL;
+	uint64_t data_end = 0; /* the FAT is known to hold data up to here */
 	int err = 0;
 
 	*nfree = 0;
@@ -501,6 +547,28 @@ int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 
 		const unsigned char *mapped;
 
+		/* FAT12 is at most 6 KiB: not worth asking about holes. */
+		if (!vals && from >= data_end) {
+			uint32_t skip;
+
+			if ((err = hole_ents(vol, ops, copy_off, first, total,
+					     &skip, &data_end)))
+				break;
+			if (skip) {
+				free_all(first, skip, map, nfree);
+				first += skip;
+				continue;
+			}
+		}
+		if (!vals && data_end - from < (uint64_t)n * ops->load_len) {
+			/* Read only the data; the hole after it is skipped. */
+			n = (uint32_t)((data_end - from + ops->load_len - 1) /
+				       ops->load_len);
+			n = (n + 63) & ~63u;
+			if (n > total - first)
+				n = total - first;
+			to = ops->entry_off(first + n - 1) + ops->load_len;
+		}
 		if (to > fat_len) /* the last FAT12 entry's odd half byte */
 			to = fat_len;
 		/* 16- and 32-bit entries are read in place from the page

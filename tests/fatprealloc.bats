@@ -549,6 +549,39 @@ fragment()
 	judge img2
 }
 
+@test "fatprealloc: sparse or fully allocated, an image ends byte-identical; holes are zeroed without allocating them" {
+	local spec type size before after
+	export SOURCE_DATE_EPOCH=1700000000
+	for spec in "fat16 64M" "fat32 300M"; do
+		read -r type size <<<"$spec"
+		mkimg "$type" "$size" sparse.img
+		populate sparse.img
+		# 2 MiB of 0xAA in free clusters, so that the new file's range
+		# is part data (zeroed by fallocate) and part hole (left be).
+		head -c 2M /dev/zero | tr '\0' '\252' >junk.bin
+		mcopy -i sparse.img junk.bin ::/JUNK.BIN </dev/null
+		mdel -i sparse.img ::/JUNK.BIN </dev/null
+		cp --sparse=never sparse.img full.img
+		cp sparse.img.sums full.img.sums
+		before=$(du -k sparse.img | cut -f1)
+		run -0 --separate-stderr fatprealloc --stats -p sparse.img \
+			/big.bin 40M /DATA/new/x.bin 3M
+		zeroed=$(stats_value "$output" "bytes zeroed")
+		run -0 --separate-stderr fatprealloc --stats -p full.img \
+			/big.bin 40M /DATA/new/x.bin 3M
+		[ "$(stats_value "$output" "bytes zeroed")" -eq "$zeroed" ]
+		[ "$(img_sha sparse.img)" = "$(img_sha full.img)" ]
+		after=$(du -k sparse.img | cut -f1)
+		echo "# $type: $before KiB allocated before, $after after"
+		((after - before < 8192))
+		mget sparse.img /big.bin got
+		zeros $((40 << 20)) | cmp - got
+		judge sparse.img
+		judge full.img
+		rm -f sparse.img* full.img*
+	done
+}
+
 @test "fatprealloc --dry-run: says what would happen, writes nothing" {
 	local c
 	mkimg fat16 16M img

@@ -8,10 +8,12 @@
  * and after fk_cache_flush() reads the image back with pread: both FAT
  * copies must equal the model byte for byte.
  */
+#define _GNU_SOURCE /* fallocate(), FALLOC_FL_PUNCH_HOLE */
 #include "tap.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,6 +409,77 @@ static void check_scan(struct img *im, const char *tag)
 	   "%s fk_fat_scan: a non-zero return stops the scan", tag);
 }
 
+/* Clusters whose bit in a fk_fat_scan_free() map disagrees with the model. */
+static uint32_t free_map_mismatches(struct img *im, uint32_t *nfree)
+{
+	uint32_t total = im->b.nclus + 2, clus, bad = 0, want = 0;
+	uint64_t *map = calloc((total + 63) / 64 + 1, sizeof(*map));
+
+	if (!map ||
+	    fk_fat_scan_free(im->vol, im->vol->g.active_fat, map, nfree)) {
+		free(map);
+		return UINT32_MAX;
+	}
+	for (clus = 0; clus < total; clus++) {
+		int is_free = clus >= 2 && ref_get(im, clus) == 0;
+
+		want += (uint32_t)is_free;
+		bad += (uint32_t)(is_free !=
+				  (int)(map[clus / 64] >> (clus % 64) & 1));
+	}
+	free(map);
+	return bad + (*nfree != want);
+}
+
+/*
+ * fk_fat_scan_free() against the model, then again after holes are
+ * punched into the FAT it reads (sparse images are scanned by asking the
+ * host where data lies): a hole at the start, one of a few sectors, one
+ * not on a 4 KiB boundary, and one that runs to the last entry.
+ */
+static void check_scan_free(struct img *im, const char *tag)
+{
+	uint64_t fat0 = (uint64_t)(im->b.rsvd_secs +
+				   im->vol->g.active_fat * im->b.fat_secs) *
+			SEC_LEN;
+	size_t end = im->bits == 32 ? (size_t)(im->b.nclus + 2) * 4
+				    : (size_t)(im->b.nclus + 2) * 2;
+	const size_t holes[][2] = {{0, 8192},
+				   {3 * 4096, 3 * 4096},
+				   {10 * 4096 + 512, 4096 + 1024},
+				   {end - end / 3, end / 3}};
+	uint32_t nfree = 0, bad;
+	size_t i;
+	int fd, err = 0;
+
+	bad = free_map_mismatches(im, &nfree);
+	OK(bad == 0,
+	   "%s fk_fat_scan_free: the map and count match the model "
+	   "(%u free, %u mismatches)",
+	   tag, nfree, bad);
+	if ((fd = open(im->path, O_RDWR)) < 0)
+		err = -errno;
+	for (i = 0; !err && i < NROWS(holes); i++) {
+		size_t from = holes[i][0], len = holes[i][1];
+
+		if (from >= end) /* a small FAT */
+			continue;
+		if (from + len > end)
+			len = end - from;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(fat0 + from), (off_t)len))
+			err = -errno;
+		memset(im->fat + from, 0, len);
+	}
+	if (fd >= 0)
+		close(fd);
+	bad = free_map_mismatches(im, &nfree);
+	OK(!err && bad == 0,
+	   "%s fk_fat_scan_free: holes punched in the FAT read as free "
+	   "(err %d, %u free, %u mismatches)",
+	   tag, err, nfree, bad);
+}
+
 /* ---- entry classes ----------------------------------------------------------
  */
 
@@ -659,6 +732,7 @@ static void suite_fat16(void)
 	check_walks(&im, "FAT16", fat16_walks, NROWS(fat16_walks));
 	check_flush(&im, "FAT16");
 	check_scan(&im, "FAT16");
+	check_scan_free(&im, "FAT16");
 	img_close(&im);
 }
 
@@ -759,6 +833,7 @@ static void suite_fat32(void)
 	check_walks(&im, "FAT32", fat32_walks, NROWS(fat32_walks));
 	check_flush(&im, "FAT32");
 	check_scan(&im, "FAT32");
+	check_scan_free(&im, "FAT32");
 	img_close(&im);
 }
 
