@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "diag.h"
 #include "fsinfo.h"
 #include "volume.h"
@@ -68,7 +69,7 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
 	a->vol = vol;
 	a->end = fk_clus_max(&vol->g) + 1;
 	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
-	if (!(a->free_map = calloc(a->nwords, sizeof(*a->free_map)))) {
+	if (!(a->free_map = fk_bigmem_alloc(a->nwords, sizeof(*a->free_map)))) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -82,7 +83,7 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
 	*out = a;
 	return 0;
 out_free:
-	free(a->free_map);
+	fk_bigmem_free(a->free_map, a->nwords, sizeof(*a->free_map));
 	free(a);
 	return err;
 }
@@ -91,7 +92,7 @@ void fk_alloc_close(struct fk_alloc *a)
 {
 	if (!a)
 		return;
-	free(a->free_map);
+	fk_bigmem_free(a->free_map, a->nwords, sizeof(*a->free_map));
 	free(a);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "bigmem.h"
 #include "device.h"
 #include "diag.h"
 
@@ -43,11 +44,14 @@ struct fk_cache {
 	uint32_t ndirty;
 	uint32_t hand;	    /* clock position */
 	uint32_t hash_mask; /* table size - 1 */
-	uint32_t *table;    /* slot index or NO_SLOT */
+	unsigned char *mem; /* the arrays below, in one allocation */
+	size_t mem_len;
+	int is_dense;	 /* mem from fk_bigmem_alloc() */
+	uint32_t *table; /* slot index or NO_SLOT */
 	struct slot *slots;
-	unsigned char *arena; /* nslots * sec_len */
 	uint64_t *order;      /* dirty slots: sector << 32 | slot */
 	struct iovec *iov;    /* scratch for flush */
+	unsigned char *arena; /* nslots * sec_len */
 	struct fk_cache_stats stats;
 };
 
@@ -101,6 +105,45 @@ static void hash_remove(struct fk_cache *c, uint32_t i)
 	c->table[h] = NO_SLOT;
 }
 
+/* @len rounded up to a multiple of 64 (alignment for any array). */
+static size_t align64(size_t len)
+{
+	return (len + 63) & ~(size_t)63;
+}
+
+/*
+ * The cache's arrays come from one allocation, the small ones first, so
+ * that a writer's first huge page holds them and its first dirty sectors.
+ * A writer fills whole batches of dirty sectors, so huge pages pay off
+ * (bigmem.h); a reader touches a few clean slots, so it gets calloc()'s
+ * lazily mapped pages.
+ */
+static int carve(struct fk_cache *c, uint32_t tsize)
+{
+	size_t table_len = align64(tsize * sizeof(*c->table));
+	size_t slots_len = align64(c->nslots * sizeof(*c->slots));
+	size_t order_len = align64(c->max_dirty * sizeof(*c->order));
+	size_t iov_len = align64(c->max_dirty * sizeof(*c->iov));
+	unsigned char *p;
+
+	/* The arena starts on a page boundary, where reads land. */
+	c->mem_len = (table_len + slots_len + order_len + iov_len + 4095) &
+		     ~(size_t)4095;
+	c->mem_len += (size_t)c->nslots * c->lay.sec_len;
+	c->is_dense = (uint64_t)c->max_dirty * c->lay.sec_len >= (1u << 20);
+	p = c->is_dense ? fk_bigmem_alloc(1, c->mem_len)
+			: calloc(1, c->mem_len);
+	if (!(c->mem = p))
+		return -ENOMEM;
+	c->table = (uint32_t *)(void *)p;
+	c->slots = (struct slot *)(void *)(p += table_len);
+	c->order = (uint64_t *)(void *)(p += slots_len);
+	c->iov = (struct iovec *)(void *)(p += order_len);
+	c->arena = c->mem + c->mem_len - (size_t)c->nslots * c->lay.sec_len;
+	memset(c->table, 0xff, tsize * sizeof(*c->table));
+	return 0;
+}
+
 int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 		 size_t dirty_len, enum fk_cache_sync sync,
 		 struct fk_cache **out)
@@ -123,16 +166,10 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 	while (tsize < 2 * c->nslots)
 		tsize <<= 1;
 	c->hash_mask = tsize - 1;
-	c->table = malloc(tsize * sizeof(*c->table));
-	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	c->arena = malloc((size_t)c->nslots * layout->sec_len);
-	c->order = calloc(c->max_dirty, sizeof(*c->order));
-	c->iov = calloc(c->max_dirty, sizeof(*c->iov));
-	if (!c->table || !c->slots || !c->arena || !c->order || !c->iov) {
-		fk_cache_free(c);
+	if (carve(c, tsize)) {
+		free(c);
 		return -ENOMEM;
 	}
-	memset(c->table, 0xff, tsize * sizeof(*c->table));
 	*out = c;
 	return 0;
 }
@@ -141,11 +178,10 @@ void fk_cache_free(struct fk_cache *c)
 {
 	if (!c)
 		return;
-	free(c->table);
-	free(c->slots);
-	free(c->arena);
-	free(c->order);
-	free(c->iov);
+	if (c->is_dense)
+		fk_bigmem_free(c->mem, 1, c->mem_len);
+	else
+		free(c->mem);
 	free(c);
 }
 

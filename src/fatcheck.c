@@ -465,7 +465,8 @@ int main(int argc, char **argv)
 	if (r.o.progress < 0)
 		r.o.progress = r.is_tty;
 	vo.dev.is_writer = r.o.is_repair;
-	vo.batch_len = 4u << 20;
+	/* A checker that does not repair holds nothing dirty. */
+	vo.batch_len = r.o.is_repair ? 4u << 20 : 0;
 	fk_json_init(&r.js, stdout);
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
