@@ -254,8 +254,12 @@ done
 if [[ -z ${PA_SKIP_EXTRA:-} ]]; then
 	truncate -s 256M "$tmp/zeros256M"
 	for cs in $CLUSTER_SIZES; do
-		hyperfine --runs 5 --warmup 1 \
-			--prepare "rm -f $WORK; cp --sparse=always $OUT/prealloc-$cs.img $WORK" \
+		# No shell around the timed commands (-N): its start-up would
+		# be added to both sides.  The fresh copy is synced, as an
+		# image made earlier would be, so that fatprealloc's fsync does
+		# not write back the copy's pages.
+		hyperfine -N --runs 15 --warmup 1 \
+			--prepare "sh -c 'rm -f $WORK; cp --sparse=always $OUT/prealloc-$cs.img $WORK && sync $WORK'" \
 			--export-json "$tmp/zero-$cs.json" \
 			-n "fatprealloc IMG /z.bin 256M" "$PA $WORK /z.bin 256M" \
 			-n "mcopy -i IMG zeros256M ::/z.bin" \
@@ -263,7 +267,7 @@ if [[ -z ${PA_SKIP_EXTRA:-} ]]; then
 			-n "fatprealloc --no-sync IMG /z.bin 256M" \
 			"$PA --no-sync $WORK /z.bin 256M" \
 			-n "mcopy ... && sync IMG" \
-			"mcopy -i $WORK $tmp/zeros256M ::/z.bin && sync $WORK" >&2
+			"sh -c 'mcopy -i $WORK $tmp/zeros256M ::/z.bin && sync $WORK'" >&2
 		# The last prepared image holds mcopy's file; check ours once more.
 		fresh "$cs"
 		"$PA" "$WORK" /z.bin 256M
@@ -285,27 +289,34 @@ fi
 # ---- target: 5,000 new files in one directory --------------------------------
 
 MANY_CS=4096
-MANY_REPS=15
+MANY_REPS=21
+MANY_NS=(1 1000 2000 3000 4000 5000)
 if [[ -z ${PA_SKIP_EXTRA:-} && " $CLUSTER_SIZES " == *" $MANY_CS "* ]]; then
+	for n in "${MANY_NS[@]}"; do
+		for ((i = 1; i <= n; i++)); do
+			printf ' /many/file-%05d.dat 1K' "$i"
+		done >"$tmp/many-args-$n"
+	done
 	for m in default --no-sync; do
-		for n in 1 1000 2000 3000 4000 5000; do
-			args=$(for ((i = 1; i <= n; i++)); do
-				printf ' /many/file-%05d.dat 1K' "$i"
-			done)
-			for ((rep = 1; rep <= MANY_REPS; rep++)); do
+		# Sizes take turns within each repetition, so that a burst of
+		# noise on the shared machine spreads over all of them instead
+		# of spoiling one size's median (a step is only about 10 ms).
+		for ((rep = 1; rep <= MANY_REPS; rep++)); do
+			for n in "${MANY_NS[@]}"; do
 				fresh $MANY_CS
-				# shellcheck disable=SC2046,SC2086
+				# shellcheck disable=SC2046
 				read -r secs _ cpu _ < <(python3 "$tmp/run.py" "$PA" -p \
-					$([[ $m == default ]] || echo "$m") --json "$WORK" $args)
+					$([[ $m == default ]] || echo "$m") --json "$WORK" \
+					$(cat "$tmp/many-args-$n"))
 				printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$n" "$rep" "$secs" "$cpu" >>"$MANY"
 			done
-			if [[ $n -eq 5000 && $m == default ]]; then
-				fsck.fat -n "$WORK" >"$tmp/fsck.out" 2>&1 ||
-					die "5,000 files: fsck.fat -n: $(cat "$tmp/fsck.out")"
-				got=$(mdir -b -i "$WORK" ::/many | wc -l)
-				[[ $got -eq 5000 ]] || die "5,000 files: mdir lists $got"
-			fi
 		done
+		if [[ $m == default ]]; then # the last run made 5,000 files
+			fsck.fat -n "$WORK" >"$tmp/fsck.out" 2>&1 ||
+				die "5,000 files: fsck.fat -n: $(cat "$tmp/fsck.out")"
+			got=$(mdir -b -i "$WORK" ::/many | wc -l)
+			[[ $got -eq 5000 ]] || die "5,000 files: mdir lists $got"
+		fi
 		say "5,000 files ($m) done"
 	done
 fi
@@ -484,8 +495,8 @@ for line in open(zero):
     cs, x = v[0], [float(y) for y in v[1:]]
     fm, fsd, fc, mm, msd, mc, nm, nsd, nc, sm, ssd, sc = x
     print("- default (zeroed) 256 MiB file at least 10x faster than `mcopy` of a 256 MiB file of "
-          "zeros, %s-byte clusters (hyperfine, 5 runs after 1 warm-up, the image reset by "
-          "--prepare; medians): fatprealloc %.1f ms (sd %.1f, CPU %.1f ms), mcopy %.1f ms "
+          "zeros, %s-byte clusters (hyperfine -N, 15 runs after 1 warm-up, the image reset "
+          "and synced by --prepare; medians): fatprealloc %.1f ms (sd %.1f, CPU %.1f ms), mcopy %.1f ms "
           "(sd %.1f, CPU %.1f ms): **%.1fx**: %s%s.  Both durable (fatprealloc's default fsync "
           "against `mcopy ... && sync IMG`): %.1f ms against %.1f ms, %.1fx; neither "
           "(`fatprealloc --no-sync` against mcopy): %.1f ms against %.1f ms, %.1fx; CPU time: %.1fx." % (
@@ -506,7 +517,7 @@ for m in ("default", "--no-sync"):
         ratio = steps[-1] / steps[0]
         print("- 5,000 new 1 KiB files in one new directory in one run (`fatprealloc -p%s IMG "
               "/many/file-00001.dat 1K ...`, 4 KiB clusters, medians of %d runs each of 1, 1,000, "
-              "..., 5,000 files), %s: t = %s ms; files 1-1,000 ... 4,001-5,000 cost %s ms (the "
+              "..., 5,000 files, the sizes taking turns), %s: t = %s ms; files 1-1,000 ... 4,001-5,000 cost %s ms (the "
               "first: t(1000) - t(1)); last / first = %.2f%s." % (
               "" if m == "default" else " " + m, len(runs[(m, 5000, kind)]),
               "JSON seconds" if kind == "secs" else "CPU time (user + system)",
