@@ -409,12 +409,8 @@ static void decode_block(const struct fat_ops *ops, const unsigned char *buf,
 	}
 }
 
-/*
- * Free bits of @n entries from @first (a multiple of 64, so each group of
- * 64 entries is one word of @map) held in @p, a block read from the FAT.
- */
-/* Are the @len bytes at @p all zero?  Whole words: the compiler vectorizes
- * it, where a byte-wise get_le32() per entry was the scan's bottleneck. */
+/* Are the @len bytes at @p all zero?  Eight bytes a load: byte-wise
+ * get_le32() calls per entry were the scan's bottleneck. */
 static int is_zero(const unsigned char *p, size_t len)
 {
 	uint64_t any = 0, w;
@@ -429,11 +425,13 @@ static int is_zero(const unsigned char *p, size_t len)
 	return !any;
 }
 
+/* A map word with the low @m (1 to 64) bits set. */
 static uint64_t all_bits(uint32_t m)
 {
 	return m == 64 ? ~(uint64_t)0 : ((uint64_t)1 << m) - 1;
 }
 
+/* Free bits of the @m (at most 64) 16-bit entries held in @p. */
 static uint64_t free_word16(const unsigned char *p, uint32_t m)
 {
 	uint64_t word = 0;
@@ -447,6 +445,8 @@ static uint64_t free_word16(const unsigned char *p, uint32_t m)
 	return word;
 }
 
+/* The same for 32-bit entries, ORing the high bits of free ones into
+ * *@top_bits. */
 static uint64_t free_word32(const unsigned char *p, uint32_t m,
 			    uint32_t *top_bits)
 {
