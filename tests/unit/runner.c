@@ -28,6 +28,7 @@ int main(void)
 	suite_names();
 	suite_volume();
 	suite_fat();
+	suite_bigmem();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

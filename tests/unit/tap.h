@@ -17,5 +17,6 @@ void suite_cli(void);
 void suite_names(void);
 void suite_volume(void);
 void suite_fat(void);
+void suite_bigmem(void);
 
 #endif

@@ -1,0 +1,71 @@
+/*
+ * test_bigmem.c: large zeroed arrays.  Each size comes back zeroed and
+ * writable to its last byte; from 64 KiB on they start on a 2 MiB
+ * boundary (so that the kernel can back them with huge pages); a product
+ * that overflows is refused.
+ */
+#include "tap.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "bigmem.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HAS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAS_ASAN 1
+#endif
+#endif
+
+struct size_row {
+	const char *edge;
+	size_t n, size;
+	int is_mapped; /* expected to start on a 2 MiB boundary */
+};
+
+static const struct size_row sizes[] = {
+	{"one byte", 1, 1, 0},
+	{"just under 64 KiB", 1, (64 << 10) - 1, 0},
+	{"64 KiB, the first mapped size", 8192, 8, 1},
+	{"1.2 MiB, a 9-million-cluster free map", 145408, 8, 1},
+	{"exactly 2 MiB", 1, 2 << 20, 1},
+	{"2 MiB + 1, two huge pages", 1, (2 << 20) + 1, 1},
+};
+
+/* Zeroed throughout, then writable throughout. */
+static int is_usable(unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	memset(p, 0xa5, len);
+	return p[0] == 0xa5 && p[len - 1] == 0xa5;
+}
+
+void suite_bigmem(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const struct size_row *r = &sizes[i];
+		unsigned char *p = fk_bigmem_alloc(r->n, r->size);
+		/* calloc()'s pointers are not checked: any may be aligned. */
+		int is_aligned =
+			!r->is_mapped || (p && (uintptr_t)p % (2u << 20) == 0);
+
+#ifdef HAS_ASAN
+		is_aligned = 1; /* everything is calloc()'s */
+#endif
+		OK(p && is_usable(p, r->n * r->size) && is_aligned,
+		   "fk_bigmem_alloc: %s: zeroed, writable%s", r->edge,
+		   r->is_mapped ? ", on a 2 MiB boundary" : "");
+		fk_bigmem_free(p, r->n, r->size);
+	}
+	fk_bigmem_free(NULL, 1, 1 << 20); /* ignored, as free(NULL) is */
+	OK(fk_bigmem_alloc(SIZE_MAX / 2, 3) == NULL,
+	   "fk_bigmem_alloc: a size that overflows is refused");
+}
