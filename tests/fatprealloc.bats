@@ -1064,6 +1064,17 @@ crash_fixture()
 	fat32) mkimg fat32 40M base.img ;;
 	esac
 	populate base.img
+	# Half the free clusters hold old data (a file written and deleted,
+	# and on FAT32 the FSInfo hint forgotten, so allocation starts low):
+	# new clusters are then zeroed by real calls, each a crash point.
+	head -c $(($(count_free_clusters base.img) * $(clus_len base.img) / 2)) \
+		/dev/zero | tr '\0' '\252' >junk.bin
+	mcopy -i base.img junk.bin ::/JUNK.BIN </dev/null
+	mdel -i base.img ::/JUNK.BIN </dev/null
+	if [[ $1 == fat32 ]]; then
+		printf '\xff\xff\xff\xff' | dd of=base.img bs=1 conv=notrunc \
+			status=none seek=$((512 + 492))
+	fi
 	populate_big_dir base.img /BIGD $(($(clus_len base.img) / 32 - 3))
 	gen_bytes 700 grow >grow.bin
 	mcopy -i base.img grow.bin ::/grow.bin </dev/null
@@ -1097,6 +1108,8 @@ grow_intact()
 		total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
 		echo "# $t: $total write and zero calls"
 		((total >= 8))
+		# Every new file lands on old data: zeroing is in the loop.
+		(($(json_stat "$output" zero_calls) >= 5))
 		# Until the run completes: each write and zero call is a
 		# crash point, so there are at least as many as --json counts.
 		for ((n = 1; ; n++)); do
