@@ -15,25 +15,12 @@
 #define HUGE_LEN ((size_t)2 << 20)  /* x86-64 and arm64 PMD size */
 #define MIN_LEN	 ((size_t)64 << 10) /* below this, calloc() */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAS_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAS_ASAN 1
-#endif
-#endif
-
 /* Bytes mapped for @len bytes, or 0 when @len goes to calloc(). */
 static size_t mapped_len(size_t len)
 {
-#ifdef HAS_ASAN
-	(void)len;
-	return 0;
-#else
-	if (len < MIN_LEN || len > SIZE_MAX - 2 * HUGE_LEN)
+	if (!FK_BIGMEM_MAPS || len < MIN_LEN || len > SIZE_MAX - 2 * HUGE_LEN)
 		return 0;
 	return (len + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
-#endif
 }
 
 void *fk_bigmem_alloc(size_t n, size_t size)

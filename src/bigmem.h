@@ -9,6 +9,22 @@
 #include <stddef.h>
 
 /*
+ * FK_BIGMEM_MAPS is 1 when large arrays are mapped (in huge pages where
+ * the kernel allows), 0 under AddressSanitizer, where everything comes
+ * from calloc() so that overruns are still caught.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define FK_BIGMEM_MAPS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FK_BIGMEM_MAPS 0
+#endif
+#endif
+#ifndef FK_BIGMEM_MAPS
+#define FK_BIGMEM_MAPS 1
+#endif
+
+/*
  * @n zeroed elements of @size bytes, or NULL when out of memory or when
  * the product overflows.  Arrays of 64 KiB or more are mapped in 2 MiB
  * huge pages when the kernel allows it: on the VM we measured, a 4 KiB
