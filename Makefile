@@ -31,26 +31,36 @@ UNIT      := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 
 CORE_OBJS := $(CORE:%=$(BUILD)/%.o)
 PROG_BINS := $(PROGS:%=$(BUILD)/%)
-HDR_CHECK := $(CORE:%=$(BUILD)/hdr/%.ok)
+HDR_CHECK := $(patsubst src/%.h,$(BUILD)/hdr/%.ok,$(wildcard src/*.h))
+
+# Objects depend on the compiler and its flags: a stamp that changes only
+# when they do, so `make CC=clang` after `make` rebuilds everything.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW   := $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS)
+ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
 
 all: $(PROG_BINS) $(BUILD)/unit-tests
 
-$(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
+$(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libfatkit.a: $(CORE_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/%: $(BUILD)/%.o $(BUILD)/libfatkit.a
+$(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(BUILD)/libfatkit.a $(FLAGS_STAMP)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfatkit.a $(LDLIBS)
 
-# Every header must compile on its own (STYLE.md section 5).
-$(BUILD)/hdr/%.ok: src/%.h | $(BUILD)
+# Every header, with or without a .c of its own, must compile alone.
+$(BUILD)/hdr/%.ok: src/%.h $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(BUILD)/hdr
 	echo '#include "$*.h"' | $(CC) $(ALL_CFLAGS) -Isrc -x c -fsyntax-only -
 	@touch $@
 
-$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h src/*.h) | $(BUILD)
+$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h src/*.h) \
+		  $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(BUILD)/unit
 	$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit -c -o $@ $<
 
