@@ -10,7 +10,7 @@
 
 #include "device.h"
 
-/* Exit codes of fatprealloc and fatls (CLI.md). */
+/* Exit codes of fatprealloc and fatls (fatkit(7), EXIT STATUS). */
 enum fk_exit {
 	FK_EXIT_OK = 0,
 	FK_EXIT_FAIL = 1,

@@ -572,7 +572,7 @@ int fk_device_readv(struct fk_device *dev, uint64_t off,
 	return 0;
 }
 
-/* Test builds fail or stop at a chosen write call (STYLE.md section 7). */
+/* Test builds fail or stop at a chosen write call, for the crash loops. */
 static int fault_before_write(struct fk_device *dev)
 {
 #ifdef FK_FAULT_INJECTION

@@ -42,7 +42,7 @@ void fk_report(const char *prog, const struct fk_diag *diag, int err);
 
 /*
  * Record a detail that is printed after strerror() text in parentheses,
- * as CLI.md's `No space left on device (need N clusters, M free)`.
+ * as in `No space left on device (need N clusters, M free)`.
  */
 void fk_diag_detail(struct fk_diag *diag, const char *what, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));

@@ -1,6 +1,6 @@
 /*
  * prealloc.c: resolve, plan, then commit.  Planning touches memory only
- * (the free bitmap and directory plans); commit writes in CLI.md's order
+ * (the free bitmap and directory plans); commit writes in the documented order
  * so that a crash at any point leaves at worst lost clusters or a stale
  * FSInfo hint:
  *   1. new chains (files, new directories, directory growth), every FAT
