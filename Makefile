@@ -26,17 +26,23 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 \
 LDLIBS    += $(BLKID_LIBS)
 
 PROGS     := $(filter $(basename $(notdir $(wildcard src/*.c))),fatls fatprealloc fatcheck)
-CORE      := $(filter-out $(PROGS),$(basename $(notdir $(wildcard src/*.c))))
+# The programs' own layer (option parsing, usage text, the JSON writer)
+# prints; it is a library of its own so that libfatkit.a never does.
+APP       := cli json
+CORE      := $(filter-out $(PROGS) $(APP),$(basename $(notdir $(wildcard src/*.c))))
 UNIT      := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 
 CORE_OBJS := $(CORE:%=$(BUILD)/%.o)
+APP_OBJS  := $(APP:%=$(BUILD)/%.o)
+LIBS      := $(BUILD)/libfatkit-app.a $(BUILD)/libfatkit.a
 PROG_BINS := $(PROGS:%=$(BUILD)/%)
 HDR_CHECK := $(patsubst src/%.h,$(BUILD)/hdr/%.ok,$(wildcard src/*.h))
 
-# Objects depend on the compiler and its flags: a stamp that changes only
-# when they do, so `make CC=clang` after `make` rebuilds everything.
+# Objects depend on the compiler and its flags, archives on which modules
+# they hold: a stamp that changes only when these do, so `make CC=clang`
+# after `make` rebuilds everything.
 FLAGS_STAMP := $(BUILD)/flags.stamp
-FLAGS_NOW   := $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS)
+FLAGS_NOW   := $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS) core: $(CORE)
 ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
 $(shell mkdir -p $(BUILD))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
@@ -47,11 +53,19 @@ all: $(PROG_BINS) $(BUILD)/unit-tests
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/libfatkit.a: $(CORE_OBJS)
-	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libfatkit.a: $(CORE_OBJS) $(FLAGS_STAMP)
+	rm -f $@ && ar rcs $@ $(CORE_OBJS)
 
-$(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(BUILD)/libfatkit.a $(FLAGS_STAMP)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfatkit.a $(LDLIBS)
+$(BUILD)/libfatkit-app.a: $(APP_OBJS) $(FLAGS_STAMP)
+	rm -f $@ && ar rcs $@ $(APP_OBJS)
+
+# The core never prints: no stdio output call may be linked into it.
+core-check: $(BUILD)/libfatkit.a
+	@if nm $< | grep -E ' U (f?printf|v?fprintf|f?puts|fputc|putc|putchar|fwrite|perror)$$'; then \
+		echo "core-check: libfatkit.a must not print"; exit 1; fi
+
+$(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # Every header, with or without a .c of its own, must compile alone.
 $(BUILD)/hdr/%.ok: src/%.h $(FLAGS_STAMP) | $(BUILD)
@@ -65,9 +79,8 @@ $(BUILD)/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h src/*.h) \
 	$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit -c -o $@ $<
 
 $(BUILD)/unit-tests: $(UNIT:%=$(BUILD)/unit/%.o) $(BUILD)/unit/runner.o \
-		     $(BUILD)/libfatkit.a $(HDR_CHECK)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) \
-		$(BUILD)/libfatkit.a $(LDLIBS)
+		     $(LIBS) $(HDR_CHECK)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
@@ -85,6 +98,7 @@ check: deps
 	$(MAKE) all
 	$(MAKE) all BUILD=build-clang CC=clang	# warning-clean with clang too
 	$(MAKE) test BUILD=build
+	$(MAKE) core-check
 	$(MAKE) all BUILD=build-san EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" \
 		LDFLAGS="$(SAN_FLAGS)"
 	$(MAKE) test BUILD=build-san
@@ -119,4 +133,4 @@ install: $(PROG_BINS)
 clean:
 	rm -rf build build-san build-clang
 
-.PHONY: all deps check test demo format format-check install clean
+.PHONY: all deps check test demo format format-check install clean core-check

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "diag.h"
+
 struct suffix {
 	const char *name;
 	unsigned shift; /* power of 1024 ... */
@@ -152,4 +154,15 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, " (try '%s --help')\n", prog);
+}
+
+void fk_report(const char *prog, const struct fk_diag *diag, int err)
+{
+	char reason[sizeof(diag->reason) + 128];
+
+	fk_diag_reason(diag, err, reason, sizeof(reason));
+	if (diag && diag->what[0])
+		fprintf(stderr, "%s: %s: %s\n", prog, diag->what, reason);
+	else
+		fprintf(stderr, "%s: %s\n", prog, reason);
 }

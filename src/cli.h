@@ -10,6 +10,8 @@
 
 #include "device.h"
 
+struct fk_diag;
+
 /* Exit codes of fatprealloc and fatls (fatkit(7), EXIT STATUS). */
 enum fk_exit {
 	FK_EXIT_OK = 0,
@@ -75,5 +77,12 @@ void fk_print_version(const char *prog);
 /* Print one line `PROGRAM: MESSAGE (try 'PROGRAM --help')` on stderr. */
 void fk_usage_error(const char *prog, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Print the one error line `PROGRAM: WHAT: REASON` on stderr for error
+ * @err (negative errno); WHAT is left out when @diag (may be NULL) names
+ * no subject, and REASON is fk_diag_reason()'s.
+ */
+void fk_report(const char *prog, const struct fk_diag *diag, int err);
 
 #endif

@@ -1,4 +1,7 @@
-/* diag.c: error detail and the one formatter of `PROGRAM: WHAT: REASON`. */
+/*
+ * diag.c: error detail, and the one formatter of the REASON in
+ * `PROGRAM: WHAT: REASON` (the programs' fk_report() prints the line).
+ */
 #include "diag.h"
 
 #include <stdarg.h>
@@ -54,19 +57,15 @@ void fk_diag_subject(struct fk_diag *diag, const char *what)
 		snprintf(diag->what, sizeof(diag->what), "%s", what);
 }
 
-void fk_report(const char *prog, const struct fk_diag *diag, int err)
+void fk_diag_reason(const struct fk_diag *diag, int err, char *buf, size_t len)
 {
-	const char *what = diag && diag->what[0] ? diag->what : NULL;
 	const char *reason = diag ? diag->reason : "";
 	const char *sys = strerror(err < 0 ? -err : err);
 
-	fprintf(stderr, "%s: ", prog);
-	if (what)
-		fprintf(stderr, "%s: ", what);
 	if (!reason[0])
-		fprintf(stderr, "%s\n", sys);
+		snprintf(buf, len, "%s", sys);
 	else if (reason[0] == '(')
-		fprintf(stderr, "%s %s)\n", sys, reason);
+		snprintf(buf, len, "%s %s)", sys, reason);
 	else
-		fprintf(stderr, "%s\n", reason);
+		snprintf(buf, len, "%s", reason);
 }

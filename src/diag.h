@@ -3,12 +3,13 @@
  *
  * Core functions return 0 or a negative errno; the context a user needs
  * (which path, which cluster, need versus free) travels in a struct fk_diag
- * that the caller owns.  Only fk_report() prints it.
+ * that the caller owns.  Only the programs print it (fk_report(), cli.h).
  */
 #ifndef FATKIT_DIAG_H
 #define FATKIT_DIAG_H
 
 #include <errno.h>
+#include <stddef.h>
 
 /*
  * A damaged image is input, not a bug: it gets its own errno, negative as
@@ -34,11 +35,11 @@ void fk_diag_set(struct fk_diag *diag, const char *what, const char *fmt, ...)
 void fk_diag_subject(struct fk_diag *diag, const char *what);
 
 /*
- * Print `PROGRAM: WHAT: REASON` on stderr for error @err (negative errno).
- * The reason is the recorded one, else strerror(-err) followed by the
- * recorded detail in parentheses when both exist (see fk_diag_detail).
+ * Format the REASON for error @err (negative errno) into @buf: the recorded
+ * reason, else strerror(-err) followed by the recorded detail in
+ * parentheses when both exist (see fk_diag_detail).  @diag may be NULL.
  */
-void fk_report(const char *prog, const struct fk_diag *diag, int err);
+void fk_diag_reason(const struct fk_diag *diag, int err, char *buf, size_t len);
 
 /*
  * Record a detail that is printed after strerror() text in parentheses,

@@ -424,15 +424,9 @@ fail:
 	if (ck && fk_check_stats(ck)->errors)
 		status |= FK_FSCK_UNCORRECTED;
 	if (r->o.is_json) { /* still one whole document */
-		char msg[sizeof(diag.reason) + 64];
-		const char *sys = strerror(err < 0 ? -err : err);
+		char msg[sizeof(diag.reason) + 128];
 
-		if (!diag.reason[0])
-			snprintf(msg, sizeof(msg), "%s", sys);
-		else if (diag.reason[0] == '(') /* a detail, as fk_report */
-			snprintf(msg, sizeof(msg), "%s %s)", sys, diag.reason);
-		else
-			snprintf(msg, sizeof(msg), "%s", diag.reason);
+		fk_diag_reason(&diag, err, msg, sizeof(msg));
 		if (diag.what[0])
 			fk_json_str(&r->js, "error_path", diag.what);
 		fk_json_str(&r->js, "error", msg);
