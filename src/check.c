@@ -1403,8 +1403,7 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		[FK_LFN_ORPHAN_FREE] = "a free slot follows",
 		[FK_LFN_ORPHAN_RESTART] = "another long name starts after",
 		[FK_LFN_ORPHAN_BROKEN] = "out of sequence",
-		[FK_LFN_ORPHAN_ENTRY] = "the entry after them has another "
-					"checksum",
+		[FK_LFN_ORPHAN_ENTRY] = "the next entry does not match",
 	};
 	uint32_t first = d->orphan_first, n = d->orphan_n;
 	char range[32];
