@@ -32,6 +32,23 @@ teardown()
 		wait "$HOLDER" 2>/dev/null || true
 		HOLDER=
 	fi
+	if [[ -n ${ROMNT:-} ]]; then
+		umount "$ROMNT" 2>/dev/null || true
+		ROMNT=
+	fi
+	if [[ -n ${LOOPDEV:-} ]]; then
+		losetup -d "$LOOPDEV" 2>/dev/null || true
+		LOOPDEV=
+	fi
+}
+
+# loop_dev [-r] FILE: LOOPDEV becomes a loop device over FILE (read-only
+# with -r), or the test is skipped where loop devices cannot be made.
+loop_dev()
+{
+	((EUID == 0)) || skip "needs root for losetup"
+	LOOPDEV=$(losetup -f --show "$@" 2>/dev/null) && [[ -b $LOOPDEV ]] ||
+		skip "losetup -f --show does not work here"
 }
 
 # use 12|16|32: ./img (and img.sums) become a copy of that populated image.
@@ -121,7 +138,7 @@ error_case()
 	[ "$(img_sha img)" = "$before" ] # read-only by default
 	run -1 fatcheck -r img
 	names error
-	[[ $output == *"(fixed: "* ]]
+	[[ $output == *"(repair: "* ]]
 	[[ $output == *" left)"* ]]
 	fsck_clean img
 	run -0 fatcheck img
@@ -142,7 +159,7 @@ warning_case()
 	run -0 fatcheck img
 	names warning
 	run -0 fatcheck -r img
-	[[ $output == *"(fixed: "* ]]
+	[[ $output == *"(repair: "* ]]
 	run -0 fatcheck img
 	[ "${#lines[@]}" -eq 1 ]
 	fsck_clean img
@@ -390,7 +407,7 @@ VERDICTS=(
 	"lower-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
 	"punct-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
 	"orphan-lfn;$LONG|12 16 32|error|belong to no entry (a free slot follows)"
-	"lfn-sum;$LONG|12 16 32|error|belong to no entry (the entry after them has another checksum)"
+	"lfn-sum;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-seq;$LONG|12 16 32|error|belong to no entry (out of sequence)"
 	"lfn-empty;$LONG|12 16 32|warning|its long name is empty"
 	"after-end;$SMALL|12 16 32|warning|entry lies past the directory's end marker"
@@ -472,7 +489,7 @@ fsck_reports()
 @test "fatcheck: orphaned long-name slots are one kind of error, whatever orphaned them" {
 	local t c why
 	for t in 12 16 32; do
-		for c in "lfn-sum|the entry after them has another checksum" \
+		for c in "lfn-sum|the next entry does not match" \
 			"lfn-seq|out of sequence" \
 			"orphan-lfn|a free slot follows"; do
 			use $t
@@ -568,7 +585,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 		run -0 fatcheck -r img # a note is not repaired unasked
 		[ "$(img_sha img)" = "$before" ]
 		run -0 fatcheck -r --trim-prealloc img
-		[[ $output == *"(fixed: tail freed)"* ]]
+		[[ $output == *"(repair: tail freed)"* ]]
 		fsck_clean img
 		sums_intact
 		if [ $t = 32 ]; then
@@ -733,6 +750,161 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 	run -8 --separate-stderr timeout 10 fatcheck -r img
 	[[ $stderr == "fatcheck: img: image is in use" ]]
 	run -8 --separate-stderr timeout 10 fatcheck img
+}
+
+# ---- fsck(8) option letters -------------------------------------------------
+
+@test "fatcheck: -n only reads; -a, -p and -y repair as -r does" {
+	local opt before
+	use 16
+	damage link-free "$BIG"
+	before=$(img_sha img)
+	run -4 fatcheck -n img
+	names error
+	[ "$(img_sha img)" = "$before" ]
+	for opt in -a -p -y -r -fy -af; do
+		use 16
+		damage link-free "$BIG"
+		"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+		run -1 fatcheck $opt img
+		[[ $output == *"(repair: "* ]]
+		fsck_clean img
+		run -0 fatcheck -n img
+		[ "${#lines[@]}" -eq 1 ]
+		sums_intact
+	done
+}
+
+@test "fatcheck: -n with a repair letter is a usage error; -f alone only reads" {
+	local opt before
+	use 16
+	damage fat-copy
+	before=$(img_sha img)
+	for opt in -r -a -p -y --repair; do
+		run -16 --separate-stderr fatcheck -n $opt img
+		[ "$stderr" = "fatcheck: -n cannot be combined with -r, -a, -p or -y (try 'fatcheck --help')" ]
+		[ -z "$output" ]
+	done
+	# e2fsck's "check even if clean": accepted, and never a write.
+	run -4 fatcheck -f img
+	names error
+	[ "$(img_sha img)" = "$before" ]
+}
+
+@test "fatcheck: -f does not bypass the image lock or a busy device; --force does the latter" {
+	local before
+	use 16
+	damage fat-copy
+	flock -x img sleep 30 &
+	HOLDER=$!
+	sleep 0.3
+	run -8 --separate-stderr timeout 10 fatcheck -r -f img
+	[ "$stderr" = "fatcheck: img: image is in use" ]
+	run -8 --separate-stderr timeout 10 fatcheck -fy img
+	[ "$stderr" = "fatcheck: img: image is in use" ]
+	kill "$HOLDER" && wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	# A block device another program holds exclusively (as a mount does).
+	loop_dev img
+	"$FK_PYTHON" -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)
+time.sleep(30)' "$LOOPDEV" &
+	HOLDER=$!
+	sleep 0.5
+	before=$(img_sha img)
+	run -8 --separate-stderr timeout 10 fatcheck -r -f "$LOOPDEV"
+	[ "$stderr" = "fatcheck: $LOOPDEV: device is busy; refusing to write (use --force)" ]
+	run -8 --separate-stderr timeout 10 fatcheck -a -f "$LOOPDEV"
+	[ "$(img_sha img)" = "$before" ]
+	run -1 timeout 10 fatcheck -r --force "$LOOPDEV"
+	[ "$(img_sha img)" != "$before" ]
+}
+
+@test "fatcheck -r: a read-only image file is refused up front (device is read-only)" {
+	((EUID == 0)) || skip "needs root for a read-only bind mount"
+	local before opt
+	use 16
+	damage fat-copy
+	mkdir -p src ro
+	mv img src/img
+	before=$(img_sha src/img)
+	mount --bind src ro 2>/dev/null && ROMNT=$PWD/ro &&
+		mount -o remount,ro,bind ro 2>/dev/null ||
+		skip "read-only bind mounts do not work here"
+	for opt in -r -a -p -y; do
+		run -8 --separate-stderr fatcheck $opt ro/img
+		[ "$stderr" = "fatcheck: ro/img: device is read-only" ]
+		[ -z "$output" ]
+	done
+	run -4 fatcheck ro/img # reading still works
+	[[ $output == "error: ro/img: FAT copy 2 differs"* ]]
+	[ "$(img_sha src/img)" = "$before" ]
+}
+
+@test "fatcheck -r: a read-only block device is refused up front (BLKROGET)" {
+	local before
+	use 16
+	damage fat-copy
+	before=$(img_sha img)
+	loop_dev -r img
+	[ "$(blockdev --getro "$LOOPDEV")" = 1 ]
+	run -8 --separate-stderr fatcheck -r "$LOOPDEV"
+	[ "$stderr" = "fatcheck: $LOOPDEV: device is read-only" ]
+	[ -z "$output" ]
+	run -8 --separate-stderr fatcheck -r --force "$LOOPDEV"
+	[ "$stderr" = "fatcheck: $LOOPDEV: device is read-only" ]
+	run -4 fatcheck "$LOOPDEV"
+	[ "$(img_sha img)" = "$before" ]
+}
+
+@test "fatcheck -r: every finding is printed before the first write, so a failed write hides none" {
+	local before
+	use 16
+	damage link-free "$BIG"
+	"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+	run -4 fatcheck img
+	local found=$output
+	before=$(img_sha img)
+	# strace fails every write call: the image cannot change.
+	run --separate-stderr strace -f -o /dev/null \
+		-e trace=pwrite64,pwritev,pwritev2 \
+		-e inject=pwrite64,pwritev,pwritev2:error=EIO fatcheck -r img
+	[ "$status" -eq 12 ]
+	[ "$stderr" = "fatcheck: img: Input/output error" ]
+	[ "$(img_sha img)" = "$before" ]
+	# Each error line of the read-only check, with what -r was to do.
+	local line
+	while IFS= read -r line; do
+		[[ $line == error:* ]] || continue
+		[[ $output == *"$line (repair: "* ]]
+	done <<<"$found"
+	[[ $output == *"error: "* ]]
+}
+
+@test "fatcheck: make install FSCK_LINKS=1 adds fsck.fat and fsck.vfat, which run fatcheck" {
+	local b=$PWD/b p
+	mkdir -p "$b"
+	for p in fatls fatprealloc fatcheck; do
+		cp "$FATKIT_BUILD/$p" "$b/" || skip "$p not built"
+	done
+	# -o: install the binaries as they are, building nothing.
+	run -0 make -s -C "$BATS_TEST_DIRNAME/.." install BUILD="$b" \
+		-o "$b/fatls" -o "$b/fatprealloc" -o "$b/fatcheck" \
+		PREFIX="$PWD/plain"
+	[ ! -e plain/sbin ]
+	run -0 make -s -C "$BATS_TEST_DIRNAME/.." install BUILD="$b" \
+		-o "$b/fatls" -o "$b/fatprealloc" -o "$b/fatcheck" \
+		PREFIX="$PWD/usr" FSCK_LINKS=1
+	for p in fsck.fat fsck.vfat; do
+		[ -L "usr/sbin/$p" ]
+		[ "$(readlink -f "usr/sbin/$p")" = "$(readlink -f usr/bin/fatcheck)" ]
+	done
+	use 16
+	damage fat-copy
+	run -4 usr/sbin/fsck.vfat -n img
+	[[ $output == "error: img: FAT copy 2 differs"* ]]
+	run -1 usr/sbin/fsck.fat -a img
+	fsck_clean img
 }
 
 # ---- hostile images ------------------------------------------------------------
