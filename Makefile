@@ -3,11 +3,12 @@
 #   make            build build/fatls, build/fatprealloc, build/fatcheck
 #   make check      set up, unit + bats tests, then again under ASan/UBSan
 #   make demo       set up, build, make a demo image, run the main job
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: fsck.fat, fsck.vfat]
 
 VERSION   := 0.1.0
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
+SBINDIR   ?= $(PREFIX)/sbin
 MANDIR    ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
@@ -129,6 +130,14 @@ install: $(PROG_BINS)
 		install -m 644 completions/bash/$$p $(DESTDIR)$(BASHCOMPDIR)/$$p; \
 		install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHCOMPDIR)/_$$p; \
 	done
+# FSCK_LINKS=1: fsck(8) runs fsck.vfat for FAT (from /sbin, then PATH);
+# only when asked, as the links take the names dosfstools' checker has.
+ifeq ($(FSCK_LINKS),1)
+	install -d $(DESTDIR)$(SBINDIR)
+	for n in fsck.fat fsck.vfat; do \
+		ln -sf $(BINDIR)/fatcheck $(DESTDIR)$(SBINDIR)/$$n; \
+	done
+endif
 
 clean:
 	rm -rf build build-san build-clang

@@ -182,7 +182,8 @@ struct dirctx {
 	int has_dot, has_dotdot;
 	int has_hidden;
 	uint32_t end_slot, hidden_last;
-	uint32_t broken_lfn;	/* long-name slots out of sequence */
+	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
+	enum fk_lfn_orphan orphan_why;	 /* reported, and why */
 	uint32_t damaged_first; /* long-name slots the next entry does */
 	uint32_t damaged_n;	/* not match (FK_LFN_ORPHAN_ENTRY) */
 	uint32_t ent_first;	/* first slot of the entry being checked */
@@ -500,7 +501,8 @@ static int check_boot(struct fk_check *ck)
 	if (g->type != FK_FAT32)
 		return 0;
 	if (!g->backup_sec) {
-		report(ck, FK_SEV_WARNING, "backup-boot", NULL,
+		/* fsck.fat counts this as damage (it creates one). */
+		report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
 		       "FAT32 volume without a backup boot sector");
 		return 0;
 	}
@@ -571,8 +573,11 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 	return 0;
 }
 
-/* FAT[0] holds the media byte, FAT[1] an end-of-chain mark whose two top
- * bits on FAT16/32 say "cleanly unmounted" and "no disk errors". */
+/* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
+ * end-of-chain mark whose two top bits on FAT16/32 say "cleanly unmounted"
+ * and "no disk errors".  fsck.fat gives up on a FAT whose FAT[0] lacks
+ * those ones ("Both FATs appear to be corrupt"), but not on a media byte
+ * that differs from the boot sector's, which no reader compares. */
 static void check_reserved(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
@@ -580,7 +585,15 @@ static void check_reserved(struct fk_check *ck)
 	uint32_t clean = 0, noerr = 0;
 	size_t idx;
 
-	if (ck->fat0 != want0) {
+	if ((ck->fat0 & ~0xffu) != (eoc & ~0xffu)) {
+		idx = report(ck, FK_SEV_ERROR, "fat0", NULL,
+			     "FAT[0] is 0x%X: the bits above its media byte "
+			     "are not all ones, so fsck.fat takes the FAT for "
+			     "corrupt (expected 0x%X)",
+			     ck->fat0, want0);
+		set_fix(ck, idx, "FAT[0] set to 0x%X", want0);
+		ck->fix_fat0 = 1;
+	} else if (ck->fat0 != want0) {
 		idx = report(ck, FK_SEV_WARNING, "media", NULL,
 			     "FAT[0] is 0x%X, expected 0x%X (the boot sector's "
 			     "media byte is 0x%02X)",
@@ -671,7 +684,7 @@ static int check_fsinfo(struct fk_check *ck)
 		return 0; /* its counts mean nothing then */
 	}
 	if (fsi->free_count == FK_FSINFO_UNKNOWN) {
-		idx = report(ck, FK_SEV_NOTE, "fsinfo", NULL,
+		idx = report(ck, FK_SEV_NOTE, "fsinfo-unset", NULL,
 			     "FSInfo free count is not set; the FAT has %u "
 			     "free clusters",
 			     ck->st.free_clus);
@@ -686,7 +699,7 @@ static int check_fsinfo(struct fk_check *ck)
 		ck->fix_fsinfo = 1;
 	}
 	if (!fsinfo_hint_ok(ck, fsi->next_free)) {
-		idx = report(ck, FK_SEV_WARNING, "fsinfo", NULL,
+		idx = report(ck, FK_SEV_WARNING, "fsinfo-hint", NULL,
 			     "FSInfo next-free hint %u is not a cluster of "
 			     "the volume (2 to %u)",
 			     fsi->next_free, fk_clus_max(ck->g));
@@ -1131,16 +1144,18 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 	const char *path = cur_path(ck);
 	uint32_t earlier;
 
-	if (ent->is_lfn_damaged)
+	/* Slots that do not match it were orphans (d->ent_first is before
+	 * the entry then); what is left is a name that does not decode. */
+	if (ent->is_lfn_damaged && d->ent_first + ent->nslots == ent->slot + 1)
 		report(ck, FK_SEV_WARNING, "long-name", path,
-		       "long-name slots before this entry do not match it "
-		       "(checksum or sequence); its long name is lost");
+		       "its long name is empty or not valid UTF-16; it is "
+		       "listed by its short name");
 	if (short_is_damaged(ent->raw))
 		report(ck, FK_SEV_ERROR, "bad-name", path,
 		       "short name '%s' holds characters FAT does not allow",
 		       ent->short_name);
 	else if (!fk_short_is_valid(ent->raw))
-		report(ck, FK_SEV_WARNING, "bad-name", path,
+		report(ck, FK_SEV_WARNING, "short-name", path,
 		       "short name '%s' is not a valid 8.3 name",
 		       ent->short_name);
 	if (find_dup(d, ent->slot, &earlier))
@@ -1376,41 +1391,62 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	return 0;
 }
 
-/* Pass 1: long-name slots the directory iteration dropped. */
+/*
+ * Pass 1: one finding for a run of orphaned long-name slots, whatever made
+ * them orphans: fsck.fat reports every case.  It deletes the slots a free
+ * slot or another complete name follows, and so does the repair; the
+ * others it leaves for a person, and so (for now) does the repair.
+ */
+static void report_orphans(struct fk_check *ck, struct dirctx *d)
+{
+	static const char *const why[] = {
+		[FK_LFN_ORPHAN_FREE] = "a free slot follows",
+		[FK_LFN_ORPHAN_RESTART] = "another long name starts after",
+		[FK_LFN_ORPHAN_BROKEN] = "out of sequence",
+		[FK_LFN_ORPHAN_ENTRY] = "the next entry does not match",
+	};
+	uint32_t first = d->orphan_first, n = d->orphan_n;
+	char range[32];
+	size_t idx;
+
+	if (!n)
+		return;
+	d->orphan_n = 0;
+	if (n > 1)
+		snprintf(range, sizeof(range), "s %u-%u", first, first + n - 1);
+	else
+		snprintf(range, sizeof(range), " %u", first);
+	idx = report(ck, FK_SEV_ERROR, "orphan-lfn", cur_path(ck),
+		     "long-name slot%s belong%s to no entry (%s)", range,
+		     n > 1 ? "" : "s", why[d->orphan_why]);
+	if (d->orphan_why != FK_LFN_ORPHAN_FREE &&
+	    d->orphan_why != FK_LFN_ORPHAN_RESTART)
+		return;
+	set_fix(ck, idx, "slot%s deleted", pl(n));
+	if (plan_erase(ck, d->first, first, n))
+		ck->is_nomem = 1;
+}
+
+/* Pass 1: long-name slots the directory iteration dropped; adjacent runs
+ * dropped for the same reason are one finding. */
 static void on_orphan(void *arg, uint32_t first, uint32_t n,
 		      enum fk_lfn_orphan why)
 {
 	struct dirctx *d = arg;
-	struct fk_check *ck = d->ck;
-	char range[32];
-	size_t idx;
 
-	switch (why) {
-	case FK_LFN_ORPHAN_FREE:
-	case FK_LFN_ORPHAN_RESTART:
-		if (n > 1)
-			snprintf(range, sizeof(range), "s %u-%u", first,
-				 first + n - 1);
-		else
-			snprintf(range, sizeof(range), " %u", first);
-		idx = report(ck, FK_SEV_ERROR, "long-name", cur_path(ck),
-			     "long-name slot%s belong%s to no entry (%s)",
-			     range, n > 1 ? "" : "s",
-			     why == FK_LFN_ORPHAN_FREE
-				     ? "a free slot follows"
-				     : "another long name starts after");
-		set_fix(ck, idx, "slot%s deleted", pl(n));
-		if (plan_erase(ck, d->first, first, n))
-			ck->is_nomem = 1;
-		break;
-	case FK_LFN_ORPHAN_BROKEN:
-		d->broken_lfn += n;
-		break;
-	case FK_LFN_ORPHAN_ENTRY:
+	if (why == FK_LFN_ORPHAN_ENTRY) {
 		d->damaged_first = first;
 		d->damaged_n = n;
-		break;
 	}
+	if (d->orphan_n && d->orphan_why == why &&
+	    d->orphan_first + d->orphan_n == first) {
+		d->orphan_n += n;
+		return;
+	}
+	report_orphans(d->ck, d);
+	d->orphan_first = first;
+	d->orphan_n = n;
+	d->orphan_why = why;
 }
 
 /* Pass 1, after the entries: what the directory as a whole showed. */
@@ -1419,12 +1455,7 @@ static int dir_after(struct fk_check *ck, struct dirctx *d)
 	struct ent_fix fix;
 	int err;
 
-	if (d->broken_lfn)
-		report(ck, FK_SEV_WARNING, "long-name", cur_path(ck),
-		       "%u long-name slot%s out of sequence belong%s to no "
-		       "entry; readers ignore them",
-		       d->broken_lfn, pl(d->broken_lfn),
-		       d->broken_lfn == 1 ? "s" : "");
+	report_orphans(ck, d);
 	if (d->has_hidden) {
 		memset(&fix, 0, sizeof(fix));
 		fix.op = EF_UNHIDE;
@@ -1461,6 +1492,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 	while ((r = fk_dir_next(dir, ent, diag)) == 1) {
 		const struct fk_dir_stats *st = fk_dir_stats(dir);
 
+		report_orphans(ck, d); /* the slots before this entry */
 		d->ent_first = ent->slot + 1 - ent->nslots;
 		if (ent->is_lfn_damaged && d->damaged_n &&
 		    d->damaged_first + d->damaged_n == ent->slot)

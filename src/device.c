@@ -182,6 +182,18 @@ static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
 	return 0;
 }
 
+/* A read-only block device (BLKROGET: losetup -r, a locked SD card, a
+ * write-protected disk) may still open for writing, and only fail at the
+ * first write: a writer asks before it reads anything. */
+static int is_read_only(int fd)
+{
+	struct stat st;
+	int ro = 0;
+
+	return !fstat(fd, &st) && S_ISBLK(st.st_mode) &&
+	       !ioctl(fd, BLKROGET, &ro) && ro;
+}
+
 static int open_fd(struct fk_device *dev, const struct fk_device_opts *opts,
 		   struct fk_diag *diag)
 {
@@ -192,12 +204,21 @@ static int open_fd(struct fk_device *dev, const struct fk_device_opts *opts,
 	    !opts->force)
 		flags |= O_EXCL; /* the kernel refuses a device in use */
 	dev->fd = open(opts->path, flags);
-	if (dev->fd >= 0)
-		return 0;
-	if (errno == EBUSY)
-		fk_diag_set(diag, NULL,
-			    "device is busy; refusing to write (use --force)");
-	return -errno;
+	if (dev->fd < 0) {
+		if (errno == EBUSY)
+			fk_diag_set(diag, NULL,
+				    "device is busy; refusing to "
+				    "write (use --force)");
+		else if (errno == EROFS) /* a file on a read-only mount */
+			fk_diag_set(diag, NULL, "device is read-only");
+		return -errno;
+	}
+	if (opts->is_writer && is_read_only(dev->fd)) {
+		fk_diag_set(diag, NULL, "device is read-only");
+		close(dev->fd);
+		return -EROFS;
+	}
+	return 0;
 }
 
 /* ---- choosing the volume window ----------------------------------------- */

@@ -23,6 +23,7 @@
 
 struct opts {
 	int is_repair;
+	int is_read_only; /* -n: refuse any repair option with it */
 	int trim_prealloc;
 	int is_strict;
 	int is_json;
@@ -55,6 +56,12 @@ static void usage(FILE *out)
 		"loop "
 		"or cross-link,\n"
 		"                      fix sizes of too-short chains\n"
+		"  -a, -p, -y          as -r (fsck(8) option letters)\n"
+		"  -n                  read only, the default (for fsck(8) "
+		"callers)\n"
+		"  -f                  accepted and ignored (every check is "
+		"full); it does not\n"
+		"                      force writing: see --force\n"
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as "
 		"fsck.fat does)\n"
@@ -65,7 +72,7 @@ static void usage(FILE *out)
 		"a terminal)\n"
 		"  -P, --partition N   use partition N (1-based) of an MBR or "
 		"GPT table\n"
-		"  -f, --force         with --repair, write even to a device "
+		"      --force         with --repair, write even to a device "
 		"in use\n"
 		"  -h, --help          show this help and exit\n"
 		"  -V, --version       show the version and exit\n"
@@ -83,6 +90,7 @@ enum {
 	OPT_STRICT,
 	OPT_JSON,
 	OPT_PROGRESS,
+	OPT_FORCE,
 };
 
 static int parse_args(int argc, char **argv, struct opts *o,
@@ -96,17 +104,30 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"verbose", no_argument, NULL, 'v'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
-		{"force", no_argument, NULL, 'f'},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
 	int c, err;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":rvP:fhV", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":rapynfvP:hV", longs, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'r':
+		case 'a': /* fsck(8): repair what is safe, asking nothing */
+		case 'p':
+		case 'y': /* fsck(8): yes to every question */
 			o->is_repair = 1;
+			break;
+		case 'n':
+			o->is_read_only = 1;
+			break;
+		case 'f':
+			/* e2fsck's "check even if clean": every check here
+			 * is full.  Never the force to write to a mounted
+			 * device, which e2fsck habits would give by accident.
+			 */
 			break;
 		case OPT_TRIM:
 			o->trim_prealloc = 1;
@@ -123,7 +144,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		case OPT_PROGRESS:
 			o->progress = 1;
 			break;
-		case 'f':
+		case OPT_FORCE:
 			vo->dev.force = 1;
 			break;
 		default:
@@ -134,6 +155,11 @@ static int parse_args(int argc, char **argv, struct opts *o,
 				return err == FK_OPT_OTHER ? -EINVAL : err;
 			break;
 		}
+	}
+	if (o->is_read_only && o->is_repair) {
+		fk_usage_error(PROG, "-n cannot be combined with -r, -a, -p "
+				     "or -y");
+		return -EINVAL;
 	}
 	if (o->trim_prealloc && !o->is_repair) {
 		fk_usage_error(PROG, "--trim-prealloc needs --repair");
@@ -255,8 +281,9 @@ static void print_finding(struct run *r, const struct fk_finding *f,
 	}
 	printf("%s: %s: %s%s", fk_sev_name(f->sev), path_of(r, f), prefix,
 	       f->msg);
-	if (f->is_fixed)
-		printf(" (fixed: %s)", f->fix);
+	/* Printed before the repair writes: what it is about to do. */
+	if (r->o.is_repair && f->fix && !*prefix)
+		printf(" (repair: %s)", f->fix);
 	printf("\n");
 }
 
@@ -274,8 +301,10 @@ static int is_known(const struct fk_finding *f, const struct fk_finding *v,
 	return 0;
 }
 
+/* The findings of @ck unless @is_printed (text printed before the repair),
+ * then the errors @after (the check after the repair) found anew. */
 static void print_findings(struct run *r, const struct fk_check *ck,
-			   const struct fk_check *after)
+			   int is_printed, const struct fk_check *after)
 {
 	const struct fk_finding *v, *w;
 	size_t n, m, i;
@@ -283,7 +312,7 @@ static void print_findings(struct run *r, const struct fk_check *ck,
 	v = fk_check_findings(ck, &n);
 	if (r->o.is_json)
 		fk_json_array(&r->js, "findings");
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && !is_printed; i++)
 		print_finding(r, &v[i], "");
 	if (after) {
 		w = fk_check_findings(after, &m);
@@ -381,7 +410,7 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	struct fk_check *ck = NULL, *after = NULL;
 	const struct fk_check_stats *st;
 	uint32_t remaining;
-	int err, status;
+	int err, status, is_printed = 0;
 
 	if (r->o.is_json) {
 		fk_json_object(&r->js, NULL);
@@ -397,6 +426,13 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	st = fk_check_stats(ck);
 	remaining = st->errors;
 	if (r->o.is_repair && st->has_repairs) {
+		/* Every finding is out before the first write, so a write
+		 * that fails (or a crash) hides nothing that was found. */
+		if (!r->o.is_json) {
+			print_findings(r, ck, 0, NULL);
+			is_printed = 1;
+			fflush(stdout);
+		}
 		if ((err = fk_check_repair(ck, &diag)))
 			goto fail;
 		/* The exit status says what is true now, not what was
@@ -408,7 +444,7 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	status = remaining    ? FK_FSCK_UNCORRECTED
 		 : st->errors ? FK_FSCK_CORRECTED
 			      : FK_FSCK_CLEAN;
-	print_findings(r, ck, after);
+	print_findings(r, ck, is_printed, after);
 	print_summary(r, vol, st, remaining, status);
 	if (r->o.is_json) {
 		fk_json_end(&r->js);
@@ -427,6 +463,8 @@ fail:
 		char msg[sizeof(diag.reason) + 128];
 
 		fk_diag_reason(&diag, err, msg, sizeof(msg));
+		if (ck) /* what was found before the failure */
+			print_findings(r, ck, 0, NULL);
 		if (diag.what[0])
 			fk_json_str(&r->js, "error_path", diag.what);
 		fk_json_str(&r->js, "error", msg);

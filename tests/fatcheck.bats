@@ -32,6 +32,23 @@ teardown()
 		wait "$HOLDER" 2>/dev/null || true
 		HOLDER=
 	fi
+	if [[ -n ${ROMNT:-} ]]; then
+		umount "$ROMNT" 2>/dev/null || true
+		ROMNT=
+	fi
+	if [[ -n ${LOOPDEV:-} ]]; then
+		losetup -d "$LOOPDEV" 2>/dev/null || true
+		LOOPDEV=
+	fi
+}
+
+# loop_dev [-r] FILE: LOOPDEV becomes a loop device over FILE (read-only
+# with -r), or the test is skipped where loop devices cannot be made.
+loop_dev()
+{
+	((EUID == 0)) || skip "needs root for losetup"
+	LOOPDEV=$(losetup -f --show "$@" 2>/dev/null) && [[ -b $LOOPDEV ]] ||
+		skip "losetup -f --show does not work here"
 }
 
 # use 12|16|32: ./img (and img.sums) become a copy of that populated image.
@@ -121,7 +138,7 @@ error_case()
 	[ "$(img_sha img)" = "$before" ] # read-only by default
 	run -1 fatcheck -r img
 	names error
-	[[ $output == *"(fixed: "* ]]
+	[[ $output == *"(repair: "* ]]
 	[[ $output == *" left)"* ]]
 	fsck_clean img
 	run -0 fatcheck img
@@ -142,7 +159,7 @@ warning_case()
 	run -0 fatcheck img
 	names warning
 	run -0 fatcheck -r img
-	[[ $output == *"(fixed: "* ]]
+	[[ $output == *"(repair: "* ]]
 	run -0 fatcheck img
 	[ "${#lines[@]}" -eq 1 ]
 	fsck_clean img
@@ -343,6 +360,107 @@ GEOMS=(
 	[[ $output == *"error: /deep1/deep2/deep3: directory loop: shares cluster "*" with /deep1, which contains it"* ]]
 }
 
+# ---- verdicts: every kind of damage, judged by fsck.fat -n -----------------
+
+# Each kind of damage corrupt.py makes: "CASE;ARG...|FAT types|verdict|what
+# fatcheck's line says|fsck.fat's words".  Verdicts:
+#   error    fsck.fat -n reports damage: fatcheck exits 4 with an error line
+#   warning  fsck.fat -n says nothing: fatcheck exits 0 with a warning line
+#   note     as warning, with a note line
+# and, where fsck.fat's words are given, the exceptions the man page
+# defends: fsck.fat -n reports them in those words, fatcheck keeps a
+# warning or note (exit 0).
+VERDICTS=(
+	"fat-copy|12 16 32|error|FAT copy 2 differs from copy 1"
+	"fat0-zero|12 16 32|error|the bits above its media byte are not all ones"
+	"fat0-high|12 16 32|error|the bits above its media byte are not all ones"
+	"media|12 16 32|warning|FAT[0] is 0x"
+	"boot-dirty|12 16 32|error|dirty flag in the boot sector"
+	"fat1-dirty|16 32|error|clean-shutdown bit of FAT[1] is clear"
+	"fat1-error|16 32|warning|FAT[1] records a disk I/O error"
+	"fat1-value|12 16 32|warning|not an end-of-chain mark"
+	"no-backup|32|error|FAT32 volume without a backup boot sector"
+	"backup-boot|32|warning|backup boot sector (sector 6) differs|This is mostly harmless"
+	"fsinfo-sig|32|error|FSInfo sector 1 has bad signatures"
+	"fsinfo-free|32|error|FSInfo free count is"
+	"fsinfo-unset|32|note|FSInfo free count is not set|Free cluster summary uninitialized"
+	"fsinfo-next|32|warning|FSInfo next-free hint"
+	"label|12 16 32|error|"
+	"lost|12 16 32|error|lost cluster"
+	"start-range;$BIG|12 16 32|error|"
+	"link-free;$BIG|12 16 32|error|"
+	"link-bad;$BIG|12 16 32|error|"
+	"link-reserved;$BIG|12 16 32|error|"
+	"link-range;$BIG|12 16 32|error|"
+	"loop;$BIG|12 16 32|error|"
+	"cross;$BIG;$SMALL|12 16 32|error|"
+	"short;/README.TXT|12 16 32|error|"
+	"tail;/README.TXT;3|12 16 32|note|preallocated|cluster chain length is"
+	"dot;/EMPTYDIR|12 16 32|error|'.' points to cluster"
+	"dotdot;/deep1/deep2|12 16 32|error|'..' points to cluster"
+	"no-dot;/EMPTYDIR|12 16 32|error|'.' entry is missing"
+	"dir-size;/EMPTYDIR|12 16 32|error|"
+	"dir-loop;/deep1/deep2/deep3;/deep1|12 16 32|error|directory loop"
+	"dup;/DATA/rand-0.bin;/DATA/rand-1.bin|12 16 32|error|has the same name"
+	"bad-char;/README.TXT|12 16 32|error|holds characters FAT does not allow"
+	"lead-space;/README.TXT|12 16 32|error|holds characters FAT does not allow"
+	"lower-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
+	"punct-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
+	"orphan-lfn;$LONG|12 16 32|error|belong to no entry (a free slot follows)"
+	"lfn-sum;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
+	"lfn-seq;$LONG|12 16 32|error|belong to no entry (out of sequence)"
+	"lfn-empty;$LONG|12 16 32|warning|its long name is empty"
+	"after-end;$SMALL|12 16 32|warning|entry lies past the directory's end marker"
+)
+
+# fsck_reports: does fsck.fat -n report damage in ./img?  It exits 1 for
+# what it would change, and 0 for what it reports but leaves for a person
+# ("Not auto-correcting this"), so any line besides its banner and its
+# summary is a report.  FSCK_OUT holds what it said.
+fsck_reports()
+{
+	local rc=0
+	FSCK_OUT=$(fsck.fat -n img 2>&1 </dev/null) || rc=$?
+	((rc != 0)) ||
+		grep -qvE '^(fsck\.fat [0-9.]+ \(.*\)|img: [0-9]+ files, [0-9]+/[0-9]+ clusters)$' \
+			<<<"$FSCK_OUT"
+}
+
+@test "fatcheck: every verdict agrees with fsck.fat -n, on FAT12, FAT16 and FAT32" {
+	local row spec types verdict what words t fsck_says bad=0
+	local -a args
+	for row in "${VERDICTS[@]}"; do
+		IFS='|' read -r spec types verdict what words <<<"$row"
+		IFS=';' read -ra args <<<"$spec"
+		for t in $types; do
+			use "$t"
+			damage "${args[@]}"
+			fsck_says=nothing
+			fsck_reports && fsck_says=damage
+			run fatcheck img
+			if [[ $verdict == error ]]; then
+				[[ $fsck_says == damage && $status -eq 4 ]] &&
+					grep -qF -- "$what" <<<"$(grep '^error: ' <<<"$output")" &&
+					continue
+			elif [[ -n $words ]]; then
+				[[ $fsck_says == damage && $FSCK_OUT == *"$words"* &&
+					$status -eq 0 ]] &&
+					grep -qF -- "$what" <<<"$(grep "^$verdict: " <<<"$output")" &&
+					continue
+			else
+				[[ $fsck_says == nothing && $status -eq 0 ]] &&
+					grep -qF -- "$what" <<<"$(grep "^$verdict: " <<<"$output")" &&
+					continue
+			fi
+			echo "FAT$t ${args[*]}: want $verdict '$what'; fsck.fat -n says $fsck_says, fatcheck exits $status:" >&2
+			echo "$FSCK_OUT" | sed 's/^/  fsck.fat: /' >&2
+			echo "$output" | sed 's/^/  fatcheck: /' >&2
+			bad=1
+		done
+	done
+	((!bad))
+}
+
 # ---- defects fsck.fat 4.2 lets pass: warnings, mended by -r ---------------
 
 @test "fatcheck: FAT[0] media byte (a warning; fsck.fat 4.2 does not look)" {
@@ -368,15 +486,54 @@ GEOMS=(
 	done
 }
 
-@test "fatcheck: long-name slots with a bad checksum or sequence are warnings" {
-	use 16
-	damage lfn-sum "$LONG"
-	run -0 fatcheck img
-	[[ $output == *"warning: /ALONGF~1.TXT: long-name slots before this entry do not match it"* ]]
+@test "fatcheck: orphaned long-name slots are one kind of error, whatever orphaned them" {
+	local t c why
+	for t in 12 16 32; do
+		for c in "lfn-sum|the next entry does not match" \
+			"lfn-seq|out of sequence" \
+			"orphan-lfn|a free slot follows"; do
+			use $t
+			damage "${c%%|*}" "$LONG"
+			why=${c#*|}
+			run -4 --separate-stderr fatcheck --json img
+			"$FK_PYTHON" -c '
+import json, sys
+f = [x for x in json.load(sys.stdin)["findings"] if x["path"] == "/"]
+assert [(x["severity"], x["code"]) for x in f] == [("error", "orphan-lfn")], f
+assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.argv[1], f
+' "$why" <<<"$output"
+		done
+	done
+}
+
+@test "fatcheck: orphans fsck.fat leaves for a person are errors -r leaves too (exit 4)" {
+	local t c before
+	for t in 12 16 32; do
+		for c in lfn-sum lfn-seq; do
+			use $t
+			damage $c "$LONG"
+			before=$(img_sha img)
+			run -4 fatcheck -r img
+			[[ $output == *"error: /: long-name slots 0-2 belong to no entry ("* ]]
+			[ "$(img_sha img)" = "$before" ]
+		done
+	done
+}
+
+@test "fatcheck: FAT[0] without its reserved ones is an error -r mends in every copy" {
+	local t
+	for t in 12 16 32; do
+		error_case $t fat0-zero
+		error_case $t fat0-high
+	done
+}
+
+@test "fatcheck: a FAT32 volume without a backup boot sector is an error -r leaves" {
 	use 32
-	damage lfn-seq "$LONG"
-	run -0 fatcheck img
-	[[ $output == *"warning: /: "*" long-name slots out of sequence belong to no entry; readers ignore them"* ]]
+	damage no-backup
+	fsck_flags
+	run -4 fatcheck -r img
+	[[ $output == *"error: img: FAT32 volume without a backup boot sector"* ]]
 }
 
 @test "fatcheck: long-name slots a free slot follows are orphans: an error -r deletes" {
@@ -428,7 +585,7 @@ GEOMS=(
 		run -0 fatcheck -r img # a note is not repaired unasked
 		[ "$(img_sha img)" = "$before" ]
 		run -0 fatcheck -r --trim-prealloc img
-		[[ $output == *"(fixed: tail freed)"* ]]
+		[[ $output == *"(repair: tail freed)"* ]]
 		fsck_clean img
 		sums_intact
 		if [ $t = 32 ]; then
@@ -593,6 +750,164 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 	run -8 --separate-stderr timeout 10 fatcheck -r img
 	[[ $stderr == "fatcheck: img: image is in use" ]]
 	run -8 --separate-stderr timeout 10 fatcheck img
+}
+
+# ---- fsck(8) option letters -------------------------------------------------
+
+@test "fatcheck: -n only reads; -a, -p and -y repair as -r does" {
+	local opt before
+	use 16
+	damage link-free "$BIG"
+	before=$(img_sha img)
+	run -4 fatcheck -n img
+	names error
+	[ "$(img_sha img)" = "$before" ]
+	for opt in -a -p -y -r -fy -af; do
+		use 16
+		damage link-free "$BIG"
+		"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+		run -1 fatcheck $opt img
+		[[ $output == *"(repair: "* ]]
+		fsck_clean img
+		run -0 fatcheck -n img
+		[ "${#lines[@]}" -eq 1 ]
+		sums_intact
+	done
+}
+
+@test "fatcheck: -n with a repair letter is a usage error; -f alone only reads" {
+	local opt before
+	use 16
+	damage fat-copy
+	before=$(img_sha img)
+	for opt in -r -a -p -y --repair; do
+		run -16 --separate-stderr fatcheck -n $opt img
+		[ "$stderr" = "fatcheck: -n cannot be combined with -r, -a, -p or -y (try 'fatcheck --help')" ]
+		[ -z "$output" ]
+	done
+	# e2fsck's "check even if clean": accepted, and never a write.
+	run -4 fatcheck -f img
+	names error
+	[ "$(img_sha img)" = "$before" ]
+}
+
+@test "fatcheck: -f does not bypass the image lock or a busy device; --force does the latter" {
+	local before
+	use 16
+	damage fat-copy
+	flock -x img sleep 30 &
+	HOLDER=$!
+	sleep 0.3
+	run -8 --separate-stderr timeout 10 fatcheck -r -f img
+	[ "$stderr" = "fatcheck: img: image is in use" ]
+	run -8 --separate-stderr timeout 10 fatcheck -fy img
+	[ "$stderr" = "fatcheck: img: image is in use" ]
+	kill "$HOLDER" && wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	# A block device another program holds exclusively (as a mount does).
+	loop_dev img
+	"$FK_PYTHON" -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)
+time.sleep(30)' "$LOOPDEV" &
+	HOLDER=$!
+	sleep 0.5
+	before=$(img_sha img)
+	run -8 --separate-stderr timeout 10 fatcheck -r -f "$LOOPDEV"
+	[ "$stderr" = "fatcheck: $LOOPDEV: device is busy; refusing to write (use --force)" ]
+	run -8 --separate-stderr timeout 10 fatcheck -a -f "$LOOPDEV"
+	[ "$(img_sha img)" = "$before" ]
+	run -1 timeout 10 fatcheck -r --force "$LOOPDEV"
+	[ "$(img_sha img)" != "$before" ]
+}
+
+@test "fatcheck -r: a read-only image file is refused up front (device is read-only)" {
+	((EUID == 0)) || skip "needs root for a read-only bind mount"
+	local before opt
+	use 16
+	damage fat-copy
+	mkdir -p src ro
+	mv img src/img
+	before=$(img_sha src/img)
+	mount --bind src ro 2>/dev/null && ROMNT=$PWD/ro &&
+		mount -o remount,ro,bind ro 2>/dev/null ||
+		skip "read-only bind mounts do not work here"
+	for opt in -r -a -p -y; do
+		run -8 --separate-stderr fatcheck $opt ro/img
+		[ "$stderr" = "fatcheck: ro/img: device is read-only" ]
+		[ -z "$output" ]
+	done
+	run -4 fatcheck ro/img # reading still works
+	[[ $output == "error: ro/img: FAT copy 2 differs"* ]]
+	[ "$(img_sha src/img)" = "$before" ]
+}
+
+@test "fatcheck -r: a read-only block device is refused up front (BLKROGET)" {
+	local before
+	use 16
+	damage fat-copy
+	before=$(img_sha img)
+	loop_dev -r img
+	[ "$(blockdev --getro "$LOOPDEV")" = 1 ]
+	run -8 --separate-stderr fatcheck -r "$LOOPDEV"
+	[ "$stderr" = "fatcheck: $LOOPDEV: device is read-only" ]
+	[ -z "$output" ]
+	run -8 --separate-stderr fatcheck -r --force "$LOOPDEV"
+	[ "$stderr" = "fatcheck: $LOOPDEV: device is read-only" ]
+	run -4 fatcheck "$LOOPDEV"
+	[ "$(img_sha img)" = "$before" ]
+}
+
+@test "fatcheck -r: every finding is printed before the first write, so a failed write hides none" {
+	local before
+	use 16
+	damage link-free "$BIG"
+	"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+	run -4 fatcheck img
+	local found=$output
+	before=$(img_sha img)
+	# strace fails every write call: the image cannot change.  (LSan
+	# cannot run under ptrace.)
+	run --separate-stderr env \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -o /dev/null \
+		-e trace=pwrite64,pwritev,pwritev2 \
+		-e inject=pwrite64,pwritev,pwritev2:error=EIO fatcheck -r img
+	[ "$status" -eq 12 ]
+	[ "$stderr" = "fatcheck: img: Input/output error" ]
+	[ "$(img_sha img)" = "$before" ]
+	# Each error line of the read-only check, with what -r was to do.
+	local line
+	while IFS= read -r line; do
+		[[ $line == error:* ]] || continue
+		[[ $output == *"$line (repair: "* ]]
+	done <<<"$found"
+	[[ $output == *"error: "* ]]
+}
+
+@test "fatcheck: make install FSCK_LINKS=1 adds fsck.fat and fsck.vfat, which run fatcheck" {
+	local b=$PWD/b p
+	mkdir -p "$b"
+	for p in fatls fatprealloc fatcheck; do
+		cp "$FATKIT_BUILD/$p" "$b/" || skip "$p not built"
+	done
+	# -o: install the binaries as they are, building nothing.
+	run -0 make -s -C "$BATS_TEST_DIRNAME/.." install BUILD="$b" \
+		-o "$b/fatls" -o "$b/fatprealloc" -o "$b/fatcheck" \
+		PREFIX="$PWD/plain"
+	[ ! -e plain/sbin ]
+	run -0 make -s -C "$BATS_TEST_DIRNAME/.." install BUILD="$b" \
+		-o "$b/fatls" -o "$b/fatprealloc" -o "$b/fatcheck" \
+		PREFIX="$PWD/usr" FSCK_LINKS=1
+	for p in fsck.fat fsck.vfat; do
+		[ -L "usr/sbin/$p" ]
+		[ "$(readlink -f "usr/sbin/$p")" = "$(readlink -f usr/bin/fatcheck)" ]
+	done
+	use 16
+	damage fat-copy
+	run -4 usr/sbin/fsck.vfat -n img
+	[[ $output == "error: img: FAT copy 2 differs"* ]]
+	run -1 usr/sbin/fsck.fat -a img
+	fsck_clean img
 }
 
 # ---- hostile images ------------------------------------------------------------

@@ -11,12 +11,20 @@ lost clusters). Paths match long and short names case-insensitively.
 Cases (PATH is absolute inside the volume):
   fat-copy                 one used entry of FAT copy 1 differs from copy 0
   media                    FAT[0] media byte differs from the BPB (every copy)
+  fat0-zero                FAT[0] all zero (every copy)
+  fat0-high                FAT[0] keeps the media byte, the reserved bits
+                           above it cleared (every copy)
   fat1-dirty               FAT[1] clean-shutdown bit cleared (FAT16/32)
+  fat1-error               FAT[1] hard-error bit cleared (FAT16/32)
+  fat1-value               FAT[1] an end-of-chain mark with its low byte
+                           cleared, the flag bits kept (every copy)
   boot-dirty               boot sector dirty flag set (as Linux while mounted)
   backup-boot              one byte of the FAT32 backup boot sector differs
+  no-backup                the FAT32 BPB names no backup boot sector
   fsinfo-sig               FSInfo lead signature broken
   fsinfo-free              FSInfo free count off by 7
   fsinfo-next              FSInfo next-free hint past the last cluster
+  fsinfo-unset             FSInfo free count 0xFFFFFFFF (not known)
   lost                     a 3-cluster chain owned by nobody
   start-range PATH         first cluster past the last cluster
   link-free PATH           first link points to a free cluster
@@ -37,9 +45,17 @@ Cases (PATH is absolute inside the volume):
                            (PATH2's entry then shows as PATH1 too)
   lfn-sum PATH             PATH's long-name slots carry a wrong checksum
   lfn-seq PATH             PATH's first long-name slot has a wrong ordinal
+  lfn-empty PATH           PATH's long-name slots hold an empty name
+                           (every character 0)
   orphan-lfn PATH          PATH's short slot deleted, its long-name slots
                            left behind (and its clusters lost)
   bad-char PATH            PATH's short name gets a '?' (checksums kept)
+  lower-name PATH          PATH's short name gets a lower-case letter, no
+                           case flags (checksums kept)
+  lead-space PATH          PATH's short name starts with a space
+                           (checksums kept)
+  punct-name PATH          PATH's short name gets a '+', a character only
+                           long names may hold (checksums kept)
   after-end PATH           PATH moves behind the directory's end marker
   endless-dir PATH         directory PATH grows to more than 65536 slots
   deep-loop PATH           directory PATH holds an entry for itself, so the
@@ -295,6 +311,30 @@ def case_media(vol):
     return ["-"]
 
 
+def case_fat0(vol, kind):
+    if kind == "zero":
+        vol.put(0, 0)
+    else:
+        vol.put(0, vol.media)
+    return ["-"]
+
+
+def flag_bits(vol):
+    return {16: 0xC000, 32: 0x0C000000}.get(vol.bits, 0)
+
+
+def case_fat1_error(vol):
+    if not flag_bits(vol):
+        die("FAT12 has no hard-error bit")
+    vol.put(1, vol.get(1) & ~(flag_bits(vol) >> 1 & flag_bits(vol)))
+    return ["-"]
+
+
+def case_fat1_value(vol):
+    vol.put(1, vol.eoc & ~0xFF | flag_bits(vol))
+    return ["-"]
+
+
 def case_fat1_dirty(vol):
     bit = {16: 0x8000, 32: 0x08000000}.get(vol.bits)
     if not bit:
@@ -317,6 +357,13 @@ def case_backup_boot(vol):
     return ["-"]
 
 
+def case_no_backup(vol):
+    if vol.bits != 32:
+        die("only FAT32 has a backup boot sector")
+    vol.write(50, struct.pack("<H", 0))
+    return ["-"]
+
+
 def fsinfo_off(vol):
     if not vol.fsinfo_sec:
         die("no FSInfo sector")
@@ -332,6 +379,11 @@ def case_fsinfo_free(vol):
     off = fsinfo_off(vol) + 488
     vol.write(off, struct.pack("<I", (le(vol.read(off, 4), 0, 4) + 7)
                                & 0xFFFFFFFF))
+    return ["-"]
+
+
+def case_fsinfo_unset(vol):
+    vol.write(fsinfo_off(vol) + 488, struct.pack("<I", 0xFFFFFFFF))
     return ["-"]
 
 
@@ -479,6 +531,14 @@ def case_lfn_seq(vol, path):
     return [path]
 
 
+def case_lfn_empty(vol, path):
+    ent = long_entry(vol, path)
+    for off in ent.offs[:-1]:
+        for p in (1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30):
+            vol.write(off + p, b"\0\0")
+    return [path]
+
+
 def case_orphan_lfn(vol, path):
     ent = long_entry(vol, path)
     vol.write(ent.off, bytes([DELETED]))
@@ -489,6 +549,17 @@ def case_bad_char(vol, path):
     ent, _ = vol.lookup(path)
     raw = bytearray(ent.raw)
     raw[1] = ord("?")
+    vol.write(ent.off, bytes(raw))
+    fix_lfn_sum(vol, ent, bytes(raw))
+    return [path]
+
+
+def case_short_byte(vol, path, pos, byte):
+    """Byte @pos of PATH's short name becomes @byte; long names still
+    match it."""
+    ent, _ = vol.lookup(path)
+    raw = bytearray(ent.raw)
+    raw[pos] = byte
     vol.write(ent.off, bytes(raw))
     fix_lfn_sum(vol, ent, bytes(raw))
     return [path]
@@ -605,6 +676,13 @@ CASES = {
     "nest": case_nest, "label": case_label,
     "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
+    "fat0-zero": lambda v: case_fat0(v, "zero"),
+    "fat0-high": lambda v: case_fat0(v, "high"),
+    "fat1-error": case_fat1_error, "fat1-value": case_fat1_value,
+    "no-backup": case_no_backup, "fsinfo-unset": case_fsinfo_unset,
+    "lower-name": lambda v, p: case_short_byte(v, p, 1, ord("e")),
+    "lead-space": lambda v, p: case_short_byte(v, p, 0, ord(" ")),
+    "punct-name": lambda v, p: case_short_byte(v, p, 1, ord("+")),
     "fat1-dirty": case_fat1_dirty, "boot-dirty": case_boot_dirty,
     "backup-boot": case_backup_boot, "fsinfo-sig": case_fsinfo_sig,
     "fsinfo-free": case_fsinfo_free, "fsinfo-next": case_fsinfo_next,
@@ -618,7 +696,8 @@ CASES = {
     "dotdot": lambda v, p: case_dot(v, p, ".."),
     "no-dot": case_no_dot, "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
-    "lfn-seq": case_lfn_seq, "orphan-lfn": case_orphan_lfn, "bad-char": case_bad_char,
+    "lfn-seq": case_lfn_seq, "orphan-lfn": case_orphan_lfn,
+    "lfn-empty": case_lfn_empty, "bad-char": case_bad_char,
     "after-end": case_after_end, "endless-dir": case_endless_dir,
     "deep-loop": case_deep_loop,
 }
