@@ -120,7 +120,8 @@ static void usage(FILE *out)
 		"Each finding is a line 'error|warning|note: PATH: message'; a "
 		"summary ends\nthe report.\n"
 		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors "
-		"left uncorrected,\n8 operational error, 16 usage error.\n");
+		"left uncorrected,\n8 operational error, 16 usage error; 128 + "
+		"N when signal N stopped a\nrepair run.\n");
 }
 
 enum {
