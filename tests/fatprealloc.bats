@@ -1347,6 +1347,32 @@ fsyncs()
 	fsck_clean b.img
 }
 
+@test "fatprealloc: a signal during the zeroing of a large file stops it after one 64 MiB step, changing nothing" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local steps
+	mkimg_geom 32 512 4K 2 300M base.img
+	# 200 MiB of old data in free clusters: zeroed by real calls.
+	head -c 200M /dev/zero | tr '\0' '\252' >junk.bin
+	mcopy -i base.img junk.bin ::/JUNK.BIN </dev/null
+	mdel -i base.img ::/JUNK.BIN </dev/null
+	rm junk.bin
+	cp base.img ref.img
+	strace -f -qq -o ref.log -e trace=fallocate fatprealloc ref.img /big.bin 190M
+	steps=$(grep -c 'fallocate(' ref.log)
+	echo "# $steps zeroing calls uninterrupted"
+	grep -q 'fallocate(.* = 0$' ref.log || skip "this host does not zero with fallocate"
+	((steps >= 3)) # one per 64 MiB step
+	cp base.img c.img
+	run --separate-stderr strace -f -qq -o c.log -e trace=fallocate \
+		-e inject=fallocate:signal=SIGINT:when=1 fatprealloc c.img /big.bin 190M
+	[ "$status" -eq 130 ]
+	[ "$stderr" = "fatprealloc: c.img: interrupted; nothing was changed" ]
+	[ "$(grep -c 'fallocate(' c.log)" -eq 1 ]
+	same_but_free c.img base.img
+	fsck_clean c.img
+}
+
 @test "fatprealloc -s: one fsync per ordering point: 2 when only new files and directories are created, 3 with a grown file" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
