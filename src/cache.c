@@ -279,6 +279,19 @@ int fk_cache_get(struct fk_cache *c, uint32_t sec, const unsigned char **data)
 	return err;
 }
 
+/*
+ * A flush the budget forced comes at no ordering point of the caller's,
+ * so --sync (a -o sync mount, per batch) puts its barrier here.
+ */
+static int flush_budget(struct fk_cache *c)
+{
+	int err = fk_cache_flush(c);
+
+	if (!err && c->sync == FK_CACHE_SYNC_BUDGET)
+		err = fk_device_sync(c->dev);
+	return err;
+}
+
 int fk_cache_get_dirty(struct fk_cache *c, uint32_t sec, unsigned char **data)
 {
 	uint32_t i;
@@ -287,7 +300,7 @@ int fk_cache_get_dirty(struct fk_cache *c, uint32_t sec, unsigned char **data)
 	if ((err = find(c, sec, &i)))
 		return err;
 	if (c->slots[i].state != SLOT_DIRTY) {
-		if (c->ndirty == c->max_dirty && (err = fk_cache_flush(c)))
+		if (c->ndirty == c->max_dirty && (err = flush_budget(c)))
 			return err;
 		c->slots[i].state = SLOT_DIRTY;
 		c->order[c->ndirty++] = (uint64_t)sec << 32 | i;
@@ -305,7 +318,7 @@ int fk_cache_get_fresh(struct fk_cache *c, uint32_t sec, unsigned char **data)
 		return FK_ECORRUPT;
 	if (lookup(c, sec) != NO_SLOT)
 		return fk_cache_get_dirty(c, sec, data);
-	if (c->ndirty == c->max_dirty && (err = fk_cache_flush(c)))
+	if (c->ndirty == c->max_dirty && (err = flush_budget(c)))
 		return err;
 	i = victim(c);
 	c->slots[i].sec = sec;
@@ -384,8 +397,6 @@ int fk_cache_flush(struct fk_cache *c)
 		    (err = fk_device_sync(c->dev)))
 			return err;
 	}
-	if (c->sync == FK_CACHE_SYNC_FLUSH && (err = fk_device_sync(c->dev)))
-		return err;
 	for (i = 0; i < n; i++)
 		c->slots[KEY_SLOT(c->order[i])].state = SLOT_CLEAN;
 	c->ndirty = 0;

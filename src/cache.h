@@ -25,10 +25,12 @@ struct fk_cache_layout {
 
 /* When a flush fsyncs. */
 enum fk_cache_sync {
-	FK_CACHE_NOSYNC,     /* never (the caller syncs) */
-	FK_CACHE_SYNC_FLUSH, /* once after each flush: -o sync per batch */
-	FK_CACHE_SYNC_COPY,  /* after each FAT copy's write, as the kernel's
-				per-buffer sync did (--per-cluster --sync) */
+	FK_CACHE_NOSYNC,      /* never (the caller syncs) */
+	FK_CACHE_SYNC_BUDGET, /* after each flush the budget forced (-o sync
+				 per batch); callers sync their own flushes
+				 at their ordering points */
+	FK_CACHE_SYNC_COPY,   /* after each FAT copy's write, as the kernel's
+				 per-buffer sync did (--per-cluster --sync) */
 };
 
 struct fk_cache_stats {
@@ -69,8 +71,9 @@ int fk_cache_get_fresh(struct fk_cache *cache, uint32_t sec,
 
 /*
  * Write every dirty sector to each mirrored FAT copy (merged runs, sector
- * order), fsyncing as the sync mode says.  Returns 0 or -errno;
- * on error the sectors stay dirty.
+ * order), fsyncing only in FK_CACHE_SYNC_COPY mode: an explicit flush is
+ * an ordering point, and its caller decides where the barrier goes.
+ * Returns 0 or -errno; on error the sectors stay dirty.
  */
 int fk_cache_flush(struct fk_cache *cache);
 

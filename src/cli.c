@@ -1,7 +1,11 @@
-/* cli.c: sizes, IMAGE@@OFFSET, version text and usage errors. */
+/*
+ * cli.c: sizes, IMAGE@@OFFSET, version text, usage errors and the
+ * writers' signal set-up.
+ */
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,4 +169,20 @@ void fk_report(const char *prog, const struct fk_diag *diag, int err)
 		fprintf(stderr, "%s: %s: %s\n", prog, diag->what, reason);
 	else
 		fprintf(stderr, "%s: %s\n", prog, reason);
+}
+
+void fk_cli_catch_signals(void (*handler)(int signo))
+{
+	static const int signos[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler ? handler : SIG_DFL;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++)
+		sigaddset(&sa.sa_mask, signos[i]);
+	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++)
+		sigaction(signos[i], &sa, NULL);
 }

@@ -71,6 +71,20 @@ int fk_cli_common_opt(const char *prog, int c, const char *arg,
 /* Parse a 1-based partition number; 0 or -EINVAL. */
 int fk_parse_partition(const char *arg, int *num);
 
+/*
+ * Send SIGINT, SIGTERM and SIGHUP to @handler (the three blocked while it
+ * runs, interrupted system calls restarted), or back to their default
+ * action when @handler is NULL.  A writer's handler only records the
+ * signal for the core to hear at its next safe point.
+ */
+void fk_cli_catch_signals(void (*handler)(int signo));
+
+/* The exit status of a run a signal stopped, as shells show it. */
+static inline int fk_exit_signal(int signo)
+{
+	return 128 + signo;
+}
+
 /* Print `PROGRAM (fatkit) VERSION` on stdout. */
 void fk_print_version(const char *prog);
 

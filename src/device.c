@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ struct fk_device {
 	unsigned long fault_calls; /* write and zero calls so far */
 	unsigned long fail_write;  /* fail this call with EIO (1-based) */
 	unsigned long crash_after; /* _exit(99) after this call */
+	unsigned long signal_at;   /* raise(signo) before this call */
+	int signo;		   /* SIGINT unless FK_SIGNAL says */
+	int is_signal_again;	   /* and before every later call */
 #endif
 };
 
@@ -393,6 +397,12 @@ static void fault_setup(struct fk_device *dev)
 		dev->fail_write = strtoul(s, NULL, 10);
 	if ((s = getenv("FK_CRASH_AFTER_WRITE")))
 		dev->crash_after = strtoul(s, NULL, 10);
+	if ((s = getenv("FK_SIGNAL_BEFORE_WRITE")))
+		dev->signal_at = strtoul(s, NULL, 10);
+	dev->signo = SIGINT;
+	if ((s = getenv("FK_SIGNAL")))
+		dev->signo = (int)strtol(s, NULL, 10);
+	dev->is_signal_again = getenv("FK_SIGNAL_AGAIN") != NULL;
 #else
 	(void)dev;
 #endif
@@ -593,11 +603,20 @@ int fk_device_readv(struct fk_device *dev, uint64_t off,
 	return 0;
 }
 
-/* Test builds fail or stop at a chosen write call, for the crash loops. */
+/*
+ * Test builds fail, crash or get a signal at a chosen write call.  The
+ * signal comes just before the call, which then still happens: as a
+ * signal arriving at any moment, it is heard at the next safe point.
+ */
 static int fault_before_write(struct fk_device *dev)
 {
 #ifdef FK_FAULT_INJECTION
-	if (++dev->fault_calls == dev->fail_write) {
+	++dev->fault_calls;
+	if (dev->signal_at &&
+	    (dev->fault_calls == dev->signal_at ||
+	     (dev->is_signal_again && dev->fault_calls > dev->signal_at)))
+		raise(dev->signo);
+	if (dev->fault_calls == dev->fail_write) {
 		dev->stats.write_calls++;
 		return -EIO;
 	}

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,50 @@
 #include "volume.h"
 
 #define PROG "fatcheck"
+
+/*
+ * Signals during a repair run (-r).  Checking writes nothing, so a signal
+ * then ends the run at once.  The repairs are short metadata writes that
+ * fix one another's findings: a signal once they began lets them all
+ * finish (stopping half way could leave what a second run must repair).
+ * A handler can reach nothing but these.
+ */
+static volatile sig_atomic_t caught;	   /* the first signal; 0: none */
+static volatile sig_atomic_t is_repairing; /* the first write may come */
+static char stop_line[1100];		   /* what an early signal says */
+static size_t stop_len;			   /* set before the handler */
+
+static void on_signal(int signo)
+{
+	static const char msg[] =
+		PROG ": signal ignored; finishing the repairs, please wait\n";
+	ssize_t n;
+
+	if (caught) {
+		n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)n;
+		return;
+	}
+	caught = signo;
+	if (is_repairing)
+		return;
+	n = write(STDERR_FILENO, stop_line, stop_len);
+	(void)n;
+	_exit(fk_exit_signal(signo));
+}
+
+/* Catch signals for a repair run on @vol. */
+static void catch_signals(const struct fk_volume *vol)
+{
+	int len = snprintf(stop_line, sizeof(stop_line),
+			   PROG ": %s: interrupted; nothing was changed\n",
+			   fk_device_path(vol->dev));
+
+	stop_len = len < 0 ? 0 : (size_t)len;
+	if (stop_len >= sizeof(stop_line))
+		stop_len = sizeof(stop_line) - 1;
+	fk_cli_catch_signals(on_signal);
+}
 
 struct opts {
 	int is_repair;
@@ -82,7 +127,8 @@ static void usage(FILE *out)
 		"Each finding is a line 'error|warning|note: PATH: message'; a "
 		"summary ends\nthe report.\n"
 		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors "
-		"left uncorrected,\n8 operational error, 16 usage error.\n");
+		"left uncorrected,\n8 operational error, 16 usage error; 128 + "
+		"N when signal N stopped a\nrepair run.\n");
 }
 
 enum {
@@ -426,6 +472,13 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	st = fk_check_stats(ck);
 	remaining = st->errors;
 	if (r->o.is_repair && st->has_repairs) {
+		is_repairing = 1;
+		if (caught) {
+			err = -EINTR;
+			fk_diag_set(&diag, fk_device_path(vol->dev),
+				    "interrupted; nothing was changed");
+			goto fail;
+		}
 		/* Every finding is out before the first write, so a write
 		 * that fails (or a crash) hides nothing that was found. */
 		if (!r->o.is_json) {
@@ -437,8 +490,15 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 			goto fail;
 		/* The exit status says what is true now, not what was
 		 * planned: check again. */
-		if ((err = run_check(r, vol, 0, &after, &diag)))
+		if (!caught && (err = run_check(r, vol, 0, &after, &diag)))
 			goto fail;
+		if (caught) {
+			err = -EINTR;
+			fk_diag_set(&diag, fk_device_path(vol->dev),
+				    "interrupted after the first repair write; "
+				    "the repairs were completed");
+			goto fail;
+		}
 		remaining = fk_check_stats(after)->errors;
 	}
 	status = remaining    ? FK_FSCK_UNCORRECTED
@@ -459,6 +519,8 @@ fail:
 	status = FK_FSCK_OPERATIONAL;
 	if (ck && fk_check_stats(ck)->errors)
 		status |= FK_FSCK_UNCORRECTED;
+	if (err == -EINTR && caught)
+		status = fk_exit_signal(caught);
 	if (r->o.is_json) { /* still one whole document */
 		char msg[sizeof(diag.reason) + 128];
 
@@ -506,6 +568,8 @@ int main(int argc, char **argv)
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}
+	if (r.o.is_repair)
+		catch_signals(vol);
 	status = check_volume(&r, vol);
 	fk_volume_close(vol);
 	free(image);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,29 @@
 
 #define PROG	     "fatprealloc"
 #define PROGRESS_MIN (64ull << 20) /* zeroing worth a progress line */
+
+/* The first SIGINT, SIGTERM or SIGHUP; 0: none yet.  A handler can
+ * reach nothing else. */
+static volatile sig_atomic_t caught;
+
+/*
+ * The first signal asks the core to stop at its next safe point (it rolls
+ * back, or finishes from the commit point on).  Later ones are ignored:
+ * dying half way through a rollback would leave what it came to undo.
+ */
+static void on_signal(int signo)
+{
+	static const char msg[] =
+		PROG ": signal ignored; stopping safely, please wait\n";
+	ssize_t n;
+
+	if (!caught) {
+		caught = signo;
+		return;
+	}
+	n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
+}
 
 struct pa_opts {
 	struct fk_prealloc_opts core;
@@ -76,7 +100,9 @@ static void usage(FILE *out)
 		"or KB MB GB TB\n"
 		"(powers of 1000).  IMAGE may be FILE@@OFFSET (e.g. "
 		"sd.img@@1M).\n"
-		"Exit status: 0 success, 1 failure, 2 usage error.\n");
+		"Exit status: 0 success, 1 failure, 2 usage error; 128 + N "
+		"when signal N\n"
+		"(SIGINT, SIGTERM, SIGHUP) stopped the run.\n");
 }
 
 enum {
@@ -399,10 +425,15 @@ int main(int argc, char **argv)
 		status = FK_EXIT_FAIL;
 		goto out_free;
 	}
+	if (!o.core.dry_run) {
+		o.core.stop = &caught;
+		fk_cli_catch_signals(on_signal);
+	}
 	err = fk_prealloc(vol, reqs, n, &o.core, &res, &diag);
 	if (err) {
 		fk_report(PROG, &diag, err);
-		status = FK_EXIT_FAIL;
+		status = err == -EINTR && caught ? fk_exit_signal(caught)
+						 : FK_EXIT_FAIL;
 	} else if (o.is_json) {
 		print_json(vol, &res, seconds_since(&t0), o.core.dry_run);
 	} else {
@@ -411,6 +442,9 @@ int main(int argc, char **argv)
 		if (o.show_stats)
 			print_stats(vol, &res, seconds_since(&t0));
 	}
+	/* A signal after the core's last look: the run is done anyway. */
+	if (!err && caught)
+		status = fk_exit_signal(caught);
 	fk_prealloc_result_free(&res);
 	fk_volume_close(vol);
 out_free:

@@ -8,6 +8,14 @@
  *   2. links from old chain ends to the new chains;
  *   3. directory entries (sizes, first clusters, new names);
  *   4. FSInfo, once.
+ * With --sync each ordering point gets one barrier: after step 1 (chains
+ * with their zeros and fresh directory blocks), after step 2 when it
+ * linked anything, and one after steps 3 and 4 (FSInfo is only a hint, so
+ * it needs no barrier of its own).
+ *
+ * A signal stops the run only before step 2 (see fk_prealloc()): up to
+ * there nothing on disk reaches the new clusters, so freeing them again
+ * undoes the run.
  */
 #include "prealloc.h"
 
@@ -55,6 +63,11 @@ struct op {
 	struct fk_dirent stamp; /* times for what the run creates */
 	int is_linked;		/* step 2 began: no rollback from here */
 };
+
+static int is_stopping(const struct op *op)
+{
+	return op->o->stop && *op->o->stop;
+}
 
 /* ---- directories ------------------------------------------------------------
  */
@@ -369,13 +382,20 @@ static int zero_file_range(struct op *op, const struct file_plan *fp,
 		uint64_t lo = from > at ? from : at;
 		uint64_t hi = to < at + len ? to : at + len;
 
-		if (lo < hi) {
+		/* In steps, so that a signal is heard during a long run. */
+		while (lo < hi) {
+			uint64_t step =
+				hi - lo < FK_ZERO_STEP ? hi - lo : FK_ZERO_STEP;
+
+			if (is_stopping(op))
+				return -EINTR;
 			err = fk_device_zero(
 				op->vol->dev,
-				fk_clus_off(g, r->first) + (lo - at), hi - lo);
+				fk_clus_off(g, r->first) + (lo - at), step);
 			if (err)
 				return err;
-			*done += hi - lo;
+			lo += step;
+			*done += step;
 			if (op->o->progress)
 				op->o->progress(op->o->progress_arg, *done,
 						total);
@@ -426,7 +446,9 @@ static int flush(struct op *op)
 	return fk_cache_flush(op->vol->fat);
 }
 
-static int sync_point(struct op *op)
+/* The barrier at an ordering point: --sync only (the default syncs once,
+ * at the end). */
+static int barrier(struct op *op)
 {
 	if (op->o->sync == FK_SYNC_BATCH)
 		return fk_device_sync(op->vol->dev);
@@ -439,14 +461,20 @@ static int write_chains(struct op *op)
 	size_t i;
 	int err;
 
-	for (i = 0; i < op->ndirs; i++)
+	for (i = 0; i < op->ndirs; i++) {
+		if (is_stopping(op))
+			return -EINTR;
 		if ((err = fk_alloc_write_chain(op->vol, &op->dirs[i].own)) ||
 		    (err = fk_alloc_write_chain(
 			     op->vol, fk_dirplan_growth(op->dirs[i].dp))))
 			return err;
-	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++)
+	}
+	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++) {
+		if (is_stopping(op))
+			return -EINTR;
 		if ((err = fk_alloc_write_chain(op->vol, &op->files[i].add)))
 			return err;
+	}
 	return flush(op);
 }
 
@@ -483,10 +511,13 @@ static int write_chains_per_cluster(struct op *op)
 	return 0;
 }
 
-/* Step 2: old chain ends and directory chains point at the new ones. */
+/*
+ * Step 2: old chain ends and directory chains point at the new ones.  A
+ * run that only creates files links nothing, and needs no barrier here.
+ */
 static int write_links(struct op *op)
 {
-	size_t i;
+	size_t i, nlinks = 0;
 	int err;
 
 	op->is_linked = 1;
@@ -494,14 +525,22 @@ static int write_links(struct op *op)
 		const struct file_plan *fp = &op->files[i];
 		uint32_t tail = tail_of(&fp->old);
 
-		if (tail && fp->add.nruns &&
-		    (err = fk_fat_put(op->vol, tail, fp->add.runs[0].first)))
+		if (!tail || !fp->add.nruns)
+			continue;
+		if ((err = fk_fat_put(op->vol, tail, fp->add.runs[0].first)))
 			return err;
+		nlinks++;
 	}
-	for (i = 0; i < op->ndirs; i++)
+	for (i = 0; i < op->ndirs; i++) {
+		if (!fk_dirplan_growth(op->dirs[i].dp)->nclus)
+			continue;
 		if ((err = fk_dirplan_link(op->dirs[i].dp)))
 			return err;
-	return flush(op);
+		nlinks++;
+	}
+	if ((err = flush(op)) || !nlinks)
+		return err;
+	return barrier(op);
 }
 
 /*
@@ -541,7 +580,7 @@ static int write_entries(struct op *op)
 	for (i = 0; i < op->ndirs; i++)
 		if ((err = fk_dirplan_write_changes(op->dirs[i].dp)))
 			return err;
-	return sync_point(op);
+	return 0;
 }
 
 static int write_fresh_dirs(struct op *op)
@@ -555,13 +594,22 @@ static int write_fresh_dirs(struct op *op)
 	return 0;
 }
 
+/*
+ * Steps 1 to 4.  -EINTR only before step 2: from the commit point on, a
+ * stop request waits for the end of the run.
+ */
 static int commit(struct op *op, struct fk_prealloc_result *res)
 {
 	int err;
 
+	if (is_stopping(op))
+		return -EINTR;
 	if ((err = write_chains(op)) || (err = zero_new_regions(op, res)) ||
-	    (err = write_fresh_dirs(op)) || (err = sync_point(op)) ||
-	    (err = write_links(op)) ||
+	    (err = write_fresh_dirs(op)) || (err = barrier(op)))
+		return err;
+	if (is_stopping(op))
+		return -EINTR;
+	if ((err = write_links(op)) ||
 	    (op->o->per_cluster && (err = write_chains_per_cluster(op))) ||
 	    (err = write_entries(op)))
 		return err;
@@ -574,12 +622,14 @@ static int commit(struct op *op, struct fk_prealloc_result *res)
 }
 
 /*
- * A write failed before anything linked to the new chains: give their
- * clusters back (best effort; if this fails too, they are lost clusters,
- * which fatcheck -r frees).
+ * A write failed, or a signal came, before anything linked to the new
+ * chains: give their clusters back, in every FAT copy.  They were all
+ * free before, so the FAT ends as it was.  Returns 0 or -errno; if this
+ * fails too, they are lost clusters, which fatcheck -r frees.
  */
-static void rollback(struct op *op)
+static int rollback(struct op *op)
 {
+	int err = 0;
 	const struct fk_plan *plans[3];
 	size_t i, k, r;
 
@@ -591,10 +641,37 @@ static void rollback(struct op *op)
 		plans[2] = i < op->nfiles ? &op->files[i].add : NULL;
 		for (k = 0; k < 3; k++)
 			for (r = 0; plans[k] && r < plans[k]->nruns; r++)
-				fk_fat_fill(op->vol, plans[k]->runs[r].first,
-					    plans[k]->runs[r].nclus, 0);
+				if (!err)
+					err = fk_fat_fill(
+						op->vol,
+						plans[k]->runs[r].first,
+						plans[k]->runs[r].nclus, 0);
 	}
-	fk_cache_flush(op->vol->fat);
+	if (!err)
+		err = fk_cache_flush(op->vol->fat);
+	if (!err && op->o->sync != FK_SYNC_NEVER)
+		err = fk_device_sync(op->vol->dev);
+	return err;
+}
+
+/* What a stop request (-EINTR from commit(), or one noticed after it)
+ * became, in @diag's words. */
+static int interrupted(struct op *op, int undo_err, struct fk_diag *diag)
+{
+	const char *image = fk_device_path(op->vol->dev);
+
+	if (op->is_linked)
+		fk_diag_set(diag, image,
+			    "interrupted after the commit point; the run was "
+			    "completed");
+	else if (undo_err)
+		fk_diag_set(diag, image,
+			    "interrupted, and freeing the new clusters failed "
+			    "(%s); run 'fatcheck -r %s'",
+			    strerror(-undo_err), image);
+	else
+		fk_diag_set(diag, image, "interrupted; nothing was changed");
+	return -EINTR;
 }
 
 static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
@@ -680,7 +757,7 @@ static void set_sync(struct op *op)
 
 	if (op->o->sync == FK_SYNC_BATCH)
 		mode = op->o->per_cluster ? FK_CACHE_SYNC_COPY
-					  : FK_CACHE_SYNC_FLUSH;
+					  : FK_CACHE_SYNC_BUDGET;
 	fk_cache_set_sync(op->vol->fat, mode);
 }
 
@@ -715,12 +792,24 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 	settle_entries(&op);
 	if ((err = fill_result(&op, reqs, n, res)))
 		goto out;
-	if (opts->dry_run || !has_changes(res))
-		goto out; /* nothing to do writes nothing, not even FSInfo */
+	if (opts->dry_run || !has_changes(res)) {
+		/* Nothing to do writes nothing, not even FSInfo. */
+		if (is_stopping(&op))
+			err = interrupted(&op, 0, diag);
+		goto out;
+	}
 	set_sync(&op);
 	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
-	if ((err = commit(&op, res)) && !op.is_linked)
-		rollback(&op);
+	err = commit(&op, res);
+	if (err && !op.is_linked) {
+		int undo_err = rollback(&op);
+
+		if (err == -EINTR)
+			err = interrupted(&op, undo_err, diag);
+	} else if (is_stopping(&op)) {
+		/* Heard during or after the commit point; the run is done. */
+		err = err ? err : interrupted(&op, 0, diag);
+	}
 out:
 	op_free(&op);
 	return err;

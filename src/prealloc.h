@@ -9,6 +9,7 @@
 #ifndef FATKIT_PREALLOC_H
 #define FATKIT_PREALLOC_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,7 +18,8 @@
 struct fk_diag;
 struct fk_volume;
 
-#define FK_FILE_MAX 0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
+#define FK_FILE_MAX  0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
+#define FK_ZERO_STEP (64ull << 20) /* bytes zeroed between stop checks */
 
 struct fk_prealloc_req {
 	const char *path; /* absolute path in the volume */
@@ -27,7 +29,8 @@ struct fk_prealloc_req {
 enum fk_sync_mode {
 	FK_SYNC_NEVER, /* --no-sync */
 	FK_SYNC_END,   /* default: one fsync before returning */
-	FK_SYNC_BATCH, /* --sync: fsync after every flush */
+	FK_SYNC_BATCH, /* --sync: fsync at each ordering point the run has
+			  and after each flush the --batch budget forces */
 };
 
 struct fk_prealloc_opts {
@@ -43,6 +46,9 @@ struct fk_prealloc_opts {
 	/* Called as zeroing proceeds (may be NULL): bytes done of total. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
+	/* Nonzero once a signal asks the run to stop (may be NULL); set by
+	 * the program's handler, only read here. */
+	const volatile sig_atomic_t *stop;
 };
 
 enum fk_file_action {
@@ -77,6 +83,16 @@ struct fk_prealloc_result {
  * (need and free in @diag), FK_ECORRUPT.  Every refusal comes before the
  * first write.  @res is filled either way; free it with
  * fk_prealloc_result_free().
+ *
+ * -EINTR: *@opts->stop was set.  The run stops at the next safe point:
+ * between chains and between zeroing steps of at most FK_ZERO_STEP bytes.
+ * Before the commit point (the first link or directory-entry write)
+ * every cluster the run took is freed again in every FAT copy, so the
+ * FAT, the directories and FSInfo are as they were (only clusters that
+ * were free and still are may hold other bytes); @diag says `interrupted;
+ * nothing was changed`.  From the commit point on, the few metadata
+ * writes left are finished and @diag says the run was completed.  Either
+ * way @diag names IMAGE.
  */
 int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,

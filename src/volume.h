@@ -56,7 +56,7 @@ struct fk_geom {
 struct fk_volume_opts {
 	struct fk_device_opts dev;
 	size_t batch_len; /* dirty FAT bytes held before a flush */
-	int is_sync;	  /* fsync after every FAT flush */
+	int is_sync;	  /* fsync after every flush the budget forces */
 };
 
 struct fk_volume {

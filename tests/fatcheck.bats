@@ -996,6 +996,83 @@ assert d["error"].startswith("directory has more than 65536 entries")
 	done
 }
 
+# damage_for_signals: the use 32 image with damage that takes several
+# repair writes; ref.img is it repaired by an uninterrupted -r.
+damage_for_signals()
+{
+	use 32
+	damage cross "$BIG" "$SMALL"
+	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
+	"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+	cp img base.img
+	cp img ref.img
+	run -1 fatcheck -r ref.img
+}
+
+@test "fatcheck -r: a signal at any repair write lets the repairs finish, exit 128 + N, and says so" {
+	local n sig again
+	local -a sigs=(2 15 1)
+	for again in "" 1; do
+		for ((n = 1; n <= 40; n++)); do
+			sig=${sigs[n % 3]}
+			damage_for_signals
+			run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n \
+				FK_SIGNAL=$sig ${again:+FK_SIGNAL_AGAIN=1} fatcheck -r img
+			if [ "$status" -eq 1 ]; then
+				# Not a fault-injection build, or fewer writes.
+				((n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+				break
+			fi
+			echo "# signal $sig before write $n${again:+, and again}"
+			[ "$status" -eq $((128 + sig)) ]
+			[ -z "$output" ]
+			[ "${stderr##*$'\n'}" = "fatcheck: img: interrupted after the first repair write; the repairs were completed" ]
+			if [[ -n $again ]]; then
+				[[ $stderr == *"fatcheck: signal ignored; finishing the repairs, please wait"* ]] ||
+					[ "$(wc -l <<<"$stderr")" -eq 1 ]
+			else
+				[ "$(wc -l <<<"$stderr")" -eq 1 ]
+			fi
+			# All of it done: what an uninterrupted run leaves.
+			[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+			fsck_clean img
+			sums_intact
+		done
+		((n > 3))
+	done
+}
+
+@test "fatcheck -r: a real SIGINT (strace-injected) while checking changes nothing, exit 130" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local k reads early=0 late=0
+	damage_for_signals
+	cp base.img t.img
+	strace -f -qq -o r.log -e trace=pread64,preadv fatcheck -r t.img >/dev/null || true
+	reads=$(grep -cE 'pread(64|v)\(' r.log)
+	for ((k = 1; k <= reads; k++)); do
+		cp base.img img
+		run --separate-stderr strace -f -qq -o /dev/null -e trace=pread64,preadv \
+			-e inject=pread64,preadv:signal=SIGINT:when=$k fatcheck -r img
+		# A stopped run skips the second check: fewer reads.
+		[ "$status" -eq 1 ] && ((late)) && break
+		[ "$status" -eq 130 ]
+		case $stderr in
+		"") # before the handlers: the default action, nothing written
+			[ "$(img_sha img)" = "$(img_sha base.img)" ] ;;
+		"fatcheck: img: interrupted; nothing was changed")
+			[ "$(img_sha img)" = "$(img_sha base.img)" ]
+			early=$((early + 1)) ;;
+		"fatcheck: img: interrupted after the first repair write; the repairs were completed")
+			[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+			late=$((late + 1)) ;;
+		*) false ;;
+		esac
+	done
+	echo "# $reads reads: $early stopped while checking, $late after the repairs"
+	((early >= 10 && late >= 1))
+}
+
 @test "fatcheck -r: a failed write is one error line and exit 8; a later -r finishes the job" {
 	local n
 	for n in 1 2 3 5 8; do

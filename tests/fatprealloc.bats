@@ -1155,6 +1155,154 @@ grow_intact()
 	done
 }
 
+# ---- signals ----------------------------------------------------------------
+
+# same_but_free IMG REF [OFF LEN]: IMG is byte-for-byte REF except in
+# clusters that are free in REF's first FAT and still free in IMG's, and
+# in LEN bytes at OFF, where they are zeros in IMG: what a rolled-back run
+# may leave (zeros or fresh directory blocks nobody reaches, and zeros in
+# the slack past the end of a file it was to grow).  Names the first
+# difference otherwise.
+same_but_free()
+{
+	"$FK_PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import fatimg
+a, b = fatimg.Volume(sys.argv[2]), fatimg.Volume(sys.argv[3])
+ea, eb = list(a.entries(a.fat(0))), list(b.entries(b.fat(0)))
+da, db = open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
+start, clus = a.data_start * a.bps, a.bps * a.spc
+end = start + a.nclus * clus
+def first_diff(x, y, off):
+    return off + next(i for i in range(len(x)) if x[i] != y[i])
+if len(sys.argv) > 4:
+    o, n = int(sys.argv[4]), int(sys.argv[5])
+    if da[o:o + n] != bytes(n) and da[o:o + n] != db[o:o + n]:
+        sys.exit("same_but_free: slack at %d is neither zeros nor as it was" % o)
+    da = da[:o] + db[o:o + n] + da[o + n:]
+if len(da) != len(db):
+    sys.exit("same_but_free: sizes differ")
+if da[:start] != db[:start]:
+    sys.exit("same_but_free: byte %d differs (boot sectors, FATs or root)"
+             % first_diff(da[:start], db[:start], 0))
+for c in range(a.nclus):
+    if ea[c] == 0 and eb[c] == 0:
+        continue
+    o = start + c * clus
+    if da[o:o + clus] != db[o:o + clus]:
+        sys.exit("same_but_free: cluster %d (in use) differs" % (c + 2))
+if da[end:] != db[end:]:
+    sys.exit("same_but_free: bytes after the last cluster differ")
+' "$FATKIT_HELPERS" "$@"
+}
+
+# grow_slack IMG: "OFF LEN" of the slack past grow.bin's 700 bytes in its
+# last cluster.
+grow_slack()
+{
+	local first last off len c
+	c=$(clus_len "$1") || return 1
+	read -r first last off len < <(chain_runs "$1" /grow.bin | tail -n 1)
+	echo "$((off + len - c + 700 % c)) $((c - 700 % c))"
+}
+
+# signal_loop TYPE: the crash_fixture run with a signal raised before each
+# write and zero call in turn (SIGINT, SIGTERM, SIGHUP by turns; with
+# FK_SIGNAL_AGAIN set, again before every later call).
+signal_loop()
+{
+	local t=$1 total zero n sig rolled=0 completed=0 line
+	local -a sigs=(2 15 1) slack
+	crash_fixture "$t"
+	read -ra slack < <(grow_slack base.img)
+	cp base.img ref.img
+	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	zero=$(json_stat "$output" zero_calls)
+	total=$(($(json_stat "$output" write_calls) + zero))
+	for ((n = 1; n <= total; n++)); do
+		sig=${sigs[n % 3]}
+		echo "# $t: signal $sig before call $n of $total${FK_SIGNAL_AGAIN:+, and again}"
+		cp base.img c.img
+		cp base.img.sums c.img.sums
+		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n FK_SIGNAL=$sig \
+			fatprealloc c.img "${ARGS[@]}"
+		[ "$status" -eq $((128 + sig)) ]
+		[ -z "$output" ]
+		line=${stderr##*$'\n'}
+		if [[ -n ${FK_SIGNAL_AGAIN:-} ]]; then
+			# Each later call: one line saying it is ignored.
+			[[ $stderr == *"fatprealloc: signal ignored; stopping safely, please wait"* ]] ||
+				((n == total))
+		else
+			[ "$line" = "$stderr" ] # one line
+		fi
+		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
+			# Never once the run went past its commit point.
+			((completed == 0))
+			rolled=$((rolled + 1))
+			same_but_free c.img base.img "${slack[@]}"
+			fsck_clean c.img
+			fat_copies_equal c.img
+		else
+			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
+			completed=$((completed + 1))
+			judge c.img
+			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+		fi
+		grow_intact c.img
+	done
+	echo "# $t: $rolled rolled back, $completed completed, $zero zero calls"
+	# Every zero call comes before the commit point: a signal there
+	# rolls back.
+	((rolled > zero && completed >= 1))
+}
+
+@test "fatprealloc: a signal at any write or zero call rolls back before the commit point and completes after it (exit 128 + N)" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	signal_loop fat12
+	signal_loop fat32
+}
+
+@test "fatprealloc: more signals while it rolls back or completes are ignored, each with a line" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	FK_SIGNAL_AGAIN=1 signal_loop fat32
+}
+
+@test "fatprealloc: a real SIGTERM (strace-injected) before the commit point changes nothing; after it the run completes" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local n writes line rolled=0
+	local -a slack
+	crash_fixture fat32
+	read -ra slack < <(grow_slack base.img)
+	cp base.img ref.img
+	run -0 strace -f -qq -o w.log -e trace=pwrite64,pwritev,fallocate \
+		fatprealloc ref.img "${ARGS[@]}"
+	writes=$(grep -cE 'pwrite(64|v)\(' w.log)
+	echo "# $writes write calls"
+	for ((n = 1; n <= writes; n++)); do
+		cp base.img c.img
+		cp base.img.sums c.img.sums
+		run --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+			-e inject=pwrite64,pwritev:signal=SIGTERM:when=$n \
+			fatprealloc c.img "${ARGS[@]}"
+		[ "$status" -eq 143 ]
+		line=$stderr
+		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
+			same_but_free c.img base.img "${slack[@]}"
+			fsck_clean c.img
+			rolled=$((rolled + 1))
+		else
+			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
+			judge c.img
+			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+		fi
+	done
+	echo "# $rolled of $writes rolled back"
+	((rolled >= 1 && rolled < writes))
+}
+
 # ---- system calls -----------------------------------------------------------
 
 # fsyncs LOG: fsync and fdatasync calls in strace log LOG.
@@ -1197,6 +1345,54 @@ fsyncs()
 	((pc * 10 >= 35 * n && pc * 10 <= 45 * n))
 	fsck_clean p.img
 	fsck_clean b.img
+}
+
+@test "fatprealloc: a signal during the zeroing of a large file stops it after one 64 MiB step, changing nothing" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local steps
+	mkimg_geom 32 512 4K 2 300M base.img
+	# 200 MiB of old data in free clusters: zeroed by real calls.
+	head -c 200M /dev/zero | tr '\0' '\252' >junk.bin
+	mcopy -i base.img junk.bin ::/JUNK.BIN </dev/null
+	mdel -i base.img ::/JUNK.BIN </dev/null
+	rm junk.bin
+	cp base.img ref.img
+	strace -f -qq -o ref.log -e trace=fallocate fatprealloc ref.img /big.bin 190M
+	steps=$(grep -c 'fallocate(' ref.log)
+	echo "# $steps zeroing calls uninterrupted"
+	grep -q 'fallocate(.* = 0$' ref.log || skip "this host does not zero with fallocate"
+	((steps >= 3)) # one per 64 MiB step
+	cp base.img c.img
+	run --separate-stderr strace -f -qq -o c.log -e trace=fallocate \
+		-e inject=fallocate:signal=SIGINT:when=1 fatprealloc c.img /big.bin 190M
+	[ "$status" -eq 130 ]
+	[ "$stderr" = "fatprealloc: c.img: interrupted; nothing was changed" ]
+	[ "$(grep -c 'fallocate(' c.log)" -eq 1 ]
+	same_but_free c.img base.img
+	fsck_clean c.img
+}
+
+@test "fatprealloc -s: one fsync per ordering point: 2 when only new files and directories are created, 3 with a grown file" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	mkimg fat16 16M a.img
+	populate a.img
+	cp a.img b.img
+	# New files and a new directory (one cluster each, nothing linked):
+	# the chains with their zeros, then the entries with FSInfo.
+	strace -f -qq -e trace=fsync,fdatasync -o a.log fatprealloc -s -p \
+		--stats a.img /x.bin 1M /y.bin 10K '/New dir/z.bin' 5K >a.out
+	[ "$(fsyncs a.log)" -eq 2 ]
+	[ "$(stats_value "$(cat a.out)" fsyncs)" -eq 2 ]
+	# A grown file adds the barrier between its link and its entry.
+	strace -f -qq -e trace=fsync,fdatasync -o b.log fatprealloc -s \
+		--stats b.img /DATA/rand-4096.bin 1M /y.bin 10K >b.out
+	[ "$(fsyncs b.log)" -eq 3 ]
+	[ "$(stats_value "$(cat b.out)" fsyncs)" -eq 3 ]
+	fsck_clean a.img
+	fsck_clean b.img
+	[ "$(mdir_size b.img /DATA/rand-4096.bin)" -eq 1048576 ]
 }
 
 @test "fatprealloc: a trailing slash asks for a directory: EISDIR, ENOTDIR or ENOENT, image unchanged" {
