@@ -505,7 +505,7 @@ class Volume:
     def used_clusters(self):
         bm = self.load_bitmap()
         full, rest = divmod(self.nclus, 8)
-        n = sum(bin(b).count("1") for b in bm[:full])
+        n = bin(int.from_bytes(bm[:full], "little")).count("1")
         if rest:
             n += bin(bm[full] & ((1 << rest) - 1)).count("1")
         return n
