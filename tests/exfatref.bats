@@ -285,6 +285,10 @@ check_populated()
 	free=$(ref info q.img | sed -n 's/^free_clusters=//p')
 	[ $((total - free)) -eq $((2048 + 4)) ]
 	info_matches_dump q.img q.img
+	# Timestamps: 2 s units, 10 ms increments and a UTC offset.
+	SOURCE_DATE_EPOCH=1700000001 ref put q.img /stamped --size 1
+	run -0 ref ls q.img /stamped
+	assert_output --partial $'ctime=2023-11-14T22:13:21.00+00:00\tmtime=2023-11-14T22:13:21.00+00:00\tatime=2023-11-14T22:13:20.00+00:00\t'
 }
 
 # run_corruption_cases CLUSTER SIZE: every case of `corrupt --list` on a

@@ -56,7 +56,12 @@ directories are created; names are case-insensitively unique):
   junk IMG [--pattern BYTE]
                      fill every free cluster with BYTE (default 0xA5)
   Every write updates the bitmap, the FAT (for chained allocations), the
-  entry sets with their checksums, and PercentInUse.
+  entry sets with their checksums and NameHash (through the volume's own
+  up-case table), and PercentInUse. A directory that fills up gets one
+  more zeroed cluster; a NoFatChain directory whose next cluster is taken
+  first gets FAT links for its run, then becomes a FAT chain. Timestamps
+  are now, or SOURCE_DATE_EPOCH, in UTC with a valid UtcOffset of 0. With
+  two FATs (TexFAT) only the active FAT and bitmap are written.
 
 Corruptor:
   corrupt IMG CASE   damage a clean volume in one way (it adds the victim
@@ -1268,6 +1273,12 @@ CASES = {
                         "wrong"),
     "no-bitmap-entry": (True, False, "the allocation bitmap entry marked "
                         "unused"),
+    "no-upcase-entry": (True, False, "the up-case table entry marked "
+                        "unused"),
+    "upcase-mapping": (True, False, "the up-case table maps 'a' to itself "
+                       "(TableChecksum updated)"),
+    "entry-type-80": (False, False, "a directory entry of the invalid type "
+                      "80h before the end marker"),
     "bitmap-too-small": (True, False, "the allocation bitmap's DataLength "
                          "smaller than the heap needs"),
     "unknown-critical-secondary": (True, False, "an unknown critical "
@@ -1400,6 +1411,41 @@ def corrupt(vol, case):
         v.load_bitmap()
         i, e = v.bitmap_entry()
         v.root_dir().write_entries(i, bytes([T_BITMAP & 0x7F]) + e[1:])
+    elif case == "no-upcase-entry":
+        v.load_upcase()
+        i, e = v.upcase_entry()
+        v.root_dir().write_entries(i, bytes([T_UPCASE & 0x7F]) + e[1:])
+    elif case == "upcase-mapping":
+        i, e = v.upcase_entry()
+        e = bytearray(e)
+        v.load_upcase()
+        raw = bytearray(v.upcase_raw)
+        # Find the entry that maps 'a' (0061h) in the stored form.
+        idx, k = 0, 0
+        while k + 1 < len(raw):
+            u = le(raw, k, 2)
+            if u == 0xFFFF:
+                idx += le(raw, k + 2, 2)
+                k += 4
+                continue
+            if idx == 0x61:
+                put_le(raw, k, 2, 0x61)
+                break
+            idx += 1
+            k += 2
+        first = le(e, 20, 4)
+        clusters, _ = v.chain(first)
+        for n, c in enumerate(clusters):
+            piece = bytes(raw[n * cs : (n + 1) * cs])
+            if piece:
+                v.write(v.cluster_off(c), piece)
+        put_le(e, 4, 4, table_checksum(raw))
+        v.root_dir().write_entries(i, e)
+    elif case == "entry-type-80":
+        e, _ = victim("type80", 1)
+        d = v.root_dir()
+        i = d.free_slot(2)
+        d.write_entries(i, bytes([0x80]) + bytes(31))
     elif case == "bitmap-too-small":
         i, e = v.bitmap_entry()
         e = bytearray(e)
