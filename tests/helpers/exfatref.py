@@ -290,8 +290,10 @@ class Dir:
                     break
                 if t == T_FILE:
                     sc = self.data[i * 32 + 1]
-                    e = Entry(self, i, self.data[i * 32 : (i + 1 + sc) * 32])
-                    self._sets[tuple(self.vol.upcase_units(e.units))] = e
+                    raw = self.data[i * 32 : (i + 1 + sc) * 32]
+                    if sc >= 2 and len(raw) == (1 + sc) * 32:
+                        e = Entry(self, i, raw)
+                        self._sets[tuple(self.vol.upcase_units(e.units))] = e
                     i += 1 + sc
                     continue
                 i += 1
@@ -449,7 +451,9 @@ class Volume:
             return [], None
         if nofatchain:
             n = -(-dl // self.csize)
-            return list(range(first, first + n)), None
+            end = min(first + n, self.nclus + 2)
+            prob = None if end == first + n else "run past the heap end"
+            return list(range(first, end)), prob
         return self.chain(first)
 
     # ---- root special entries ------------------------------------------
@@ -957,8 +961,7 @@ class Checker:
             if last > v.nclus + 1:
                 self.err("%s: NoFatChain run %d-%d runs past the heap end "
                          "(cluster %d)" % (label, first, last, v.nclus + 1))
-            clusters = [c for c in range(first, first + need)
-                        if v.in_heap(c)]
+            clusters = list(range(first, min(first + need, v.nclus + 2)))
         else:
             clusters, prob = v.chain(first)
             if prob:
