@@ -68,8 +68,10 @@ Corruptor:
                      files it needs under /corrupt-* first)
   corrupt --list     the cases, one a line: NAME fsck=yes|no DESCRIPTION,
                      where fsck= says whether fsck.exfat -n (exfatprogs
-                     1.2.0, as measured) reports the damage; warn=1 marks
-                     the cases verify reports only as a warning
+                     1.2.0, as measured) exits nonzero on the damage (for
+                     label-length and entry-type-80 it prints a complaint
+                     but still exits 0, "clean"); warn=1 marks the cases
+                     verify reports only as a warning
 
 OFFSET is bytes, or a number with K, M or G (powers of 1024), as mtools'
 IMAGE@@OFFSET. Exit 2 on a usage error or an image that is not exFAT.
@@ -1257,8 +1259,8 @@ CASES = {
                    "cluster"),
     "chain-free-link": (True, False, "a FAT chain links to a free FAT "
                         "entry"),
-    "chain-bad-cluster": (True, False, "a FAT chain links to a bad "
-                          "cluster"),
+    "chain-bad-cluster": (True, False, "a cluster inside a FAT chain "
+                          "marked bad (FFFFFFF7h)"),
     "cross-link": (True, False, "two files' FAT chains share a cluster"),
     "chain-too-long": (True, False, "a FAT chain one cluster longer than "
                        "DataLength needs"),
