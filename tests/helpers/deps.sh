@@ -9,7 +9,7 @@ pkgs=(
 	# build
 	gcc clang make pkg-config libblkid-dev clang-format
 	# oracles: images and independent judges for the tests and the demo
-	dosfstools mtools
+	dosfstools mtools exfatprogs
 	# tests
 	bats bats-assert bats-support strace xxd python3 mandoc groff-base zsh
 	# sfdisk, for partitioned test images
