@@ -264,15 +264,15 @@ EOF
 		# fsck.fat, our judge, sees the same damage.
 		run -1 fsck.fat -n img
 		assert_output --partial 'Circular cluster chain'
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l img /README.TXT
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" --chain img /README.TXT
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" --json img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" --chain img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" --json img /README.TXT
 		# In a listing, the other entries are still shown.
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l img /
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l img /
 		assert_line --partial 'A long file name for testing.txt'
 		assert_line --partial '日本語.txt'
 		refute_line --partial 'README.TXT'
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l -R img
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l -R img
 		assert_line --partial /DATA/rand-100000.bin
 		# Names need no chain: the plain listing is sound.
 		run -0 --separate-stderr fatls img /
@@ -288,7 +288,7 @@ EOF
 	run -0 "$FK_PYTHON" "$FATPOKE" chain img "$first"
 	[ "$output" = "runs=$first-$last end=eoc" ]
 	"$FK_PYTHON" "$FATPOKE" set img "$last" "$first"
-	hostile "fatls: /DATA/rand-100000.bin: cluster chain loops (more than $nclus links)" --chain img /DATA
+	hostile "fatls: /DATA/rand-100000.bin: cluster chain loops: cluster $last links back to $first" --chain img /DATA
 	[ "${#lines[@]}" -eq 6 ]
 }
 
@@ -331,7 +331,8 @@ EOF
 }
 
 # loop_dir IMG N: IMG (FAT16, 2 KiB clusters) with N files in /LOOP, whose
-# chain of 4 clusters is then made to loop: the last links to the first.
+# chain of 4 clusters is then made to loop: the last links to the first
+# (the caller's loop_first and loop_last).
 loop_dir()
 {
 	local first runs last
@@ -343,6 +344,7 @@ loop_dir()
 	[[ $runs =~ ^runs=.*-([0-9]+)\ end=eoc$ ]]
 	last=${BASH_REMATCH[1]}
 	"$FK_PYTHON" "$FATPOKE" set "$1" "$last" "$first"
+	loop_first=$first loop_last=$last
 	eval "$(fat_geometry "$1")"
 }
 
@@ -352,15 +354,15 @@ loop_dir()
 	loop_dir img 254
 	run -1 fsck.fat -n img
 	assert_output --partial 'Circular cluster chain'
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" -R img
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -R img
 	# The rest of the tree is listed, /LOOP's entries never.
 	assert_line /LOOP
 	assert_line /deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt
 	refute_line --partial /LOOP/
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" img /LOOP
 	[ -z "$output" ]
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" -l img /LOOP
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" --json img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -l img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" --json img /LOOP
 	# Looking a name up in it ends too.
 	run --separate-stderr timeout 20 fatls img /LOOP/nothere.txt
 	[ "$status" -eq 1 ]
@@ -372,8 +374,8 @@ loop_dir()
 	small img fat32
 	root=$(fatls --info img | sed -n 's/^root cluster: //p')
 	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
-	hostile "fatls: /: cluster chain loops (more than $nclus links)" img
-	hostile "fatls: /: cluster chain loops (more than $nclus links)" -R img
+	hostile "fatls: /: cluster chain loops: cluster $root links back to $root" img
+	hostile "fatls: /: cluster chain loops: cluster $root links back to $root" -R img
 	"$FK_PYTHON" "$FATPOKE" set img "$root" 0
 	hostile "fatls: /: cluster chain links to a free cluster after $root" -l img /
 }
@@ -452,4 +454,63 @@ loop_dir()
 			cp --sparse=always orig.img img
 		done
 	done
+}
+
+# bounded LIMIT_S WANT_STATUS WANT_ERR CMD...: CMD ends within LIMIT_S
+# seconds with WANT_STATUS, one of its stderr lines is WANT_ERR (when not
+# empty), and its peak RSS stays under 400 MiB: a cost that grows with
+# the volume's cluster count (about 1 GiB here) fails.
+bounded()
+{
+	local limit=$1 want_status=$2 want_err=$3 rss line seen=
+	shift 3
+	run --separate-stderr /usr/bin/time -f 'rss=%M' -o rss.txt \
+		timeout "$limit" "$@"
+	rss=$(sed -n 's/^rss=//p' rss.txt)
+	for line in "${stderr_lines[@]}"; do
+		[[ $line == "$want_err" ]] && seen=1
+	done
+	if ((status != want_status)) || ((rss > 400 * 1024)) ||
+		[[ -n $want_err && -z $seen ]]; then
+		echo "$*: exit $status (want $want_status), peak RSS $rss KiB; stderr:"
+		printf '  %s\n' "${stderr_lines[@]}"
+		echo "want: $want_err"
+		return 1
+	fi
+}
+
+# sparse_sum IMG: a fingerprint of a huge sparse image without reading
+# its holes: the allocated block count and the bytes that hold data.
+sparse_sum()
+{
+	stat -c %b "$1"
+	dd if="$1" bs=1M count=1 status=none | sha256sum
+	dd if="$1" bs=1M skip=1024 count=2 status=none | sha256sum
+}
+
+@test "corrupt: looping chains on a huge sparse FAT32 cost time and memory by the chain, not by the volume" {
+	"$FK_PYTHON" "$BATS_TEST_DIRNAME/helpers/hugeloop.py" img
+	# About 12 KiB on disk for a volume of 268435445 clusters.
+	(($(stat -c %b img) < 1024))
+	local file="fatls: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
+	local dir="fatls: /LOOPDIR: cluster chain loops: cluster 6 links back to 5"
+	bounded 10 1 "$file" fatls -l img
+	bounded 10 1 "$dir" fatls -l img
+	bounded 10 1 "$file" fatls --chain img /LOOP.BIN
+	bounded 10 1 "$file" fatls --json img /LOOP.BIN
+	bounded 10 1 "$dir" fatls -R img
+	bounded 10 1 "$dir" fatls -l img /LOOPDIR
+	local before
+	before=$(sparse_sum img)
+	bounded 10 1 "fatprealloc: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3; run 'fatcheck -r img'" \
+		fatprealloc img /LOOP.BIN 4K
+	bounded 10 1 "fatprealloc: /LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
+		fatprealloc img /LOOPDIR/new.bin 4K
+	# A name long enough for many slots must not run the slot search
+	# off the end of its map either.
+	bounded 10 1 "fatprealloc: /LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
+		fatprealloc img "/LOOPDIR/$(printf 'n%.0s' {1..200}).bin" 4K
+	[ "$(sparse_sum img)" = "$before" ]
+	bounded 60 4 "" fatcheck img
+	assert_line "error: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
 }
