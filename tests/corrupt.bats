@@ -514,3 +514,119 @@ sparse_sum()
 	bounded 60 4 "" fatcheck img
 	assert_line "error: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
 }
+
+# refused IMG WANT ARGS...: fatprealloc IMG ARGS exits 1 with the one
+# stderr line WANT and leaves IMG byte-identical.
+refused()
+{
+	local img=$1 want=$2 before
+	shift 2
+	before=$(img_sha "$img")
+	run --separate-stderr timeout 20 fatprealloc "$img" "$@"
+	if ((status != 1)) || ((${#stderr_lines[@]} != 1)) ||
+		[[ $stderr != "$want" ]] || [[ $(img_sha "$img") != "$before" ]]; then
+		echo "fatprealloc $img $*: exit $status, want 1; stderr:"
+		printf '  %s\n' "${stderr_lines[@]}"
+		echo "want: $want"
+		[[ $(img_sha "$img") == "$before" ]] || echo "the image changed"
+		return 1
+	fi
+}
+
+# dir_img IMG TYPE: a small image with /DIR holding five small files
+# F1.TXT .. F5.TXT; $dir is /DIR's first cluster.
+dir_img()
+{
+	local i
+	small "$1" "$2"
+	mmd -i "$1" ::/DIR
+	for i in 1 2 3 4 5; do
+		echo "file $i" >"F$i.TXT"
+		mcopy -i "$1" "F$i.TXT" ::/DIR/
+	done
+	dir=$(first_clus "$1" /DIR)
+}
+
+@test "corrupt: fatprealloc refuses a directory whose chain loops, breaks or leaves the volume, changing nothing" {
+	local t name
+	name="/DIR/$(printf 'n%.0s' {1..200}).bin"
+	for t in fat12 fat16 fat32; do
+		# Its entries end at an end marker in the first cluster, so
+		# only the chain walk can see the damage after it.
+		dir_img img "$t"
+		"$FK_PYTHON" "$FATPOKE" set img "$dir" "$dir"
+		run -1 fsck.fat -n img
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/F1.TXT 4K
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" -p /DIR/sub/new.bin 4K
+		"$FK_PYTHON" "$FATPOKE" set img "$dir" 0
+		refused img "fatprealloc: /DIR: cluster chain links to a free cluster after $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
+		"$FK_PYTHON" "$FATPOKE" set img "$dir" $((nclus + 2))
+		refused img "fatprealloc: /DIR: cluster chain links to out-of-range cluster $((nclus + 2)) after $dir; run 'fatcheck -r img'" "$name" 4K
+		# After the repair, the same request works.
+		run fatcheck -r img
+		((status == 1))
+		run -0 fatprealloc img /DIR/new.bin 4K
+		fsck_clean img
+	done
+}
+
+@test "corrupt: fatprealloc refuses a FAT32 root whose chain loops" {
+	local root
+	small img fat32
+	root=$(fatls --info img | sed -n 's/^root cluster: //p')
+	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
+	refused img "fatprealloc: /: cluster chain loops: cluster $root links back to $root; run 'fatcheck -r img'" /new.bin 4K
+}
+
+@test "corrupt: fatprealloc never writes over entries hidden after an end marker" {
+	local t off
+	for t in fat12 fat16 fat32; do
+		dir_img img "$t"
+		# F2's slot becomes the end marker: F3..F5 now lie after it,
+		# where Linux and fsck.fat still see them.
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'F2      TXT')
+		poke img "$off" 00
+		run -0 mdir -i img ::/DIR
+		refute_output --partial F3
+		refused img "fatprealloc: /DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
+			"/DIR/A long name for the new file.bin" 4K
+		refused img "fatprealloc: /DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
+			/DIR/NEW.BIN 4K
+		run fatcheck -r img
+		((status == 1))
+		run -0 fatprealloc img "/DIR/A long name for the new file.bin" 4K
+		fsck_clean img
+	done
+}
+
+@test "corrupt: fatprealloc takes slots after an end marker only from its all-zero tail" {
+	local t off i first
+	for t in fat12 fat16 fat32; do
+		dir_img img "$t"
+		# Slot 3 (F2) becomes the end marker; F3..F5 (slots 4..6)
+		# deleted entries after it: nobody's, but not all zeros.
+		off=$("$FK_PYTHON" "$FATPOKE" slot img "F2      TXT")
+		for i in 2 3 4 5; do
+			mdel -i img "::/DIR/F$i.TXT"
+		done
+		poke img "$off" 00
+		fsck_clean img
+		run -0 fatprealloc img "/DIR/A long name for the new file.bin" 4K
+		fsck_clean img
+		run -0 mdir -i img ::/DIR
+		assert_output --partial "A long name for the new file.bin"
+		# The new name's first slot is slot 7, past the deleted ones,
+		# and the marker became a deleted slot so Windows sees it.
+		eval "$(fat_geometry img)"
+		first=$(("$data_start_sec" * "$bytes_per_sec" + (dir - 2) * "$sec_per_clus" * "$bytes_per_sec"))
+		run -0 "$FK_PYTHON" - img "$first" <<'PY'
+import sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
+d = f.read(32 * 12)
+print(" ".join("%02x" % d[32 * i] for i in range(12)))
+PY
+		[[ $output == "2e 2e 46 e5 e5 e5 e5 43 02 01 41 00" ]]
+	done
+}
