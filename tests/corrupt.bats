@@ -630,3 +630,15 @@ PY
 		[[ $output == "2e 2e 46 e5 e5 e5 e5 43 02 01 41 00" ]]
 	done
 }
+
+@test "corrupt: fatprealloc refuses a directory longer than FAT's 65536 entries" {
+	local t name
+	name="/DATA/$(printf 'n%.0s' {1..200}).bin"
+	for t in fat16 fat32; do
+		small img "$t"
+		"$FK_PYTHON" "$BATS_TEST_DIRNAME/helpers/corrupt.py" img endless-dir /DATA
+		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/new.bin 4K
+		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/rand-4096.bin 8K
+	done
+}
