@@ -187,6 +187,8 @@ struct dirctx {
 	uint32_t damaged_first; /* long-name slots the next entry does */
 	uint32_t damaged_n;	/* not match (FK_LFN_ORPHAN_ENTRY) */
 	uint32_t ent_first;	/* first slot of the entry being checked */
+	unsigned erased_dots;	/* bit s: slot s (0, 1) is an orphaned
+				   long-name slot this run deletes */
 };
 
 /* "s" for a plural count. */
@@ -1204,7 +1206,12 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 	return plan_entry(ck, &fix);
 }
 
-/* A missing "." or "..": recreate it when its slot is free. */
+/*
+ * A missing "." or "..": recreate it when its slot is free, or holds an
+ * orphaned long-name slot this run deletes first (entry fixes apply in
+ * the order planned), so that one run settles both: a second run would
+ * otherwise find the slot free and the entry still missing.
+ */
 static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 {
 	struct fk_dirent ent;
@@ -1218,7 +1225,7 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 		     dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
 		return err == FK_ECORRUPT ? 0 : err;
-	if (e[0] != 0x00 && e[0] != 0xe5)
+	if (e[0] != 0x00 && e[0] != 0xe5 && !(d->erased_dots & (1u << !dot)))
 		return 0;
 	memset(&ent, 0, sizeof(ent));
 	memcpy(ent.raw, dot ? ".          " : "..         ", 11);
@@ -1425,6 +1432,10 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 	set_fix(ck, idx, "slot%s deleted", pl(n));
 	if (plan_erase(ck, d->first, first, n))
 		ck->is_nomem = 1;
+	if (first == 0)
+		d->erased_dots |= 1;
+	if (first <= 1 && first + n > 1)
+		d->erased_dots |= 2;
 }
 
 /* Pass 1: long-name slots the directory iteration dropped; adjacent runs

@@ -51,6 +51,22 @@ void fk_diag_detail(struct fk_diag *diag, const char *what, const char *fmt,
 	va_end(ap);
 }
 
+void fk_diag_append(struct fk_diag *diag, int err, const char *fmt, ...)
+{
+	size_t len;
+	va_list ap;
+
+	if (!diag)
+		return;
+	if (!diag->reason[0])
+		snprintf(diag->reason, sizeof(diag->reason), "%s",
+			 strerror(err < 0 ? -err : err));
+	len = strlen(diag->reason);
+	va_start(ap, fmt);
+	vsnprintf(diag->reason + len, sizeof(diag->reason) - len, fmt, ap);
+	va_end(ap);
+}
+
 void fk_diag_subject(struct fk_diag *diag, const char *what)
 {
 	if (diag && !diag->what[0] && what)

@@ -42,6 +42,14 @@ void fk_diag_subject(struct fk_diag *diag, const char *what);
 void fk_diag_reason(const struct fk_diag *diag, int err, char *buf, size_t len);
 
 /*
+ * Append printf-style text to the recorded reason or detail (e.g. what to
+ * do: "; run 'fatcheck -r IMAGE'").  With nothing recorded yet, the text
+ * follows strerror(-@err).
+ */
+void fk_diag_append(struct fk_diag *diag, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
  * Record a detail that is printed after strerror() text in parentheses,
  * as in `No space left on device (need N clusters, M free)`.
  */

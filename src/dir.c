@@ -162,6 +162,16 @@ static int next_clus(struct fk_dir *dir, uint32_t *clus, struct fk_diag *diag)
 	}
 }
 
+static int is_zero_slot(const unsigned char *e)
+{
+	int i;
+
+	for (i = 0; i < FK_DIRENT_LEN; i++)
+		if (e[i])
+			return 0;
+	return 1;
+}
+
 /* Load the next block; sets is_done at the end of the directory. */
 static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 {
@@ -351,6 +361,8 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		if (dir->is_done) {
 			/* fsck.fat deletes a name the directory ends in. */
 			lfn_drop(dir, FK_LFN_ORPHAN_FREE);
+			if (!dir->seen_end)
+				dir->stats.end_slot = dir->slot;
 			return 0;
 		}
 		if (dir->pos == dir->buf_slots || !dir->buf_slots) {
@@ -363,6 +375,7 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		if (e[0] == SLOT_END && !dir->seen_end) {
 			dir->seen_end = 1;
 			dir->stats.end_slot = dir->slot;
+			dir->stats.zero_from = dir->slot;
 			lfn_drop(dir, FK_LFN_ORPHAN_FREE);
 			if (!dir->keep_going) {
 				dir->is_done = 1;
@@ -371,6 +384,11 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		}
 		if (dir->seen_end && e[0] != SLOT_END && e[0] != SLOT_FREE)
 			dir->stats.after_end++;
+		/* A writer may take a slot past the marker only in an
+		 * all-zero tail: deleted or half-written slots there are
+		 * nobody's, but not provably so. */
+		if (dir->seen_end && !is_zero_slot(e))
+			dir->stats.zero_from = dir->slot + 1;
 		/* Past the marker (keep_going), 0x00 is one more free slot:
 		 * Linux and fsck.fat read on, so the checker must too. */
 		if (e[0] == SLOT_FREE || e[0] == SLOT_END) {

@@ -52,6 +52,8 @@ struct fk_dir_stats {
 	uint32_t orphan_lfn; /* long-name slots that led nowhere */
 	uint32_t after_end;  /* used slots found after the end marker */
 	uint32_t end_slot;   /* slot of the end marker; slots if none */
+	uint32_t zero_from;  /* after the marker, every slot from here on
+				read all zeros (keep_going only) */
 };
 
 /*

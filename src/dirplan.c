@@ -296,29 +296,96 @@ static int add_block(struct fk_dirplan *dp, uint32_t clus)
 	return 0;
 }
 
+/* -E2BIG: the chain holds more slots than FAT allows a directory. */
 static int add_run_blocks(void *arg, const struct fk_run *run)
 {
 	struct fk_dirplan *dp = arg;
 	uint32_t i;
 	int err;
 
-	for (i = 0; i < run->nclus; i++)
+	for (i = 0; i < run->nclus; i++) {
+		if (dp->nslots + dp->per_block > FK_DIR_MAX_ENTS)
+			return -E2BIG;
 		if ((err = add_block(dp, run->first + i)))
 			return err;
+	}
+	return 0;
+}
+
+/*
+ * The blocks of the directory, from a chain verified before any slot is
+ * read: it ends in an end-of-chain mark (no loop, no free, bad, reserved
+ * or out-of-range link) within FK_DIR_MAX_ENTS slots.  A plan built on a
+ * looping chain had blocks past its used[] map, and would write new
+ * slots over live ones reached a second time.
+ */
+static int load_blocks(struct fk_dirplan *dp, struct fk_diag *diag)
+{
+	struct fk_volume *vol = dp->vol;
+	struct fk_chain_info info;
+	int err;
+
+	if (dp->is_fixed_root) {
+		dp->nslots = vol->g.root_ents;
+		dp->nblocks = vol->g.root_secs;
+		return 0;
+	}
+	err = fk_chain_walk(vol, dp->first_clus, add_run_blocks, dp, &info);
+	if (err == -E2BIG) {
+		fk_diag_set(diag, NULL, "directory has more than %u entries",
+			    FK_DIR_MAX_ENTS);
+		return FK_ECORRUPT;
+	}
+	if (err)
+		return err;
+	if (info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	return 0;
+}
+
+/*
+ * Past the end marker: live slots (Linux and fsck.fat read on, Windows
+ * and mtools stop) make the directory two different ones to different
+ * readers, and any slot we took there could be one of them, so we
+ * refuse; fatcheck -r frees them.  Other slots there that are not all
+ * zeros (deleted, or a stray byte) are nobody's, but we take none of
+ * them: only the all-zero tail counts as free.
+ */
+static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
+		     struct fk_diag *diag)
+{
+	uint32_t to = st->zero_from < dp->nslots ? st->zero_from : dp->nslots;
+
+	if (st->after_end) {
+		fk_diag_set(diag, NULL,
+			    "live entries hidden after the end-of-directory "
+			    "marker (slot %u)",
+			    st->end_slot);
+		return FK_ECORRUPT;
+	}
+	/* Not through mark_used(): new entries must still replace the
+	 * marker (mark_skipped() starts at end_slot), or Windows would not
+	 * see them. */
+	if (to > st->end_slot)
+		memset(dp->used + st->end_slot, 1, to - st->end_slot);
 	return 0;
 }
 
 static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 {
 	struct fk_volume *vol = dp->vol;
-	struct fk_chain_info info;
 	struct fk_dirent ent;
 	struct fk_dir *dir;
 	uint32_t id;
 	int err;
 
+	if ((err = load_blocks(dp, diag)))
+		return err;
 	if ((err = fk_dir_open(vol, dp->first_clus, &dir)))
 		return err;
+	fk_dir_keep_going(dir);
+	if (!dp->is_fixed_root)
+		fk_dir_set_limit(dir, dp->nblocks);
 	while ((err = fk_dir_next(dir, &ent, diag)) == 1) {
 		unsigned char slot[FK_DIRENT_LEN];
 
@@ -333,19 +400,14 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 				   ent.short_name, &id)))
 			break;
 	}
+	if (!err)
+		err = check_end(dp, fk_dir_stats(dir), diag);
 	fk_dir_close(dir);
-	if (err) /* FK_ECORRUPT is positive */
+	if (err)
 		return err;
-	if (dp->is_fixed_root) {
-		dp->nslots = vol->g.root_ents;
-		dp->nblocks = vol->g.root_secs;
-	} else if ((err = fk_chain_walk(vol, dp->first_clus, add_run_blocks, dp,
-					&info))) {
-		return err;
-	}
 	dp->nold = dp->nblocks;
-	/* fk_dir_next has bounded the directory; mark_used may have run
-	 * ahead of nslots only on a broken image, caught above. */
+	/* The slots read lie in the verified blocks: used[] was marked
+	 * within nslots, at most FK_DIR_MAX_ENTS. */
 	dp->first_free = 0;
 	while (dp->first_free < dp->nslots && dp->used[dp->first_free])
 		dp->first_free++;

@@ -304,13 +304,46 @@ int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	return put_range(vol, first, nclus, val, 0, 0);
 }
 
+/*
+ * A walk that met cluster @seen again after @lam more links loops with
+ * period @lam.  Find where: the first cluster of the cycle (walking from
+ * @start and from @lam links further in step until they meet) and the
+ * cluster whose link closes it.  Reads at most 2 mu + lam links, where mu
+ * is the length of the part before the cycle.
+ */
+static int describe_loop(struct fk_volume *vol, uint32_t start, uint32_t lam,
+			 struct fk_chain_info *info)
+{
+	uint32_t a = start, b = start, b_prev = 0, mu = 0, i;
+	int err;
+
+	for (i = 0; i < lam; i++, info->nlinks++) {
+		b_prev = b;
+		if ((err = fk_fat_get(vol, b, &b)))
+			return err;
+	}
+	while (a != b) {
+		b_prev = b;
+		if ((err = fk_fat_get(vol, a, &a)) ||
+		    (err = fk_fat_get(vol, b, &b)))
+			return err;
+		info->nlinks += 2;
+		mu++;
+	}
+	info->nclus = mu + lam;
+	info->last = b_prev;
+	info->end_val = a;
+	info->is_loop = 1;
+	return 0;
+}
+
 int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 		  int (*fn)(void *arg, const struct fk_run *run), void *arg,
 		  struct fk_chain_info *info)
 {
 	const struct fk_geom *g = &vol->g;
 	struct fk_run run = {0, 0};
-	uint32_t clus = start, val;
+	uint32_t clus = start, val, saved = start, power = 1, lam = 1;
 	int err;
 
 	memset(info, 0, sizeof(*info));
@@ -326,12 +359,9 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 	if (info->end != FK_ENT_NEXT)
 		return 0; /* 0: empty file; anything else: a bad start */
 	for (;;) {
-		if (info->nclus == g->nclus) {
-			info->is_loop = 1;
-			break;
-		}
 		if ((err = fk_fat_get(vol, clus, &val)))
 			return err;
+		info->nlinks++;
 		info->nclus++;
 		info->last = clus;
 		if (run.nclus && clus == run.first + run.nclus) {
@@ -347,6 +377,25 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 		info->end_val = val;
 		if (info->end != FK_ENT_NEXT)
 			break;
+		/*
+		 * Brent's cycle detection: @saved is the cluster reached
+		 * after the last power of two links; meeting it again
+		 * proves a loop of @lam links.  A loop is found within
+		 * about 2 max(mu, lam) + lam links, whatever the volume's
+		 * cluster count (counting to it cost seconds and a run per
+		 * link on a large FAT32), in constant memory.
+		 */
+		if (val == saved) {
+			if (run.nclus && fn && (err = fn(arg, &run)))
+				return err;
+			return describe_loop(vol, start, lam, info);
+		}
+		if (lam == power) {
+			saved = val;
+			power *= 2;
+			lam = 0;
+		}
+		lam++;
 		clus = val;
 	}
 	if (run.nclus && fn && (err = fn(arg, &run)))
@@ -358,9 +407,8 @@ int fk_chain_error(const struct fk_chain_info *info, struct fk_diag *diag)
 {
 	if (info->is_loop)
 		fk_diag_set(diag, NULL,
-			    "cluster chain loops (more than %u "
-			    "links)",
-			    info->nclus);
+			    "cluster chain loops: cluster %u links back to %u",
+			    info->last, info->end_val);
 	else if (info->end == FK_ENT_FREE)
 		fk_diag_set(diag, NULL,
 			    "cluster chain links to a free cluster after %u",

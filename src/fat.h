@@ -30,12 +30,14 @@ struct fk_run {
 
 /* How a chain walk ended, with what it saw. */
 struct fk_chain_info {
-	uint32_t nclus;	       /* clusters in the valid part of the chain */
-	uint32_t nruns;	       /* fragments */
+	uint32_t nclus;	       /* distinct clusters of the chain's valid part */
+	uint32_t nruns;	       /* fragments (on a loop: those walked) */
 	uint32_t last;	       /* last valid cluster (0 for an empty chain) */
 	enum fk_ent_class end; /* FK_ENT_EOC for a sound chain */
-	uint32_t end_val;      /* the value that ended it */
-	int is_loop;	       /* stopped after more links than clusters */
+	uint32_t end_val;      /* the value that ended it; on a loop, the
+				  cluster @last links back to */
+	int is_loop;	       /* the chain runs into itself */
+	uint32_t nlinks;       /* FAT entries read (a loop costs more) */
 };
 
 enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val);
@@ -72,10 +74,14 @@ int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 
 /*
  * Walk the chain from @start, calling @fn (if not NULL) once per run, in
- * order, until end of chain, a bad link, or more links than the volume
- * has clusters (a loop).  @info says how it ended.  Returns 0 whatever the
- * chain holds (the caller judges @info), a non-zero value returned by @fn,
- * or -errno.  A @start outside the data area yields an empty walk with
+ * order, until end of chain, a bad link, or a loop.  A loop is found in
+ * time proportional to the chain's distinct part (mu + lam clusters, for a
+ * tail of mu and a cycle of lam) and constant memory: at most about
+ * 3 (mu + lam) links are walked and passed to @fn, so a caller that
+ * collects runs collects no more; on a loop @info names the cluster that
+ * closes it and the one it links back to.  @info says how it ended.  Returns 0
+ * whatever the chain holds (the caller judges @info), a non-zero value returned
+ * by @fn, or -errno.  A @start outside the data area yields an empty walk with
  * @info->end set to its class, except that an end-of-chain mark counts as
  * FK_ENT_RANGE: only a walk through real clusters ends in FK_ENT_EOC.
  */

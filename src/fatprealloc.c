@@ -416,6 +416,7 @@ int main(int argc, char **argv)
 		return FK_EXIT_USAGE;
 	}
 	pick_time(&o.core);
+	o.core.image = argv[optind];
 	if (isatty(STDERR_FILENO) && !o.is_json)
 		o.core.progress = show_progress;
 	vo.dev.is_writer = !o.core.dry_run;

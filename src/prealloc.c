@@ -150,6 +150,31 @@ out_unplan:
  */
 
 /*
+ * dir_get() for the directory whose entries begin at @at in @path: a
+ * damaged one is named by its own path (the user repairs it, not the
+ * file asked for).
+ */
+static int dir_get_named(struct op *op, uint32_t clus, const char *path,
+			 const char *at, struct fk_dirplan **dp,
+			 struct fk_diag *diag)
+{
+	char name[FK_NAME_MAX];
+	size_t len = (size_t)(at - path);
+	int err = dir_get(op, clus, dp, diag);
+
+	if (err != FK_ECORRUPT)
+		return err;
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len >= sizeof(name))
+		len = sizeof(name) - 1;
+	memcpy(name, path, len);
+	name[len] = '\0';
+	fk_diag_set(diag, name, NULL);
+	return err;
+}
+
+/*
  * Walk the parents of @path and copy its last component to @leaf (without
  * trailing slashes; *@is_dir_form says there were some, or the path is
  * "/", which asks for a directory).
@@ -159,7 +184,7 @@ static int resolve_parent(struct op *op, const char *path,
 			  struct fk_diag *diag)
 {
 	char comp[FK_NAME_MAX];
-	const char *p = path, *next;
+	const char *p = path, *next, *at;
 	uint32_t clus = 0, id;
 	struct fk_dirent ent;
 	int err;
@@ -180,8 +205,9 @@ static int resolve_parent(struct op *op, const char *path,
 			return -ENAMETOOLONG;
 		memcpy(comp, p, len);
 		comp[len] = '\0';
+		at = p;
 		p = next;
-		if ((err = dir_get(op, clus, dp, diag)))
+		if ((err = dir_get_named(op, clus, path, at, dp, diag)))
 			return err;
 		if (!strcmp(comp, ".") || !strcmp(comp, ".."))
 			return -EINVAL;
@@ -205,7 +231,7 @@ static int resolve_parent(struct op *op, const char *path,
 	memcpy(leaf, p, len);
 	leaf[len] = '\0';
 	*is_dir_form = p[len] == '/' || !len;
-	return dir_get(op, clus, dp, diag);
+	return dir_get_named(op, clus, path, p, dp, diag);
 }
 
 static int collect_run(void *arg, const struct fk_run *run)
@@ -227,7 +253,7 @@ static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
 	if ((uint64_t)info.nclus * op->vol->g.clus_len < fp->ent.size) {
 		fk_diag_set(diag, NULL,
 			    "cluster chain (%u clusters) is shorter than the "
-			    "file size; run fatcheck",
+			    "file size",
 			    info.nclus);
 		return FK_ECORRUPT;
 	}
@@ -761,11 +787,45 @@ static void set_sync(struct op *op)
 	fk_cache_set_sync(op->vol->fat, mode);
 }
 
+/* Say what to do about damage: each kind resolving finds, fatcheck -r
+ * repairs. */
+static void hint_repair(struct fk_volume *vol,
+			const struct fk_prealloc_opts *opts,
+			struct fk_diag *diag)
+{
+	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
+		       opts->image ? opts->image : fk_device_path(vol->dev));
+}
+
+/*
+ * Out of space while FSInfo, written last by every writer, counts more
+ * free clusters than the FAT (@nfree) has: most likely a run was cut off
+ * (a crash, a kill) after taking clusters it never linked, which are now
+ * lost.  Say so, and what gets them back.
+ */
+static void hint_lost(struct fk_volume *vol,
+		      const struct fk_prealloc_opts *opts, uint32_t nfree,
+		      struct fk_diag *diag)
+{
+	struct fk_fsinfo fsi;
+
+	if (fk_fsinfo_read(vol, &fsi) || !fsi.is_present || !fsi.is_lead_ok ||
+	    !fsi.is_struc_ok || fsi.free_count == FK_FSINFO_UNKNOWN ||
+	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
+		return;
+	fk_diag_append(diag, -ENOSPC,
+		       "; FSInfo says %u free, so %u clusters are likely lost: "
+		       "run 'fatcheck -r %s'",
+		       fsi.free_count, fsi.free_count - nfree,
+		       opts->image ? opts->image : fk_device_path(vol->dev));
+}
+
 int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag)
 {
 	struct op op;
+	uint32_t nfree;
 	size_t i;
 	int err;
 
@@ -782,13 +842,22 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 	}
 	if ((err = fk_alloc_open(vol, &op.alloc)))
 		goto out;
+	nfree = fk_alloc_nfree(op.alloc);
 	for (i = 0; i < n; i++) {
 		fk_diag_set(diag, reqs[i].path, NULL);
-		if ((err = resolve(&op, i, &reqs[i], diag)))
+		if ((err = resolve(&op, i, &reqs[i], diag))) {
+			if (err == FK_ECORRUPT)
+				hint_repair(vol, opts, diag);
+			if (err == -ENOSPC)
+				hint_lost(vol, opts, nfree, diag);
 			goto out;
+		}
 	}
-	if ((err = plan_clusters(&op, diag)))
+	if ((err = plan_clusters(&op, diag))) {
+		if (err == -ENOSPC)
+			hint_lost(vol, opts, nfree, diag);
 		goto out;
+	}
 	settle_entries(&op);
 	if ((err = fill_result(&op, reqs, n, res)))
 		goto out;

@@ -41,8 +41,10 @@ struct fk_prealloc_opts {
 	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
 	int dry_run;
 	enum fk_sync_mode sync;
-	int64_t now;	/* timestamp for new and changed entries */
-	int now_is_utc; /* @now came from SOURCE_DATE_EPOCH */
+	int64_t now;	   /* timestamp for new and changed entries */
+	const char *image; /* IMAGE as the user named it, for hints; NULL:
+			      the device path */
+	int now_is_utc;	   /* @now came from SOURCE_DATE_EPOCH */
 	/* Called as zeroing proceeds (may be NULL): bytes done of total. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;

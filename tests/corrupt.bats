@@ -264,15 +264,15 @@ EOF
 		# fsck.fat, our judge, sees the same damage.
 		run -1 fsck.fat -n img
 		assert_output --partial 'Circular cluster chain'
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l img /README.TXT
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" --chain img /README.TXT
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" --json img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" --chain img /README.TXT
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" --json img /README.TXT
 		# In a listing, the other entries are still shown.
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l img /
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l img /
 		assert_line --partial 'A long file name for testing.txt'
 		assert_line --partial '日本語.txt'
 		refute_line --partial 'README.TXT'
-		hostile "fatls: /README.TXT: cluster chain loops (more than $nclus links)" -l -R img
+		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l -R img
 		assert_line --partial /DATA/rand-100000.bin
 		# Names need no chain: the plain listing is sound.
 		run -0 --separate-stderr fatls img /
@@ -288,7 +288,7 @@ EOF
 	run -0 "$FK_PYTHON" "$FATPOKE" chain img "$first"
 	[ "$output" = "runs=$first-$last end=eoc" ]
 	"$FK_PYTHON" "$FATPOKE" set img "$last" "$first"
-	hostile "fatls: /DATA/rand-100000.bin: cluster chain loops (more than $nclus links)" --chain img /DATA
+	hostile "fatls: /DATA/rand-100000.bin: cluster chain loops: cluster $last links back to $first" --chain img /DATA
 	[ "${#lines[@]}" -eq 6 ]
 }
 
@@ -331,7 +331,8 @@ EOF
 }
 
 # loop_dir IMG N: IMG (FAT16, 2 KiB clusters) with N files in /LOOP, whose
-# chain of 4 clusters is then made to loop: the last links to the first.
+# chain of 4 clusters is then made to loop: the last links to the first
+# (the caller's loop_first and loop_last).
 loop_dir()
 {
 	local first runs last
@@ -343,6 +344,7 @@ loop_dir()
 	[[ $runs =~ ^runs=.*-([0-9]+)\ end=eoc$ ]]
 	last=${BASH_REMATCH[1]}
 	"$FK_PYTHON" "$FATPOKE" set "$1" "$last" "$first"
+	loop_first=$first loop_last=$last
 	eval "$(fat_geometry "$1")"
 }
 
@@ -352,15 +354,15 @@ loop_dir()
 	loop_dir img 254
 	run -1 fsck.fat -n img
 	assert_output --partial 'Circular cluster chain'
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" -R img
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -R img
 	# The rest of the tree is listed, /LOOP's entries never.
 	assert_line /LOOP
 	assert_line /deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt
 	refute_line --partial /LOOP/
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" img /LOOP
 	[ -z "$output" ]
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" -l img /LOOP
-	hostile "fatls: /LOOP: cluster chain loops (more than $nclus links)" --json img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -l img /LOOP
+	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" --json img /LOOP
 	# Looking a name up in it ends too.
 	run --separate-stderr timeout 20 fatls img /LOOP/nothere.txt
 	[ "$status" -eq 1 ]
@@ -372,8 +374,8 @@ loop_dir()
 	small img fat32
 	root=$(fatls --info img | sed -n 's/^root cluster: //p')
 	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
-	hostile "fatls: /: cluster chain loops (more than $nclus links)" img
-	hostile "fatls: /: cluster chain loops (more than $nclus links)" -R img
+	hostile "fatls: /: cluster chain loops: cluster $root links back to $root" img
+	hostile "fatls: /: cluster chain loops: cluster $root links back to $root" -R img
 	"$FK_PYTHON" "$FATPOKE" set img "$root" 0
 	hostile "fatls: /: cluster chain links to a free cluster after $root" -l img /
 }
@@ -451,5 +453,192 @@ loop_dir()
 			survives "dir-$seed" -l -a -R --chain img
 			cp --sparse=always orig.img img
 		done
+	done
+}
+
+# bounded LIMIT_S WANT_STATUS WANT_ERR CMD...: CMD ends within LIMIT_S
+# seconds with WANT_STATUS, one of its stderr lines is WANT_ERR (when not
+# empty), and its peak RSS stays under 400 MiB: a cost that grows with
+# the volume's cluster count (about 1 GiB here) fails.
+bounded()
+{
+	local limit=$1 want_status=$2 want_err=$3 rss line seen=
+	shift 3
+	run --separate-stderr /usr/bin/time -f 'rss=%M' -o rss.txt \
+		timeout "$limit" "$@"
+	rss=$(sed -n 's/^rss=//p' rss.txt)
+	for line in "${stderr_lines[@]}"; do
+		[[ $line == "$want_err" ]] && seen=1
+	done
+	if ((status != want_status)) || ((rss > 400 * 1024)) ||
+		[[ -n $want_err && -z $seen ]]; then
+		echo "$*: exit $status (want $want_status), peak RSS $rss KiB; stderr:"
+		printf '  %s\n' "${stderr_lines[@]}"
+		echo "want: $want_err"
+		return 1
+	fi
+}
+
+# sparse_sum IMG: a fingerprint of a huge sparse image without reading
+# its holes: the allocated block count and the bytes that hold data.
+sparse_sum()
+{
+	stat -c %b "$1"
+	dd if="$1" bs=1M count=1 status=none | sha256sum
+	dd if="$1" bs=1M skip=1024 count=2 status=none | sha256sum
+}
+
+@test "corrupt: looping chains on a huge sparse FAT32 cost time and memory by the chain, not by the volume" {
+	"$FK_PYTHON" "$BATS_TEST_DIRNAME/helpers/hugeloop.py" img
+	# About 12 KiB on disk for a volume of 268435445 clusters.
+	(($(stat -c %b img) < 1024))
+	local file="fatls: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
+	local dir="fatls: /LOOPDIR: cluster chain loops: cluster 6 links back to 5"
+	bounded 10 1 "$file" fatls -l img
+	bounded 10 1 "$dir" fatls -l img
+	bounded 10 1 "$file" fatls --chain img /LOOP.BIN
+	bounded 10 1 "$file" fatls --json img /LOOP.BIN
+	bounded 10 1 "$dir" fatls -R img
+	bounded 10 1 "$dir" fatls -l img /LOOPDIR
+	local before
+	before=$(sparse_sum img)
+	bounded 10 1 "fatprealloc: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3; run 'fatcheck -r img'" \
+		fatprealloc img /LOOP.BIN 4K
+	bounded 10 1 "fatprealloc: /LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
+		fatprealloc img /LOOPDIR/new.bin 4K
+	# A name long enough for many slots must not run the slot search
+	# off the end of its map either.
+	bounded 10 1 "fatprealloc: /LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
+		fatprealloc img "/LOOPDIR/$(printf 'n%.0s' {1..200}).bin" 4K
+	[ "$(sparse_sum img)" = "$before" ]
+	bounded 60 4 "" fatcheck img
+	assert_line "error: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
+}
+
+# refused IMG WANT ARGS...: fatprealloc IMG ARGS exits 1 with the one
+# stderr line WANT and leaves IMG byte-identical.
+refused()
+{
+	local img=$1 want=$2 before
+	shift 2
+	before=$(img_sha "$img")
+	run --separate-stderr timeout 20 fatprealloc "$img" "$@"
+	if ((status != 1)) || ((${#stderr_lines[@]} != 1)) ||
+		[[ $stderr != "$want" ]] || [[ $(img_sha "$img") != "$before" ]]; then
+		echo "fatprealloc $img $*: exit $status, want 1; stderr:"
+		printf '  %s\n' "${stderr_lines[@]}"
+		echo "want: $want"
+		[[ $(img_sha "$img") == "$before" ]] || echo "the image changed"
+		return 1
+	fi
+}
+
+# dir_img IMG TYPE: a small image with /DIR holding five small files
+# F1.TXT .. F5.TXT; $dir is /DIR's first cluster.
+dir_img()
+{
+	local i
+	small "$1" "$2"
+	mmd -i "$1" ::/DIR
+	for i in 1 2 3 4 5; do
+		echo "file $i" >"F$i.TXT"
+		mcopy -i "$1" "F$i.TXT" ::/DIR/
+	done
+	dir=$(first_clus "$1" /DIR)
+}
+
+@test "corrupt: fatprealloc refuses a directory whose chain loops, breaks or leaves the volume, changing nothing" {
+	local t name
+	name="/DIR/$(printf 'n%.0s' {1..200}).bin"
+	for t in fat12 fat16 fat32; do
+		# Its entries end at an end marker in the first cluster, so
+		# only the chain walk can see the damage after it.
+		dir_img img "$t"
+		"$FK_PYTHON" "$FATPOKE" set img "$dir" "$dir"
+		run -1 fsck.fat -n img
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/F1.TXT 4K
+		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" -p /DIR/sub/new.bin 4K
+		"$FK_PYTHON" "$FATPOKE" set img "$dir" 0
+		refused img "fatprealloc: /DIR: cluster chain links to a free cluster after $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
+		"$FK_PYTHON" "$FATPOKE" set img "$dir" $((nclus + 2))
+		refused img "fatprealloc: /DIR: cluster chain links to out-of-range cluster $((nclus + 2)) after $dir; run 'fatcheck -r img'" "$name" 4K
+		# After the repair, the same request works.
+		run fatcheck -r img
+		((status == 1))
+		run -0 fatprealloc img /DIR/new.bin 4K
+		fsck_clean img
+	done
+}
+
+@test "corrupt: fatprealloc refuses a FAT32 root whose chain loops" {
+	local root
+	small img fat32
+	root=$(fatls --info img | sed -n 's/^root cluster: //p')
+	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
+	refused img "fatprealloc: /: cluster chain loops: cluster $root links back to $root; run 'fatcheck -r img'" /new.bin 4K
+}
+
+@test "corrupt: fatprealloc never writes over entries hidden after an end marker" {
+	local t off
+	for t in fat12 fat16 fat32; do
+		dir_img img "$t"
+		# F2's slot becomes the end marker: F3..F5 now lie after it,
+		# where Linux and fsck.fat still see them.
+		off=$("$FK_PYTHON" "$FATPOKE" slot img 'F2      TXT')
+		poke img "$off" 00
+		run -0 mdir -i img ::/DIR
+		refute_output --partial F3
+		refused img "fatprealloc: /DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
+			"/DIR/A long name for the new file.bin" 4K
+		refused img "fatprealloc: /DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
+			/DIR/NEW.BIN 4K
+		run fatcheck -r img
+		((status == 1))
+		run -0 fatprealloc img "/DIR/A long name for the new file.bin" 4K
+		fsck_clean img
+	done
+}
+
+@test "corrupt: fatprealloc takes slots after an end marker only from its all-zero tail" {
+	local t off i first
+	for t in fat12 fat16 fat32; do
+		dir_img img "$t"
+		# Slot 3 (F2) becomes the end marker; F3..F5 (slots 4..6)
+		# deleted entries after it: nobody's, but not all zeros.
+		off=$("$FK_PYTHON" "$FATPOKE" slot img "F2      TXT")
+		for i in 2 3 4 5; do
+			mdel -i img "::/DIR/F$i.TXT"
+		done
+		poke img "$off" 00
+		fsck_clean img
+		run -0 fatprealloc img "/DIR/A long name for the new file.bin" 4K
+		fsck_clean img
+		run -0 mdir -i img ::/DIR
+		assert_output --partial "A long name for the new file.bin"
+		# The new name's first slot is slot 7, past the deleted ones,
+		# and the marker became a deleted slot so Windows sees it.
+		eval "$(fat_geometry img)"
+		first=$(("$data_start_sec" * "$bytes_per_sec" + (dir - 2) * "$sec_per_clus" * "$bytes_per_sec"))
+		run -0 "$FK_PYTHON" - img "$first" <<'PY'
+import sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
+d = f.read(32 * 12)
+print(" ".join("%02x" % d[32 * i] for i in range(12)))
+PY
+		[[ $output == "2e 2e 46 e5 e5 e5 e5 43 02 01 41 00" ]]
+	done
+}
+
+@test "corrupt: fatprealloc refuses a directory longer than FAT's 65536 entries" {
+	local t name
+	name="/DATA/$(printf 'n%.0s' {1..200}).bin"
+	for t in fat16 fat32; do
+		small img "$t"
+		"$FK_PYTHON" "$BATS_TEST_DIRNAME/helpers/corrupt.py" img endless-dir /DATA
+		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/new.bin 4K
+		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/rand-4096.bin 8K
 	done
 }

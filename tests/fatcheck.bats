@@ -143,6 +143,10 @@ error_case()
 	fsck_clean img
 	run -0 fatcheck img
 	[ "${#lines[@]}" -eq 1 ] # the summary alone
+	# One repair settles it: a second writes nothing.
+	before=$(img_sha img)
+	run -0 fatcheck -r img
+	[ "$(img_sha img)" = "$before" ]
 	sums_intact
 	fat_copies_equal img
 }
@@ -1088,5 +1092,52 @@ damage_for_signals()
 		run -1 fatcheck -r img
 		fsck_clean img
 		sums_intact
+	done
+}
+
+# lfn_over_dot SLOT: in ./img, /EMPTYDIR's slot SLOT ("." or "..") becomes
+# an orphaned long-name slot that a free slot follows (slot 1 is freed
+# too when SLOT is 0), so "." or ".." is missing where an orphan sits.
+lfn_over_dot()
+{
+	local clus
+	eval "$(fat_geometry img)"
+	clus=$(mshowfat -i img ::/EMPTYDIR </dev/null | sed -n 's/^[^<]*<\([0-9]*\).*/\1/p')
+	"$FK_PYTHON" - img $((data_start_sec * bytes_per_sec + (clus - 2) * sec_per_clus * bytes_per_sec)) "$1" <<'PY'
+import sys
+img, off, slot = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lfn = bytearray(b"\xff" * 32)
+lfn[0] = 0x41          # the last (and only) piece of a name
+lfn[1:5] = "ab".encode("utf-16-le")
+lfn[5:7] = b"\0\0"
+lfn[11], lfn[12], lfn[13] = 0x0F, 0, 0x55
+lfn[26:28] = b"\0\0"
+with open(img, "r+b") as f:
+    f.seek(off + 32 * slot)
+    f.write(lfn)
+    if slot == 0:
+        f.seek(off + 32)
+        f.write(b"\xe5")
+PY
+}
+
+@test "fatcheck -r: one run settles an orphaned long-name slot where '.' or '..' belongs" {
+	local t slot sha
+	for t in 12 16 32; do
+		for slot in 0 1; do
+			use $t
+			lfn_over_dot "$slot"
+			fsck_flags
+			run -4 fatcheck img
+			assert_line --partial "long-name slot $slot belongs to no entry"
+			run -1 fatcheck -r img
+			# A second repair finds nothing to do and writes nothing.
+			sha=$(img_sha img)
+			run -0 fatcheck -r img
+			[ "${#lines[@]}" -eq 1 ]
+			[ "$(img_sha img)" = "$sha" ]
+			fsck_clean img
+			sums_intact
+		done
 	done
 }

@@ -1409,3 +1409,40 @@ fsyncs()
 	[ "$stderr" = "fatprealloc: /: Is a directory" ]
 	[ "$(img_sha img)" = "$before" ]
 }
+
+@test "fatprealloc: out of space where FSInfo counts lost clusters as free says so and names fatcheck -r" {
+	local free avail clus_len size before
+	mkimg fat32 34M img
+	eval "$(fat_geometry img)"
+	free=$(count_free_clusters img)
+	[ "$(fsinfo_free img)" -eq "$free" ]
+	# The last 1000 clusters become a chain nobody owns in every FAT
+	# copy, as a run cut off after taking them leaves it; FSInfo, which
+	# writers update last, still counts them free.
+	"$FK_PYTHON" - img "$rsvd_secs" "$bytes_per_sec" "$fat_secs" "$nfats" "$nclus" <<'PY'
+import struct, sys
+img, rsvd, bps, fat_secs, nfats, nclus = sys.argv[1], *map(int, sys.argv[2:])
+first, n = nclus + 2 - 1000, 1000
+with open(img, "r+b") as f:
+    for copy in range(nfats):
+        f.seek((rsvd + copy * fat_secs) * bps + 4 * first)
+        f.write(b"".join(struct.pack("<I", c + 1) for c in range(first, first + n - 1)))
+        f.write(struct.pack("<I", 0x0FFFFFFF))
+PY
+	avail=$((free - 1000))
+	[ "$(count_free_clusters img)" -eq "$avail" ]
+	clus_len=$((bytes_per_sec * sec_per_clus))
+	size=$(((avail + 10) * clus_len))
+	before=$(img_sha img)
+	run -1 --separate-stderr fatprealloc img /big.bin "$size"
+	[ "$stderr" = "fatprealloc: /big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
+	[ "$(img_sha img)" = "$before" ]
+	# The hint is right: after the repair the same request fits.
+	run fatcheck -r img
+	[ "$status" -eq 1 ]
+	run -0 fatprealloc img /big.bin "$size"
+	fsck_clean img
+	# Out of space with nothing lost: no such hint.
+	run -1 --separate-stderr fatprealloc img /more.bin "$size"
+	[[ $stderr == "fatprealloc: /more.bin: No space left on device (need "*" free)" ]]
+}

@@ -307,11 +307,12 @@ struct link {
 
 /* What a walk must report. */
 struct walk_want {
-	uint32_t nclus; /* UINT32_MAX: the volume's cluster count */
+	uint32_t nclus; /* distinct clusters, also on a loop */
 	uint32_t nruns; /* not checked for a loop */
-	uint32_t last;	/* not checked for a loop */
+	uint32_t last;	/* on a loop: the cluster that closes it */
 	enum fk_ent_class end;
 	int is_loop;
+	uint32_t to; /* a loop: the cluster @last links back to */
 };
 
 struct walk_row {
@@ -330,7 +331,6 @@ static void check_walks(struct img *im, const char *tag,
 	for (i = 0; i < n; i++) {
 		const struct walk_row *r = &rows[i];
 		const struct walk_want *w = &r->want;
-		uint32_t want = w->nclus == UINT32_MAX ? im->b.nclus : w->nclus;
 		struct fk_chain_info info;
 		struct runs rs;
 		int err = 0, is_ok;
@@ -345,10 +345,11 @@ static void check_walks(struct img *im, const char *tag,
 		if (!err)
 			err = fk_chain_walk(im->vol, r->start, collect, &rs,
 					    &info);
-		is_ok = !err && info.nclus == want && info.end == w->end &&
+		is_ok = !err && info.nclus == w->nclus && info.end == w->end &&
 			info.is_loop == w->is_loop && rs.n == info.nruns &&
-			(w->is_loop ||
-			 (info.nruns == w->nruns && info.last == w->last));
+			info.last == w->last &&
+			(w->is_loop ? info.end_val == w->to
+				    : info.nruns == w->nruns);
 		for (k = 0; is_ok && !w->is_loop && k < w->nruns && k < 4; k++)
 			is_ok = rs.run[k].first == r->runs[k].first &&
 				rs.run[k].nclus == r->runs[k].nclus;
@@ -359,6 +360,67 @@ static void check_walks(struct img *im, const char *tag,
 		   (int)info.end, info.is_loop);
 	}
 }
+
+/*
+ * A chain of @mu clusters, then a cycle of @lam: clusters @base ..
+ * @base + mu + lam - 1 in a row, the last linking back to @base + mu.
+ */
+struct loop_row {
+	const char *edge;
+	uint32_t base, mu, lam;
+};
+
+/*
+ * Loops are found by the chain's distinct part: the walk reads a small
+ * multiple of mu + lam links (Brent's method; 6 covers finding the cycle
+ * and then where it starts), never the volume's cluster count, and names
+ * the cluster that closes the loop and where it links back to.
+ */
+static void check_loops(struct img *im, const char *tag,
+			const struct loop_row *rows, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct loop_row *r = &rows[i];
+		uint32_t len = r->mu + r->lam;
+		struct fk_chain_info info;
+		struct runs rs;
+		int err;
+
+		memset(&rs, 0, sizeof(rs));
+		err = fk_fat_put_run(im->vol, r->base, len, r->base + r->mu);
+		model_run(im, r->base, len, r->base + r->mu);
+		if (!err)
+			err = fk_chain_walk(im->vol, r->base, collect, &rs,
+					    &info);
+		OK(!err && info.is_loop && info.nclus == len &&
+			   info.last == r->base + len - 1 &&
+			   info.end_val == r->base + r->mu &&
+			   info.nlinks <= 6 * len + 2 && rs.n == info.nruns &&
+			   info.nruns <= info.nlinks,
+		   "%s fk_chain_walk loop: %s (err %d, %u clusters, last %u -> "
+		   "%u, %u links read)",
+		   tag, r->edge, err, info.nclus, info.last, info.end_val,
+		   info.nlinks);
+		err = fk_fat_fill(im->vol, r->base, len, 0);
+		model_fill(im, r->base, len, 0);
+		OK(!err, "%s: loop row %s cleared", tag, r->edge);
+	}
+}
+
+static const struct loop_row fat32_loops[] = {
+	{"a self-loop at the start", 10000, 0, 1},
+	{"a self-loop after one cluster", 10000, 1, 1},
+	{"a self-loop at the end of a long tail", 10000, 70000, 1},
+	{"a loop of 2 at the start", 10000, 0, 2},
+	{"a loop of 3 in the middle", 10000, 5, 3},
+	{"a loop back to the start of 1000", 10000, 0, 1000},
+	{"a loop of 1000 after 1000", 10000, 1000, 1000},
+	{"a loop of 1025 after 1023 (powers of two)", 10000, 1023, 1025},
+	{"the last cluster back to the first, 200000 long", 20000, 0, 200000},
+	{"a loop of 2 at the end of 150000", 20000, 149998, 2},
+};
 
 /* ---- scans ------------------------------------------------------------------
  */
@@ -531,62 +593,62 @@ static const struct walk_row fat12_walks[] = {
 	  {340, 341},
 	  {341, 342},
 	  {342, 0xfff}},
-	 {8, 3, 342, FK_ENT_EOC, 0},
+	 {8, 3, 342, FK_ENT_EOC, 0, 0},
 	 {{100, 3}, {200, 2}, {340, 3}}},
 	{"one cluster",
 	 400,
 	 {{400, 0xff8}},
-	 {1, 1, 400, FK_ENT_EOC, 0},
+	 {1, 1, 400, FK_ENT_EOC, 0, 0},
 	 {{400, 1}}},
 	{"loop back to the start",
 	 410,
 	 {{410, 411}, {411, 412}, {412, 410}},
-	 {UINT32_MAX, 0, 0, FK_ENT_NEXT, 1},
+	 {3, 0, 412, FK_ENT_NEXT, 1, 410},
 	 {{0, 0}}},
 	{"cluster linked to itself",
 	 420,
 	 {{420, 420}},
-	 {UINT32_MAX, 0, 0, FK_ENT_NEXT, 1},
+	 {1, 0, 420, FK_ENT_NEXT, 1, 420},
 	 {{0, 0}}},
 	{"ends in a free entry",
 	 430,
 	 {{430, 431}, {431, 0}},
-	 {2, 1, 431, FK_ENT_FREE, 0},
+	 {2, 1, 431, FK_ENT_FREE, 0, 0},
 	 {{430, 2}}},
 	{"ends in a bad mark",
 	 440,
 	 {{440, 0xff7}},
-	 {1, 1, 440, FK_ENT_BAD, 0},
+	 {1, 1, 440, FK_ENT_BAD, 0, 0},
 	 {{440, 1}}},
 	{"ends in a reserved value",
 	 445,
 	 {{445, 0xff6}},
-	 {1, 1, 445, FK_ENT_RESERVED, 0},
+	 {1, 1, 445, FK_ENT_RESERVED, 0, 0},
 	 {{445, 1}}},
 	{"ends in a link to cluster 1",
 	 446,
 	 {{446, 1}},
-	 {1, 1, 446, FK_ENT_RESERVED, 0},
+	 {1, 1, 446, FK_ENT_RESERVED, 0, 0},
 	 {{446, 1}}},
 	{"through clusters 0xFF0-0xFF5, the top of a full FAT12",
 	 0xff0,
 	 {{0xff0, 0xff1}, {0xff1, 0xff5}, {0xff5, 0xfff}},
-	 {3, 2, 0xff5, FK_ENT_EOC, 0},
+	 {3, 2, 0xff5, FK_ENT_EOC, 0, 0},
 	 {{0xff0, 2}, {0xff5, 1}}},
 	{"start 0 is an empty file",
 	 0,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_FREE, 0},
+	 {0, 0, 0, FK_ENT_FREE, 0, 0},
 	 {{0, 0}}},
 	{"start 1 is reserved",
 	 1,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_RESERVED, 0},
+	 {0, 0, 0, FK_ENT_RESERVED, 0, 0},
 	 {{0, 0}}},
 	{"start at an end-of-chain mark is no chain",
 	 0xff8,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {0, 0, 0, FK_ENT_RANGE, 0, 0},
 	 {{0, 0}}},
 };
 
@@ -665,32 +727,32 @@ static const struct walk_row fat16_walks[] = {
 	{"two fragments across a sector boundary",
 	 254,
 	 {{254, 255}, {255, 256}, {256, 300}, {300, 0xffff}},
-	 {4, 2, 300, FK_ENT_EOC, 0},
+	 {4, 2, 300, FK_ENT_EOC, 0, 0},
 	 {{254, 3}, {300, 1}}},
 	{"ends in an out-of-range link",
 	 700,
 	 {{700, 6000}},
-	 {1, 1, 700, FK_ENT_RANGE, 0},
+	 {1, 1, 700, FK_ENT_RANGE, 0, 0},
 	 {{700, 1}}},
 	{"ends in a link just past the last cluster",
 	 710,
 	 {{710, 5002}},
-	 {1, 1, 710, FK_ENT_RANGE, 0},
+	 {1, 1, 710, FK_ENT_RANGE, 0, 0},
 	 {{710, 1}}},
 	{"start out of range",
 	 6000,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {0, 0, 0, FK_ENT_RANGE, 0, 0},
 	 {{0, 0}}},
 	{"a long loop",
 	 799,
 	 {{800, 801}, {801, 802}, {802, 799}, {799, 800}},
-	 {UINT32_MAX, 0, 0, FK_ENT_NEXT, 1},
+	 {4, 0, 802, FK_ENT_NEXT, 1, 799},
 	 {{0, 0}}},
 	{"start at an end-of-chain mark is no chain",
 	 0xffff,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {0, 0, 0, FK_ENT_RANGE, 0, 0},
 	 {{0, 0}}},
 };
 
@@ -750,22 +812,22 @@ static const struct walk_row fat32_walks[] = {
 	{"links above 16 bits",
 	 70000,
 	 {{70000, 200000}, {200000, 0x0ffffff8}},
-	 {2, 2, 200000, FK_ENT_EOC, 0},
+	 {2, 2, 200000, FK_ENT_EOC, 0, 0},
 	 {{70000, 1}, {200000, 1}}},
 	{"link just past the last cluster",
 	 70010,
 	 {{70010, 300002}},
-	 {1, 1, 70010, FK_ENT_RANGE, 0},
+	 {1, 1, 70010, FK_ENT_RANGE, 0, 0},
 	 {{70010, 1}}},
 	{"start at an end-of-chain mark is no chain",
 	 0x0ffffff8,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_RANGE, 0},
+	 {0, 0, 0, FK_ENT_RANGE, 0, 0},
 	 {{0, 0}}},
 	{"start at a bad mark",
 	 0x0ffffff7,
 	 {{0, 0}},
-	 {0, 0, 0, FK_ENT_BAD, 0},
+	 {0, 0, 0, FK_ENT_BAD, 0, 0},
 	 {{0, 0}}},
 };
 
@@ -831,6 +893,7 @@ static void suite_fat32(void)
 	   "FAT32 fk_fat_fill: a value wider than 28 bits keeps the top bits "
 	   "(as fk_fat_put does)");
 	check_walks(&im, "FAT32", fat32_walks, NROWS(fat32_walks));
+	check_loops(&im, "FAT32", fat32_loops, NROWS(fat32_loops));
 	check_flush(&im, "FAT32");
 	check_scan(&im, "FAT32");
 	check_scan_free(&im, "FAT32");
