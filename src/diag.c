@@ -56,12 +56,34 @@ void fk_diag_subject(struct fk_diag *diag, const char *what)
 
 void fk_report(const char *prog, const struct fk_diag *diag, int err)
 {
+	fk_report_in(prog, NULL, diag, err);
+}
+
+/*
+ * Is @what a path inside the volume rather than IMAGE itself?  Inner
+ * layers name volume paths ("/VIDEO") and the device names the image
+ * file, which may be absolute too.
+ */
+static int is_volume_path(const char *what, const char *image)
+{
+	const char *at = strstr(image, "@@");
+	size_t n = at ? (size_t)(at - image) : strlen(image);
+
+	return what[0] == '/' &&
+	       !(strlen(what) == n && !strncmp(what, image, n));
+}
+
+void fk_report_in(const char *prog, const char *image,
+		  const struct fk_diag *diag, int err)
+{
 	const char *what = diag && diag->what[0] ? diag->what : NULL;
 	const char *reason = diag ? diag->reason : "";
 	const char *sys = strerror(err < 0 ? -err : err);
 
 	fprintf(stderr, "%s: ", prog);
-	if (what)
+	if (what && image && is_volume_path(what, image))
+		fprintf(stderr, "%s:%s: ", image, what);
+	else if (what)
 		fprintf(stderr, "%s: ", what);
 	if (!reason[0])
 		fprintf(stderr, "%s\n", sys);

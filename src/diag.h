@@ -41,6 +41,14 @@ void fk_diag_subject(struct fk_diag *diag, const char *what);
 void fk_report(const char *prog, const struct fk_diag *diag, int err);
 
 /*
+ * fk_report() for a run on @image (the IMAGE argument as typed; may be
+ * NULL): a subject that is a path inside the volume is printed as
+ * `IMAGE:/path`, so that it cannot be taken for a file outside.
+ */
+void fk_report_in(const char *prog, const char *image,
+		  const struct fk_diag *diag, int err);
+
+/*
  * Record a detail that is printed after strerror() text in parentheses,
  * as CLI.md's `No space left on device (need N clusters, M free)`.
  */

@@ -319,8 +319,9 @@ static int plan_clusters(struct op *op, struct fk_diag *diag)
 		total += need_of(op, &op->files[i]);
 		if (total > fk_alloc_nfree(op->alloc)) {
 			fk_diag_detail(diag, op->files[i].path,
-				       "need %llu clusters, %u free",
+				       "need %llu cluster%s, %u free",
 				       (unsigned long long)total,
+				       total == 1 ? "" : "s",
 				       fk_alloc_nfree(op->alloc));
 			return -ENOSPC;
 		}
@@ -369,13 +370,19 @@ static int zero_file_range(struct op *op, const struct file_plan *fp,
 		uint64_t lo = from > at ? from : at;
 		uint64_t hi = to < at + len ? to : at + len;
 
-		if (lo < hi) {
+		/* Bounded chunks: a slow card shows progress within each
+		 * run instead of one BLKZEROOUT for the whole of it. */
+		while (lo < hi) {
+			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
+							     : FK_ZERO_CHUNK;
+
 			err = fk_device_zero(
 				op->vol->dev,
-				fk_clus_off(g, r->first) + (lo - at), hi - lo);
+				fk_clus_off(g, r->first) + (lo - at), n);
 			if (err)
 				return err;
-			*done += hi - lo;
+			lo += n;
+			*done += n;
 			if (op->o->progress)
 				op->o->progress(op->o->progress_arg, *done,
 						total);

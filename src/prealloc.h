@@ -16,7 +16,8 @@
 struct fk_diag;
 struct fk_volume;
 
-#define FK_FILE_MAX 0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
+#define FK_FILE_MAX   0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
+#define FK_ZERO_CHUNK (64ull << 20) /* bytes zeroed between progress calls */
 
 struct fk_prealloc_req {
 	const char *path; /* absolute path in the volume */
@@ -39,7 +40,8 @@ struct fk_prealloc_opts {
 	enum fk_sync_mode sync;
 	int64_t now;	/* timestamp for new and changed entries */
 	int now_is_utc; /* @now came from SOURCE_DATE_EPOCH */
-	/* Called as zeroing proceeds (may be NULL): bytes done of total. */
+	/* Called after each chunk of zeroing (may be NULL): bytes done of
+	 * total; at most FK_ZERO_CHUNK bytes apart. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 };

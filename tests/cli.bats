@@ -143,16 +143,17 @@ make_version()
 		fi
 		# 1MB is 1000000 bytes (util-linux): no volume there, one line.
 		code=$(fail_code "$p")
-		for spec in 1MB 1000000 1000KB 1G 1T 1GB; do
+		# A fraction with a suffix is a size too: 1.5M is 1572864.
+		for spec in 1MB 1000000 1000KB 1G 1T 1GB 1.5M; do
 			args_for "$p" "disk@@$spec"
 			run "-$code" --separate-stderr "$p" "${ARGS[@]}"
 			[ "${#stderr_lines[@]}" -eq 1 ]
 			[[ $stderr == "$p: disk"* ]]
 		done
-		# Garbage, negative, fractional or overflowing offsets are
+		# Garbage, negative, bare-fraction or overflowing offsets are
 		# usage errors.
 		code=$(usage_code "$p")
-		for spec in 1X '' -1 1.5M 0x100 ' 1M' 1M2 M 1MiBB 99999999999999999999 \
+		for spec in 1X '' -1 1.5 .5M 0x100 ' 1M' 1M2 M 1MiBB 99999999999999999999 \
 			16777216T 18446744073709551616; do
 			args_for "$p" "disk@@$spec"
 			run "-$code" --separate-stderr "$p" "${ARGS[@]}"

@@ -410,8 +410,8 @@ loop_dir()
 		run --separate-stderr timeout 20 fatls -R img
 		[ "$status" -eq 1 ]
 		[ "${#stderr_lines[@]}" -eq 2 ]
-		[[ ${stderr_lines[0]} == "fatls: /deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $d4 is listed already)" ]]
-		[[ ${stderr_lines[1]} == "fatls: /deep1/deep2/deep3/deep4/deep5/other: directory loop (cluster $d4 is listed already)" ]]
+		[[ ${stderr_lines[0]} == "fatls: img:/deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $d4 is listed already)" ]]
+		[[ ${stderr_lines[1]} == "fatls: img:/deep1/deep2/deep3/deep4/deep5/other: directory loop (cluster $d4 is listed already)" ]]
 		[ "${#lines[@]}" -lt 40 ]
 		# A subdirectory whose first cluster is 0 means the root (as
 		# ".." does); as a plain entry it is a loop back to /.
@@ -420,7 +420,7 @@ loop_dir()
 		run --separate-stderr timeout 20 fatls -R img
 		[ "$status" -eq 1 ]
 		[ "${#stderr_lines[@]}" -eq 1 ]
-		[[ $stderr == "fatls: /deep1: directory loop (cluster "*" is listed already)" ]]
+		[[ $stderr == "fatls: img:/deep1: directory loop (cluster "*" is listed already)" ]]
 	done
 }
 

@@ -619,7 +619,7 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 		use $t
 		damage endless-dir /EMPTYDIR
 		run -8 --separate-stderr timeout 20 fatcheck img
-		[ "$stderr" = "fatcheck: /EMPTYDIR: directory has more than 65536 entries (a looping chain?)" ]
+		[ "$stderr" = "fatcheck: img:/EMPTYDIR: directory has more than 65536 entries (a looping chain?)" ]
 		[ -z "$output" ]
 		# --json still writes one whole document, saying why
 		run -8 --separate-stderr timeout 20 fatcheck --json img
@@ -632,7 +632,7 @@ assert d["error"].startswith("directory has more than 65536 entries")
 		use $t
 		damage nest /EMPTYDIR 300
 		run -8 --separate-stderr timeout 20 fatcheck -r img
-		[[ $stderr == "fatcheck: /EMPTYDIR/D/D/"*": directories nest deeper than 256 levels" ]]
+		[[ $stderr == "fatcheck: img:/EMPTYDIR/D/D/"*": directories nest deeper than 256 levels" ]]
 		[ -z "$output" ]
 	done
 }

@@ -529,7 +529,7 @@ assert doc["entries"][0]["path"] == "/DATA/rand-100000.bin"
 @test "fatls --json: still one JSON document when a PATH fails" {
 	img=$(fixture 12 512 512 2)
 	run -1 --separate-stderr fatls --json "$img" /nope /README.TXT
-	[ "$stderr" = "fatls: /nope: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/nope: No such file or directory" ]
 	"$FK_PYTHON" -c '
 import json, sys
 doc = json.loads(sys.argv[1])
@@ -736,23 +736,23 @@ EOF
 	run -0 fatls -l img /alongf~1.txt
 	[[ $output == "----a         24 "* ]]
 	run -1 --separate-stderr fatls img "/A long file name for testing.txt"
-	[ "$stderr" = "fatls: /A long file name for testing.txt: No such file or directory" ]
+	[ "$stderr" = "fatls: img:/A long file name for testing.txt: No such file or directory" ]
 }
 
 @test "fatls: a missing PATH, a file used as a directory, a relative PATH" {
 	img=$(fixture 12 512 512 2)
 	run -1 --separate-stderr fatls "$img" /nope
-	[ "$stderr" = "fatls: /nope: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/nope: No such file or directory" ]
 	[ -z "$output" ]
 	run -1 --separate-stderr fatls "$img" /README.TXT/x
-	[ "$stderr" = "fatls: /README.TXT/x: Not a directory" ]
+	[ "$stderr" = "fatls: $img:/README.TXT/x: Not a directory" ]
 	run -1 --separate-stderr fatls "$img" /readme.txt2
-	[ "$stderr" = "fatls: /readme.txt2: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/readme.txt2: No such file or directory" ]
 	run -1 --separate-stderr fatls "$img" /DATA/nope.bin
-	[ "$stderr" = "fatls: /DATA/nope.bin: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/DATA/nope.bin: No such file or directory" ]
 	# Like ls, the other PATHs are still listed.
 	run -1 --separate-stderr fatls "$img" /nope /README.TXT
-	[ "$stderr" = "fatls: /nope: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/nope: No such file or directory" ]
 	[ "$output" = /README.TXT ]
 	run -2 --separate-stderr fatls "$img" README.TXT
 	[[ $stderr == "fatls: "*"README.TXT"* ]]
