@@ -76,6 +76,47 @@ static int image_size(struct fk_device *dev, uint64_t *len, struct fk_diag *d)
 	return 0;
 }
 
+/*
+ * Who holds a flock on the file @fd is open on?  /proc/locks names the
+ * pid by device (hex major:minor) and inode; @who gets "process 123
+ * (flock)".  Returns 0, or -ENOENT when the system does not tell.
+ */
+static int lock_holder(int fd, char *who, size_t len)
+{
+	char line[256], want[64], comm[64] = "", path[64];
+	struct stat st;
+	FILE *f;
+	long pid = 0;
+
+	if (fstat(fd, &st) || !(f = fopen("/proc/locks", "re")))
+		return -ENOENT;
+	snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	while (!pid && fgets(line, sizeof(line), f)) {
+		char kind[16], id[64];
+		long p;
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF";
+		 * waiters ("1: -> FLOCK ...") do not hold it. */
+		if (sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, id) ==
+			    3 &&
+		    !strcmp(kind, "FLOCK") && !strcmp(id, want))
+			pid = p;
+	}
+	fclose(f);
+	if (pid <= 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(who, len, comm[0] ? "process %ld (%s)" : "process %ld", pid,
+		 comm);
+	return 0;
+}
+
 static int take_lock(struct fk_device *dev, struct fk_diag *diag)
 {
 	int op = (dev->is_writer ? LOCK_EX : LOCK_SH) | LOCK_NB;
@@ -83,14 +124,22 @@ static int take_lock(struct fk_device *dev, struct fk_diag *diag)
 	if (!flock(dev->fd, op))
 		return 0;
 	if (errno == EWOULDBLOCK) {
-		fk_diag_set(diag, NULL, "image is in use");
+		char who[128];
+
+		if (!lock_holder(dev->fd, who, sizeof(who)))
+			fk_diag_set(diag, NULL, "image is in use by %s", who);
+		else
+			fk_diag_set(diag, NULL, "image is in use");
 		return -EBUSY;
 	}
 	return -errno;
 }
 
-/* Is device number @devno, or a partition of it, in the mount table? */
-static int devno_mounted(dev_t devno)
+/*
+ * Is device number @devno, or a partition of it, in the mount table?
+ * @where (@len bytes) gets the mount point, as mountinfo spells it.
+ */
+static int devno_mounted(dev_t devno, char *where, size_t len)
 {
 	char line[4096], self[64], mine[PATH_MAX], other[PATH_MAX];
 	unsigned maj, min;
@@ -107,8 +156,12 @@ static int devno_mounted(dev_t devno)
 		char path[64];
 		size_t n;
 
-		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2)
+		char point[PATH_MAX];
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
+			   point) != 3)
 			continue;
+		snprintf(where, len, "%s", point);
 		if (makedev(maj, min) == devno) {
 			found = 1;
 			break;
@@ -124,8 +177,12 @@ static int devno_mounted(dev_t devno)
 	return found;
 }
 
-/* Is some mounted loop device backed by the file @st? */
-static int file_backs_mounted_loop(const struct stat *st)
+/*
+ * Is some mounted loop device backed by the file @st?  @loop gets its
+ * name ("/dev/loop3") and @where the mount point (@len bytes each).
+ */
+static int file_backs_mounted_loop(const struct stat *st, char loop[64],
+				   char *where, size_t len)
 {
 	DIR *dir = opendir("/sys/block");
 	struct dirent *de;
@@ -158,7 +215,9 @@ static int file_backs_mounted_loop(const struct stat *st)
 		if (!(f = fopen(path, "re")))
 			continue;
 		if (fscanf(f, "%u:%u", &maj, &min) == 2)
-			found = devno_mounted(makedev(maj, min));
+			found = devno_mounted(makedev(maj, min), where, len);
+		if (found)
+			snprintf(loop, 64, "/dev/%.58s", de->d_name);
 		fclose(f);
 	}
 	closedir(dir);
@@ -167,16 +226,24 @@ static int file_backs_mounted_loop(const struct stat *st)
 
 static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
 {
+	char loop[64], where[PATH_MAX];
 	struct stat st;
 
 	if (fstat(dev->fd, &st))
 		return -errno;
-	if ((dev->is_blk && devno_mounted(st.st_rdev)) ||
-	    (!dev->is_blk && file_backs_mounted_loop(&st))) {
+	if (dev->is_blk && devno_mounted(st.st_rdev, where, sizeof(where))) {
 		fk_diag_set(diag, NULL,
-			    "%s is mounted; refusing to write (use --force)",
-			    dev->is_blk ? "device"
-					: "image (via a loop device)");
+			    "device is mounted on %s; refusing to write (use "
+			    "--force)",
+			    where);
+		return -EBUSY;
+	}
+	if (!dev->is_blk &&
+	    file_backs_mounted_loop(&st, loop, where, sizeof(where))) {
+		fk_diag_set(diag, NULL,
+			    "image is mounted on %s via %s; refusing to write "
+			    "(use --force)",
+			    where, loop);
 		return -EBUSY;
 	}
 	return 0;
@@ -443,10 +510,11 @@ static int choose_window(struct fk_device *dev,
 			    n ? list : "no partition table");
 		err = -ENXIO;
 	} else if (!opts->partition && n && nfat != 1) {
-		fk_diag_set(diag, NULL,
-			    "%s partition table with %s FAT partition; "
-			    "choose one with -P: %s",
-			    table, nfat ? "more than one" : "no", list);
+		fk_diag_set(diag, NULL, "%s partition table with %s: %s", table,
+			    nfat ? "more than one FAT partition; choose one "
+				   "with -P"
+				 : "no FAT partition",
+			    list);
 		err = -ENXIO;
 	} else if (pick && !(err = explain_partition(pick, diag))) {
 		dev->base = pick->off;

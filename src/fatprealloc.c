@@ -205,11 +205,14 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 	       -1) {
 		const char *word = argv[optind - 1];
 
-		/* getopt takes a negative SIZE for an option */
-		if (c == '?' && word[0] == '-' && word[1] >= '0' &&
-		    word[1] <= '9') {
+		/* getopt takes a negative SIZE for options; in "-1.5G" it
+		 * stops at '1' before moving optind past the word. */
+		if (c == '?' && optopt >= '0' && optopt <= '9') {
 			uint64_t len;
 
+			if (optind < argc && argv[optind][0] == '-' &&
+			    argv[optind][1] == optopt)
+				word = argv[optind];
 			return fk_cli_size(PROG, "size", word, &len);
 		}
 		err = fk_cli_common_opt(PROG, c, optarg, word, &vo->dev, usage);
