@@ -106,14 +106,16 @@ static int lock_holder(int fd, char *who, size_t len)
 	fclose(f);
 	if (pid <= 0)
 		return -ENOENT;
+	/* The locker may have exited, leaving the lock to a child that
+	 * shares the open file (flock -x FD in a shell): then say nothing
+	 * rather than name a process that is gone. */
 	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	if ((f = fopen(path, "re"))) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-	}
-	snprintf(who, len, comm[0] ? "process %ld (%s)" : "process %ld", pid,
-		 comm);
+	if (!(f = fopen(path, "re")))
+		return -ENOENT;
+	if (fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+	snprintf(who, len, "process %ld (%s)", pid, comm);
 	return 0;
 }
 

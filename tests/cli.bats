@@ -243,7 +243,8 @@ release_lock()
 		args_for "$p" img
 		start=$SECONDS
 		run "-$code" --separate-stderr timeout 10 "$p" "${ARGS[@]}"
-		[ "$stderr" = "$p: img: image is in use" ]
+		# /proc/locks names the holder: flock(1) itself.
+		[ "$stderr" = "$p: img: image is in use by process $HOLDER (flock)" ]
 		[ -z "$output" ]
 		# At once: no waiting for the lock (a wait would last until
 		# release_lock, so timeout would end it with 124).
@@ -280,7 +281,7 @@ release_lock()
 			# shellcheck disable=SC2086
 			args_for "$p" $spec
 			run "-$code" --separate-stderr timeout 10 "$p" "${ARGS[@]}"
-			[ "$stderr" = "$p: disk: image is in use" ]
+			[ "$stderr" = "$p: disk: image is in use by process $HOLDER (flock)" ]
 		done
 	done
 	release_lock

@@ -591,7 +591,7 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 	HOLDER=$!
 	sleep 0.3
 	run -8 --separate-stderr timeout 10 fatcheck -r img
-	[[ $stderr == "fatcheck: img: image is in use" ]]
+	[[ $stderr == "fatcheck: img: image is in use by process $HOLDER (flock)" ]]
 	run -8 --separate-stderr timeout 10 fatcheck img
 }
 

@@ -1018,6 +1018,8 @@ fsck_clean_4g()
 	done
 	! flock -n img true
 	run -1 --separate-stderr timeout 10 fatprealloc img /x.bin 1K
+	# The flock(1) that took the lock has exited (the lock stays with
+	# the subshell's descriptor): no process is named.
 	[ "$stderr" = "fatprealloc: img: image is in use" ]
 	[ "$(img_sha img)" = "$before" ]
 	kill "$HOLDER"
