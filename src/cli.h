@@ -11,7 +11,7 @@
 
 #include "device.h"
 
-/* Exit codes of fatprealloc and fatls (CLI.md). */
+/* Exit codes of fatprealloc and fatls (see fatkit(7)). */
 enum fk_exit {
 	FK_EXIT_OK = 0,
 	FK_EXIT_FAIL = 1,

@@ -761,7 +761,7 @@ int fk_device_readv(struct fk_device *dev, uint64_t off,
 	return 0;
 }
 
-/* Test builds fail or stop at a chosen write call (STYLE.md section 7). */
+/* Test builds fail or stop at a chosen write call. */
 static int fault_before_write(struct fk_device *dev)
 {
 #ifdef FK_FAULT_INJECTION

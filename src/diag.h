@@ -50,7 +50,7 @@ void fk_report_in(const char *prog, const char *image,
 
 /*
  * Record a detail that is printed after strerror() text in parentheses,
- * as CLI.md's `No space left on device (need N clusters, M free)`.
+ * as in `No space left on device (need N clusters, M free)`.
  */
 void fk_diag_detail(struct fk_diag *diag, const char *what, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));

@@ -1,8 +1,8 @@
 /*
  * prealloc.c: resolve, plan, then commit.  Planning touches memory only
- * (the free bitmap and directory plans); commit writes in CLI.md's order
- * so that a crash at any point leaves at worst lost clusters or a stale
- * FSInfo hint:
+ * (the free bitmap and directory plans); commit writes in the order
+ * fatprealloc(1) documents so that a crash at any point leaves at worst lost
+ * clusters or a stale FSInfo hint:
  *   1. new chains (files, new directories, directory growth), every FAT
  *      copy, unreachable from anything; zeros and fresh directory blocks;
  *   2. links from old chain ends to the new chains;

@@ -2,8 +2,8 @@
  * prealloc.h: the fatprealloc operation.  Every request is resolved and
  * every cluster planned in memory first; the first write comes only after
  * all of them passed, so a refusal leaves the image byte-for-byte as it
- * was.  Commit follows CLI.md's write order: new chains on every FAT copy,
- * then links, then directory entries, FSInfo last.
+ * was.  Commit follows the documented write order: new chains on every FAT
+ * copy, then links, then directory entries, FSInfo last.
  */
 #ifndef FATKIT_PREALLOC_H
 #define FATKIT_PREALLOC_H

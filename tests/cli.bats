@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# cli.bats: the contract every program shares (CLI.md, "Common to all
+# cli.bats: the contract every program shares (fatkit(7), "Common to all
 # programs"): help, version, usage errors and their exit codes, sizes in
 # IMAGE@@OFFSET, a missing image, partitions, and the image lock.  Each
 # test runs for whichever of fatls, fatprealloc and fatcheck are built.
@@ -33,7 +33,7 @@ teardown()
 	fi
 }
 
-# Exit codes: fatcheck follows fsck, the others CLI.md's 0/1/2.
+# Exit codes: fatcheck follows fsck, the others 0/1/2 (fatkit(7)).
 fail_code()
 {
 	[[ $1 == fatcheck ]] && echo 8 || echo 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# fatcheck.bats: fatcheck held to its issue and to CLI.md.  The damage
+# fatcheck.bats: fatcheck held to its issue and to its man page.  The damage
 # comes from helpers/corrupt.py, which shares no code with fatkit; the
 # judges are fsck.fat -n (dosfstools 4.2), mtools and sha256sum.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# fatprealloc.bats: fatprealloc held to its issue and to CLI.md by judges
+# fatprealloc.bats: fatprealloc held to its issue and to its man page by judges
 # we did not write: fsck.fat, mtools (mcopy, mdir, mdel, mmd), sha256sum,
 # strace, and fatimg.py (a reader of the on-disk format that shares no code
 # with fatkit).  fatls is used only to find where clusters are.
