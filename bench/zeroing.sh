@@ -20,10 +20,6 @@ OUT=$PWD/bench/out
 IMG=$OUT/zeroing.img
 export MTOOLS_SKIP_CHECK=1 MTOOLSRC=/dev/null LC_ALL=C.UTF-8
 
-command -v hyperfine >/dev/null || {
-	echo "zeroing.sh: hyperfine is needed (apt-get install hyperfine)" >&2
-	exit 1
-}
 mkdir -p "$OUT"
 rm -f "$IMG"
 dd if=/dev/zero of="$IMG" bs=16M count=128 status=none # 2 GiB, no holes
@@ -38,20 +34,35 @@ sync "$IMG"
 # as holes and fatprealloc then skips: without the rewrite, every run after
 # the first would measure nothing.
 dd if="$IMG" of="$OUT/zeroing.meta" bs=1M count=8 status=none
-prep="sh -c 'dd if=$OUT/zeroing.meta of=$IMG conv=notrunc status=none &&
-dd if=/dev/zero of=$IMG bs=8M seek=1 count=129 conv=notrunc,fsync status=none'"
-hyperfine -N --runs "$RUNS" --warmup 1 --prepare "$prep" \
-	--export-json "$OUT/zeroing.json" \
-	-n chunked "$NEW --no-progress $IMG /big.bin 1G" \
-	-n one-call-per-run "$OLD $IMG /big.bin 1G"
-python3 - "$OUT/zeroing.json" <<'EOF' | tee -a "$OUT/zeroing.md"
-import json, sys
-res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-new, old = res["chunked"], res["one-call-per-run"]
-mn, mo = new["median"] * 1e3, old["median"] * 1e3
-print(f"zeroing 1 GiB, written-out image, {len(new['times'])} runs each "
-      f"(medians): chunked {mn:.1f} ms (sd {new['stddev']*1e3:.1f}), "
-      f"one call per run {mo:.1f} ms (sd {old['stddev']*1e3:.1f}): "
+prep="dd if=$OUT/zeroing.meta of=$IMG conv=notrunc status=none &&
+dd if=/dev/zero of=$IMG bs=8M seek=1 count=129 conv=notrunc,fsync status=none"
+
+# The two binaries alternate, run by run, so that a machine whose load
+# changes during the benchmark weighs on both alike (hyperfine would run
+# all of one, then all of the other).  Run 0 of each warms up.
+: >"$OUT/zeroing.tsv"
+for ((i = 0; i <= RUNS; i++)); do
+	for which in chunked one-call-per-run; do
+		bin=$NEW
+		[[ $which == one-call-per-run ]] && bin=$OLD
+		eval "$prep"
+		t0=$(date +%s%N)
+		"$bin" "$IMG" /big.bin 1G </dev/null 2>/dev/null
+		t1=$(date +%s%N)
+		((i == 0)) || printf '%s\t%d\n' "$which" $(((t1 - t0) / 1000)) >>"$OUT/zeroing.tsv"
+	done
+done
+python3 - "$OUT/zeroing.tsv" <<'EOF' | tee -a "$OUT/zeroing.md"
+import statistics, sys
+t = {}
+for line in open(sys.argv[1]):
+    k, us = line.split()
+    t.setdefault(k, []).append(int(us) / 1e3)
+new, old = t["chunked"], t["one-call-per-run"]
+mn, mo = statistics.median(new), statistics.median(old)
+print(f"zeroing 1 GiB, written-out image, {len(new)} alternating runs each "
+      f"(medians): chunked {mn:.1f} ms (sd {statistics.stdev(new):.1f}), "
+      f"one call per run {mo:.1f} ms (sd {statistics.stdev(old):.1f}): "
       f"{(mn / mo - 1) * 100:+.1f}%")
 EOF
 fsck.fat -n "$IMG" >/dev/null
