@@ -186,9 +186,53 @@ static void test_parse_partition(void)
 	   "fk_parse_partition: NULL argument");
 }
 
+/* Expected results worked out by hand, as `realpath -m` gives them. */
+static const struct path_row {
+	const char *edge;
+	const char *in;
+	int err;
+	const char *out;
+} path_rows[] = {
+	{"root", "/", 0, "/"},
+	{"plain", "/a/b.txt", 0, "/a/b.txt"},
+	{"repeated slashes", "//a///b", 0, "/a/b"},
+	{"trailing slash kept", "/a/b/", 0, "/a/b/"},
+	{"dot", "/a/./b", 0, "/a/b"},
+	{"dot-dot", "/a/../b", 0, "/b"},
+	{"dot-dot of the root is the root", "/..", 0, "/"},
+	{"dot-dot past the root", "/a/../../b", 0, "/b"},
+	{"trailing dot names a directory", "/a/.", 0, "/a/"},
+	{"trailing dot-dot names a directory", "/a/b/..", 0, "/a/"},
+	{"only dots", "/./../.", 0, "/"},
+	{"three dots is a name", "/.../x", 0, "/.../x"},
+	{"dot-prefixed name", "/.hidden", 0, "/.hidden"},
+	{"relative", "a/b", -EINVAL, NULL},
+	{"empty", "", -EINVAL, NULL},
+};
+
+static void test_path_normalise(void)
+{
+	char out[64];
+	size_t i;
+
+	for (i = 0; i < NROWS(path_rows); i++) {
+		const struct path_row *r = &path_rows[i];
+		int err;
+
+		strcpy(out, "untouched");
+		err = fk_path_normalise(r->in, out, sizeof(out));
+		OK(err == r->err && (r->err || !strcmp(out, r->out)),
+		   "fk_path_normalise: %s (\"%s\": err %d, \"%s\")", r->edge,
+		   r->in, err, out);
+	}
+	OK(fk_path_normalise("/abc", out, 4) == -ENAMETOOLONG,
+	   "fk_path_normalise: a short buffer is -ENAMETOOLONG");
+}
+
 void suite_cli(void)
 {
 	test_parse_size();
 	test_parse_image();
 	test_parse_partition();
+	test_path_normalise();
 }
