@@ -442,7 +442,9 @@ static int explain_offset(struct fk_device *dev, uint64_t off, uint64_t img_len,
 		 : off && !(off % 1024)	    ? "K"
 					    : "");
 	probe_fs(dev->fd, off, img_len - off, type, sizeof(type));
-	if (type[0] && !is_fat_type(type)) {
+	if (is_fat_type(type))
+		return 0; /* damaged, perhaps: volume.c says how */
+	if (type[0]) {
 		fk_diag_set(diag, subject,
 			    "offset %s holds %s, not a FAT volume", at, type);
 		return -EINVAL;
