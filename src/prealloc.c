@@ -213,9 +213,9 @@ static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
 		return fk_chain_error(&info, diag);
 	if ((uint64_t)info.nclus * op->vol->g.clus_len < fp->ent.size) {
 		fk_diag_set(diag, NULL,
-			    "cluster chain (%u clusters) is shorter than the "
+			    "cluster chain (%u cluster%s) is shorter than the "
 			    "file size; run fatcheck",
-			    info.nclus);
+			    info.nclus, info.nclus == 1 ? "" : "s");
 		return FK_ECORRUPT;
 	}
 	return 0;
