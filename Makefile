@@ -89,13 +89,17 @@ $(BUILD):
 .PRECIOUS: $(BUILD)/%.o $(BUILD)/unit/%.o
 
 # ---- set-up, tests, demo --------------------------------------------------
-deps:
-	@tests/helpers/deps.sh
+# The demo needs build tools, libblkid and the oracles; the tests more.
+deps: deps-check
+deps-demo:
+	@tests/helpers/deps.sh demo
+deps-check:
+	@tests/helpers/deps.sh check
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	     -fno-omit-frame-pointer
 
-check: deps
+check: deps-check
 	$(MAKE) all
 	$(MAKE) all BUILD=build-clang CC=clang	# warning-clean with clang too
 	$(MAKE) test BUILD=build
@@ -109,7 +113,7 @@ test:
 	$(BUILD)/unit-tests
 	FATKIT_BUILD=$(abspath $(BUILD)) bats tests/
 
-demo: deps all
+demo: deps-demo all
 	@tests/helpers/demo.sh $(BUILD)
 
 format:
@@ -123,9 +127,11 @@ format-check:
 
 install: $(PROG_BINS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 755 $(PROG_BINS) $(DESTDIR)$(BINDIR)
 	install -m 644 $(PROGS:%=man/%.1) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 man/fatkit.7 $(DESTDIR)$(MANDIR)/man7
 	for p in $(PROGS); do \
 		install -m 644 completions/bash/$$p $(DESTDIR)$(BASHCOMPDIR)/$$p; \
 		install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHCOMPDIR)/_$$p; \
@@ -142,4 +148,5 @@ endif
 clean:
 	rm -rf build build-san build-clang
 
-.PHONY: all deps check test demo format format-check install clean core-check
+.PHONY: all deps deps-demo deps-check check test demo format format-check install clean \
+	core-check

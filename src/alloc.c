@@ -268,8 +268,8 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 	int err;
 
 	if (need > a->nfree) {
-		fk_diag_detail(diag, NULL, "need %u clusters, %u free", nclus,
-			       a->nfree);
+		fk_diag_detail(diag, NULL, "need %u cluster%s, %u free", nclus,
+			       nclus == 1 ? "" : "s", a->nfree);
 		return -ENOSPC;
 	}
 	/* Growing in place keeps the file in one piece. */
@@ -289,9 +289,9 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 	}
 	if (need && (flags & FK_ALLOC_CONTIG)) {
 		fk_diag_detail(diag, NULL,
-			       "no contiguous run of %u clusters, longest "
+			       "no contiguous run of %u cluster%s, longest "
 			       "free run is %u",
-			       nclus, longest);
+			       nclus, nclus == 1 ? "" : "s", longest);
 		err = -ENOSPC;
 		goto out_undo;
 	}

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "diag.h"
+#include "names.h"
 
 struct suffix {
 	const char *name;
@@ -28,23 +29,72 @@ static const struct suffix suffixes[] = {
 	{"TB", 0, 12},
 };
 
+/*
+ * ceil(@frac / @den * @mult) for @frac < @den <= 10^18, without a 128-bit
+ * type: Horner over the bits of @mult, keeping the quotient and the
+ * remainder (below @den, so 2 * rem + frac stays under 2^63).
+ */
+static uint64_t scale_fraction(uint64_t frac, uint64_t den, uint64_t mult)
+{
+	uint64_t quot = 0, rem = 0;
+	int bit;
+
+	for (bit = 63; bit >= 0; bit--) {
+		quot <<= 1;
+		rem <<= 1;
+		if (mult >> bit & 1)
+			rem += frac;
+		while (rem >= den) {
+			rem -= den;
+			quot++;
+		}
+	}
+	return quot + (rem != 0);
+}
+
+/*
+ * Digits after a '.': at most 18, so that 10^digits fits.  Returns the
+ * end of them, or NULL for none or too many.
+ */
+static const char *parse_fraction(const char *s, uint64_t *frac, uint64_t *den)
+{
+	const char *p = s;
+
+	*frac = 0;
+	*den = 1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (p - s == 18)
+			return NULL;
+		*frac = *frac * 10 + (uint64_t)(*p - '0');
+		*den *= 10;
+	}
+	return p == s ? NULL : p;
+}
+
 int fk_parse_size(const char *arg, uint64_t *len)
 {
 	unsigned long long num;
-	char *end;
-	uint64_t mult = 1;
+	uint64_t mult = 1, frac = 0, den = 1, part;
+	const char *end;
+	char *num_end;
 	size_t i;
 
 	if (!arg || *arg < '0' || *arg > '9')
-		return -EINVAL; /* rejects "", "-1", " 1", "+1" */
+		return -EINVAL; /* rejects "", "-1", " 1", "+1", ".5" */
 	errno = 0;
-	num = strtoull(arg, &end, 10);
+	num = strtoull(arg, &num_end, 10);
 	if (errno == ERANGE)
 		return -ERANGE;
+	end = num_end;
+	if (*end == '.' && !(end = parse_fraction(end + 1, &frac, &den)))
+		return -EINVAL;
 	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
 		if (!strcasecmp(end, suffixes[i].name))
 			break;
 	if (i == sizeof(suffixes) / sizeof(suffixes[0]))
+		return -EINVAL;
+	/* fallocate -l takes 1.5G; a fraction of a plain byte means nothing */
+	if (den > 1 && !*end)
 		return -EINVAL;
 	if (suffixes[i].exp10)
 		for (unsigned e = 0; e < suffixes[i].exp10; e++)
@@ -53,7 +103,11 @@ int fk_parse_size(const char *arg, uint64_t *len)
 		mult = (uint64_t)1 << suffixes[i].shift;
 	if (num > UINT64_MAX / mult)
 		return -ERANGE;
-	*len = num * mult;
+	/* The fraction rounds up to a whole byte, as fallocate does. */
+	part = frac ? scale_fraction(frac, den, mult) : 0;
+	if (num * mult > UINT64_MAX - part)
+		return -ERANGE;
+	*len = num * mult + part;
 	return 0;
 }
 
@@ -92,12 +146,122 @@ int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		if (err == -ENOMEM)
 			fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
 		else
-			fk_usage_error(prog, "invalid image offset in '%s'",
-				       arg);
+			fk_usage_error(
+				prog,
+				"invalid image offset in '%s': " FK_SIZE_FORMS,
+				arg);
 		return err;
+	}
+	if (has_off && dev->partition) {
+		fk_usage_error(prog,
+			       "-P %d and '%s' both choose the volume; give "
+			       "one of them",
+			       dev->partition, arg);
+		free(*owned);
+		*owned = NULL;
+		return -EINVAL;
 	}
 	dev->path = *owned;
 	dev->has_off = has_off;
+	return 0;
+}
+
+int fk_cli_size(const char *prog, const char *what, const char *arg,
+		uint64_t *len)
+{
+	int err = fk_parse_size(arg, len);
+
+	if (err)
+		fk_usage_error(prog, "invalid %s '%s'%s: " FK_SIZE_FORMS, what,
+			       arg,
+			       arg[0] == '-'	? " (negative)"
+			       : err == -ERANGE ? " (too large)"
+						: "");
+	return err;
+}
+
+int fk_path_normalise(const char *in, char *out, size_t len)
+{
+	const char *p = in;
+	size_t o = 0, n;
+	int is_dir_form = 0;
+
+	if (*p != '/')
+		return -EINVAL;
+	if (len < 2)
+		return -ENAMETOOLONG;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		n = strcspn(p, "/");
+		is_dir_form = p[n] == '/';
+		if (n == 1 && p[0] == '.') {
+			is_dir_form = 1;
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			/* The root is its own parent, as in POSIX. */
+			while (o > 0 && out[--o] != '/')
+				;
+			is_dir_form = 1;
+		} else {
+			if (o + 1 + n + 2 > len)
+				return -ENAMETOOLONG;
+			out[o++] = '/';
+			memcpy(out + o, p, n);
+			o += n;
+		}
+		p += n;
+	}
+	if (!o || is_dir_form)
+		out[o++] = '/';
+	out[o] = '\0';
+	return 0;
+}
+
+int fk_cli_path(const char *prog, const char *image, const char *arg,
+		char **out)
+{
+	size_t len = strlen(arg) + 2;
+	char why[128] = "name too long", comp[FK_NAME_MAX];
+	const char *p;
+	char *path;
+	int err;
+
+	if (arg[0] != '/') {
+		fk_usage_error(prog, "path '%s' is not absolute", arg);
+		return -EINVAL;
+	}
+	if (!(path = malloc(len))) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	err = fk_path_normalise(arg, path, len);
+	for (p = path; !err && *p;) {
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (!n)
+			break;
+		if (n >= sizeof(comp)) {
+			snprintf(why, sizeof(why), "%s",
+				 "FAT names are at most 255 UTF-16 units long");
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		err = fk_name_explain(comp, why, sizeof(why));
+		p += n;
+	}
+	if (err) {
+		fprintf(stderr, "%s: %s:%s: %s\n", prog, image, arg, why);
+		free(path);
+		return -EILSEQ;
+	}
+	*out = path;
 	return 0;
 }
 
@@ -160,15 +324,38 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
 	fprintf(stderr, " (try '%s --help')\n", prog);
 }
 
-void fk_report(const char *prog, const struct fk_diag *diag, int err)
+/*
+ * Is @what a path inside the volume rather than IMAGE itself?  Inner
+ * layers name volume paths ("/VIDEO") and the device names the image
+ * file, which may be absolute too.
+ */
+static int is_volume_path(const char *what, const char *image)
 {
+	const char *at = strstr(image, "@@");
+	size_t n = at ? (size_t)(at - image) : strlen(image);
+
+	return what[0] == '/' &&
+	       !(strlen(what) == n && !strncmp(what, image, n));
+}
+
+void fk_report_in(const char *prog, const char *image,
+		  const struct fk_diag *diag, int err)
+{
+	const char *what = diag && diag->what[0] ? diag->what : NULL;
 	char reason[sizeof(diag->reason) + 128];
 
 	fk_diag_reason(diag, err, reason, sizeof(reason));
-	if (diag && diag->what[0])
-		fprintf(stderr, "%s: %s: %s\n", prog, diag->what, reason);
+	if (what && image && is_volume_path(what, image))
+		fprintf(stderr, "%s: %s:%s: %s\n", prog, image, what, reason);
+	else if (what)
+		fprintf(stderr, "%s: %s: %s\n", prog, what, reason);
 	else
 		fprintf(stderr, "%s: %s\n", prog, reason);
+}
+
+void fk_report(const char *prog, const struct fk_diag *diag, int err)
+{
+	fk_report_in(prog, NULL, diag, err);
 }
 
 void fk_cli_catch_signals(void (*handler)(int signo))

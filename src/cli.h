@@ -5,6 +5,7 @@
 #ifndef FATKIT_CLI_H
 #define FATKIT_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,6 +36,39 @@ enum fk_fsck_exit {
  */
 int fk_parse_size(const char *arg, uint64_t *len);
 
+/* What a size may look like, for messages. */
+#define FK_SIZE_FORMS                                                          \
+	"sizes are bytes, or a number with K M G T (KiB MiB GiB TiB: "         \
+	"powers of 1024) or KB MB GB TB (powers of 1000), such as 4096, "      \
+	"64M or 1.5G"
+
+/*
+ * fk_parse_size() for the program: on a refusal print one usage line that
+ * names @what ("size", "--batch size") and lists the accepted forms.
+ */
+int fk_cli_size(const char *prog, const char *what, const char *arg,
+		uint64_t *len);
+
+/*
+ * Resolve "." and ".." in absolute path @in by name, as `realpath -m`
+ * does (FAT has no symbolic links; the root is its own parent) and
+ * collapse repeated slashes.  A trailing slash, "." or ".." keeps one
+ * trailing slash: the path names a directory.  @out (@len bytes; strlen
+ * (@in) + 2 always suffice) gets the result.  Returns 0, -EINVAL (not
+ * absolute) or -ENAMETOOLONG.
+ */
+int fk_path_normalise(const char *in, char *out, size_t len);
+
+/*
+ * A PATH argument for the program: absolute (else a usage line), "." and
+ * ".." resolved by fk_path_normalise(), and every component a name FAT
+ * allows (else one line `PROG: IMAGE:PATH: rule`, IMAGE as typed).
+ * *@out is a new string the caller frees.  Returns 0, -EINVAL (after the
+ * usage line), -EILSEQ (after the line naming the rule) or -ENOMEM.
+ */
+int fk_cli_path(const char *prog, const char *image, const char *arg,
+		char **out);
+
 /*
  * Split `IMAGE@@OFFSET` (mtools convention).  *@path is a new string the
  * caller frees; *@off is 0 and *@has_off false without `@@`.  Returns 0,
@@ -45,7 +79,8 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
 /*
  * Fill the IMAGE part of @dev from @arg (path, `@@OFFSET`); the path string
  * is stored in *@owned, which the caller frees after closing the volume.
- * Prints a usage error and returns -EINVAL for a bad offset.
+ * Prints a usage error and returns -EINVAL for a bad offset, or when
+ * `@@OFFSET` and -P (already in @dev) both choose the volume.
  */
 int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		 char **owned);
@@ -98,5 +133,13 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
  * no subject, and REASON is fk_diag_reason()'s.
  */
 void fk_report(const char *prog, const struct fk_diag *diag, int err);
+
+/*
+ * fk_report() for a run on @image (the IMAGE argument as typed; may be
+ * NULL): a subject that is a path inside the volume is printed as
+ * `IMAGE:/path`, so that it cannot be taken for a file outside.
+ */
+void fk_report_in(const char *prog, const char *image,
+		  const struct fk_diag *diag, int err);
 
 #endif

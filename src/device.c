@@ -80,6 +80,49 @@ static int image_size(struct fk_device *dev, uint64_t *len, struct fk_diag *d)
 	return 0;
 }
 
+/*
+ * Who holds a flock on the file @fd is open on?  /proc/locks names the
+ * pid by device (hex major:minor) and inode; @who gets "process 123
+ * (flock)".  Returns 0, or -ENOENT when the system does not tell.
+ */
+static int lock_holder(int fd, char *who, size_t len)
+{
+	char line[256], want[64], comm[64] = "", path[64];
+	struct stat st;
+	FILE *f;
+	long pid = 0;
+
+	if (fstat(fd, &st) || !(f = fopen("/proc/locks", "re")))
+		return -ENOENT;
+	snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	while (!pid && fgets(line, sizeof(line), f)) {
+		char kind[16], id[64];
+		long p;
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF";
+		 * waiters ("1: -> FLOCK ...") do not hold it. */
+		if (sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, id) ==
+			    3 &&
+		    !strcmp(kind, "FLOCK") && !strcmp(id, want))
+			pid = p;
+	}
+	fclose(f);
+	if (pid <= 0)
+		return -ENOENT;
+	/* The locker may have exited, leaving the lock to a child that
+	 * shares the open file (flock -x FD in a shell): then say nothing
+	 * rather than name a process that is gone. */
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if (!(f = fopen(path, "re")))
+		return -ENOENT;
+	if (fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+	snprintf(who, len, "process %ld (%s)", pid, comm);
+	return 0;
+}
+
 static int take_lock(struct fk_device *dev, struct fk_diag *diag)
 {
 	int op = (dev->is_writer ? LOCK_EX : LOCK_SH) | LOCK_NB;
@@ -87,14 +130,22 @@ static int take_lock(struct fk_device *dev, struct fk_diag *diag)
 	if (!flock(dev->fd, op))
 		return 0;
 	if (errno == EWOULDBLOCK) {
-		fk_diag_set(diag, NULL, "image is in use");
+		char who[128];
+
+		if (!lock_holder(dev->fd, who, sizeof(who)))
+			fk_diag_set(diag, NULL, "image is in use by %s", who);
+		else
+			fk_diag_set(diag, NULL, "image is in use");
 		return -EBUSY;
 	}
 	return -errno;
 }
 
-/* Is device number @devno, or a partition of it, in the mount table? */
-static int devno_mounted(dev_t devno)
+/*
+ * Is device number @devno, or a partition of it, in the mount table?
+ * @where (@len bytes) gets the mount point, as mountinfo spells it.
+ */
+static int devno_mounted(dev_t devno, char *where, size_t len)
 {
 	char line[4096], self[64], mine[PATH_MAX], other[PATH_MAX];
 	unsigned maj, min;
@@ -111,8 +162,12 @@ static int devno_mounted(dev_t devno)
 		char path[64];
 		size_t n;
 
-		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2)
+		char point[PATH_MAX];
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
+			   point) != 3)
 			continue;
+		snprintf(where, len, "%s", point);
 		if (makedev(maj, min) == devno) {
 			found = 1;
 			break;
@@ -128,8 +183,12 @@ static int devno_mounted(dev_t devno)
 	return found;
 }
 
-/* Is some mounted loop device backed by the file @st? */
-static int file_backs_mounted_loop(const struct stat *st)
+/*
+ * Is some mounted loop device backed by the file @st?  @loop gets its
+ * name ("/dev/loop3") and @where the mount point (@len bytes each).
+ */
+static int file_backs_mounted_loop(const struct stat *st, char loop[64],
+				   char *where, size_t len)
 {
 	DIR *dir = opendir("/sys/block");
 	struct dirent *de;
@@ -162,7 +221,9 @@ static int file_backs_mounted_loop(const struct stat *st)
 		if (!(f = fopen(path, "re")))
 			continue;
 		if (fscanf(f, "%u:%u", &maj, &min) == 2)
-			found = devno_mounted(makedev(maj, min));
+			found = devno_mounted(makedev(maj, min), where, len);
+		if (found)
+			snprintf(loop, 64, "/dev/%.58s", de->d_name);
 		fclose(f);
 	}
 	closedir(dir);
@@ -171,16 +232,24 @@ static int file_backs_mounted_loop(const struct stat *st)
 
 static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
 {
+	char loop[64], where[PATH_MAX];
 	struct stat st;
 
 	if (fstat(dev->fd, &st))
 		return -errno;
-	if ((dev->is_blk && devno_mounted(st.st_rdev)) ||
-	    (!dev->is_blk && file_backs_mounted_loop(&st))) {
+	if (dev->is_blk && devno_mounted(st.st_rdev, where, sizeof(where))) {
 		fk_diag_set(diag, NULL,
-			    "%s is mounted; refusing to write (use --force)",
-			    dev->is_blk ? "device"
-					: "image (via a loop device)");
+			    "device is mounted on %s; refusing to write (use "
+			    "--force)",
+			    where);
+		return -EBUSY;
+	}
+	if (!dev->is_blk &&
+	    file_backs_mounted_loop(&st, loop, where, sizeof(where))) {
+		fk_diag_set(diag, NULL,
+			    "image is mounted on %s via %s; refusing to write "
+			    "(use --force)",
+			    where, loop);
 		return -EBUSY;
 	}
 	return 0;
@@ -243,37 +312,67 @@ static int looks_like_fat(struct fk_device *dev, uint64_t off)
 	       !(spc & (spc - 1)) && b[16] != 0;
 }
 
-/* libblkid confirms the filesystem type of a partition. */
-static int partition_is_fat(int fd, uint64_t off, uint64_t len)
+/*
+ * What libblkid finds in [@off, @off + @len): @type gets "FAT32" (from the
+ * vfat prober's VERSION), "ext4"..., or "" when it finds nothing.
+ */
+static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
+		     size_t type_len)
 {
 	blkid_probe pr = blkid_new_probe();
-	const char *type = NULL;
-	int is_fat = 0;
+	const char *t = NULL, *ver = NULL;
 
+	type[0] = '\0';
 	if (!pr)
-		return 0;
+		return;
 	if (!blkid_probe_set_device(pr, fd, (blkid_loff_t)off,
 				    (blkid_loff_t)len)) {
 		blkid_probe_enable_superblocks(pr, 1);
-		blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+		blkid_probe_set_superblocks_flags(
+			pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_VERSION);
 		if (!blkid_do_safeprobe(pr) &&
-		    !blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
-			is_fat =
-				!strcmp(type, "vfat") || !strcmp(type, "msdos");
+		    !blkid_probe_lookup_value(pr, "TYPE", &t, NULL)) {
+			if (!strcmp(t, "vfat") || !strcmp(t, "msdos"))
+				t = blkid_probe_lookup_value(pr, "VERSION",
+							     &ver, NULL) ||
+						    strncmp(ver, "FAT", 3)
+					    ? "FAT"
+					    : ver;
+			snprintf(type, type_len, "%s", t);
+		}
 	}
 	blkid_free_probe(pr);
-	return is_fat;
+}
+
+static int is_fat_type(const char *type)
+{
+	return !strncmp(type, "FAT", 3);
+}
+
+/* "4 MiB", "512 KiB" or "1000000 bytes": offsets as people read them. */
+static void offset_text(uint64_t off, char *out, size_t len)
+{
+	if (off && !(off % (1u << 20)))
+		snprintf(out, len, "%llu MiB", (unsigned long long)(off >> 20));
+	else if (off && !(off % 1024))
+		snprintf(out, len, "%llu KiB", (unsigned long long)(off >> 10));
+	else
+		snprintf(out, len, "%llu bytes", (unsigned long long)off);
 }
 
 struct part {
 	int partno;
 	uint64_t off, len;
 	int is_fat;
+	char type[32]; /* what libblkid finds in it; "" for nothing */
 };
 
-/* Read the partition table; *@parts is the caller's.  Returns the count. */
+/*
+ * Read the partition table; *@parts is the caller's, *@table says which
+ * kind with its article ("an MBR", "a GPT").  Returns the count.
+ */
 static int list_partitions(struct fk_device *dev, uint64_t img_len,
-			   struct part **parts)
+			   struct part **parts, const char **table)
 {
 	blkid_probe pr = blkid_new_probe();
 	blkid_partlist ls;
@@ -289,6 +388,15 @@ static int list_partitions(struct fk_device *dev, uint64_t img_len,
 	if (blkid_do_fullprobe(pr) || !(ls = blkid_probe_get_partitions(pr)))
 		goto out;
 	n = blkid_partlist_numof_partitions(ls);
+	*table = "a";
+	if (blkid_partlist_get_table(ls)) {
+		const char *t =
+			blkid_parttable_get_type(blkid_partlist_get_table(ls));
+
+		*table = t && !strcmp(t, "dos")	  ? "an MBR"
+			 : t && !strcmp(t, "gpt") ? "a GPT"
+						  : "a";
+	}
 	if (n <= 0 || !(*parts = calloc((size_t)n, sizeof(**parts)))) {
 		n = n > 0 ? -ENOMEM : 0;
 		goto out;
@@ -302,17 +410,19 @@ static int list_partitions(struct fk_device *dev, uint64_t img_len,
 		q->len = (uint64_t)blkid_partition_get_size(p) * 512;
 		/* Probe only what the image holds: a partition cut short
 		 * is still found, and the volume then says it is truncated. */
-		q->is_fat = q->off < img_len &&
-			    partition_is_fat(dev->fd, q->off,
-					     q->len < img_len - q->off
-						     ? q->len
-						     : img_len - q->off);
+		if (q->off < img_len)
+			probe_fs(dev->fd, q->off,
+				 q->len < img_len - q->off ? q->len
+							   : img_len - q->off,
+				 q->type, sizeof(q->type));
+		q->is_fat = is_fat_type(q->type);
 	}
 out:
 	blkid_free_probe(pr);
 	return n;
 }
 
+/* "1 (FAT32) at 4 MiB, 2 (ext4) at 68 MiB" */
 static void describe_partitions(const struct part *parts, int n, char *buf,
 				size_t len)
 {
@@ -320,10 +430,81 @@ static void describe_partitions(const struct part *parts, int n, char *buf,
 	int i;
 
 	buf[0] = '\0';
-	for (i = 0; i < n && off < len; i++)
-		off += (size_t)snprintf(buf + off, len - off, "%s%d%s",
-					i ? ", " : "", parts[i].partno,
-					parts[i].is_fat ? " (FAT)" : "");
+	for (i = 0; i < n && off < len; i++) {
+		char at[32];
+
+		offset_text(parts[i].off, at, sizeof(at));
+		off += (size_t)snprintf(
+			buf + off, len - off, "%s%d (%s) at %s", i ? ", " : "",
+			parts[i].partno,
+			parts[i].type[0] ? parts[i].type : "no filesystem", at);
+	}
+}
+
+/*
+ * @off (IMAGE@@OFFSET) holds no FAT boot sector: say what is there
+ * instead, from libblkid, and where the partitions start.  Returns
+ * -EINVAL with @diag set, or 0 to leave the verdict to volume.c (nothing
+ * known there: a damaged FAT volume gets its own reasons).
+ */
+static int explain_offset(struct fk_device *dev, uint64_t off, uint64_t img_len,
+			  struct fk_diag *diag)
+{
+	char type[32], at[32], list[512], subject[1024];
+	const char *table = "a";
+	struct part *parts = NULL;
+	int n, i, nfat = 0, pick = 0;
+
+	if (off >= img_len || looks_like_fat(dev, off))
+		return 0;
+	offset_text(off, at, sizeof(at));
+	/* IMAGE@@OFFSET as it was probably typed: 1M, 512K or bytes */
+	snprintf(subject, sizeof(subject), "%s@@%llu%s", dev->path,
+		 (unsigned long long)(off && !(off % (1u << 20)) ? off >> 20
+				      : off && !(off % 1024)	 ? off >> 10
+								 : off),
+		 off && !(off % (1u << 20)) ? "M"
+		 : off && !(off % 1024)	    ? "K"
+					    : "");
+	probe_fs(dev->fd, off, img_len - off, type, sizeof(type));
+	if (is_fat_type(type))
+		return 0; /* damaged, perhaps: volume.c says how */
+	if (type[0]) {
+		fk_diag_set(diag, subject,
+			    "offset %s holds %s, not a FAT volume", at, type);
+		return -EINVAL;
+	}
+	if ((n = list_partitions(dev, img_len, &parts, &table)) <= 0)
+		return n;
+	describe_partitions(parts, n, list, sizeof(list));
+	for (i = 0; i < n; i++)
+		if (parts[i].is_fat && !nfat++)
+			pick = parts[i].partno;
+	if (!off)
+		fk_diag_set(diag, subject,
+			    "%s partition table, not a FAT volume, is at "
+			    "offset 0: %s; %s%.0d",
+			    table, list,
+			    nfat == 1 ? "use -P "
+				      : "choose a partition with -P",
+			    nfat == 1 ? pick : 0);
+	else
+		fk_diag_set(diag, subject,
+			    "no FAT volume at offset %s (%s partition table "
+			    "holds %s)",
+			    at, table, list);
+	free(parts);
+	return -EINVAL;
+}
+
+/* Partition @p was chosen: refuse it if libblkid knows it is no FAT. */
+static int explain_partition(const struct part *p, struct fk_diag *diag)
+{
+	if (!p->type[0] || p->is_fat)
+		return 0;
+	fk_diag_set(diag, NULL, "partition %d holds %s, not a FAT volume",
+		    p->partno, p->type);
+	return -EINVAL;
 }
 
 static int choose_window(struct fk_device *dev,
@@ -332,15 +513,18 @@ static int choose_window(struct fk_device *dev,
 {
 	struct part *parts, *pick = NULL;
 	int n, i, nfat = 0, err = 0;
-	char list[256];
+	const char *table = "a";
+	char list[512], type[32];
 
 	if (opts->has_off) {
 		dev->base = opts->off;
+		if ((err = explain_offset(dev, opts->off, img_len, diag)))
+			return err;
 		goto bounds;
 	}
 	if (!opts->partition && looks_like_fat(dev, 0))
 		goto bounds; /* a volume at offset 0 wins */
-	if ((n = list_partitions(dev, img_len, &parts)) < 0)
+	if ((n = list_partitions(dev, img_len, &parts, &table)) < 0)
 		return n;
 	for (i = 0; i < n; i++) {
 		if (opts->partition && parts[i].partno == opts->partition)
@@ -355,15 +539,13 @@ static int choose_window(struct fk_device *dev,
 			    n ? list : "no partition table");
 		err = -ENXIO;
 	} else if (!opts->partition && n && nfat != 1) {
-		fk_diag_set(diag, NULL,
-			    "%s FAT partition; choose one with -P (partitions: "
-			    "%s)",
-			    nfat ? "more than one"
-				 : "no FAT volume at offset 0 "
-				   "and no",
+		fk_diag_set(diag, NULL, "%s partition table with %s: %s", table,
+			    nfat ? "more than one FAT partition; choose one "
+				   "with -P"
+				 : "no FAT partition",
 			    list);
 		err = -ENXIO;
-	} else if (pick) {
+	} else if (pick && !(err = explain_partition(pick, diag))) {
 		dev->base = pick->off;
 		if (pick->len && pick->off + pick->len <= img_len)
 			img_len = pick->off + pick->len;
@@ -371,6 +553,15 @@ static int choose_window(struct fk_device *dev,
 	free(parts);
 	if (err)
 		return err;
+	if (!n && img_len) {
+		/* No table and no FAT at 0: name what is there, if known. */
+		probe_fs(dev->fd, 0, img_len, type, sizeof(type));
+		if (type[0] && !is_fat_type(type)) {
+			fk_diag_set(diag, NULL, "holds %s, not a FAT volume",
+				    type);
+			return -EINVAL;
+		}
+	}
 bounds:
 	/* An empty image gets an empty window: volume.c then says it holds
 	 * no boot sector, which is the useful news. */

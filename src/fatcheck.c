@@ -115,6 +115,7 @@ static void usage(FILE *out)
 		"  -v, --verbose       list every file checked\n"
 		"      --progress      progress on stderr (default when it is "
 		"a terminal)\n"
+		"      --no-progress   no progress line\n"
 		"  -P, --partition N   use partition N (1-based) of an MBR or "
 		"GPT table\n"
 		"      --force         with --repair, write even to a device "
@@ -137,6 +138,7 @@ enum {
 	OPT_JSON,
 	OPT_PROGRESS,
 	OPT_FORCE,
+	OPT_NO_PROGRESS,
 };
 
 static int parse_args(int argc, char **argv, struct opts *o,
@@ -149,6 +151,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"help", no_argument, NULL, 'h'},
@@ -189,6 +192,9 @@ static int parse_args(int argc, char **argv, struct opts *o,
 			break;
 		case OPT_PROGRESS:
 			o->progress = 1;
+			break;
+		case OPT_NO_PROGRESS:
+			o->progress = 0;
 			break;
 		case OPT_FORCE:
 			vo->dev.force = 1;
@@ -515,7 +521,7 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	return status;
 fail:
 	/* One line on stderr and no report: the check did not finish. */
-	fk_report(PROG, &diag, err);
+	fk_report_in(PROG, r->image, &diag, err);
 	status = FK_FSCK_OPERATIONAL;
 	if (ck && fk_check_stats(ck)->errors)
 		status |= FK_FSCK_UNCORRECTED;
@@ -564,7 +570,7 @@ int main(int argc, char **argv)
 	fk_json_init(&r.js, stdout);
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
-		fk_report(PROG, &diag, err);
+		fk_report_in(PROG, r.image, &diag, err);
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "diag.h"
@@ -27,6 +29,7 @@ struct ls_opts {
 	int show_chain;
 	int show_info;
 	int is_json;
+	int progress; /* -1: when stderr is a terminal and stdout is not */
 };
 
 struct ls {
@@ -34,8 +37,12 @@ struct ls {
 	struct fk_volume *vol;
 	struct fk_json js;
 	int status;	     /* FK_EXIT_OK or FK_EXIT_FAIL */
+	const char *image;   /* IMAGE as typed, for messages */
 	unsigned char *seen; /* -R: one bit per directory cluster listed */
 	size_t seen_len;     /* bytes of @seen */
+	uint64_t nlisted;    /* entries printed, for the progress line */
+	double t0, last;     /* seconds: start, last progress line */
+	int shown;	     /* a progress line is on the terminal */
 };
 
 /* The chain of one entry, as --chain, -l and --json need it. */
@@ -65,6 +72,10 @@ static void usage(FILE *out)
 		"      --info         print the volume (FAT type, geometry, "
 		"free space, FSInfo)\n"
 		"      --json         one JSON document on stdout\n"
+		"      --progress     count of entries listed on stderr "
+		"(default when stderr\n"
+		"                     is a terminal and stdout is not)\n"
+		"      --no-progress  no progress line\n"
 		"  -P, --partition N  use partition N (1-based) of an MBR or "
 		"GPT "
 		"table\n"
@@ -72,7 +83,8 @@ static void usage(FILE *out)
 		"  -V, --version      show the version and exit\n"
 		"\n"
 		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. "
-		"sd.img@@1M).\n"
+		"sd.img@@1M).  PATH is\n"
+		"absolute; . and .. are resolved by name.\n"
 		"Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
@@ -106,7 +118,7 @@ static int get_chain(struct ls *ls, const struct fk_dirent *ent,
 		err = fk_chain_error(&c->info, &diag);
 	if (err) {
 		fk_diag_set(&diag, path, NULL);
-		fk_report(PROG, &diag, err);
+		fk_report_in(PROG, ls->image, &diag, err);
 		ls->status = FK_EXIT_FAIL;
 	}
 	return err;
@@ -234,6 +246,43 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
  * Print one entry; @path is its full path, @shown what the line names.
  * Returns 0, or the error of a broken chain, which is reported already.
  */
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void clear_progress(struct ls *ls)
+{
+	if (ls->shown)
+		fputs("\r\033[K", stderr);
+	ls->shown = 0;
+}
+
+/*
+ * One line redrawn at most ten times a second.  A listing has no total
+ * known in advance, so the line says what is done and the rate only.
+ */
+static void count_entry(struct ls *ls)
+{
+	double t;
+
+	ls->nlisted++;
+	if (!ls->o.progress)
+		return;
+	t = now();
+	if (t - ls->last < 0.1)
+		return;
+	ls->last = t;
+	ls->shown = 1;
+	fflush(stdout);
+	fprintf(stderr, "\r" PROG ": %" PRIu64 " entries listed, %.0f/s\033[K",
+		ls->nlisted,
+		t > ls->t0 ? (double)ls->nlisted / (t - ls->t0) : 0);
+}
+
 static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		       const char *path, const char *shown)
 {
@@ -242,6 +291,8 @@ static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 	int err;
 
 	memset(&c, 0, sizeof(c));
+	clear_progress(ls);
+	count_entry(ls);
 	/* "." and ".." share their target's chain; do not walk them twice. */
 	if (need_chain && !fk_dirent_is_dot(ent) &&
 	    !(ent->attr & FK_ATTR_VOLUME) &&
@@ -372,18 +423,32 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 		return 0;
 out_report:
 	fk_diag_set(&diag, *path ? path : "/", NULL);
-	fk_report(PROG, &diag, err);
+	fk_report_in(PROG, ls->image, &diag, err);
 	ls->status = FK_EXIT_FAIL;
 	return err;
 }
 
-/* "/a/b/" -> "/a/b"; "/" -> "" (so children join as "/x"). */
-static void trim_path(char *p)
+/*
+ * The path to show for an entry found by @arg: its last component as the
+ * volume spells it, not as typed (an alias or another case), as mdir and
+ * Windows dir do.  NULL when out of memory.
+ */
+static char *real_path(const char *arg, const struct fk_dirent *ent)
 {
-	size_t n = strlen(p);
+	size_t n = strlen(arg), cut;
+	char *out;
 
-	while (n > 0 && p[n - 1] == '/')
-		p[--n] = '\0';
+	while (n > 0 && arg[n - 1] == '/')
+		n--;
+	if (!n)
+		return strdup("");
+	for (cut = n; cut > 0 && arg[cut - 1] != '/'; cut--)
+		;
+	if (!(out = malloc(cut + strlen(ent->name) + 1)))
+		return NULL;
+	memcpy(out, arg, cut);
+	strcpy(out + cut, ent->name);
+	return out;
 }
 
 static void list_path(struct ls *ls, const char *arg, int nargs)
@@ -393,17 +458,20 @@ static void list_path(struct ls *ls, const char *arg, int nargs)
 	char *path;
 	int err;
 
-	if ((err = fk_dir_lookup(ls->vol, arg, &ent, &diag))) {
-		fk_report(PROG, &diag, err);
+	err = fk_dir_lookup(ls->vol, arg, &ent, &diag);
+	/* "/file.txt/" names a directory, as for ls(1). */
+	if (!err && arg[strlen(arg) - 1] == '/' && !(ent.attr & FK_ATTR_DIR))
+		err = -ENOTDIR;
+	if (err) {
+		fk_report_in(PROG, ls->image, &diag, err);
 		ls->status = FK_EXIT_FAIL;
 		return;
 	}
-	if (!(path = strdup(arg))) {
+	if (!(path = real_path(arg, &ent))) {
 		fk_report(PROG, NULL, -ENOMEM);
 		ls->status = FK_EXIT_FAIL;
 		return;
 	}
-	trim_path(path);
 	if (ls->seen)
 		memset(ls->seen, 0, ls->seen_len);
 	if (!(ent.attr & FK_ATTR_DIR)) {
@@ -525,7 +593,21 @@ static int print_info(struct ls *ls)
 	return 0;
 }
 
-enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON };
+/* One PATH argument: names checked, "." and ".." resolved, then listed. */
+static void list_arg(struct ls *ls, const char *arg, int nargs)
+{
+	char *path;
+
+	clear_progress(ls);
+	if (fk_cli_path(PROG, ls->image, arg, &path)) {
+		ls->status = FK_EXIT_FAIL;
+		return;
+	}
+	list_path(ls, path, nargs);
+	free(path);
+}
+
+enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS };
 
 static int parse_args(int argc, char **argv, struct ls_opts *o,
 		      struct fk_volume_opts *vo)
@@ -534,6 +616,8 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		{"chain", no_argument, NULL, OPT_CHAIN},
 		{"info", no_argument, NULL, OPT_INFO},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -564,6 +648,12 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		case OPT_JSON:
 			o->is_json = 1;
 			break;
+		case OPT_PROGRESS:
+			o->progress = 1;
+			break;
+		case OPT_NO_PROGRESS:
+			o->progress = 0;
+			break;
 		default:
 			err = fk_cli_common_opt(PROG, c, optarg,
 						argv[optind - 1], &vo->dev,
@@ -590,11 +680,17 @@ int main(int argc, char **argv)
 
 	memset(&vo, 0, sizeof(vo));
 	memset(&ls, 0, sizeof(ls));
+	ls.o.progress = -1;
 	vo.batch_len = 0; /* a reader holds nothing dirty */
 	if ((err = parse_args(argc, argv, &ls.o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
 		return FK_EXIT_USAGE;
+	ls.image = argv[optind];
+	/* A listing on the terminal is its own progress. */
+	if (ls.o.progress < 0)
+		ls.o.progress = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
+	ls.t0 = ls.last = now();
 	for (i = optind + 1; i < argc; i++)
 		if (argv[i][0] != '/') {
 			fk_usage_error(PROG, "path '%s' is not absolute",
@@ -603,7 +699,7 @@ int main(int argc, char **argv)
 			return FK_EXIT_USAGE;
 		}
 	if ((err = fk_volume_open(&vo, &ls.vol, &diag))) {
-		fk_report(PROG, &diag, err);
+		fk_report_in(PROG, ls.image, &diag, err);
 		free(image);
 		return FK_EXIT_FAIL;
 	}
@@ -622,15 +718,16 @@ int main(int argc, char **argv)
 		fk_json_object(&ls.js, NULL);
 	if (ls.o.show_info && (err = print_info(&ls))) {
 		fk_diag_set(&diag, image, NULL);
-		fk_report(PROG, &diag, err);
+		fk_report_in(PROG, ls.image, &diag, err);
 		ls.status = FK_EXIT_FAIL;
 	}
 	if (ls.o.is_json)
 		fk_json_array(&ls.js, "entries");
 	if (!ls.o.show_info || nargs)
 		for (i = 0; i < (nargs ? nargs : 1); i++)
-			list_path(&ls, nargs ? argv[optind + 1 + i] : "/",
-				  nargs);
+			list_arg(&ls, nargs ? argv[optind + 1 + i] : "/",
+				 nargs);
+	clear_progress(&ls);
 	if (ls.o.is_json) {
 		fk_json_end(&ls.js);
 		fk_json_end(&ls.js);

@@ -16,6 +16,7 @@
 #include "cache.h"
 #include "cli.h"
 #include "diag.h"
+#include "dir.h"
 #include "json.h"
 #include "prealloc.h"
 #include "volume.h"
@@ -51,6 +52,17 @@ struct pa_opts {
 	int show_stats;
 	int is_json;
 	int is_verbose;
+	int progress; /* -1: when stderr is a terminal */
+};
+
+/* The zeroing progress line. */
+struct meter {
+	int is_tty;
+	int is_forced;	/* --progress: also for short runs */
+	int shown;	/* a line is on the terminal */
+	unsigned tenth; /* not a terminal: tenths reported */
+	struct timespec t0;
+	double last; /* seconds since t0 of the last line */
 };
 
 static void usage(FILE *out)
@@ -90,6 +102,10 @@ static void usage(FILE *out)
 		"in "
 		"use\n"
 		"  -v, --verbose       say what is done\n"
+		"      --progress      progress of zeroing on stderr (default "
+		"when it is a\n"
+		"                      terminal)\n"
+		"      --no-progress   no progress line\n"
 		"  -P, --partition N   use partition N (1-based) of an MBR or "
 		"GPT table\n"
 		"  -h, --help          show this help and exit\n"
@@ -98,8 +114,11 @@ static void usage(FILE *out)
 		"SIZE: bytes, or with K M G T (KiB MiB GiB TiB; powers of "
 		"1024) "
 		"or KB MB GB TB\n"
-		"(powers of 1000).  IMAGE may be FILE@@OFFSET (e.g. "
-		"sd.img@@1M).\n"
+		"(powers of 1000); a fraction with a suffix (1.5G) rounds up "
+		"to whole bytes.\n"
+		"IMAGE may be FILE@@OFFSET (e.g. sd.img@@1M).  PATH is "
+		"absolute; . and ..\n"
+		"are resolved by name.\n"
 		"Exit status: 0 success, 1 failure, 2 usage error; 128 + N "
 		"when signal N\n"
 		"(SIGINT, SIGTERM, SIGHUP) stopped the run.\n");
@@ -113,6 +132,8 @@ enum {
 	OPT_STATS,
 	OPT_JSON,
 	OPT_DRY_RUN,
+	OPT_PROGRESS,
+	OPT_NO_PROGRESS,
 };
 
 static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
@@ -139,8 +160,9 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		o->core.sync = FK_SYNC_NEVER;
 		break;
 	case OPT_BATCH:
-		if (fk_parse_size(optarg, &len) || len < 512 ||
-		    len > (1ull << 30)) {
+		if (fk_cli_size(PROG, "--batch size", optarg, &len))
+			return -EINVAL;
+		if (len < 512 || len > (1ull << 30)) {
 			fk_usage_error(PROG,
 				       "invalid --batch size '%s' (512 "
 				       "bytes to 1G)",
@@ -167,6 +189,12 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 	case 'v':
 		o->is_verbose = 1;
 		break;
+	case OPT_PROGRESS:
+		o->progress = 1;
+		break;
+	case OPT_NO_PROGRESS:
+		o->progress = 0;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -190,6 +218,8 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"force", no_argument, NULL, 'f'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -199,8 +229,19 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":npcsfvP:hV", longs, NULL)) !=
 	       -1) {
-		err = fk_cli_common_opt(PROG, c, optarg, argv[optind - 1],
-					&vo->dev, usage);
+		const char *word = argv[optind - 1];
+
+		/* getopt takes a negative SIZE for options; in "-1.5G" it
+		 * stops at '1' before moving optind past the word. */
+		if (c == '?' && optopt >= '0' && optopt <= '9') {
+			uint64_t len;
+
+			if (optind < argc && argv[optind][0] == '-' &&
+			    argv[optind][1] == optopt)
+				word = argv[optind];
+			return fk_cli_size(PROG, "size", word, &len);
+		}
+		err = fk_cli_common_opt(PROG, c, optarg, word, &vo->dev, usage);
 		if (err == FK_OPT_OTHER)
 			err = parse_opt(c, o, vo);
 		if (err)
@@ -213,32 +254,41 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 	return 0;
 }
 
-/* PATH SIZE pairs from the command line. */
+static void free_pairs(struct fk_prealloc_req *reqs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; reqs && i < n; i++)
+		free((char *)reqs[i].path);
+	free(reqs);
+}
+
+/* PATH SIZE pairs from the command line; paths resolved, names checked. */
 static int parse_pairs(int argc, char **argv, struct fk_prealloc_req **out,
 		       size_t *n)
 {
 	size_t i, count = (size_t)(argc - optind - 1) / 2;
 	struct fk_prealloc_req *reqs = calloc(count, sizeof(*reqs));
+	int err = 0;
 
 	if (!reqs) {
 		fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < count && !err; i++) {
 		char *path = argv[optind + 1 + 2 * i];
 		char *size = argv[optind + 2 + 2 * i];
+		char *norm;
 
-		if (path[0] != '/') {
-			fk_usage_error(PROG, "path '%s' is not absolute", path);
-			free(reqs);
-			return -EINVAL;
-		}
-		if (fk_parse_size(size, &reqs[i].len)) {
-			fk_usage_error(PROG, "invalid size '%s'", size);
-			free(reqs);
-			return -EINVAL;
-		}
-		reqs[i].path = path;
+		if ((err = fk_cli_size(PROG, "size", size, &reqs[i].len)))
+			break;
+		if ((err = fk_cli_path(PROG, argv[optind], path, &norm)))
+			break;
+		reqs[i].path = norm;
+	}
+	if (err) {
+		free_pairs(reqs, count);
+		return err;
 	}
 	*out = reqs;
 	*n = count;
@@ -264,15 +314,67 @@ static void pick_time(struct fk_prealloc_opts *o)
 	o->now = (int64_t)time(NULL);
 }
 
+static double seconds_since(const struct timespec *t0);
+
+/* "1.5 GiB": sizes on the progress line, as people read them. */
+static void human(uint64_t len, char *out, size_t out_len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)len;
+	unsigned u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, out_len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static void clear_progress(struct meter *m)
+{
+	if (m->shown)
+		fputs("\r\033[K", stderr);
+	m->shown = 0;
+}
+
+/*
+ * Called after each chunk of zeroing (FK_ZERO_CHUNK bytes at most).  On a
+ * terminal, one line redrawn at most ten times a second and cleared at the
+ * end, as fatcheck does; with --progress elsewhere, a line per tenth.
+ */
 static void show_progress(void *arg, uint64_t done, uint64_t total)
 {
-	(void)arg;
-	if (total < PROGRESS_MIN)
+	struct meter *m = arg;
+	double t = seconds_since(&m->t0), rate = t > 0 ? (double)done / t : 0;
+	unsigned pct = total ? (unsigned)(done * 100 / total) : 100;
+	char d[16], all[16], r[16], left[24] = "";
+
+	if (total < PROGRESS_MIN && !m->is_forced)
 		return;
-	fprintf(stderr, "\r" PROG ": zeroing %3u%%",
-		(unsigned)(total ? done * 100 / total : 100));
-	if (done == total)
-		fputc('\n', stderr);
+	if (!m->is_tty) {
+		if (pct / 10 > m->tenth || done == total) {
+			m->tenth = pct / 10;
+			fprintf(stderr, PROG ": zeroing %u%%\n", pct);
+		}
+		return;
+	}
+	if (done == total) {
+		clear_progress(m);
+		return;
+	}
+	if (m->shown && t - m->last < 0.1)
+		return;
+	m->last = t;
+	m->shown = 1;
+	human(done, d, sizeof(d));
+	human(total, all, sizeof(all));
+	human((uint64_t)rate, r, sizeof(r));
+	if (rate > 0)
+		snprintf(left, sizeof(left), ", %.0f s left",
+			 (double)(total - done) / rate + 0.5);
+	fprintf(stderr, "\r" PROG ": zeroing %s of %s (%u%%), %s/s%s\033[K", d,
+		all, pct, r, left);
+	fflush(stderr);
 }
 
 static double seconds_since(const struct timespec *t0)
@@ -391,6 +493,68 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 	}
 }
 
+/*
+ * The directories -p will create for @reqs: each missing parent, once,
+ * in the order the run creates them.  Found by lookups before the run,
+ * so that --dry-run can name them.  Returns how many, or -errno.
+ */
+static int missing_parents(struct fk_volume *vol,
+			   const struct fk_prealloc_req *reqs, size_t n,
+			   char ***out)
+{
+	char **dirs = NULL, *p, *slash;
+	size_t i, k, ndirs = 0;
+	struct fk_dirent ent;
+
+	for (i = 0; i < n; i++) {
+		if (!(p = strdup(reqs[i].path)))
+			goto out_nomem;
+		for (slash = strchr(p + 1, '/'); slash && slash[1];
+		     slash = strchr(slash + 1, '/')) {
+			char **grown;
+			int is_known = 0;
+
+			*slash = '\0';
+			for (k = 0; k < ndirs && !is_known; k++)
+				is_known = fk_name_equal(dirs[k], p);
+			if (!is_known &&
+			    fk_dir_lookup(vol, p, &ent, NULL) == -ENOENT) {
+				grown = realloc(dirs,
+						(ndirs + 1) * sizeof(*dirs));
+				if (!grown || !(grown[ndirs] = strdup(p))) {
+					dirs = grown ? grown : dirs;
+					free(p);
+					goto out_nomem;
+				}
+				dirs = grown;
+				ndirs++;
+			}
+			*slash = '/';
+		}
+		free(p);
+	}
+	*out = dirs;
+	return (int)ndirs;
+out_nomem:
+	for (k = 0; k < ndirs; k++)
+		free(dirs[k]);
+	free(dirs);
+	return -ENOMEM;
+}
+
+/* -v and --dry-run: the directories -p creates, then the files. */
+static void print_plan(const struct pa_opts *o,
+		       const struct fk_prealloc_result *res, char **dirs,
+		       int ndirs)
+{
+	int i;
+
+	for (i = 0; i < ndirs; i++)
+		printf("%s directory %s\n",
+		       o->core.dry_run ? "would create" : "created", dirs[i]);
+	print_verbose(stdout, res, o->core.dry_run);
+}
+
 int main(int argc, char **argv)
 {
 	struct fk_prealloc_result res;
@@ -398,58 +562,78 @@ int main(int argc, char **argv)
 	struct fk_diag diag = {{0}, {0}};
 	struct fk_volume_opts vo;
 	struct fk_volume *vol;
-	struct timespec t0;
+	struct meter meter;
 	struct pa_opts o;
-	char *image = NULL;
-	int err, status = FK_EXIT_OK;
-	size_t n;
+	char *image = NULL, **dirs = NULL;
+	int err, ndirs = 0, status = FK_EXIT_OK;
+	size_t n = 0;
 
 	memset(&vo, 0, sizeof(vo));
 	memset(&o, 0, sizeof(o));
+	memset(&meter, 0, sizeof(meter));
 	o.core.sync = FK_SYNC_END;
+	o.progress = -1;
 	vo.batch_len = 4u << 20;
 	if ((err = parse_args(argc, argv, &o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
-	if (parse_pairs(argc, argv, &reqs, &n) ||
-	    fk_cli_image(PROG, argv[optind], &vo.dev, &image)) {
-		free(reqs);
+	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
 		return FK_EXIT_USAGE;
+	if ((err = parse_pairs(argc, argv, &reqs, &n))) {
+		free(image);
+		/* a name FAT refuses is refused as mkdir(1) refuses it */
+		return err == -EILSEQ || err == -ENOMEM ? FK_EXIT_FAIL
+							: FK_EXIT_USAGE;
 	}
 	pick_time(&o.core);
 	o.core.image = argv[optind];
-	if (isatty(STDERR_FILENO) && !o.is_json)
+	meter.is_tty = isatty(STDERR_FILENO);
+	meter.is_forced = o.progress == 1;
+	if (o.progress < 0 ? meter.is_tty : o.progress) {
 		o.core.progress = show_progress;
+		o.core.progress_arg = &meter;
+	}
 	vo.dev.is_writer = !o.core.dry_run;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_MONOTONIC, &meter.t0);
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
-		fk_report(PROG, &diag, err);
+		fk_report_in(PROG, argv[optind], &diag, err);
 		status = FK_EXIT_FAIL;
 		goto out_free;
+	}
+	if (o.core.parents && !o.is_json && (o.is_verbose || o.core.dry_run) &&
+	    (ndirs = missing_parents(vol, reqs, n, &dirs)) < 0) {
+		fk_report(PROG, NULL, ndirs);
+		status = FK_EXIT_FAIL;
+		goto out_close;
 	}
 	if (!o.core.dry_run) {
 		o.core.stop = &caught;
 		fk_cli_catch_signals(on_signal);
 	}
 	err = fk_prealloc(vol, reqs, n, &o.core, &res, &diag);
+	clear_progress(&meter);
 	if (err) {
-		fk_report(PROG, &diag, err);
+		fk_report_in(PROG, argv[optind], &diag, err);
 		status = err == -EINTR && caught ? fk_exit_signal(caught)
 						 : FK_EXIT_FAIL;
 	} else if (o.is_json) {
-		print_json(vol, &res, seconds_since(&t0), o.core.dry_run);
+		print_json(vol, &res, seconds_since(&meter.t0), o.core.dry_run);
 	} else {
 		if (o.is_verbose || o.core.dry_run)
-			print_verbose(stdout, &res, o.core.dry_run);
+			print_plan(&o, &res, dirs, ndirs);
 		if (o.show_stats)
-			print_stats(vol, &res, seconds_since(&t0));
+			print_stats(vol, &res, seconds_since(&meter.t0));
 	}
 	/* A signal after the core's last look: the run is done anyway. */
 	if (!err && caught)
 		status = fk_exit_signal(caught);
 	fk_prealloc_result_free(&res);
+	while (ndirs > 0)
+		free(dirs[--ndirs]);
+	free(dirs);
+out_close:
 	fk_volume_close(vol);
 out_free:
-	free(reqs);
+	free_pairs(reqs, n);
 	free(image);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));

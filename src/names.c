@@ -250,22 +250,61 @@ static int is_long_illegal(uint16_t c)
 	return c < 0x20 || (c < 0x80 && strchr("\"*/:<>?\\|", c));
 }
 
-int fk_name_check(const char *name)
+/*
+ * The one home of the long-name rules: fk_name_check() and
+ * fk_name_explain() both ask this.  @why (may be NULL) gets the rule.
+ */
+static int check_name(const char *name, char *why, size_t len)
 {
 	uint16_t u[FK_LFN_MAX + 1];
 	size_t n, i;
 	int err;
 
-	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		if (why)
+			snprintf(why, len, "'%s' cannot be a FAT name", name);
 		return -EINVAL;
-	if ((err = fk_utf8_to_utf16(name, u, FK_LFN_MAX, &n)))
+	}
+	if ((err = fk_utf8_to_utf16(name, u, FK_LFN_MAX, &n))) {
+		if (why)
+			snprintf(why, len, "%s",
+				 err == -EILSEQ
+					 ? "FAT names must be valid UTF-8"
+					 : "FAT names are at most 255 UTF-16 "
+					   "units long");
 		return err == -EILSEQ ? -EINVAL : err;
-	for (i = 0; i < n; i++)
-		if (is_long_illegal(u[i]))
-			return -EINVAL;
-	if (u[n - 1] == '.' || u[n - 1] == ' ')
+	}
+	for (i = 0; i < n; i++) {
+		if (!is_long_illegal(u[i]))
+			continue;
+		if (why && u[i] < 0x20)
+			snprintf(why, len,
+				 "control characters (here 0x%02x) are not "
+				 "allowed in FAT names",
+				 u[i]);
+		else if (why)
+			snprintf(why, len, "'%c' is not allowed in FAT names",
+				 (char)u[i]);
 		return -EINVAL;
+	}
+	/* Windows strips them, so such a name could never be opened. */
+	if (u[n - 1] == '.' || u[n - 1] == ' ') {
+		if (why)
+			snprintf(why, len, "FAT names cannot end with a %s",
+				 u[n - 1] == '.' ? "dot" : "space");
+		return -EINVAL;
+	}
 	return 0;
+}
+
+int fk_name_check(const char *name)
+{
+	return check_name(name, NULL, 0);
+}
+
+int fk_name_explain(const char *name, char *why, size_t len)
+{
+	return check_name(name, why, len);
 }
 
 /* Characters a short name may hold besides A-Z and 0-9 (FAT spec). */

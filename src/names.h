@@ -60,6 +60,12 @@ uint16_t fk_upcase(uint16_t c);
 int fk_name_check(const char *name);
 
 /*
+ * As fk_name_check(), and on a refusal write the rule it breaks to @why
+ * (@len bytes), as a phrase such as "':' is not allowed in FAT names".
+ */
+int fk_name_explain(const char *name, char *why, size_t len);
+
+/*
  * Is every byte of an on-disk short name legal (uppercase 8.3 set, no
  * control characters or lower case, no space before a non-space)?
  */

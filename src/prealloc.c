@@ -1,8 +1,8 @@
 /*
  * prealloc.c: resolve, plan, then commit.  Planning touches memory only
- * (the free bitmap and directory plans); commit writes in the documented order
- * so that a crash at any point leaves at worst lost clusters or a stale
- * FSInfo hint:
+ * (the free bitmap and directory plans); commit writes in the order
+ * fatprealloc(1) documents so that a crash at any point leaves at worst lost
+ * clusters or a stale FSInfo hint:
  *   1. new chains (files, new directories, directory growth), every FAT
  *      copy, unreachable from anything; zeros and fresh directory blocks;
  *   2. links from old chain ends to the new chains;
@@ -252,9 +252,9 @@ static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
 		return fk_chain_error(&info, diag);
 	if ((uint64_t)info.nclus * op->vol->g.clus_len < fp->ent.size) {
 		fk_diag_set(diag, NULL,
-			    "cluster chain (%u clusters) is shorter than the "
+			    "cluster chain (%u cluster%s) is shorter than the "
 			    "file size",
-			    info.nclus);
+			    info.nclus, info.nclus == 1 ? "" : "s");
 		return FK_ECORRUPT;
 	}
 	return 0;
@@ -358,8 +358,9 @@ static int plan_clusters(struct op *op, struct fk_diag *diag)
 		total += need_of(op, &op->files[i]);
 		if (total > fk_alloc_nfree(op->alloc)) {
 			fk_diag_detail(diag, op->files[i].path,
-				       "need %llu clusters, %u free",
+				       "need %llu cluster%s, %u free",
 				       (unsigned long long)total,
+				       total == 1 ? "" : "s",
 				       fk_alloc_nfree(op->alloc));
 			return -ENOSPC;
 		}
@@ -408,20 +409,22 @@ static int zero_file_range(struct op *op, const struct file_plan *fp,
 		uint64_t lo = from > at ? from : at;
 		uint64_t hi = to < at + len ? to : at + len;
 
-		/* In steps, so that a signal is heard during a long run. */
+		/* Bounded chunks: a slow card shows progress within each
+		 * run instead of one BLKZEROOUT for the whole of it, and a
+		 * signal is heard between them. */
 		while (lo < hi) {
-			uint64_t step =
-				hi - lo < FK_ZERO_STEP ? hi - lo : FK_ZERO_STEP;
+			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
+							     : FK_ZERO_CHUNK;
 
 			if (is_stopping(op))
 				return -EINTR;
 			err = fk_device_zero(
 				op->vol->dev,
-				fk_clus_off(g, r->first) + (lo - at), step);
+				fk_clus_off(g, r->first) + (lo - at), n);
 			if (err)
 				return err;
-			lo += step;
-			*done += step;
+			lo += n;
+			*done += n;
 			if (op->o->progress)
 				op->o->progress(op->o->progress_arg, *done,
 						total);

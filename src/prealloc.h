@@ -18,8 +18,10 @@
 struct fk_diag;
 struct fk_volume;
 
-#define FK_FILE_MAX  0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
-#define FK_ZERO_STEP (64ull << 20) /* bytes zeroed between stop checks */
+#define FK_FILE_MAX 0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
+#define FK_ZERO_CHUNK                                                          \
+	(64ull << 20) /* bytes zeroed between progress calls
+				      and stop checks */
 
 struct fk_prealloc_req {
 	const char *path; /* absolute path in the volume */
@@ -45,7 +47,8 @@ struct fk_prealloc_opts {
 	const char *image; /* IMAGE as the user named it, for hints; NULL:
 			      the device path */
 	int now_is_utc;	   /* @now came from SOURCE_DATE_EPOCH */
-	/* Called as zeroing proceeds (may be NULL): bytes done of total. */
+	/* Called after each chunk of zeroing (may be NULL): bytes done of
+	 * total; at most FK_ZERO_CHUNK bytes apart. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 	/* Nonzero once a signal asks the run to stop (may be NULL); set by
@@ -87,7 +90,7 @@ struct fk_prealloc_result {
  * fk_prealloc_result_free().
  *
  * -EINTR: *@opts->stop was set.  The run stops at the next safe point:
- * between chains and between zeroing steps of at most FK_ZERO_STEP bytes.
+ * between chains and between zeroing chunks of at most FK_ZERO_CHUNK bytes.
  * Before the commit point (the first link or directory-entry write)
  * every cluster the run took is freed again in every FAT copy, so the
  * FAT, the directories and FSInfo are as they were (only clusters that

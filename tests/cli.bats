@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# cli.bats: the contract every program shares (fatkit(7): what is
-# common to all programs): help, version, usage errors and their exit codes, sizes in
+# cli.bats: the contract every program shares (fatkit(7), "Common to all
+# programs"): help, version, usage errors and their exit codes, sizes in
 # IMAGE@@OFFSET, a missing image, partitions, and the image lock.  Each
 # test runs for whichever of fatls, fatprealloc and fatcheck are built.
 
@@ -33,7 +33,7 @@ teardown()
 	fi
 }
 
-# Exit codes: fatcheck follows fsck, the others 0/1/2.
+# Exit codes: fatcheck follows fsck, the others 0/1/2 (fatkit(7)).
 fail_code()
 {
 	[[ $1 == fatcheck ]] && echo 8 || echo 1
@@ -143,16 +143,17 @@ make_version()
 		fi
 		# 1MB is 1000000 bytes (util-linux): no volume there, one line.
 		code=$(fail_code "$p")
-		for spec in 1MB 1000000 1000KB 1G 1T 1GB; do
+		# A fraction with a suffix is a size too: 1.5M is 1572864.
+		for spec in 1MB 1000000 1000KB 1G 1T 1GB 1.5M; do
 			args_for "$p" "disk@@$spec"
 			run "-$code" --separate-stderr "$p" "${ARGS[@]}"
 			[ "${#stderr_lines[@]}" -eq 1 ]
 			[[ $stderr == "$p: disk"* ]]
 		done
-		# Garbage, negative, fractional or overflowing offsets are
+		# Garbage, negative, bare-fraction or overflowing offsets are
 		# usage errors.
 		code=$(usage_code "$p")
-		for spec in 1X '' -1 1.5M 0x100 ' 1M' 1M2 M 1MiBB 99999999999999999999 \
+		for spec in 1X '' -1 1.5 .5M 0x100 ' 1M' 1M2 M 1MiBB 99999999999999999999 \
 			16777216T 18446744073709551616; do
 			args_for "$p" "disk@@$spec"
 			run "-$code" --separate-stderr "$p" "${ARGS[@]}"
@@ -242,7 +243,8 @@ release_lock()
 		args_for "$p" img
 		start=$SECONDS
 		run "-$code" --separate-stderr timeout 10 "$p" "${ARGS[@]}"
-		[ "$stderr" = "$p: img: image is in use" ]
+		# /proc/locks names the holder: flock(1) itself.
+		[ "$stderr" = "$p: img: image is in use by process $HOLDER (flock)" ]
 		[ -z "$output" ]
 		# At once: no waiting for the lock (a wait would last until
 		# release_lock, so timeout would end it with 124).
@@ -279,7 +281,7 @@ release_lock()
 			# shellcheck disable=SC2086
 			args_for "$p" $spec
 			run "-$code" --separate-stderr timeout 10 "$p" "${ARGS[@]}"
-			[ "$stderr" = "$p: disk: image is in use" ]
+			[ "$stderr" = "$p: disk: image is in use by process $HOLDER (flock)" ]
 		done
 	done
 	release_lock

@@ -264,15 +264,15 @@ EOF
 		# fsck.fat, our judge, sees the same damage.
 		run -1 fsck.fat -n img
 		assert_output --partial 'Circular cluster chain'
-		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l img /README.TXT
-		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" --chain img /README.TXT
-		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" --json img /README.TXT
+		hostile "fatls: img:/README.TXT: cluster chain loops: cluster $first links back to $first" -l img /README.TXT
+		hostile "fatls: img:/README.TXT: cluster chain loops: cluster $first links back to $first" --chain img /README.TXT
+		hostile "fatls: img:/README.TXT: cluster chain loops: cluster $first links back to $first" --json img /README.TXT
 		# In a listing, the other entries are still shown.
-		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l img /
+		hostile "fatls: img:/README.TXT: cluster chain loops: cluster $first links back to $first" -l img /
 		assert_line --partial 'A long file name for testing.txt'
 		assert_line --partial '日本語.txt'
 		refute_line --partial 'README.TXT'
-		hostile "fatls: /README.TXT: cluster chain loops: cluster $first links back to $first" -l -R img
+		hostile "fatls: img:/README.TXT: cluster chain loops: cluster $first links back to $first" -l -R img
 		assert_line --partial /DATA/rand-100000.bin
 		# Names need no chain: the plain listing is sound.
 		run -0 --separate-stderr fatls img /
@@ -288,7 +288,7 @@ EOF
 	run -0 "$FK_PYTHON" "$FATPOKE" chain img "$first"
 	[ "$output" = "runs=$first-$last end=eoc" ]
 	"$FK_PYTHON" "$FATPOKE" set img "$last" "$first"
-	hostile "fatls: /DATA/rand-100000.bin: cluster chain loops: cluster $last links back to $first" --chain img /DATA
+	hostile "fatls: img:/DATA/rand-100000.bin: cluster chain loops: cluster $last links back to $first" --chain img /DATA
 	[ "${#lines[@]}" -eq 6 ]
 }
 
@@ -298,15 +298,15 @@ EOF
 		small img "$t"
 		first=$(first_clus img /DATA/rand-4096.bin)
 		"$FK_PYTHON" "$FATPOKE" set img "$first" $((nclus + 2))
-		hostile "fatls: /DATA/rand-4096.bin: cluster chain links to out-of-range cluster $((nclus + 2)) after $first" -l img /DATA/rand-4096.bin
+		hostile "fatls: img:/DATA/rand-4096.bin: cluster chain links to out-of-range cluster $((nclus + 2)) after $first" -l img /DATA/rand-4096.bin
 		"$FK_PYTHON" "$FATPOKE" set img "$first" 0
-		hostile "fatls: /DATA/rand-4096.bin: cluster chain links to a free cluster after $first" --chain img /DATA/rand-4096.bin
+		hostile "fatls: img:/DATA/rand-4096.bin: cluster chain links to a free cluster after $first" --chain img /DATA/rand-4096.bin
 		case $t in
 		fat12) "$FK_PYTHON" "$FATPOKE" set img "$first" 0xff7 ;;
 		fat16) "$FK_PYTHON" "$FATPOKE" set img "$first" 0xfff7 ;;
 		fat32) "$FK_PYTHON" "$FATPOKE" set img "$first" 0x0ffffff7 ;;
 		esac
-		hostile "fatls: /DATA/rand-4096.bin: cluster chain links to a bad cluster after $first" --json img /DATA/rand-4096.bin
+		hostile "fatls: img:/DATA/rand-4096.bin: cluster chain links to a bad cluster after $first" --json img /DATA/rand-4096.bin
 	done
 }
 
@@ -317,11 +317,11 @@ EOF
 		off=$("$FK_PYTHON" "$FATPOKE" slot img 'README  TXT')
 		# DIR_FstClusLO (bytes 26..27): past the last cluster.
 		set_first img "$off" $((nclus + 5))
-		hostile "fatls: /README.TXT: first cluster $((nclus + 5)) is out of range" -l img /README.TXT
+		hostile "fatls: img:/README.TXT: first cluster $((nclus + 5)) is out of range" -l img /README.TXT
 		# A subdirectory pointing past the end.
 		off=$("$FK_PYTHON" "$FATPOKE" slot img 'DATA       ')
 		set_first img "$off" $((nclus + 7))
-		hostile "fatls: /DATA: first cluster $((nclus + 7)) is out of range" img /DATA
+		hostile "fatls: img:/DATA: first cluster $((nclus + 7)) is out of range" img /DATA
 		# -R reports it and lists the rest; two bad entries, two lines.
 		run --separate-stderr timeout 20 fatls -l -R img
 		[ "$status" -eq 1 ]
@@ -354,15 +354,15 @@ loop_dir()
 	loop_dir img 254
 	run -1 fsck.fat -n img
 	assert_output --partial 'Circular cluster chain'
-	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -R img
+	hostile "fatls: img:/LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -R img
 	# The rest of the tree is listed, /LOOP's entries never.
 	assert_line /LOOP
 	assert_line /deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt
 	refute_line --partial /LOOP/
-	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" img /LOOP
+	hostile "fatls: img:/LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" img /LOOP
 	[ -z "$output" ]
-	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -l img /LOOP
-	hostile "fatls: /LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" --json img /LOOP
+	hostile "fatls: img:/LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" -l img /LOOP
+	hostile "fatls: img:/LOOP: cluster chain loops: cluster $loop_last links back to $loop_first" --json img /LOOP
 	# Looking a name up in it ends too.
 	run --separate-stderr timeout 20 fatls img /LOOP/nothere.txt
 	[ "$status" -eq 1 ]
@@ -374,10 +374,10 @@ loop_dir()
 	small img fat32
 	root=$(fatls --info img | sed -n 's/^root cluster: //p')
 	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
-	hostile "fatls: /: cluster chain loops: cluster $root links back to $root" img
-	hostile "fatls: /: cluster chain loops: cluster $root links back to $root" -R img
+	hostile "fatls: img:/: cluster chain loops: cluster $root links back to $root" img
+	hostile "fatls: img:/: cluster chain loops: cluster $root links back to $root" -R img
 	"$FK_PYTHON" "$FATPOKE" set img "$root" 0
-	hostile "fatls: /: cluster chain links to a free cluster after $root" -l img /
+	hostile "fatls: img:/: cluster chain links to a free cluster after $root" -l img /
 }
 
 @test "corrupt: a directory that contains its own ancestor: fatls -R ends with one error" {
@@ -387,7 +387,7 @@ loop_dir()
 		top=$(first_clus img /deep1)
 		off=$("$FK_PYTHON" "$FATPOKE" slot img 'DEEP6      ')
 		set_first img "$off" "$top"
-		hostile "fatls: /deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $top is listed already)" -R img
+		hostile "fatls: img:/deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $top is listed already)" -R img
 		assert_line /deep1/deep2/deep3/deep4/deep5/deep6
 		assert_line /README.TXT
 		# Without -R nothing recurses: deep6 lists deep1's entries.
@@ -412,8 +412,8 @@ loop_dir()
 		run --separate-stderr timeout 20 fatls -R img
 		[ "$status" -eq 1 ]
 		[ "${#stderr_lines[@]}" -eq 2 ]
-		[[ ${stderr_lines[0]} == "fatls: /deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $d4 is listed already)" ]]
-		[[ ${stderr_lines[1]} == "fatls: /deep1/deep2/deep3/deep4/deep5/other: directory loop (cluster $d4 is listed already)" ]]
+		[[ ${stderr_lines[0]} == "fatls: img:/deep1/deep2/deep3/deep4/deep5/deep6: directory loop (cluster $d4 is listed already)" ]]
+		[[ ${stderr_lines[1]} == "fatls: img:/deep1/deep2/deep3/deep4/deep5/other: directory loop (cluster $d4 is listed already)" ]]
 		[ "${#lines[@]}" -lt 40 ]
 		# A subdirectory whose first cluster is 0 means the root (as
 		# ".." does); as a plain entry it is a loop back to /.
@@ -422,7 +422,7 @@ loop_dir()
 		run --separate-stderr timeout 20 fatls -R img
 		[ "$status" -eq 1 ]
 		[ "${#stderr_lines[@]}" -eq 1 ]
-		[[ $stderr == "fatls: /deep1: directory loop (cluster "*" is listed already)" ]]
+		[[ $stderr == "fatls: img:/deep1: directory loop (cluster "*" is listed already)" ]]
 	done
 }
 

@@ -121,7 +121,7 @@ defined_opts()
 
 check_lint()
 {
-	local f=$ROOT/man/$1.1
+	local f=$ROOT/man/$1.${2:-1}
 	command -v mandoc >/dev/null ||
 		{ echo "mandoc is not installed (tests/helpers/deps.sh)" >&2; return 1; }
 	run -0 mandoc -Tlint -W warning "$f"
@@ -131,7 +131,7 @@ check_lint()
 check_groff()
 {
 	command -v groff >/dev/null || skip "groff is not installed"
-	run -0 groff -man -ww -z "$ROOT/man/$1.1"
+	run -0 groff -man -ww -z "$ROOT/man/$1.${2:-1}"
 	[ -z "$output" ] || { echo "$output" >&2; return 1; }
 }
 
@@ -270,6 +270,64 @@ check_same_opts()
 
 @test "fatcheck: man page and completions list the same options" {
 	check_same_opts fatcheck
+}
+
+# ---- fatkit.7 and the repository as a whole -----------------------------
+
+@test "fatkit.7: mandoc -Tlint -W warning is silent" {
+	check_lint fatkit 7
+}
+
+@test "fatkit.7: groff -man -ww is silent" {
+	check_groff fatkit 7
+}
+
+@test "fatkit.7: covers the programs, IMAGE syntax, sizes, exit codes, locks, JSON, progress, signals and an example" {
+	local text
+	text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\[&%]//g' \
+		"$ROOT/man/fatkit.7" | tr '\n' ' ')
+	for want in "fatprealloc (1)" "fatls (1)" "fatcheck (1)" "@@" "-P" \
+		"1.5G" "130" "143" "129" "image is in use" "mtools does not take this lock" \
+		"--json" "--progress" "--no-progress" ".SH EXAMPLES" "sfdisk"; do
+		[[ $text == *"$want"* ]] || { echo "fatkit.7 lacks: $want" >&2; return 1; }
+	done
+}
+
+@test "docs: every man page says that mtools does not honour the lock" {
+	local f text
+	for f in fatls.1 fatprealloc.1 fatcheck.1 fatkit.7; do
+		text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' "$ROOT/man/$f" | tr '\n' ' ')
+		[[ $text == *"mtools does not"* ]] || { echo "$f: no mtools lock note" >&2; return 1; }
+	done
+}
+
+@test "docs: the repository stands alone: no file points outside it" {
+	run -1 git -C "$ROOT" grep -nE 'CLI\.md|STYLE\.md|\.\./shared|shared notes' -- . ':!tests/docs.bats'
+	[ -z "$output" ]
+}
+
+@test "docs: make install installs fatkit.7 beside the section 1 pages" {
+	[ -x "$FATKIT_BUILD/fatls" ] || skip "not built yet"
+	run -0 make -C "$ROOT" -s install DESTDIR="$BATS_TEST_TMPDIR/dest" \
+		PREFIX=/usr BUILD="$FATKIT_BUILD"
+	[ -f "$BATS_TEST_TMPDIR/dest/usr/share/man/man7/fatkit.7" ]
+	[ -f "$BATS_TEST_TMPDIR/dest/usr/share/man/man1/fatls.1" ]
+}
+
+@test "deps.sh: demo asks for build tools and oracles only; check adds the test tools" {
+	local demo check
+	demo=$(sed -n '/^demo_pkgs=(/,/^)/p' "$ROOT/tests/helpers/deps.sh" | grep -v '^[[:space:]]*#')
+	check=$(sed -n '/^check_pkgs=(/,/^)/p' "$ROOT/tests/helpers/deps.sh" | grep -v '^[[:space:]]*#')
+	for p in gcc make libblkid-dev dosfstools mtools; do
+		[[ $demo == *" $p"* || $demo == *"	$p"* ]] || { echo "demo lacks $p" >&2; return 1; }
+	done
+	for p in bats clang strace zsh mandoc; do
+		[[ $demo != *"$p"* ]] || { echo "demo has test tool $p" >&2; return 1; }
+		[[ $check == *"$p"* ]] || { echo "check lacks $p" >&2; return 1; }
+	done
+	grep -q '^demo: deps-demo ' "$ROOT/Makefile"
+	grep -q '^check: deps-check' "$ROOT/Makefile"
+	run -2 "$ROOT/tests/helpers/deps.sh" nonsense
 }
 
 # ---- completion scripts --------------------------------------------------

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# fatcheck.bats: fatcheck held to its issue and its man page.  The damage
+# fatcheck.bats: fatcheck held to its issue and to its man page.  The damage
 # comes from helpers/corrupt.py, which shares no code with fatkit; the
 # judges are fsck.fat -n (dosfstools 4.2), mtools and sha256sum.
 #
@@ -752,7 +752,7 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 	HOLDER=$!
 	sleep 0.3
 	run -8 --separate-stderr timeout 10 fatcheck -r img
-	[[ $stderr == "fatcheck: img: image is in use" ]]
+	[[ $stderr == "fatcheck: img: image is in use by process $HOLDER (flock)" ]]
 	run -8 --separate-stderr timeout 10 fatcheck img
 }
 
@@ -938,7 +938,7 @@ time.sleep(30)' "$LOOPDEV" &
 		use $t
 		damage endless-dir /EMPTYDIR
 		run -8 --separate-stderr timeout 20 fatcheck img
-		[ "$stderr" = "fatcheck: /EMPTYDIR: directory has more than 65536 entries (a looping chain?)" ]
+		[ "$stderr" = "fatcheck: img:/EMPTYDIR: directory has more than 65536 entries (a looping chain?)" ]
 		[ -z "$output" ]
 		# --json still writes one whole document, saying why
 		run -8 --separate-stderr timeout 20 fatcheck --json img
@@ -951,7 +951,7 @@ assert d["error"].startswith("directory has more than 65536 entries")
 		use $t
 		damage nest /EMPTYDIR 300
 		run -8 --separate-stderr timeout 20 fatcheck -r img
-		[[ $stderr == "fatcheck: /EMPTYDIR/D/D/"*": directories nest deeper than 256 levels" ]]
+		[[ $stderr == "fatcheck: img:/EMPTYDIR/D/D/"*": directories nest deeper than 256 levels" ]]
 		[ -z "$output" ]
 	done
 }

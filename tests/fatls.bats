@@ -529,7 +529,7 @@ assert doc["entries"][0]["path"] == "/DATA/rand-100000.bin"
 @test "fatls --json: still one JSON document when a PATH fails" {
 	img=$(fixture 12 512 512 2)
 	run -1 --separate-stderr fatls --json "$img" /nope /README.TXT
-	[ "$stderr" = "fatls: /nope: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/nope: No such file or directory" ]
 	"$FK_PYTHON" -c '
 import json, sys
 doc = json.loads(sys.argv[1])
@@ -736,23 +736,23 @@ EOF
 	run -0 fatls -l img /alongf~1.txt
 	[[ $output == "----a         24 "* ]]
 	run -1 --separate-stderr fatls img "/A long file name for testing.txt"
-	[ "$stderr" = "fatls: /A long file name for testing.txt: No such file or directory" ]
+	[ "$stderr" = "fatls: img:/A long file name for testing.txt: No such file or directory" ]
 }
 
 @test "fatls: a missing PATH, a file used as a directory, a relative PATH" {
 	img=$(fixture 12 512 512 2)
 	run -1 --separate-stderr fatls "$img" /nope
-	[ "$stderr" = "fatls: /nope: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/nope: No such file or directory" ]
 	[ -z "$output" ]
 	run -1 --separate-stderr fatls "$img" /README.TXT/x
-	[ "$stderr" = "fatls: /README.TXT/x: Not a directory" ]
+	[ "$stderr" = "fatls: $img:/README.TXT/x: Not a directory" ]
 	run -1 --separate-stderr fatls "$img" /readme.txt2
-	[ "$stderr" = "fatls: /readme.txt2: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/readme.txt2: No such file or directory" ]
 	run -1 --separate-stderr fatls "$img" /DATA/nope.bin
-	[ "$stderr" = "fatls: /DATA/nope.bin: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/DATA/nope.bin: No such file or directory" ]
 	# Like ls, the other PATHs are still listed.
 	run -1 --separate-stderr fatls "$img" /nope /README.TXT
-	[ "$stderr" = "fatls: /nope: No such file or directory" ]
+	[ "$stderr" = "fatls: $img:/nope: No such file or directory" ]
 	[ "$output" = /README.TXT ]
 	run -2 --separate-stderr fatls "$img" README.TXT
 	[[ $stderr == "fatls: "*"README.TXT"* ]]
@@ -860,7 +860,7 @@ two_fat_disk()
 @test "fatls: two FAT partitions and no -P: an error that lists them" {
 	two_fat_disk disk
 	run -1 --separate-stderr fatls disk
-	[ "$stderr" = "fatls: disk: more than one FAT partition; choose one with -P (partitions: 1 (FAT), 2 (FAT))" ]
+	[ "$stderr" = "fatls: disk: an MBR partition table with more than one FAT partition; choose one with -P: 1 (FAT16) at 1 MiB, 2 (FAT12) at 16 MiB" ]
 	[ -z "$output" ]
 	run -0 fatls -P 1 disk
 	[ "$output" = one.txt ]
@@ -874,7 +874,7 @@ two_fat_disk()
 	data=$(fat_geometry disk@@16M | sed -n 's/^data_start_sec=//p')
 	[[ $output == "first=2 fragments=1 runs=2-2@$(((16 << 20) + data * 512))+"* ]]
 	run -1 --separate-stderr fatls -P 3 disk
-	[ "$stderr" = "fatls: disk: no partition 3 (partitions: 1 (FAT), 2 (FAT))" ]
+	[ "$stderr" = "fatls: disk: no partition 3 (partitions: 1 (FAT16) at 1 MiB, 2 (FAT12) at 16 MiB)" ]
 }
 
 @test "fatls: a partition table without a FAT partition is an error that lists it" {
@@ -882,7 +882,7 @@ two_fat_disk()
 	printf 'label: dos\nstart=2048, type=83\n' |
 		sfdisk -q --no-reread --no-tell-kernel disk
 	run -1 --separate-stderr fatls disk
-	[[ $stderr == "fatls: disk: "*"choose one with -P (partitions: 1)" ]]
+	[ "$stderr" = "fatls: disk: an MBR partition table with no FAT partition: 1 (no filesystem) at 1 MiB" ]
 	run -1 --separate-stderr fatls -P 1 disk
 	[[ $stderr == "fatls: disk: "* ]]
 	[ "${#stderr_lines[@]}" -eq 1 ]

@@ -48,7 +48,29 @@ static const struct size_row {
 	{"leading space", " 1", -EINVAL, 0},
 	{"trailing space", "1 ", -EINVAL, 0},
 	{"space before suffix", "1 M", -EINVAL, 0},
-	{"fraction 1.5M", "1.5M", -EINVAL, 0},
+	{"fraction 1.5M", "1.5M", 0, 3ull << 19},
+	{"fraction 1.5G", "1.5G", 0, 3ull << 29},
+	{"fraction 0.5K", "0.5K", 0, 512},
+	{"fraction 1.5KB", "1.5KB", 0, 1500},
+	{"fraction 2.25GiB", "2.25GiB", 0, 9ull << 28},
+	{"fraction rounds up 0.1K", "0.1K", 0, 103},
+	{"fraction rounds up 1.0001K", "1.0001K", 0, 1025},
+	{"fraction tiny rounds up to 1", "0.000000000000000001K", 0, 1},
+	{"fraction zero 0.0M", "0.0M", 0, 0},
+	{"fraction 3.999T", "3.999T", 0, 4396946999477ull},
+	{"fraction largest T", "16777215.5T", 0,
+	 16777215ull << 40 | 1ull << 39},
+	{"fraction just fits 16777215.99999999999T", "16777215.99999999999T", 0,
+	 UINT64_MAX - 9},
+	{"fraction rounds up past the top", "16777215.999999999999999999T",
+	 -ERANGE, 0},
+	{"fraction without a suffix", "1.5", -EINVAL, 0},
+	{"fraction without digits 1.M", "1.M", -EINVAL, 0},
+	{"fraction without integer .5M", ".5M", -EINVAL, 0},
+	{"fraction two dots", "1.5.5M", -EINVAL, 0},
+	{"fraction comma", "1,5M", -EINVAL, 0},
+	{"fraction 19 digits", "0.1234567890123456789M", -EINVAL, 0},
+	{"negative fraction", "-1.5M", -EINVAL, 0},
 	{"hex 0x10", "0x10", -EINVAL, 0},
 	{"suffix alone", "M", -EINVAL, 0},
 	{"double suffix", "1MM", -EINVAL, 0},
@@ -164,9 +186,53 @@ static void test_parse_partition(void)
 	   "fk_parse_partition: NULL argument");
 }
 
+/* Expected results worked out by hand, as `realpath -m` gives them. */
+static const struct path_row {
+	const char *edge;
+	const char *in;
+	int err;
+	const char *out;
+} path_rows[] = {
+	{"root", "/", 0, "/"},
+	{"plain", "/a/b.txt", 0, "/a/b.txt"},
+	{"repeated slashes", "//a///b", 0, "/a/b"},
+	{"trailing slash kept", "/a/b/", 0, "/a/b/"},
+	{"dot", "/a/./b", 0, "/a/b"},
+	{"dot-dot", "/a/../b", 0, "/b"},
+	{"dot-dot of the root is the root", "/..", 0, "/"},
+	{"dot-dot past the root", "/a/../../b", 0, "/b"},
+	{"trailing dot names a directory", "/a/.", 0, "/a/"},
+	{"trailing dot-dot names a directory", "/a/b/..", 0, "/a/"},
+	{"only dots", "/./../.", 0, "/"},
+	{"three dots is a name", "/.../x", 0, "/.../x"},
+	{"dot-prefixed name", "/.hidden", 0, "/.hidden"},
+	{"relative", "a/b", -EINVAL, NULL},
+	{"empty", "", -EINVAL, NULL},
+};
+
+static void test_path_normalise(void)
+{
+	char out[64];
+	size_t i;
+
+	for (i = 0; i < NROWS(path_rows); i++) {
+		const struct path_row *r = &path_rows[i];
+		int err;
+
+		strcpy(out, "untouched");
+		err = fk_path_normalise(r->in, out, sizeof(out));
+		OK(err == r->err && (r->err || !strcmp(out, r->out)),
+		   "fk_path_normalise: %s (\"%s\": err %d, \"%s\")", r->edge,
+		   r->in, err, out);
+	}
+	OK(fk_path_normalise("/abc", out, 4) == -ENAMETOOLONG,
+	   "fk_path_normalise: a short buffer is -ENAMETOOLONG");
+}
+
 void suite_cli(void)
 {
 	test_parse_size();
 	test_parse_image();
 	test_parse_partition();
+	test_path_normalise();
 }

@@ -407,9 +407,46 @@ static void test_name_check(void)
 		const struct check_row *r = &check_rows[i];
 		const char *s = r->n ? repeat(name, r->unit, r->n) : r->unit;
 		int err = fk_name_check(s);
+		char why[128] = "";
 
 		OK(err == r->err, "fk_name_check: %s (err %d, want %d)",
 		   r->edge, err, r->err);
+		/* The explaining form applies the same rules. */
+		OK(fk_name_explain(s, why, sizeof(why)) == r->err &&
+			   !why[0] == !r->err,
+		   "fk_name_explain agrees: %s (\"%s\")", r->edge, why);
+	}
+}
+
+static const struct explain_row {
+	const char *edge;
+	const char *name;
+	const char *why;
+} explain_rows[] = {
+	{"colon", "bad:name.txt", "':' is not allowed in FAT names"},
+	{"star", "a*b", "'*' is not allowed in FAT names"},
+	{"backslash", "a\\b", "'\\' is not allowed in FAT names"},
+	{"double quote", "a\"b", "'\"' is not allowed in FAT names"},
+	{"tab", "a\tb",
+	 "control characters (here 0x09) are not allowed in "
+	 "FAT names"},
+	{"trailing dot", "name.", "FAT names cannot end with a dot"},
+	{"trailing space", "name ", "FAT names cannot end with a space"},
+	{"dot-dot", "..", "'..' cannot be a FAT name"},
+	{"bad UTF-8", "\xff", "FAT names must be valid UTF-8"},
+};
+
+static void test_name_explain(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(explain_rows); i++) {
+		const struct explain_row *r = &explain_rows[i];
+		char why[128] = "";
+
+		fk_name_explain(r->name, why, sizeof(why));
+		OK(!strcmp(why, r->why), "fk_name_explain: %s (\"%s\")",
+		   r->edge, why);
 	}
 }
 
@@ -746,6 +783,7 @@ void suite_names(void)
 	test_upcase();
 	test_name_equal();
 	test_name_check();
+	test_name_explain();
 	test_short_fit();
 	test_short_alias();
 	test_alias_unique();
