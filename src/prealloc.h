@@ -19,9 +19,9 @@ struct fk_diag;
 struct fk_volume;
 
 #define FK_FILE_MAX 0xffffffffull /* FAT's limit: 4 GiB - 1 byte */
-#define FK_ZERO_CHUNK                                                          \
-	(64ull << 20) /* bytes zeroed between progress calls
-				      and stop checks */
+
+/* Bytes zeroed between progress calls and checks for a stop request. */
+#define FK_ZERO_CHUNK (64ull << 20)
 
 struct fk_prealloc_req {
 	const char *path; /* absolute path in the volume */
