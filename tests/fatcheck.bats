@@ -803,9 +803,9 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 	HOLDER=$!
 	sleep 0.3
 	run -8 --separate-stderr timeout 10 fatcheck -r -f img
-	[ "$stderr" = "fatcheck: img: image is in use" ]
+	[ "$stderr" = "fatcheck: img: image is in use by process $HOLDER (flock)" ]
 	run -8 --separate-stderr timeout 10 fatcheck -fy img
-	[ "$stderr" = "fatcheck: img: image is in use" ]
+	[ "$stderr" = "fatcheck: img: image is in use by process $HOLDER (flock)" ]
 	kill "$HOLDER" && wait "$HOLDER" 2>/dev/null || true
 	HOLDER=
 	# A block device another program holds exclusively (as a mount does).
