@@ -31,6 +31,7 @@ int main(void)
 	suite_bigmem();
 	suite_json();
 	suite_device();
+	suite_alloc();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

@@ -20,5 +20,6 @@ void suite_fat(void);
 void suite_bigmem(void);
 void suite_json(void);
 void suite_device(void);
+void suite_alloc(void);
 
 #endif
