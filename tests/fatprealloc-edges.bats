@@ -57,3 +57,34 @@ PY
 	run -0 --separate-stderr fatprealloc img /BIG/F0000005.DAT 1K
 	[[ $(mdir -i img ::BIG/F0000005.DAT) == *"F0000005 DAT      1024 "* ]]
 }
+
+@test "fatprealloc: a name that is not UTF-8 is refused, and the image is unchanged" {
+	mkimg fat16 16M img
+	populate img
+	before=$(img_sha img)
+	run -1 --separate-stderr fatprealloc img $'/bad\xffname.bin' 1K
+	[ "$stderr" = $'fatprealloc: /bad\xffname.bin: Invalid argument' ]
+	run -1 --separate-stderr fatprealloc -p img $'/DATA/d\xff/x.bin' 1K
+	[ "$stderr" = $'fatprealloc: /DATA/d\xff/x.bin: Invalid argument' ]
+	[ "$(img_sha img)" = "$before" ]
+}
+
+@test "fatprealloc: a write cut short by the file-size limit fails with EFBIG and links nothing" {
+	# RLIMIT_FSIZE (ulimit -f, in 512-byte blocks) cuts a write that
+	# crosses it short and refuses the rest: a short pwritev, then one
+	# that fails, in the middle of the first FAT copy's new chain.
+	mkimg fat16 64M img -s 4
+	populate img
+	run -1 --separate-stderr bash -c \
+		"trap '' XFSZ; ulimit -f 32; exec fatprealloc --no-zero img /big.bin 40M"
+	[ "$stderr" = "fatprealloc: img: File too large" ]
+	# The chain was not linked: no entry, every old file intact, at
+	# worst lost clusters, which one repair frees.
+	run -1 mdir -i img ::big.bin
+	check_sums img
+	run --separate-stderr fatcheck -r img
+	((status <= 1))
+	run -0 --separate-stderr fatcheck img
+	fsck_clean img
+	check_sums img
+}

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -36,15 +37,19 @@ static unsigned char pattern(uint64_t off)
 	return (unsigned char)(off * 7 + 1) | 1; /* never zero */
 }
 
-/* A sparse file of IMG_LEN with two data extents of patterned bytes. */
-static int tmpimg_make(struct tmpimg *t)
+/*
+ * A sparse file of IMG_LEN with two data extents of patterned bytes, in
+ * @dir (NULL: $TMPDIR or /tmp).
+ */
+static int tmpimg_make(struct tmpimg *t, const char *dir)
 {
 	static unsigned char buf[DATA_LEN];
-	const char *dir = getenv("TMPDIR");
 	uint64_t at[2] = {0, FAR_OFF};
 	int fd, i, err = 0;
 	size_t j;
 
+	if (!dir)
+		dir = getenv("TMPDIR");
 	snprintf(t->path, sizeof(t->path), "%s/fk-dev-XXXXXX",
 		 dir && *dir ? dir : "/tmp");
 	if ((fd = mkstemp(t->path)) < 0)
@@ -261,6 +266,40 @@ static void suite_writev(const struct tmpimg *t)
 	}
 }
 
+/*
+ * tmpfs has no FALLOC_FL_ZERO_RANGE: zeroing falls back to punching a
+ * hole (the size kept), still one call.  Skipped where /dev/shm is not
+ * tmpfs.
+ */
+static void suite_punch(void)
+{
+	struct tmpimg t;
+	struct statfs sfs;
+	struct fk_device *w = NULL;
+	struct fk_diag d;
+	struct stat st;
+	int err;
+
+	if (statfs("/dev/shm", &sfs) || sfs.f_type != 0x01021994) {
+		OK(1, "device: # SKIP /dev/shm is not tmpfs");
+		return;
+	}
+	if ((err = tmpimg_make(&t, "/dev/shm")) ||
+	    (err = open_dev(t.path, 1, &w, &d))) {
+		OK(0, "device: a tmpfs image (%d)", err);
+		return;
+	}
+	err = fk_device_zero(w, 1024, 4096);
+	OK(!err && fk_device_stats(w)->zero_calls == 1 &&
+		   bytes_are(&t, 0, 1024, 0) && bytes_are(&t, 1024, 4096, 1) &&
+		   bytes_are(&t, 5120, DATA_LEN - 5120, 0) &&
+		   !stat(t.path, &st) && st.st_size == IMG_LEN,
+	   "device: on tmpfs a punched hole zeroes exactly the range, size "
+	   "kept");
+	fk_device_close(w);
+	unlink(t.path);
+}
+
 #ifdef FK_FAULT_INJECTION
 /* FK_FAIL_WRITE=N fails write or zero call N (1-based) with EIO. */
 static void suite_fault(const struct tmpimg *t)
@@ -293,7 +332,7 @@ void suite_device(void)
 	struct tmpimg t;
 	int err;
 
-	if ((err = tmpimg_make(&t))) {
+	if ((err = tmpimg_make(&t, NULL))) {
 		OK(0, "device: make a temporary image (%d)", err);
 		return;
 	}
@@ -301,6 +340,7 @@ void suite_device(void)
 	suite_ranges(&t);
 	suite_holes(&t);
 	suite_writev(&t);
+	suite_punch();
 #ifdef FK_FAULT_INJECTION
 	suite_fault(&t);
 #endif
