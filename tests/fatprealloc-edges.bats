@@ -70,13 +70,15 @@ PY
 }
 
 @test "fatprealloc: a write cut short by the file-size limit fails with EFBIG and links nothing" {
-	# RLIMIT_FSIZE (ulimit -f, in 512-byte blocks) cuts a write that
-	# crosses it short and refuses the rest: a short pwritev, then one
-	# that fails, in the middle of the first FAT copy's new chain.
+	# RLIMIT_FSIZE cuts a write that crosses it short (here inside a FAT
+	# sector, 20000 bytes into the image) and refuses the rest: a short
+	# pwritev, then one that fails, in the first FAT copy's new chain.
+	# SIGXFSZ is ignored, so the write fails with EFBIG instead.
+	command -v prlimit >/dev/null || skip "prlimit is not installed"
 	mkimg fat16 64M img -s 4
 	populate img
 	run -1 --separate-stderr bash -c \
-		"trap '' XFSZ; ulimit -f 32; exec fatprealloc --no-zero img /big.bin 40M"
+		"trap '' XFSZ; exec prlimit --fsize=20000 fatprealloc --no-zero img /big.bin 40M"
 	[ "$stderr" = "fatprealloc: img: File too large" ]
 	# The chain was not linked: no entry, every old file intact, at
 	# worst lost clusters, which one repair frees.
