@@ -32,6 +32,7 @@ int main(void)
 	suite_json();
 	suite_device();
 	suite_alloc();
+	suite_cache_evict();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

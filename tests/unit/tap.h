@@ -21,5 +21,6 @@ void suite_bigmem(void);
 void suite_json(void);
 void suite_device(void);
 void suite_alloc(void);
+void suite_cache_evict(void);
 
 #endif
