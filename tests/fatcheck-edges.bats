@@ -138,3 +138,62 @@ repaired()
 	mv keep.sums img2.sums
 	check_sums img2
 }
+
+@test "fatcheck: '.' and '..' swapped in a subdirectory are errors fsck.fat sees too" {
+	mkimg fat16 16M img
+	mmd -i img ::SUB
+	off=$(slot_of img '.          ')
+	dd if=img bs=32 skip=$((off / 32)) count=1 status=none >dot
+	dd if=img bs=32 skip=$((off / 32 + 1)) count=1 status=none >dotdot
+	cat dotdot dot | dd of=img bs=32 seek=$((off / 32)) conv=notrunc status=none
+	before=$(img_sha img)
+	run -4 --separate-stderr fatcheck img
+	assert_line "error: /SUB: '..' entry in slot 0"
+	assert_line "error: /SUB: '.' entry in slot 1"
+	[ "$(img_sha img)" = "$before" ]
+	run fsck.fat -n img
+	((status != 0))
+}
+
+# first_free IMG: the lowest free cluster of the first FAT (fatimg.py).
+first_free()
+{
+	"$FK_PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import fatimg
+v = fatimg.Volume(sys.argv[2])
+e = list(v.entries(v.fat(0)))
+print(e.index(0) + 2 if 0 in e else "none")' "$FATKIT_HELPERS" "$1"
+}
+
+@test "fatcheck -r: a bad next-free hint is set to the lowest free cluster, one freed by the repair included" {
+	mkimg fat32 40M img
+	populate img
+	# Lose the three lowest free clusters, then break the hint.
+	c=$(first_free img)
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" set img "$c" $((c + 1))
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" set img $((c + 1)) $((c + 2))
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" set img $((c + 2)) 0x0fffffff
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img fsinfo-next
+	[ "$(first_free img)" -gt "$c" ]
+	repaired img
+	[ "$(fsinfo_next img)" = "$c" ]
+	[ "$(first_free img)" = "$c" ]
+	[ "$(fsinfo_free img)" = "$(count_free_clusters img)" ]
+	check_sums img
+}
+
+@test "fatcheck -r: on a full volume a bad next-free hint becomes 'unknown'" {
+	mkimg fat32 40M img
+	n=$(count_free_clusters img)
+	eval "$(fat_geometry img | grep -E '^(bytes_per_sec|sec_per_clus)=')"
+	fatprealloc --no-zero img /fill.bin $((n * bytes_per_sec * sec_per_clus))
+	[ "$(count_free_clusters img)" = 0 ]
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img fsinfo-next
+	run -0 --separate-stderr fatcheck -r img
+	assert_line --regexp '^warning: img: FSInfo next-free hint [0-9]+ is not a cluster of the volume .* \(fixed: FSInfo next-free hint set\)$'
+	[ "$(fsinfo_next img)" = 4294967295 ]
+	[ "$(fsinfo_free img)" = 0 ]
+	fsck_clean img
+}
