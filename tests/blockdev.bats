@@ -10,7 +10,7 @@ setup()
 {
 	common_setup
 	((EUID == 0)) || skip "needs root for losetup"
-	MNT= LOOPDEV=
+	MNT= LOOPDEV= LOOPDEV2=
 }
 
 teardown()
@@ -20,6 +20,9 @@ teardown()
 	fi
 	if [[ -n ${LOOPDEV:-} ]]; then
 		losetup -d "$LOOPDEV" 2>/dev/null || true
+	fi
+	if [[ -n ${LOOPDEV2:-} ]]; then
+		losetup -d "$LOOPDEV2" 2>/dev/null || true
 	fi
 }
 
@@ -116,4 +119,13 @@ reads_zeros()
 	# Readers are not writers: no refusal for being mounted.
 	run -1 --separate-stderr fatls ext
 	[ "$stderr" = "fatls: ext: not a FAT boot sector (jump byte 0x00)" ]
+	# An image on a loop device nobody mounted is written as usual,
+	# whatever other loop devices are mounted.
+	mkimg fat16 16M fat.img
+	LOOPDEV2=$(losetup -f --show fat.img)
+	run -0 --separate-stderr fatprealloc fat.img /a.bin 1K
+	losetup -d "$LOOPDEV2"
+	LOOPDEV2=
+	fsck_clean fat.img
+	[[ $(mdir -i fat.img ::a.bin) == *"a        bin      1024 "* ]]
 }
