@@ -300,6 +300,68 @@ static void suite_punch(void)
 	unlink(t.path);
 }
 
+/*
+ * A file that reads short: a sysfs attribute says 4096 bytes (st_size) but
+ * holds a few.  Reads that run into the missing bytes are FK_ECORRUPT, as
+ * for an image shorter than its geometry (or one that shrank while open);
+ * a vectored read finishes what it can piece by piece first.  sysfs has no
+ * mmap for attributes, so the map fails with -errno and callers read.
+ */
+static void suite_short(void)
+{
+	/* Fixed text of a few bytes, present on any Linux with sysfs. */
+	static const char *const paths[] = {
+		"/sys/kernel/fscaps",
+		"/sys/kernel/profiling",
+		"/sys/kernel/rcu_expedited",
+	};
+	unsigned char a[1], b[60], buf[64];
+	struct iovec iov[2] = {{a, sizeof(a)}, {b, sizeof(b)}};
+	const unsigned char *map;
+	struct fk_device *r = NULL;
+	const char *path = NULL;
+	struct fk_diag d;
+	struct stat st;
+	ssize_t real = 0;
+	size_t i;
+	int fd, err;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]) && !path; i++) {
+		if (stat(paths[i], &st) || st.st_size != 4096 ||
+		    (fd = open(paths[i], O_RDONLY)) < 0)
+			continue;
+		real = pread(fd, buf, sizeof(buf), 0);
+		close(fd);
+		if (real > (ssize_t)sizeof(a) &&
+		    real < (ssize_t)(sizeof(a) + sizeof(b)))
+			path = paths[i];
+	}
+	if (!path) {
+		OK(1, "device: # SKIP no sysfs file that reads short");
+		return;
+	}
+	if ((err = open_dev(path, 0, &r, &d))) {
+		OK(0, "device: open %s (%d)", path, err);
+		return;
+	}
+	OK(fk_device_len(r) == 4096, "device: the window is st_size long");
+	err = fk_device_read(r, 0, buf + 32, 32);
+	OK(err == FK_ECORRUPT,
+	   "device: a read past the real end is FK_ECORRUPT (%d)", err);
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	err = fk_device_readv(r, 0, iov, 2);
+	OK(err == FK_ECORRUPT && a[0] == buf[0] &&
+		   !memcmp(b, buf + 1, (size_t)real - 1),
+	   "device: a short vectored read fills what it can, then is "
+	   "FK_ECORRUPT (%d)",
+	   err);
+	err = fk_device_map(r, 0, 16, &map);
+	OK(err < 0 && err != FK_ECORRUPT,
+	   "device: a file without mmap fails the map with -errno (%d)", err);
+	fk_device_close(r);
+}
+
 #ifdef FK_FAULT_INJECTION
 /* FK_FAIL_WRITE=N fails write or zero call N (1-based) with EIO. */
 static void suite_fault(const struct tmpimg *t)
@@ -341,6 +403,7 @@ void suite_device(void)
 	suite_holes(&t);
 	suite_writev(&t);
 	suite_punch();
+	suite_short();
 #ifdef FK_FAULT_INJECTION
 	suite_fault(&t);
 #endif
