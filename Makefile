@@ -124,7 +124,8 @@ COV_CFLAGS   := -O0 -g --coverage -DFK_FAULT_INJECTION
 
 coverage: deps
 	rm -f $(COV_BUILD)/*.gcda $(COV_BUILD)/unit/*.gcda
-	$(MAKE) all BUILD=$(COV_BUILD) CFLAGS="$(COV_CFLAGS)" LDFLAGS=--coverage
+	$(MAKE) all BUILD=$(COV_BUILD) CFLAGS="$(COV_CFLAGS)" LDFLAGS=--coverage \
+		HDR_CHECK=	# the plain build checks headers; here it leaves a--.gcno
 	@st=0; $(COV_BUILD)/unit-tests >$(COV_BUILD)/unit.tap || st=1; \
 	grep '^not ok' $(COV_BUILD)/unit.tap; tail -n 1 $(COV_BUILD)/unit.tap; \
 	FATKIT_BUILD=$(abspath $(COV_BUILD)) nice bats tests/ || st=1; \
