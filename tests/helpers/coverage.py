@@ -15,6 +15,7 @@ line number not executed, per core module.
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -85,7 +86,7 @@ def main(argv):
         return 2
     build = args[0]
     minimum = float(args[1]) if len(args) > 1 else None
-    data = collect(build)
+    data = collect(build) if glob.glob(os.path.join(build, "*.gcda")) else {}
     if not data:
         print(f"coverage: no .gcda files in {build}; run the tests first",
               file=sys.stderr)
@@ -146,4 +147,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends quietly
     sys.exit(main(sys.argv))
