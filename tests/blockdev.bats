@@ -108,9 +108,9 @@ reads_zeros()
 	mount "$LOOPDEV" mnt 2>/dev/null || skip "cannot mount ext4 here"
 	MNT=$PWD/mnt
 	run -1 --separate-stderr fatprealloc ext /a.bin 1K
-	[ "$stderr" = "fatprealloc: ext: image (via a loop device) is mounted; refusing to write (use --force)" ]
+	[ "$stderr" = "fatprealloc: ext: image is mounted on $MNT via $LOOPDEV; refusing to write (use --force)" ]
 	run -8 --separate-stderr fatcheck -r ext
-	[ "$stderr" = "fatcheck: ext: image (via a loop device) is mounted; refusing to write (use --force)" ]
+	[ "$stderr" = "fatcheck: ext: image is mounted on $MNT via $LOOPDEV; refusing to write (use --force)" ]
 	run -1 --separate-stderr fatprealloc "$LOOPDEV" /a.bin 1K
 	[ "$stderr" = "fatprealloc: $LOOPDEV: device is busy; refusing to write (use --force)" ]
 	# --force skips only the mount check: this is no FAT volume either.

@@ -51,7 +51,7 @@ PY
 	[ "$(mdir -b -i img ::BIG | wc -l)" -eq 65534 ]
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc img /BIG/new.bin 1K
-	[ "$stderr" = "fatprealloc: /BIG/new.bin: No space left on device (the directory has 65536 slots, FAT's limit)" ]
+	[ "$stderr" = "fatprealloc: img:/BIG/new.bin: No space left on device (the directory has 65536 slots, FAT's limit)" ]
 	[ "$(img_sha img)" = "$before" ]
 	# An existing name needs no slot: it still grows.
 	run -0 --separate-stderr fatprealloc img /BIG/F0000005.DAT 1K
@@ -63,9 +63,9 @@ PY
 	populate img
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc img $'/bad\xffname.bin' 1K
-	[ "$stderr" = $'fatprealloc: /bad\xffname.bin: Invalid argument' ]
+	[ "$stderr" = $'fatprealloc: img:/bad\xffname.bin: FAT names must be valid UTF-8' ]
 	run -1 --separate-stderr fatprealloc -p img $'/DATA/d\xff/x.bin' 1K
-	[ "$stderr" = $'fatprealloc: /DATA/d\xff/x.bin: Invalid argument' ]
+	[ "$stderr" = $'fatprealloc: img:/DATA/d\xff/x.bin: FAT names must be valid UTF-8' ]
 	[ "$(img_sha img)" = "$before" ]
 }
 

@@ -114,7 +114,7 @@ static void suite_open(const struct tmpimg *t)
 		   !strcmp(fk_device_path(w), t->path),
 	   "device: a writer opens the whole file as its window");
 	err = open_dev(t->path, 0, &r, &d);
-	OK(err == -EBUSY && !strcmp(d.reason, "image is in use") &&
+	OK(err == -EBUSY && !strncmp(d.reason, "image is in use", 15) &&
 		   !strcmp(d.what, t->path),
 	   "device: a reader is busy at once while a writer holds it (%d)",
 	   err);
