@@ -115,10 +115,10 @@ reads_zeros()
 	[ "$stderr" = "fatprealloc: $LOOPDEV: device is busy; refusing to write (use --force)" ]
 	# --force skips only the mount check: this is no FAT volume either.
 	run -1 --separate-stderr fatprealloc --force ext /a.bin 1K
-	[ "$stderr" = "fatprealloc: ext: not a FAT boot sector (jump byte 0x00)" ]
+	[ "$stderr" = "fatprealloc: ext: holds ext4, not a FAT volume" ]
 	# Readers are not writers: no refusal for being mounted.
 	run -1 --separate-stderr fatls ext
-	[ "$stderr" = "fatls: ext: not a FAT boot sector (jump byte 0x00)" ]
+	[ "$stderr" = "fatls: ext: holds ext4, not a FAT volume" ]
 	# An image on a loop device nobody mounted is written as usual,
 	# whatever other loop devices are mounted.
 	mkimg fat16 16M fat.img
