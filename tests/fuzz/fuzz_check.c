@@ -46,6 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	fuzz_image(data, len);
 	if (fuzz_open(0, &vol))
 		return 0;
+	if (vol->g.nclus > FUZZ_CHECK_MAX_CLUS) {
+		fk_volume_close(vol);
+		return -1; /* not worth keeping in the corpus */
+	}
 	memset(&co, 0, sizeof(co));
 	co.progress = on_progress;
 	co.visit = on_visit;

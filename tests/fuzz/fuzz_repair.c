@@ -26,6 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	fuzz_image(data, len);
 	if (fuzz_open(1, &vol))
 		return 0;
+	if (vol->g.nclus > FUZZ_CHECK_MAX_CLUS) {
+		fk_volume_close(vol);
+		return -1; /* not worth keeping in the corpus */
+	}
 	memset(&co, 0, sizeof(co));
 	co.trim_prealloc = 1;
 	if (!(ck = fuzz_check(vol, &co)))
