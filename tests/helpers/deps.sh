@@ -8,6 +8,8 @@ set -euo pipefail
 pkgs=(
 	# build
 	gcc clang make pkg-config libblkid-dev clang-format
+	# fuzzing: clang's libFuzzer (libclang_rt.fuzzer-x86_64.a)
+	libclang-rt-14-dev
 	# oracles: images and independent judges for the tests and the demo
 	dosfstools mtools
 	# tests
