@@ -22,10 +22,10 @@ struct fk_volume;
  * 2^28 clusters in a plain build, ten times that under the sanitizers.
  * Targets that check skip (fuzz_check, fuzz_repair) or do not judge
  * (fuzz_prealloc) volumes with more clusters than this, so that the
- * fuzzer spends its time on inputs rather than on one large FAT; 4 Mi
- * clusters still put data past 4 GiB with clusters of 1 KiB and more.
+ * fuzzer spends its time on inputs rather than on one large FAT; 1 Mi
+ * clusters still put data past 4 GiB with clusters of 4 KiB and more.
  */
-#define FUZZ_CHECK_MAX_CLUS (1u << 22)
+#define FUZZ_CHECK_MAX_CLUS (1u << 20)
 
 /*
  * Make the image for @data (@len bytes): on return the path names it
