@@ -347,6 +347,13 @@ GEOMS=(
 	done
 }
 
+@test "fatcheck -r: an entry in the '..' slot that is removed makes room for '..' in the same run" {
+	local t
+	# One run must leave nothing that a second would repair (found by
+	# tests/fuzz/fuzz_repair).
+	for t in 12 16 32; do error_case $t dotdot-renamed /deep1/deep2; done
+}
+
 @test "fatcheck: a directory with a size" {
 	local t
 	for t in 12 16 32; do error_case $t dir-size /EMPTYDIR; done
