@@ -326,16 +326,18 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
 
 /*
  * Is @what a path inside the volume rather than IMAGE itself?  Inner
- * layers name volume paths ("/VIDEO") and the device names the image
- * file, which may be absolute too.
+ * layers name volume paths ("/VIDEO"); the device names the image file,
+ * which may be absolute too, alone or with the @@OFFSET it was opened at.
  */
 static int is_volume_path(const char *what, const char *image)
 {
 	const char *at = strstr(image, "@@");
 	size_t n = at ? (size_t)(at - image) : strlen(image);
 
-	return what[0] == '/' &&
-	       !(strlen(what) == n && !strncmp(what, image, n));
+	if (!strncmp(what, image, n) &&
+	    (!what[n] || !strncmp(what + n, "@@", 2)))
+		return 0;
+	return what[0] == '/';
 }
 
 void fk_report_in(const char *prog, const char *image,
