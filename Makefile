@@ -61,10 +61,14 @@ $(BUILD)/libfatkit.a: $(CORE_OBJS) $(FLAGS_STAMP)
 $(BUILD)/libfatkit-app.a: $(APP_OBJS) $(FLAGS_STAMP)
 	rm -f $@ && ar rcs $@ $(APP_OBJS)
 
-# The core never prints: no stdio output call may be linked into it.
+# The core never prints or exits: no stdio output call, no stdout or
+# stderr, no exit may be linked into it.
+CORE_PRINTS   := f?printf|v?fprintf|vprintf|dprintf|__.*printf_chk|f?puts
+CORE_PRINTS   := $(CORE_PRINTS)|fputc|putc|putchar|fwrite|perror
+CORE_FORBIDDEN := $(CORE_PRINTS)|stdout|stderr|_?exit
 core-check: $(BUILD)/libfatkit.a
-	@if nm $< | grep -E ' U (f?printf|v?fprintf|f?puts|fputc|putc|putchar|fwrite|perror)$$'; then \
-		echo "core-check: libfatkit.a must not print"; exit 1; fi
+	@if nm $< | grep -E ' U ($(CORE_FORBIDDEN))$$'; then \
+		echo "core-check: libfatkit.a must not print or exit"; exit 1; fi
 
 $(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)

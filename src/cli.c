@@ -372,6 +372,14 @@ void fk_cli_catch_signals(void (*handler)(int signo))
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++)
 		sigaddset(&sa.sa_mask, signos[i]);
-	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++)
+	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
+		struct sigaction old;
+
+		/* A signal the caller ignores (nohup, trap '' INT) stays
+		 * ignored, as shells and coreutils leave it. */
+		if (!sigaction(signos[i], NULL, &old) &&
+		    old.sa_handler == SIG_IGN)
+			continue;
 		sigaction(signos[i], &sa, NULL);
+	}
 }

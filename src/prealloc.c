@@ -819,9 +819,10 @@ static void hint_lost(struct fk_volume *vol,
 	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
 		return;
 	fk_diag_append(diag, -ENOSPC,
-		       "; FSInfo says %u free, so %u clusters are likely lost: "
+		       "; FSInfo says %u free, so %u cluster%s likely lost: "
 		       "run 'fatcheck -r %s'",
 		       fsi.free_count, fsi.free_count - nfree,
+		       fsi.free_count - nfree == 1 ? " is" : "s are",
 		       opts->image ? opts->image : fk_device_path(vol->dev));
 }
 

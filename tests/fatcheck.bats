@@ -1084,6 +1084,36 @@ damage_for_signals()
 	((early >= 10 && late >= 1))
 }
 
+@test "fatcheck -r: a SIGINT while the findings are printed (before any write) stops the run, nothing changed" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	damage_for_signals
+	cp base.img img
+	# The first write(2) is the first finding line on stdout: printing
+	# may block on a pipe, and no repair has been written yet.
+	run -130 --separate-stderr strace -f -qq -o /dev/null -e trace=write \
+		-e inject=write:signal=SIGINT:when=1 fatcheck -r img
+	[ "$stderr" = "fatcheck: img: interrupted; nothing was changed" ]
+	[ "$(img_sha img)" = "$(img_sha base.img)" ]
+}
+
+@test "fatcheck -r, fatprealloc: a signal the caller ignores (nohup) stays ignored" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	damage_for_signals
+	cp base.img img
+	run -1 --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+		-e inject=pwrite64,pwritev:signal=SIGHUP:when=1 \
+		nohup fatcheck -r img
+	[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+	mkimg fat16 16M p.img
+	run -0 --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+		-e inject=pwrite64,pwritev:signal=SIGHUP:when=1 \
+		nohup fatprealloc p.img /a.bin 1M
+	[ -z "$stderr" ]
+	fsck_clean p.img
+}
+
 @test "fatcheck -r: a failed write is one error line and exit 8; a later -r finishes the job" {
 	local n
 	for n in 1 2 3 5 8; do
