@@ -233,7 +233,7 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 		return -EINVAL;
 	}
 	if (!(path = malloc(len))) {
-		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+		fk_report(prog, NULL, -ENOMEM);
 		return -ENOMEM;
 	}
 	err = fk_path_normalise(arg, path, len);
@@ -257,7 +257,11 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 		p += n;
 	}
 	if (err) {
-		fprintf(stderr, "%s: %s:%s: %s\n", prog, image, arg, why);
+		struct fk_diag diag;
+
+		memset(&diag, 0, sizeof(diag));
+		fk_diag_set(&diag, arg, "%s", why);
+		fk_report_in(prog, image, &diag, -EILSEQ);
 		free(path);
 		return -EILSEQ;
 	}
