@@ -63,7 +63,8 @@ void fk_plan_free(struct fk_plan *plan);
  * Put @plan in the FAT cache as one chain ending in end-of-chain.  Nothing
  * links to it yet: a crash from here on leaves lost clusters at worst.
  */
-int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *plan);
+int fk_alloc_write_chain(const struct fk_alloc *alloc, struct fk_volume *vol,
+			 const struct fk_plan *plan);
 
 /*
  * The next-free hint for FSInfo: the first free cluster at or after the

@@ -112,20 +112,20 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
  * The free map of FAT copy @copy in one sequential pass: bit c of @map
  * (which the caller zeroed, one bit per cluster 0 .. nclus + 1) is set for
  * each free data cluster, and *@nfree counts them.  Faster than
- * fk_fat_scan() with a callback: no decoded copy of the FAT is made.  Also
- * notes whether any free FAT32 entry carries reserved high bits, which
- * fk_fat_put_free_run() needs to know.  Returns 0 or -errno.
+ * fk_fat_scan() with a callback: no decoded copy of the FAT is made.
+ * *@is_blank (if not NULL) says whether no free entry holds bits a write
+ * must keep (FAT32's reserved top 4), for fk_fat_put_free_run().  Returns
+ * 0 or -errno.
  */
 int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
-		     uint32_t *nfree);
+		     uint32_t *nfree, int *is_blank);
 
 /*
- * fk_fat_put_run() for clusters that fk_fat_scan_free() found free: FAT
- * sectors it fills whole are not read first when nothing in them needs
- * keeping (FAT16, or FAT32 whose free entries had no high bits set).
+ * fk_fat_put_run() for clusters that fk_fat_scan_free() found free: when
+ * it said @is_blank, FAT sectors the run fills whole are not read first.
  */
 int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
-			uint32_t next);
+			uint32_t next, int is_blank);
 
 /*
  * fk_fat_scan() of copy @copy that also reads the same bytes of every

@@ -63,9 +63,7 @@ struct fk_volume {
 	struct fk_device *dev;
 	struct fk_cache *fat; /* every FAT access goes through it */
 	struct fk_geom g;
-	unsigned char *boot;   /* the boot sector as read, sec_len bytes */
-	int is_free_top_clear; /* fk_fat_scan_free saw no free FAT32 entry
-				  with reserved high bits set */
+	unsigned char *boot; /* the boot sector as read, sec_len bytes */
 };
 
 /*
