@@ -363,6 +363,21 @@ uint32_t fk_fat_bad(const struct fk_geom *g)
 	return ops_of(g)->bad;
 }
 
+void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
+			   uint32_t fat1, struct fk_fat_reserved *r)
+{
+	const struct fat_ops *ops = ops_of(g);
+	uint32_t ones = ops->mask & ~0xffu; /* above the media byte */
+
+	r->want0 = ones | g->media;
+	r->want1 = ops->mask;
+	r->is_fat0_ones = (fat0 & ~0xffu) == ones;
+	r->is_fat0_media = fat0 == r->want0;
+	r->is_clean = !ops->clean || (fat1 & ops->clean);
+	r->is_noerr = !ops->noerr || (fat1 & ops->noerr);
+	r->is_fat1_eoc = (fat1 | ops->clean | ops->noerr) == ops->mask;
+}
+
 /* Load the 2 or 4 bytes holding entry @clus (they may straddle sectors). */
 static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 {
@@ -501,6 +516,19 @@ static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 			return err;
 	}
 	return 0;
+}
+
+int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1)
+{
+	struct fk_fat_reserved r;
+	int err = 0;
+
+	fk_fat_reserved_judge(&vol->g, 0, 0, &r);
+	if (fix0)
+		err = fk_fat_put(vol, 0, r.want0);
+	if (!err && fix1)
+		err = fk_fat_put(vol, 1, r.want1);
+	return err;
 }
 
 int fk_fat_put_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,

@@ -47,6 +47,30 @@ uint32_t fk_fat_eoc(const struct fk_geom *g);
 uint32_t fk_fat_bad(const struct fk_geom *g);
 
 /*
+ * The reserved entries judged: FAT[0] holds the media byte under bits that
+ * are all ones, FAT[1] an end-of-chain mark whose two top bits on FAT16/32
+ * say "cleanly unmounted" and "no disk errors" (FAT12 has neither).
+ */
+struct fk_fat_reserved {
+	uint32_t want0, want1; /* what a repair writes */
+	int is_fat0_ones;      /* FAT[0]'s bits above the media byte are set */
+	int is_fat0_media;     /* FAT[0] is want0: the BPB's media byte too */
+	int is_clean;	       /* FAT[1]'s clean-shutdown bit is set */
+	int is_noerr;	       /* FAT[1]'s no-disk-error bit is set */
+	int is_fat1_eoc;       /* FAT[1] is want1 apart from those two bits */
+};
+
+/* Judge the values @fat0 and @fat1 read from FAT[0] and FAT[1]. */
+void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
+			   uint32_t fat1, struct fk_fat_reserved *r);
+
+/*
+ * Put want0 in FAT[0] when @fix0 and want1 in FAT[1] when @fix1 (in the
+ * cache, as fk_fat_put()).
+ */
+int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1);
+
+/*
  * Read entry @clus (0 .. nclus + 1) through the FAT cache.  Returns 0,
  * FK_ECORRUPT (entry outside the FAT) or -errno.
  */
