@@ -875,6 +875,11 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 	return err;
 }
 
+int fk_fat_count_free(struct fk_volume *vol, uint32_t copy, uint32_t *nfree)
+{
+	return fk_fat_scan_free(vol, copy, NULL, nfree, NULL);
+}
+
 /*
  * Note each sector of copy @c that differs from the read copy in
  * [@from, @from + @len), once: sectors ascend, and a FAT12 block shares

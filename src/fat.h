@@ -144,6 +144,9 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 		     uint32_t *nfree, int *is_blank);
 
+/* The free data clusters of FAT copy @copy, as fk_fat_scan_free(). */
+int fk_fat_count_free(struct fk_volume *vol, uint32_t copy, uint32_t *nfree);
+
 /*
  * fk_fat_put_run() for clusters that fk_fat_scan_free() found free: when
  * it said @is_blank, FAT sectors the run fills whole are not read first.
