@@ -500,7 +500,7 @@ static int check_boot(struct fk_check *ck)
 		set_fix(ck, idx, "flag cleared");
 		ck->fix_dirty = 1;
 	}
-	if (g->type != FK_FAT32)
+	if (!g->has_bpb32)
 		return 0;
 	if (!g->backup_sec) {
 		/* fsck.fat counts this as damage (it creates one). */

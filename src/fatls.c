@@ -534,7 +534,7 @@ static int print_info(struct ls *ls)
 	NUM("reserved sectors", g->rsvd_secs);
 	NUM("fat copies", g->nfats);
 	NUM("sectors per fat", g->fat_secs);
-	if (g->type == FK_FAT32)
+	if (g->has_bpb32)
 		NUM("root cluster", g->root_clus);
 	else
 		NUM("root entries", g->root_ents);
@@ -546,7 +546,7 @@ static int print_info(struct ls *ls)
 		NUM("fsinfo free count", fsi.free_count);
 		NUM("fsinfo next free", fsi.next_free);
 	}
-	if (g->type == FK_FAT32)
+	if (g->has_bpb32)
 		STR("fat mirroring", "%s", g->is_mirrored ? "on" : "off");
 	STR("label", "%s", g->has_ext_bpb ? g->label : "");
 	root_label(ls->vol, it[n].str, sizeof(it[0].str));
