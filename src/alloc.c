@@ -102,6 +102,23 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
 	return 0;
 }
 
+int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
+		      struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	uint32_t c;
+	int err;
+
+	if ((err = alloc_new(nclus, hint, &a)))
+		return err;
+	/* Bit by bit: clusters 0 and 1 and bits past the end stay used. */
+	for (c = FK_FIRST_CLUS; c < a->end; c++)
+		if (map[c / WORD_BITS] >> (c % WORD_BITS) & 1)
+			set_range(a, c, 1, 1);
+	*out = a;
+	return 0;
+}
+
 void fk_alloc_close(struct fk_alloc *a)
 {
 	if (!a)
@@ -238,7 +255,7 @@ static unsigned bucket_of(uint32_t len)
  * No single run fits: take the fewest runs by taking long ones first.
  * A histogram by powers of two picks the shortest length class that,
  * with all longer ones, covers @need; runs of that class or longer are
- * then taken in address order from the cursor.
+ * then taken in address order from cluster 2 (not from the cursor).
  */
 static int take_large_runs(struct fk_alloc *a, uint32_t need, struct fk_plan *p)
 {

@@ -19,5 +19,6 @@ void suite_volume(void);
 void suite_fat(void);
 void suite_bigmem(void);
 void suite_fat_reserved(void);
+void suite_alloc_policy(void);
 
 #endif
