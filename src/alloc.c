@@ -19,12 +19,12 @@
 #define NBUCKETS  32 /* run lengths by power of two */
 
 struct fk_alloc {
-	struct fk_volume *vol;
 	uint64_t *free_map; /* bit set: cluster is free */
 	uint32_t nwords;
 	uint32_t end; /* one past the last cluster */
 	uint32_t nfree;
 	uint32_t cursor; /* where the next search starts */
+	int is_blank;	 /* fk_fat_scan_free(): free sectors need no read */
 };
 
 static int is_free(const struct fk_alloc *a, uint32_t clus)
@@ -58,34 +58,65 @@ static void set_range(struct fk_alloc *a, uint32_t first, uint32_t n,
 		a->nfree -= n;
 }
 
-int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
+/* Next-fit starts at @hint, when it is a data cluster. */
+static void set_hint(struct fk_alloc *a, uint32_t hint)
+{
+	a->cursor =
+		hint >= FK_FIRST_CLUS && hint < a->end ? hint : FK_FIRST_CLUS;
+}
+
+/* An allocator with an empty map for clusters 0 .. @nclus + 1. */
+static int alloc_new(uint32_t nclus, uint32_t hint, struct fk_alloc **out)
 {
 	struct fk_alloc *a = calloc(1, sizeof(*a));
-	struct fk_fsinfo fsi;
-	int err;
 
 	if (!a)
 		return -ENOMEM;
-	a->vol = vol;
-	a->end = fk_clus_max(&vol->g) + 1;
+	a->end = nclus + FK_FIRST_CLUS;
 	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
 	if (!(a->free_map = fk_bigmem_alloc(a->nwords, sizeof(*a->free_map)))) {
-		err = -ENOMEM;
-		goto out_free;
+		free(a);
+		return -ENOMEM;
 	}
-	if ((err = fk_fat_scan_free(vol, vol->g.active_fat, a->free_map,
-				    &a->nfree)))
-		goto out_free;
-	if ((err = fk_fsinfo_read(vol, &fsi)))
-		goto out_free;
-	a->cursor = fk_clus_valid(&vol->g, fsi.next_free) ? fsi.next_free
-							  : FK_FIRST_CLUS;
+	set_hint(a, hint);
 	*out = a;
 	return 0;
-out_free:
-	fk_bigmem_free(a->free_map, a->nwords, sizeof(*a->free_map));
-	free(a);
-	return err;
+}
+
+int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	struct fk_fsinfo fsi;
+	int err;
+
+	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, &a)))
+		return err;
+	if ((err = fk_fat_scan_free(vol, vol->g.active_fat, a->free_map,
+				    &a->nfree, &a->is_blank)) ||
+	    (err = fk_fsinfo_read(vol, &fsi))) {
+		fk_alloc_close(a);
+		return err;
+	}
+	set_hint(a, fsi.next_free);
+	*out = a;
+	return 0;
+}
+
+int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
+		      struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	uint32_t c;
+	int err;
+
+	if ((err = alloc_new(nclus, hint, &a)))
+		return err;
+	/* Bit by bit: clusters 0 and 1 and bits past the end stay used. */
+	for (c = FK_FIRST_CLUS; c < a->end; c++)
+		if (map[c / WORD_BITS] >> (c % WORD_BITS) & 1)
+			set_range(a, c, 1, 1);
+	*out = a;
+	return 0;
 }
 
 void fk_alloc_close(struct fk_alloc *a)
@@ -224,7 +255,7 @@ static unsigned bucket_of(uint32_t len)
  * No single run fits: take the fewest runs by taking long ones first.
  * A histogram by powers of two picks the shortest length class that,
  * with all longer ones, covers @need; runs of that class or longer are
- * then taken in address order from the cursor.
+ * then taken in address order from cluster 2 (not from the cursor).
  */
 static int take_large_runs(struct fk_alloc *a, uint32_t need, struct fk_plan *p)
 {
@@ -323,7 +354,8 @@ void fk_plan_free(struct fk_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *p)
+int fk_alloc_write_chain(const struct fk_alloc *a, struct fk_volume *vol,
+			 const struct fk_plan *p)
 {
 	uint32_t eoc = fk_fat_eoc(&vol->g);
 	size_t i;
@@ -333,7 +365,8 @@ int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *p)
 		uint32_t next = i + 1 < p->nruns ? p->runs[i + 1].first : eoc;
 
 		if ((err = fk_fat_put_free_run(vol, p->runs[i].first,
-					       p->runs[i].nclus, next)))
+					       p->runs[i].nclus, next,
+					       a->is_blank)))
 			return err;
 	}
 	return 0;

@@ -33,6 +33,16 @@ struct fk_plan {
  * cluster.  Returns 0 or -errno.
  */
 int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out);
+
+/*
+ * An allocator over a free map given as plain data (for tests and tools
+ * that know the free space otherwise): bit c of @map set when cluster c
+ * (2 .. @nclus + 1) is free, @hint where next-fit starts (as FSInfo's
+ * next-free hint; an invalid one means cluster 2).  @map is copied.
+ * Returns 0 or -ENOMEM.
+ */
+int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
+		      struct fk_alloc **out);
 void fk_alloc_close(struct fk_alloc *alloc);
 
 /* Free clusters not yet planned. */
@@ -63,7 +73,8 @@ void fk_plan_free(struct fk_plan *plan);
  * Put @plan in the FAT cache as one chain ending in end-of-chain.  Nothing
  * links to it yet: a crash from here on leaves lost clusters at worst.
  */
-int fk_alloc_write_chain(struct fk_volume *vol, const struct fk_plan *plan);
+int fk_alloc_write_chain(const struct fk_alloc *alloc, struct fk_volume *vol,
+			 const struct fk_plan *plan);
 
 /*
  * The next-free hint for FSInfo: the first free cluster at or after the

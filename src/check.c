@@ -499,7 +499,7 @@ static int check_boot(struct fk_check *ck)
 		set_fix(ck, idx, "flag cleared");
 		ck->fix_dirty = 1;
 	}
-	if (g->type != FK_FAT32)
+	if (!g->has_bpb32)
 		return 0;
 	if (!g->backup_sec) {
 		/* fsck.fat counts this as damage (it creates one). */
@@ -582,52 +582,45 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 static void check_reserved(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
-	uint32_t eoc = fk_fat_eoc(g), want0 = (eoc & ~0xffu) | g->media;
-	uint32_t clean = 0, noerr = 0;
+	struct fk_fat_reserved r;
 	size_t idx;
 
-	if ((ck->fat0 & ~0xffu) != (eoc & ~0xffu)) {
+	fk_fat_reserved_judge(g, ck->fat0, ck->fat1, &r);
+	if (!r.is_fat0_ones) {
 		idx = report(ck, FK_SEV_ERROR, "fat0", NULL,
 			     "FAT[0] is 0x%X: the bits above its media byte "
 			     "are not all ones, so fsck.fat takes the FAT for "
 			     "corrupt (expected 0x%X)",
-			     ck->fat0, want0);
-		set_fix(ck, idx, "FAT[0] set to 0x%X", want0);
+			     ck->fat0, r.want0);
+		set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
-	} else if (ck->fat0 != want0) {
+	} else if (!r.is_fat0_media) {
 		idx = report(ck, FK_SEV_WARNING, "media", NULL,
 			     "FAT[0] is 0x%X, expected 0x%X (the boot sector's "
 			     "media byte is 0x%02X)",
-			     ck->fat0, want0, g->media);
-		set_fix(ck, idx, "FAT[0] set to 0x%X", want0);
+			     ck->fat0, r.want0, g->media);
+		set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	}
-	if (g->type == FK_FAT16) {
-		clean = 0x8000;
-		noerr = 0x4000;
-	} else if (g->type == FK_FAT32) {
-		clean = 0x08000000;
-		noerr = 0x04000000;
-	}
-	if (clean && !(ck->fat1 & clean)) {
+	if (!r.is_clean) {
 		idx = report(ck, FK_SEV_ERROR, "dirty", NULL,
 			     "the volume was not cleanly unmounted "
 			     "(clean-shutdown bit of FAT[1] is clear)");
-		set_fix(ck, idx, "FAT[1] set to 0x%X", eoc);
+		set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
-	if (noerr && !(ck->fat1 & noerr)) {
+	if (!r.is_noerr) {
 		idx = report(ck, FK_SEV_WARNING, "disk-error", NULL,
 			     "FAT[1] records a disk I/O error (its hard-error "
 			     "bit is clear)");
-		set_fix(ck, idx, "FAT[1] set to 0x%X", eoc);
+		set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
-	if ((ck->fat1 | clean | noerr) != eoc) {
+	if (!r.is_fat1_eoc) {
 		idx = report(ck, FK_SEV_WARNING, "reserved-entry", NULL,
 			     "FAT[1] is 0x%X, not an end-of-chain mark",
 			     ck->fat1);
-		set_fix(ck, idx, "FAT[1] set to 0x%X", eoc);
+		set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 }
@@ -1960,15 +1953,10 @@ out:
 
 int fk_check_repair_fat(struct fk_check *ck)
 {
-	const struct fk_geom *g = ck->g;
-	uint32_t eoc = fk_fat_eoc(g);
 	size_t i;
 	int err;
 
-	if (ck->fix_fat0 &&
-	    (err = fk_fat_put(ck->vol, 0, (eoc & ~0xffu) | g->media)))
-		return err;
-	if (ck->fix_fat1 && (err = fk_fat_put(ck->vol, 1, eoc)))
+	if ((err = fk_fat_fix_reserved(ck->vol, ck->fix_fat0, ck->fix_fat1)))
 		return err;
 	for (i = 0; i < ck->fat_fixes.n; i++)
 		if ((err = fk_fat_put(ck->vol, ck->fat_fixes.v[i].clus,

@@ -16,14 +16,36 @@
 
 #define SCAN_ENTS (1u << 18) /* entries decoded per scan block */
 
+/* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
+#define FAT32_MASK 0x0fffffffu
+#define FAT32_KEEP 0xf0000000u
+
 struct fat_ops {
 	uint64_t (*entry_off)(uint32_t clus); /* offset in one FAT copy */
 	unsigned load_len;		      /* 2 or 4 bytes hold it */
 	uint32_t (*decode)(uint32_t raw, uint32_t clus);
 	uint32_t (*encode)(uint32_t raw, uint32_t clus, uint32_t val);
+	/*
+	 * Whole blocks, a plain loop per width with no call per entry (the
+	 * scan is fatprealloc's hot path).  @p holds the entries from @first,
+	 * which is even (a multiple of 64 for free_block).
+	 */
+	void (*decode_block)(const unsigned char *p, uint32_t first, uint32_t n,
+			     uint32_t *vals);
+	/* Sets the free bits of @map (if not NULL), returns how many are
+	 * free, ORs the raw value of free entries into *@kept. */
+	uint32_t (*free_block)(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint64_t *map, uint32_t *kept);
+	/* Stores @cnt entries @val, @val + @step, ... keeping the reserved
+	 * bits unless @is_fresh; NULL where entries straddle sectors. */
+	void (*store_block)(unsigned char *p, uint32_t cnt, uint32_t val,
+			    uint32_t step, int is_fresh);
+	int is_streamed;  /* large: scans skip holes and map the FAT */
 	uint32_t eoc_min; /* values from here on end a chain */
 	uint32_t bad;
 	uint32_t mask;
+	uint32_t keep;	       /* reserved bits a write keeps */
+	uint32_t clean, noerr; /* FAT[1]: cleanly unmounted, no disk error */
 };
 
 static uint64_t fat12_off(uint32_t clus)
@@ -66,27 +88,240 @@ static uint32_t fat16_encode(uint32_t raw, uint32_t clus, uint32_t val)
 	return val;
 }
 
-/* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
 static uint32_t fat32_decode(uint32_t raw, uint32_t clus)
 {
 	(void)clus;
-	return raw & 0x0fffffff;
+	return raw & FAT32_MASK;
 }
 
 static uint32_t fat32_encode(uint32_t raw, uint32_t clus, uint32_t val)
 {
 	(void)clus;
-	return (raw & 0xf0000000) | (val & 0x0fffffff);
+	return (raw & FAT32_KEEP) | (val & FAT32_MASK);
+}
+
+/* ---- whole blocks ---------------------------------------------------------- */
+
+/* Entry @i of a FAT12 block that starts at an even cluster. */
+static uint32_t fat12_at(const unsigned char *p, uint32_t i)
+{
+	return fat12_decode(get_le16(p + i + i / 2), i);
+}
+
+static void fat12_decode_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint32_t *vals)
+{
+	uint32_t i;
+
+	(void)first;
+	for (i = 0; i < n; i++)
+		vals[i] = fat12_at(p, i);
+}
+
+static void fat16_decode_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint32_t *vals)
+{
+	uint32_t i;
+
+	(void)first;
+	for (i = 0; i < n; i++, p += 2)
+		vals[i] = get_le16(p);
+}
+
+static void fat32_decode_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint32_t *vals)
+{
+	uint32_t i;
+
+	(void)first;
+	for (i = 0; i < n; i++, p += 4)
+		vals[i] = get_le32(p) & FAT32_MASK;
+}
+
+/* Are the @len bytes at @p all zero?  Eight bytes a load: byte-wise
+ * get_le32() calls per entry were the scan's bottleneck. */
+static int is_zero(const unsigned char *p, size_t len)
+{
+	uint64_t any = 0, w;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, p + i, 8);
+		any |= w;
+	}
+	for (; i < len; i++)
+		any |= p[i];
+	return !any;
+}
+
+/* A map word with the low @m (1 to 64) bits set. */
+static uint64_t all_bits(uint32_t m)
+{
+	return m == 64 ? ~(uint64_t)0 : ((uint64_t)1 << m) - 1;
+}
+
+/* Free bits of the @m (at most 64) entries held in @p, one width each. */
+static uint64_t fat12_free_word(const unsigned char *p, uint32_t m,
+				uint32_t *kept)
+{
+	uint64_t word = 0;
+	uint32_t j;
+
+	(void)kept;
+	for (j = 0; j < m; j++)
+		word |= (uint64_t)(fat12_at(p, j) == 0) << j;
+	return word;
+}
+
+static uint64_t fat16_free_word(const unsigned char *p, uint32_t m,
+				uint32_t *kept)
+{
+	uint64_t word = 0;
+	uint32_t j;
+
+	(void)kept;
+	/* Free space comes in long runs: a whole free group is one test. */
+	if (is_zero(p, 2 * (size_t)m))
+		return all_bits(m);
+	for (j = 0; j < m; j++, p += 2)
+		word |= (uint64_t)(get_le16(p) == 0) << j;
+	return word;
+}
+
+static uint64_t fat32_free_word(const unsigned char *p, uint32_t m,
+				uint32_t *kept)
+{
+	uint64_t word = 0;
+	uint32_t j;
+
+	if (is_zero(p, 4 * (size_t)m))
+		return all_bits(m);
+	for (j = 0; j < m; j++) {
+		uint32_t raw = get_le32(p + 4 * j);
+		uint32_t is_free = (raw & FAT32_MASK) == 0;
+
+		word |= (uint64_t)is_free << j;
+		*kept |= is_free ? raw : 0;
+	}
+	return word;
+}
+
+/*
+ * The one free-bits loop: @n entries from @first (a multiple of 64, so
+ * each group of 64 is one word of @map), a group of 64 taking @group_len
+ * bytes of @p.  Inlined into each width's free_block with its own @word,
+ * so no call per group is left.
+ */
+static inline uint32_t
+free_groups(const unsigned char *p, uint32_t first, uint32_t n, uint64_t *map,
+	    uint32_t *kept, size_t group_len,
+	    uint64_t (*word_of)(const unsigned char *, uint32_t, uint32_t *))
+{
+	uint32_t i, nfree = 0;
+
+	for (i = 0; i < n; i += 64, p += group_len) {
+		uint32_t m = n - i < 64 ? n - i : 64;
+		uint64_t word = word_of(p, m, kept);
+
+		if (first + i == 0) /* clusters 0 and 1 hold no data */
+			word &= ~(uint64_t)3;
+		if (map)
+			map[(first + i) / 64] = word;
+		nfree += (uint32_t)__builtin_popcountll(word);
+	}
+	return nfree;
+}
+
+static uint32_t fat12_free_block(const unsigned char *p, uint32_t first,
+				 uint32_t n, uint64_t *map, uint32_t *kept)
+{
+	return free_groups(p, first, n, map, kept, 96, fat12_free_word);
+}
+
+static uint32_t fat16_free_block(const unsigned char *p, uint32_t first,
+				 uint32_t n, uint64_t *map, uint32_t *kept)
+{
+	return free_groups(p, first, n, map, kept, 128, fat16_free_word);
+}
+
+static uint32_t fat32_free_block(const unsigned char *p, uint32_t first,
+				 uint32_t n, uint64_t *map, uint32_t *kept)
+{
+	return free_groups(p, first, n, map, kept, 256, fat32_free_word);
+}
+
+static void fat16_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
+			      uint32_t step, int is_fresh)
+{
+	uint32_t k;
+
+	(void)is_fresh;
+	for (k = 0; k < cnt; k++, p += 2, val += step)
+		put_le16(p, val);
+}
+
+static void fat32_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
+			      uint32_t step, int is_fresh)
+{
+	uint32_t k;
+
+	if (is_fresh) {
+		for (k = 0; k < cnt; k++, p += 4, val += step)
+			put_le32(p, val);
+		return;
+	}
+	for (k = 0; k < cnt; k++, p += 4, val += step)
+		put_le32(p, (get_le32(p) & FAT32_KEEP) | val);
 }
 
 static const struct fat_ops fat12_ops = {
-	fat12_off, 2, fat12_decode, fat12_encode, 0xff8, 0xff7, 0xfff};
-static const struct fat_ops fat16_ops = {
-	fat16_off, 2, fat16_decode, fat16_encode, 0xfff8, 0xfff7, 0xffff};
-static const struct fat_ops fat32_ops = {fat32_off,    4,	   fat32_decode,
-					 fat32_encode, 0x0ffffff8, 0x0ffffff7,
-					 0x0fffffff};
+	.entry_off = fat12_off,
+	.load_len = 2,
+	.decode = fat12_decode,
+	.encode = fat12_encode,
+	.decode_block = fat12_decode_block,
+	.free_block = fat12_free_block,
+	.store_block = NULL, /* entries straddle sectors; runs are short */
+	.is_streamed = 0,    /* at most 6 KiB */
+	.eoc_min = 0xff8,
+	.bad = 0xff7,
+	.mask = 0xfff,
+};
 
+static const struct fat_ops fat16_ops = {
+	.entry_off = fat16_off,
+	.load_len = 2,
+	.decode = fat16_decode,
+	.encode = fat16_encode,
+	.decode_block = fat16_decode_block,
+	.free_block = fat16_free_block,
+	.store_block = fat16_store_block,
+	.is_streamed = 1,
+	.eoc_min = 0xfff8,
+	.bad = 0xfff7,
+	.mask = 0xffff,
+	.clean = 0x8000,
+	.noerr = 0x4000,
+};
+
+static const struct fat_ops fat32_ops = {
+	.entry_off = fat32_off,
+	.load_len = 4,
+	.decode = fat32_decode,
+	.encode = fat32_encode,
+	.decode_block = fat32_decode_block,
+	.free_block = fat32_free_block,
+	.store_block = fat32_store_block,
+	.is_streamed = 1,
+	.eoc_min = 0x0ffffff8,
+	.bad = 0x0ffffff7,
+	.mask = FAT32_MASK,
+	.keep = FAT32_KEEP,
+	.clean = 0x08000000,
+	.noerr = 0x04000000,
+};
+
+/* The only place that looks at the width. */
 static const struct fat_ops *ops_of(const struct fk_geom *g)
 {
 	return g->type == FK_FAT12   ? &fat12_ops
@@ -128,6 +363,21 @@ uint32_t fk_fat_bad(const struct fk_geom *g)
 	return ops_of(g)->bad;
 }
 
+void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
+			   uint32_t fat1, struct fk_fat_reserved *r)
+{
+	const struct fat_ops *ops = ops_of(g);
+	uint32_t ones = ops->mask & ~0xffu; /* above the media byte */
+
+	r->want0 = ones | g->media;
+	r->want1 = ops->mask;
+	r->is_fat0_ones = (fat0 & ~0xffu) == ones;
+	r->is_fat0_media = fat0 == r->want0;
+	r->is_clean = !ops->clean || (fat1 & ops->clean);
+	r->is_noerr = !ops->noerr || (fat1 & ops->noerr);
+	r->is_fat1_eoc = (fat1 | ops->clean | ops->noerr) == ops->mask;
+}
+
 /* Load the 2 or 4 bytes holding entry @clus (they may straddle sectors). */
 static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 {
@@ -135,13 +385,13 @@ static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 	uint64_t off = ops->entry_off(clus);
 	uint32_t sec = (uint32_t)(off / vol->g.sec_len);
 	uint32_t in = (uint32_t)(off % vol->g.sec_len);
-	unsigned char b[4];
 	const unsigned char *data;
 	unsigned i;
 	int err;
 
 	if (clus > fk_clus_max(&vol->g))
 		return FK_ECORRUPT;
+	*raw = 0;
 	for (i = 0; i < ops->load_len; i++, in++) {
 		if (in == vol->g.sec_len) {
 			sec++;
@@ -150,9 +400,8 @@ static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 		if ((i == 0 || in == 0) &&
 		    (err = fk_cache_get(vol->fat, sec, &data)))
 			return err;
-		b[i] = data[in];
+		*raw |= (uint32_t)data[in] << 8 * i; /* little-endian */
 	}
-	*raw = ops->load_len == 2 ? get_le16(b) : get_le32(b);
 	return 0;
 }
 
@@ -173,14 +422,10 @@ static int store_raw(struct fk_volume *vol, uint32_t clus, uint32_t raw)
 	uint64_t off = ops->entry_off(clus);
 	uint32_t sec = (uint32_t)(off / vol->g.sec_len);
 	uint32_t in = (uint32_t)(off % vol->g.sec_len);
-	unsigned char b[4], *data;
+	unsigned char *data;
 	unsigned i;
 	int err;
 
-	if (ops->load_len == 2)
-		put_le16(b, raw);
-	else
-		put_le32(b, raw);
 	for (i = 0; i < ops->load_len; i++, in++) {
 		if (in == vol->g.sec_len) {
 			sec++;
@@ -189,7 +434,7 @@ static int store_raw(struct fk_volume *vol, uint32_t clus, uint32_t raw)
 		if ((i == 0 || in == 0) &&
 		    (err = fk_cache_get_dirty(vol->fat, sec, &data)))
 			return err;
-		data[in] = b[i];
+		data[in] = (unsigned char)(raw >> 8 * i); /* little-endian */
 	}
 	return 0;
 }
@@ -206,9 +451,10 @@ int fk_fat_put(struct fk_volume *vol, uint32_t clus, uint32_t val)
 }
 
 /*
- * Fast path for 16- and 32-bit entries: fill whole sectors in place.
- * @val_of gives the value of each entry.  FAT12 takes the generic path
- * (its entries straddle sectors and a run is rarely long).
+ * Fast path where entries never straddle sectors (16- and 32-bit): fill
+ * whole sectors in place, one cache lookup per sector.  Entry clus + k
+ * links to clus + k + 1 (@is_chain) or holds @next; a chain's last entry
+ * holds @next.
  */
 static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 		    uint32_t next, int is_chain, int may_skip_read)
@@ -219,42 +465,29 @@ static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	unsigned char *data;
 	int err;
 
-	next &= ops->mask; /* as fk_fat_put(): FAT32 keeps its top 4 bits */
 	while (clus < end) {
 		uint32_t sec = clus / per_sec, i = clus % per_sec;
-		uint32_t k, cnt = per_sec - i < end - clus ? per_sec - i
-							   : end - clus;
+		uint32_t cnt =
+			per_sec - i < end - clus ? per_sec - i : end - clus;
+		/* A whole sector of free entries has nothing worth reading. */
+		int is_fresh = may_skip_read && cnt == per_sec;
 		unsigned char *p;
 
-		/* A whole sector of free entries has nothing worth reading. */
-		if (may_skip_read && cnt == per_sec)
+		if (is_fresh)
 			err = fk_cache_get_fresh(vol->fat, sec, &data);
 		else
 			err = fk_cache_get_dirty(vol->fat, sec, &data);
 		if (err)
 			return err;
-		/* Entry clus + k links to clus + k + 1, or holds @next. */
 		p = data + (size_t)i * ops->load_len;
-		if (may_skip_read && cnt == per_sec && ops->load_len == 4) {
-			for (k = 0; k < cnt; k++, p += 4)
-				put_le32(p, is_chain ? clus + k + 1 : next);
-		} else if (ops->load_len == 2) {
-			for (k = 0; k < cnt; k++, p += 2)
-				put_le16(p, is_chain ? clus + k + 1 : next);
-		} else {
-			for (k = 0; k < cnt; k++, p += 4)
-				put_le32(p, (get_le32(p) & 0xf0000000) |
-						    (is_chain ? clus + k + 1
-							      : next));
-		}
+		if (is_chain)
+			ops->store_block(p, cnt, clus + 1, 1, is_fresh);
+		else
+			ops->store_block(p, cnt, next, 0, is_fresh);
 		clus += cnt;
-		if (clus == end && is_chain) { /* the last entry: @next */
-			p -= ops->load_len;
-			if (ops->load_len == 2)
-				put_le16(p, next);
-			else
-				put_le32(p, (get_le32(p) & 0xf0000000) | next);
-		}
+		if (clus == end && is_chain) /* the last entry: @next */
+			ops->store_block(p + (size_t)(cnt - 1) * ops->load_len,
+					 1, next, 0, 0);
 	}
 	return 0;
 }
@@ -262,6 +495,7 @@ static int put_many(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 		     uint32_t next, int is_chain, int may_skip_read)
 {
+	const struct fat_ops *ops = ops_of(&vol->g);
 	uint32_t i;
 	int err;
 
@@ -270,7 +504,8 @@ static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	if (first > fk_clus_max(&vol->g) ||
 	    nclus - 1 > fk_clus_max(&vol->g) - first)
 		return FK_ECORRUPT;
-	if (vol->g.type != FK_FAT12)
+	next &= ops->mask; /* as fk_fat_put(): reserved bits are kept */
+	if (ops->store_block)
 		return put_many(vol, first, nclus, next, is_chain,
 				may_skip_read);
 	for (i = 0; i < nclus; i++) {
@@ -283,6 +518,19 @@ static int put_range(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 	return 0;
 }
 
+int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1)
+{
+	struct fk_fat_reserved r;
+	int err = 0;
+
+	fk_fat_reserved_judge(&vol->g, 0, 0, &r);
+	if (fix0)
+		err = fk_fat_put(vol, 0, r.want0);
+	if (!err && fix1)
+		err = fk_fat_put(vol, 1, r.want1);
+	return err;
+}
+
 int fk_fat_put_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 		   uint32_t next)
 {
@@ -290,12 +538,9 @@ int fk_fat_put_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 }
 
 int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
-			uint32_t next)
+			uint32_t next, int is_blank)
 {
-	int may_skip = vol->g.type == FK_FAT16 ||
-		       (vol->g.type == FK_FAT32 && vol->is_free_top_clear);
-
-	return put_range(vol, first, nclus, next, 1, may_skip);
+	return put_range(vol, first, nclus, next, 1, is_blank);
 }
 
 int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
@@ -428,134 +673,7 @@ int fk_chain_error(const struct fk_chain_info *info, struct fk_diag *diag)
 	return FK_ECORRUPT;
 }
 
-/* Decode @n entries from @first out of raw FAT bytes @buf at @buf_off. */
-static void decode_block(const struct fat_ops *ops, const unsigned char *buf,
-			 uint64_t buf_off, uint32_t first, uint32_t n,
-			 uint32_t *vals)
-{
-	const unsigned char *p = buf + (ops->entry_off(first) - buf_off);
-	uint32_t i;
-
-	/* Aligned 16- and 32-bit entries: a plain loop, no call per entry. */
-	if (ops == &fat32_ops) {
-		for (i = 0; i < n; i++, p += 4)
-			vals[i] = get_le32(p) & 0x0fffffff;
-		return;
-	}
-	if (ops == &fat16_ops) {
-		for (i = 0; i < n; i++, p += 2)
-			vals[i] = get_le16(p);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		uint32_t clus = first + i;
-		uint32_t raw;
-
-		p = buf + (ops->entry_off(clus) - buf_off);
-		raw = ops->load_len == 2 ? get_le16(p) : get_le32(p);
-		vals[i] = ops->decode(raw, clus);
-	}
-}
-
-/* Are the @len bytes at @p all zero?  Eight bytes a load: byte-wise
- * get_le32() calls per entry were the scan's bottleneck. */
-static int is_zero(const unsigned char *p, size_t len)
-{
-	uint64_t any = 0, w;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, 8);
-		any |= w;
-	}
-	for (; i < len; i++)
-		any |= p[i];
-	return !any;
-}
-
-/* A map word with the low @m (1 to 64) bits set. */
-static uint64_t all_bits(uint32_t m)
-{
-	return m == 64 ? ~(uint64_t)0 : ((uint64_t)1 << m) - 1;
-}
-
-/* Free bits of the @m (at most 64) 16-bit entries held in @p. */
-static uint64_t free_word16(const unsigned char *p, uint32_t m)
-{
-	uint64_t word = 0;
-	uint32_t j;
-
-	/* Free space comes in long runs: a whole free group is one test. */
-	if (is_zero(p, 2 * (size_t)m))
-		return all_bits(m);
-	for (j = 0; j < m; j++, p += 2)
-		word |= (uint64_t)(get_le16(p) == 0) << j;
-	return word;
-}
-
-/* The same for 32-bit entries, ORing the high bits of free ones into
- * *@top_bits. */
-static uint64_t free_word32(const unsigned char *p, uint32_t m,
-			    uint32_t *top_bits)
-{
-	uint64_t word = 0;
-	uint32_t j;
-
-	if (is_zero(p, 4 * (size_t)m))
-		return all_bits(m);
-	for (j = 0; j < m; j++) {
-		uint32_t raw = get_le32(p + 4 * j);
-		uint32_t is_free = (raw & 0x0fffffff) == 0;
-
-		word |= (uint64_t)is_free << j;
-		*top_bits |= is_free ? raw : 0;
-	}
-	return word;
-}
-
-/*
- * Free bits of @n entries from @first (a multiple of 64, so each group of
- * 64 entries is one word of @map) held in @p, a block read from the FAT,
- * or for FAT12 decoded into @vals.
- */
-static void free_bits(const struct fat_ops *ops, const unsigned char *p,
-		      const uint32_t *vals, uint32_t first, uint32_t n,
-		      uint64_t *map, uint32_t *nfree, uint32_t *top_bits)
-{
-	uint32_t i, j;
-
-	for (i = 0; i < n; i += 64) {
-		uint32_t m = n - i < 64 ? n - i : 64;
-		uint64_t word = 0;
-
-		if (vals) { /* FAT12, decoded */
-			for (j = 0; j < m; j++)
-				word |= (uint64_t)(vals[i + j] == 0) << j;
-		} else if (ops->load_len == 2) {
-			word = free_word16(p + 2 * (size_t)i, m);
-		} else {
-			word = free_word32(p + 4 * (size_t)i, m, top_bits);
-		}
-		if (first + i == 0) /* clusters 0 and 1 hold no data */
-			word &= ~(uint64_t)3;
-		map[(first + i) / 64] = word;
-		*nfree += (uint32_t)__builtin_popcountll(word);
-	}
-}
-
-/* Bits of @n free entries from @first (a multiple of 64): a hole. */
-static void free_all(uint32_t first, uint32_t n, uint64_t *map, uint32_t *nfree)
-{
-	uint32_t i;
-
-	for (i = 0; i < n; i += 64)
-		map[(first + i) / 64] = all_bits(n - i < 64 ? n - i : 64);
-	if (first == 0) { /* clusters 0 and 1 hold no data */
-		map[0] &= ~(uint64_t)3;
-		n -= n < 2 ? n : 2;
-	}
-	*nfree += n;
-}
+/* ---- sequential scans ------------------------------------------------------ */
 
 /*
  * How many entries from @first (a multiple of 64) the scan may take as
@@ -584,48 +702,58 @@ static int hole_ents(struct fk_volume *vol, const struct fat_ops *ops,
 	return 0;
 }
 
-int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
-		     uint32_t *nfree)
+/* What a scan does with each block of raw entries. */
+struct scan_fns {
+	/* Entries @first .. @first + @n - 1, held in @p: the @len bytes at
+	 * @from into the copy (4 readable zero bytes follow, unless mapped). */
+	int (*block)(void *arg, uint32_t first, uint32_t n,
+		     const unsigned char *p, uint64_t from, size_t len);
+	/* @n entries from @first lie in a hole: all free.  NULL: read holes
+	 * like data (and never map the FAT: callers that compare copies want
+	 * plain reads). */
+	int (*hole)(void *arg, uint32_t first, uint32_t n);
+};
+
+/*
+ * The one scan loop: FAT copy @copy, entries 0 .. nclus + 1, in blocks of
+ * SCAN_ENTS, read sequentially straight from the device.  Returns 0, a
+ * non-zero value from @fns, or -errno.  Memory: one read buffer.
+ */
+static int scan_raw(struct fk_volume *vol, uint32_t copy,
+		    const struct scan_fns *fns, void *arg)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
-	uint64_t copy_off = vol->g.fat_off +
-			    (uint64_t)copy * vol->g.fat_secs * vol->g.sec_len;
 	uint64_t fat_len = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
-	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0, top_bits = 0;
+	uint64_t copy_off = vol->g.fat_off + copy * fat_len;
+	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
+	int is_fast = fns->hole && ops->is_streamed;
 	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
-	uint32_t *vals = NULL;
 	uint64_t data_end = 0; /* the FAT is known to hold data up to here */
 	int err = 0;
 
-	*nfree = 0;
-	if (ops == &fat12_ops)
-		vals = malloc(SCAN_ENTS * sizeof(*vals));
-	if (!buf || (ops == &fat12_ops && !vals)) {
-		err = -ENOMEM;
-		goto out;
-	}
-	while (first < total) {
+	if (!buf)
+		return -ENOMEM;
+	while (first < total && !err) {
 		uint32_t n =
 			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
 		uint64_t from = ops->entry_off(first);
 		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
-
 		const unsigned char *mapped;
+		size_t len;
 
-		/* FAT12 is at most 6 KiB: not worth asking about holes. */
-		if (!vals && from >= data_end) {
+		if (is_fast && from >= data_end) {
 			uint32_t skip;
 
 			if ((err = hole_ents(vol, ops, copy_off, first, total,
 					     &skip, &data_end)))
 				break;
 			if (skip) {
-				free_all(first, skip, map, nfree);
+				err = fns->hole(arg, first, skip);
 				first += skip;
 				continue;
 			}
 		}
-		if (!vals && data_end - from < (uint64_t)n * ops->load_len) {
+		if (is_fast && data_end - from < (uint64_t)n * ops->load_len) {
 			/* Read only the data; the hole after it is skipped. */
 			n = (uint32_t)((data_end - from + ops->load_len - 1) /
 				       ops->load_len);
@@ -636,31 +764,98 @@ int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 		}
 		if (to > fat_len) /* the last FAT12 entry's odd half byte */
 			to = fat_len;
-		/* 16- and 32-bit entries are read in place from the page
-		 * cache; FAT12 (small, and its last entry may run past the
-		 * FAT) goes through the buffer. */
-		if (!vals && !fk_device_map(vol->dev, copy_off + from,
-					    (size_t)(to - from), &mapped)) {
-			free_bits(ops, mapped, NULL, first, n, map, nfree,
-				  &top_bits);
-			fk_device_unmap(mapped, (size_t)(to - from));
+		len = (size_t)(to - from);
+		/* Large FATs are read in place from the page cache. */
+		if (is_fast &&
+		    !fk_device_map(vol->dev, copy_off + from, len, &mapped)) {
+			err = fns->block(arg, first, n, mapped, from, len);
+			fk_device_unmap(mapped, len);
 			first += n;
 			continue;
 		}
-		memset(buf + (to - from), 0, 4);
-		if ((err = fk_device_read(vol->dev, copy_off + from, buf,
-					  (size_t)(to - from))))
-			break;
-		if (vals)
-			decode_block(ops, buf, from, first, n, vals);
-		free_bits(ops, buf, vals, first, n, map, nfree, &top_bits);
+		/* Only the bytes past the read can be stale. */
+		memset(buf + len, 0, 4);
+		if (!(err = fk_device_read(vol->dev, copy_off + from, buf,
+					   len)))
+			err = fns->block(arg, first, n, buf, from, len);
 		first += n;
 	}
-	vol->is_free_top_clear = !err && !(top_bits & 0xf0000000);
-out:
 	free(buf);
-	free(vals);
 	return err;
+}
+
+struct free_scan {
+	const struct fat_ops *ops;
+	uint64_t *map;
+	uint32_t nfree;
+	uint32_t kept; /* raw bits of free entries, ORed */
+};
+
+static int free_block(void *arg, uint32_t first, uint32_t n,
+		      const unsigned char *p, uint64_t from, size_t len)
+{
+	struct free_scan *fs = arg;
+
+	(void)from;
+	(void)len;
+	fs->nfree += fs->ops->free_block(p, first, n, fs->map, &fs->kept);
+	return 0;
+}
+
+/* Bits of @n free entries from @first (a multiple of 64): a hole. */
+static int free_hole(void *arg, uint32_t first, uint32_t n)
+{
+	struct free_scan *fs = arg;
+	uint32_t i;
+
+	if (fs->map) {
+		for (i = 0; i < n; i += 64)
+			fs->map[(first + i) / 64] =
+				all_bits(n - i < 64 ? n - i : 64);
+		if (first == 0) /* clusters 0 and 1 hold no data */
+			fs->map[0] &= ~(uint64_t)3;
+	}
+	if (first == 0)
+		n -= n < 2 ? n : 2;
+	fs->nfree += n;
+	return 0;
+}
+
+int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
+		     uint32_t *nfree, int *is_blank)
+{
+	static const struct scan_fns fns = {free_block, free_hole};
+	struct free_scan fs = {ops_of(&vol->g), map, 0, 0};
+	int err = scan_raw(vol, copy, &fns, &fs);
+
+	*nfree = fs.nfree;
+	if (is_blank)
+		*is_blank = !err && !(fs.kept & fs.ops->keep);
+	return err;
+}
+
+struct decode_scan {
+	const struct fat_ops *ops;
+	uint32_t *vals;
+	int (*fn)(void *arg, uint32_t first, const uint32_t *vals, uint32_t n);
+	int (*diff)(void *arg, uint32_t other, uint32_t sec);
+	void *arg;
+	/* fk_fat_scan_copies() only: */
+	struct fk_volume *vol;
+	uint32_t copy;
+	unsigned char *other; /* a block of another copy */
+	uint64_t *next_sec;   /* per copy: sectors below are reported */
+};
+
+static int decode_block(void *arg, uint32_t first, uint32_t n,
+			const unsigned char *p, uint64_t from, size_t len)
+{
+	struct decode_scan *ds = arg;
+
+	(void)from;
+	(void)len;
+	ds->ops->decode_block(p, first, n, ds->vals);
+	return ds->fn(ds->arg, first, ds->vals, n);
 }
 
 int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
@@ -668,40 +863,21 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 			  uint32_t n),
 		void *arg)
 {
-	const struct fat_ops *ops = ops_of(&vol->g);
-	uint64_t copy_off = vol->g.fat_off +
-			    (uint64_t)copy * vol->g.fat_secs * vol->g.sec_len;
-	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
-	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
-	uint32_t *vals = malloc(SCAN_ENTS * sizeof(*vals));
-	int err = 0;
+	static const struct scan_fns fns = {decode_block, NULL};
+	struct decode_scan ds = {
+		ops_of(&vol->g), NULL, fn, NULL, arg, vol, copy, NULL, NULL};
+	int err;
 
-	if (!buf || !vals) {
-		err = -ENOMEM;
-		goto out;
-	}
-	while (first < total && !err) {
-		uint32_t n =
-			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
-		uint64_t from = ops->entry_off(first);
-		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
-
-		/* The last FAT12 entry may end in the middle of a byte pair. */
-		if (to > (uint64_t)vol->g.fat_secs * vol->g.sec_len)
-			to = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
-		/* Only the bytes past the read can be stale. */
-		memset(buf + (to - from), 0, 4);
-		if ((err = fk_device_read(vol->dev, copy_off + from, buf,
-					  (size_t)(to - from))))
-			break;
-		decode_block(ops, buf, from, first, n, vals);
-		err = fn(arg, first, vals, n);
-		first += n;
-	}
-out:
-	free(buf);
-	free(vals);
+	if (!(ds.vals = malloc(SCAN_ENTS * sizeof(*ds.vals))))
+		return -ENOMEM;
+	err = scan_raw(vol, copy, &fns, &ds);
+	free(ds.vals);
 	return err;
+}
+
+int fk_fat_count_free(struct fk_volume *vol, uint32_t copy, uint32_t *nfree)
+{
+	return fk_fat_scan_free(vol, copy, NULL, nfree, NULL);
 }
 
 /*
@@ -735,62 +911,47 @@ static int diff_sectors(const unsigned char *a, const unsigned char *b,
 	return 0;
 }
 
+/* Read the same bytes of every other copy and compare, then decode. */
+static int copies_block(void *arg, uint32_t first, uint32_t n,
+			const unsigned char *p, uint64_t from, size_t len)
+{
+	struct decode_scan *ds = arg;
+	const struct fk_geom *g = &ds->vol->g;
+	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
+	uint32_t c;
+	int err;
+
+	for (c = 0; c < g->nfats && ds->diff; c++) {
+		if (c == ds->copy)
+			continue;
+		if ((err = fk_device_read(ds->vol->dev,
+					  g->fat_off + c * copy_len + from,
+					  ds->other, len)) ||
+		    (err = diff_sectors(p, ds->other, from, len, g->sec_len, c,
+					ds->next_sec, ds->diff, ds->arg)))
+			return err;
+	}
+	return decode_block(arg, first, n, p, from, len);
+}
+
 int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 		       int (*fn)(void *arg, uint32_t first,
 				 const uint32_t *vals, uint32_t n),
 		       int (*diff)(void *arg, uint32_t copy, uint32_t sec),
 		       void *arg)
 {
-	const struct fk_geom *g = &vol->g;
-	const struct fat_ops *ops = ops_of(g);
-	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
-	uint32_t total = fk_clus_max(g) + 1, first = 0, c;
-	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
-	unsigned char *other = malloc((size_t)SCAN_ENTS * 4 + 4);
-	uint32_t *vals = calloc(SCAN_ENTS, sizeof(*vals));
-	uint64_t *next_sec = calloc(g->nfats, sizeof(*next_sec));
-	int err = 0;
+	static const struct scan_fns fns = {copies_block, NULL};
+	struct decode_scan ds = {
+		ops_of(&vol->g), NULL, fn, diff, arg, vol, copy, NULL, NULL};
+	int err = -ENOMEM;
 
-	if (!buf || !other || !vals || !next_sec) {
-		err = -ENOMEM;
-		goto out;
-	}
-	while (first < total && !err) {
-		uint32_t n =
-			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
-		uint64_t from = ops->entry_off(first);
-		uint64_t to = ops->entry_off(first + n - 1) + ops->load_len;
-		size_t len;
-
-		if (to > copy_len)
-			to = copy_len;
-		len = (size_t)(to - from);
-		memset(buf, 0, len + 4);
-		if ((err = fk_device_read(vol->dev,
-					  g->fat_off + copy * copy_len + from,
-					  buf, len)))
-			break;
-		for (c = 0; c < g->nfats && diff && !err; c++) {
-			if (c == copy)
-				continue;
-			if (!(err = fk_device_read(vol->dev,
-						   g->fat_off + c * copy_len +
-							   from,
-						   other, len)))
-				err = diff_sectors(buf, other, from, len,
-						   g->sec_len, c, next_sec,
-						   diff, arg);
-		}
-		if (err)
-			break;
-		decode_block(ops, buf, from, first, n, vals);
-		err = fn(arg, first, vals, n);
-		first += n;
-	}
-out:
-	free(buf);
-	free(other);
-	free(vals);
-	free(next_sec);
+	ds.vals = malloc(SCAN_ENTS * sizeof(*ds.vals));
+	ds.other = malloc((size_t)SCAN_ENTS * 4 + 4);
+	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
+	if (ds.vals && ds.other && ds.next_sec)
+		err = scan_raw(vol, copy, &fns, &ds);
+	free(ds.vals);
+	free(ds.other);
+	free(ds.next_sec);
 	return err;
 }

@@ -47,6 +47,30 @@ uint32_t fk_fat_eoc(const struct fk_geom *g);
 uint32_t fk_fat_bad(const struct fk_geom *g);
 
 /*
+ * The reserved entries judged: FAT[0] holds the media byte under bits that
+ * are all ones, FAT[1] an end-of-chain mark whose two top bits on FAT16/32
+ * say "cleanly unmounted" and "no disk errors" (FAT12 has neither).
+ */
+struct fk_fat_reserved {
+	uint32_t want0, want1; /* what a repair writes */
+	int is_fat0_ones;      /* FAT[0]'s bits above the media byte are set */
+	int is_fat0_media;     /* FAT[0] is want0: the BPB's media byte too */
+	int is_clean;	       /* FAT[1]'s clean-shutdown bit is set */
+	int is_noerr;	       /* FAT[1]'s no-disk-error bit is set */
+	int is_fat1_eoc;       /* FAT[1] is want1 apart from those two bits */
+};
+
+/* Judge the values @fat0 and @fat1 read from FAT[0] and FAT[1]. */
+void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
+			   uint32_t fat1, struct fk_fat_reserved *r);
+
+/*
+ * Put want0 in FAT[0] when @fix0 and want1 in FAT[1] when @fix1 (in the
+ * cache, as fk_fat_put()).
+ */
+int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1);
+
+/*
  * Read entry @clus (0 .. nclus + 1) through the FAT cache.  Returns 0,
  * FK_ECORRUPT (entry outside the FAT) or -errno.
  */
@@ -112,20 +136,23 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
  * The free map of FAT copy @copy in one sequential pass: bit c of @map
  * (which the caller zeroed, one bit per cluster 0 .. nclus + 1) is set for
  * each free data cluster, and *@nfree counts them.  Faster than
- * fk_fat_scan() with a callback: no decoded copy of the FAT is made.  Also
- * notes whether any free FAT32 entry carries reserved high bits, which
- * fk_fat_put_free_run() needs to know.  Returns 0 or -errno.
+ * fk_fat_scan() with a callback: no decoded copy of the FAT is made.
+ * *@is_blank (if not NULL) says whether no free entry holds bits a write
+ * must keep (FAT32's reserved top 4), for fk_fat_put_free_run().  Returns
+ * 0 or -errno.
  */
 int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
-		     uint32_t *nfree);
+		     uint32_t *nfree, int *is_blank);
+
+/* The free data clusters of FAT copy @copy, as fk_fat_scan_free(). */
+int fk_fat_count_free(struct fk_volume *vol, uint32_t copy, uint32_t *nfree);
 
 /*
- * fk_fat_put_run() for clusters that fk_fat_scan_free() found free: FAT
- * sectors it fills whole are not read first when nothing in them needs
- * keeping (FAT16, or FAT32 whose free entries had no high bits set).
+ * fk_fat_put_run() for clusters that fk_fat_scan_free() found free: when
+ * it said @is_blank, FAT sectors the run fills whole are not read first.
  */
 int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
-			uint32_t next);
+			uint32_t next, int is_blank);
 
 /*
  * fk_fat_scan() of copy @copy that also reads the same bytes of every

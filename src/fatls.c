@@ -486,16 +486,6 @@ static void list_path(struct ls *ls, const char *arg, int nargs)
 	free(path);
 }
 
-static int count_free(void *arg, uint32_t first, const uint32_t *vals,
-		      uint32_t n)
-{
-	uint32_t *nfree = arg, i;
-
-	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n; i++)
-		*nfree += vals[i] == 0;
-	return 0;
-}
-
 /* The label in the root directory (what mlabel and Windows show). */
 static void root_label(struct fk_volume *vol, char *out, size_t len)
 {
@@ -530,7 +520,7 @@ static int print_info(struct ls *ls)
 	uint32_t nfree = 0;
 	int n = 0, i, err;
 
-	if ((err = fk_fat_scan(ls->vol, g->active_fat, count_free, &nfree)) ||
+	if ((err = fk_fat_count_free(ls->vol, g->active_fat, &nfree)) ||
 	    (err = fk_fsinfo_read(ls->vol, &fsi)))
 		return err;
 	memset(it, 0, sizeof(it));
@@ -544,7 +534,7 @@ static int print_info(struct ls *ls)
 	NUM("reserved sectors", g->rsvd_secs);
 	NUM("fat copies", g->nfats);
 	NUM("sectors per fat", g->fat_secs);
-	if (g->type == FK_FAT32)
+	if (g->has_bpb32)
 		NUM("root cluster", g->root_clus);
 	else
 		NUM("root entries", g->root_ents);
@@ -556,7 +546,7 @@ static int print_info(struct ls *ls)
 		NUM("fsinfo free count", fsi.free_count);
 		NUM("fsinfo next free", fsi.next_free);
 	}
-	if (g->type == FK_FAT32)
+	if (g->has_bpb32)
 		STR("fat mirroring", "%s", g->is_mirrored ? "on" : "off");
 	STR("label", "%s", g->has_ext_bpb ? g->label : "");
 	root_label(ls->vol, it[n].str, sizeof(it[0].str));

@@ -29,7 +29,7 @@ int fk_fsinfo_read(struct fk_volume *vol, struct fk_fsinfo *fsi)
 
 	memset(fsi, 0, sizeof(*fsi));
 	fsi->free_count = fsi->next_free = FK_FSINFO_UNKNOWN;
-	if (vol->g.type != FK_FAT32 || !vol->g.fsinfo_sec)
+	if (!vol->g.fsinfo_sec) /* none, or not FAT32 */
 		return 0;
 	if ((err = fk_device_read(vol->dev, fsinfo_off(vol), b, sizeof(b))))
 		return err;
@@ -48,7 +48,7 @@ int fk_fsinfo_write(struct fk_volume *vol, uint32_t free_count,
 	unsigned char b[512];
 	int err;
 
-	if (vol->g.type != FK_FAT32 || !vol->g.fsinfo_sec)
+	if (!vol->g.fsinfo_sec) /* none, or not FAT32 */
 		return 0;
 	if ((err = fk_device_read(vol->dev, fsinfo_off(vol), b, sizeof(b))))
 		return err;

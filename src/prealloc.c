@@ -500,15 +500,18 @@ static int write_chains(struct op *op)
 	for (i = 0; i < op->ndirs; i++) {
 		if (is_stopping(op))
 			return -EINTR;
-		if ((err = fk_alloc_write_chain(op->vol, &op->dirs[i].own)) ||
+		if ((err = fk_alloc_write_chain(op->alloc, op->vol,
+						&op->dirs[i].own)) ||
 		    (err = fk_alloc_write_chain(
-			     op->vol, fk_dirplan_growth(op->dirs[i].dp))))
+			     op->alloc, op->vol,
+			     fk_dirplan_growth(op->dirs[i].dp))))
 			return err;
 	}
 	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++) {
 		if (is_stopping(op))
 			return -EINTR;
-		if ((err = fk_alloc_write_chain(op->vol, &op->files[i].add)))
+		if ((err = fk_alloc_write_chain(op->alloc, op->vol,
+						&op->files[i].add)))
 			return err;
 	}
 	return flush(op);

@@ -193,7 +193,8 @@ static int parse_fat32(const unsigned char *bs, struct fk_geom *g,
 	uint32_t flags = get_le16(bs + BPB_EXT_FLAGS);
 
 	g->is_mirrored = 1;
-	if (g->type != FK_FAT32)
+	g->has_bpb32 = g->type == FK_FAT32;
+	if (!g->has_bpb32)
 		return 0;
 	if (get_le16(bs + BPB_FS_VER))
 		return bad(diag,
@@ -345,7 +346,7 @@ void fk_volume_close(struct fk_volume *vol)
 
 int fk_volume_read_backup(struct fk_volume *vol, unsigned char *buf)
 {
-	if (vol->g.type != FK_FAT32 || !vol->g.backup_sec)
+	if (!vol->g.backup_sec) /* none, or not FAT32 */
 		return -ENOENT;
 	return fk_device_read(vol->dev,
 			      (uint64_t)vol->g.backup_sec * vol->g.sec_len, buf,

@@ -45,6 +45,8 @@ struct fk_geom {
 	uint32_t fsinfo_sec; /* FAT32 FSInfo sector; 0: none */
 	uint32_t backup_sec; /* FAT32 backup boot sector; 0: none */
 	uint32_t active_fat; /* copy that is read (FAT32 ext flags) */
+	int has_bpb32;	     /* the FAT32 BPB: a root cluster, FSInfo and
+				backup boot sector fields, FAT mirroring */
 	int is_mirrored;     /* FAT copies are kept identical */
 	uint8_t media;	     /* BPB media byte */
 	int has_ext_bpb;     /* boot signature 0x29: serial and label */
@@ -63,9 +65,7 @@ struct fk_volume {
 	struct fk_device *dev;
 	struct fk_cache *fat; /* every FAT access goes through it */
 	struct fk_geom g;
-	unsigned char *boot;   /* the boot sector as read, sec_len bytes */
-	int is_free_top_clear; /* fk_fat_scan_free saw no free FAT32 entry
-				  with reserved high bits set */
+	unsigned char *boot; /* the boot sector as read, sec_len bytes */
 };
 
 /*

@@ -33,6 +33,8 @@ int main(void)
 	suite_device();
 	suite_alloc();
 	suite_cache_evict();
+	suite_fat_reserved();
+	suite_alloc_policy();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

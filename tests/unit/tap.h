@@ -22,5 +22,7 @@ void suite_json(void);
 void suite_device(void);
 void suite_alloc(void);
 void suite_cache_evict(void);
+void suite_fat_reserved(void);
+void suite_alloc_policy(void);
 
 #endif

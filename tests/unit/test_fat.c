@@ -477,8 +477,8 @@ static uint32_t free_map_mismatches(struct img *im, uint32_t *nfree)
 	uint32_t total = im->b.nclus + 2, clus, bad = 0, want = 0;
 	uint64_t *map = calloc((total + 63) / 64 + 1, sizeof(*map));
 
-	if (!map ||
-	    fk_fat_scan_free(im->vol, im->vol->g.active_fat, map, nfree)) {
+	if (!map || fk_fat_scan_free(im->vol, im->vol->g.active_fat, map, nfree,
+				     NULL)) {
 		free(map);
 		return UINT32_MAX;
 	}
