@@ -45,9 +45,15 @@ HDR_CHECK := $(patsubst src/%.h,$(BUILD)/hdr/%.ok,$(wildcard src/*.h))
 # after `make` rebuilds everything.
 FLAGS_STAMP := $(BUILD)/flags.stamp
 FLAGS_NOW   := $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS) core: $(CORE)
+# Goals that build nothing leave the stamp alone (`make test BUILD=X`
+# must not make X's next build start over).
+NOBUILD_GOALS := test format format-check deps deps-demo deps-check clean \
+		 clean-coverage coverage-report
+ifneq ($(filter-out $(NOBUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
 ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
 $(shell mkdir -p $(BUILD))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
 endif
 
 all: $(PROG_BINS) $(BUILD)/unit-tests
