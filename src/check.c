@@ -70,7 +70,7 @@ enum ent_op {
 	EF_SET,	   /* new first cluster and/or size */
 	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
 	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
-	EF_UNHIDE, /* 0x00 slots in [slot, slot + nslots) become 0xE5 */
+	EF_UNHIDE, /* end markers in [slot, slot + nslots) become deleted */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
@@ -951,16 +951,6 @@ static int is_label(const struct fk_dirent *ent)
 	return (ent->attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) == FK_ATTR_VOLUME;
 }
 
-static int is_dot(const struct fk_dirent *ent)
-{
-	return !memcmp(ent->raw, ".          ", 11);
-}
-
-static int is_dotdot(const struct fk_dirent *ent)
-{
-	return !memcmp(ent->raw, "..         ", 11);
-}
-
 static void visit(struct fk_check *ck, const struct fk_dirent *ent,
 		  uint32_t nclus)
 {
@@ -1172,7 +1162,7 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 static int check_dot(struct fk_check *ck, struct dirctx *d,
 		     const struct fk_dirent *ent)
 {
-	int dot = is_dot(ent);
+	int dot = fk_slot_dot(ent->raw) == FK_DOT;
 	uint32_t want = dot ? d->first : d->parent;
 	const char *name = dot ? "." : "..";
 	struct ent_fix fix;
@@ -1225,10 +1215,10 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 		     dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
 		return err == FK_ECORRUPT ? 0 : err;
-	if (e[0] != 0x00 && e[0] != 0xe5 && !(d->erased_dots & (1u << !dot)))
+	if (!fk_slot_is_free(e) && !(d->erased_dots & (1u << !dot)))
 		return 0;
 	memset(&ent, 0, sizeof(ent));
-	memcpy(ent.raw, dot ? ".          " : "..         ", 11);
+	fk_slot_set_dot(dot ? FK_DOT : FK_DOT_DOT, ent.raw);
 	ent.attr = FK_ATTR_DIR;
 	ent.first_clus = dot ? d->first : d->parent;
 	if (d->self) {
@@ -1243,7 +1233,7 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 	fix.dir_clus = d->first;
 	fix.slot = dot ? 0 : 1;
 	memset(fix.slot_data, 0, sizeof(fix.slot_data));
-	fk_dir_pack(ck->vol, &ent, fix.slot_data);
+	fk_slot_pack(ck->vol, &ent, fix.slot_data);
 	set_fix(ck, idx, "'%s' created", dot ? "." : "..");
 	return plan_entry(ck, &fix);
 }
@@ -1255,7 +1245,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	size_t old, idx;
 	int err;
 
-	if (is_dot(ent) || is_dotdot(ent))
+	if (fk_dirent_is_dot(ent))
 		return ck->pass == 1 ? check_dot(ck, d, ent) : 0;
 	if (is_label(ent)) {
 		if (ck->pass == 1 && d->is_root && !ck->has_root_label) {
@@ -1359,7 +1349,7 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
 		struct name_key k = {name_hash(ent.short_name), ent.slot};
 
-		if (is_dot(&ent) || is_dotdot(&ent) || is_label(&ent))
+		if (fk_dirent_is_dot(&ent) || is_label(&ent))
 			continue;
 		if ((err = PUSH(keys, k)))
 			break;
@@ -1978,17 +1968,17 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
 			return err;
 		memset(&ent, 0, sizeof(ent));
-		fk_dir_unpack(ck->vol, e, &ent);
+		fk_slot_unpack(ck->vol, e, &ent);
 		if (f->set_first)
 			ent.first_clus = f->first_clus;
 		if (f->set_size)
 			ent.size = f->size;
-		fk_dir_pack(ck->vol, &ent, e);
+		fk_slot_pack(ck->vol, &ent, e);
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot, e);
 	case EF_CREATE:
 		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
 			return err;
-		if (e[0] != 0x00 && e[0] != 0xe5)
+		if (!fk_slot_is_free(e))
 			return 0; /* not free after all: leave it */
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
 					 f->slot_data);
@@ -2000,9 +1990,9 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 			if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, slot,
 						    e)))
 				return err;
-			if (f->op == EF_UNHIDE && e[0] != 0x00)
+			if (f->op == EF_UNHIDE && !fk_slot_is_end(e))
 				continue;
-			e[0] = 0xe5;
+			fk_slot_delete(e);
 			if ((err = fk_dir_write_slot(ck->vol, f->dir_clus, slot,
 						     e)))
 				return err;

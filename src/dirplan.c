@@ -15,17 +15,11 @@
 
 #include "alloc.h"
 #include "diag.h"
-#include "endian.h"
 #include "fat.h"
 #include "names.h"
 #include "volume.h"
 
-#define LDIR_ORD    0
-#define LDIR_ATTR   11
-#define LDIR_CHKSUM 13
-#define LDIR_LAST   0x40
-#define SLOT_FREE   0xe5
-#define NO_ID	    UINT32_MAX
+#define NO_ID UINT32_MAX
 
 /* One entry, on disk or planned; its short slot as it will be. */
 struct dp_ent {
@@ -395,7 +389,7 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 		if (fk_dirent_is_dot(&ent))
 			continue;
 		memset(slot, 0, sizeof(slot));
-		fk_dir_pack(vol, &ent, slot);
+		fk_slot_pack(vol, &ent, slot);
 		if ((err = add_ent(dp, slot, ent.slot, ent.nslots, ent.name,
 				   ent.short_name, &id)))
 			break;
@@ -488,13 +482,13 @@ int fk_dirplan_new(struct fk_volume *vol, uint32_t clus, uint32_t parent_clus,
 	if (vol->g.type == FK_FAT32 && parent_clus == vol->g.root_clus)
 		parent_clus = 0;
 	for (i = 0; i < 2; i++) {
-		memcpy(dot.raw, i ? "..         " : ".          ", 11);
+		fk_slot_set_dot(i ? FK_DOT_DOT : FK_DOT, dot.raw);
 		dot.attr = FK_ATTR_DIR;
 		dot.nt = 0;
 		dot.size = 0;
 		dot.first_clus = i ? parent_clus : clus;
 		memset(slot, 0, sizeof(slot));
-		fk_dir_pack(vol, &dot, slot);
+		fk_slot_pack(vol, &dot, slot);
 		if ((err = add_write(dp, (uint32_t)i, slot)))
 			goto out_close;
 	}
@@ -516,7 +510,7 @@ int fk_dirplan_find(struct fk_dirplan *dp, const char *name,
 		return 0;
 	e = &dp->ents[i];
 	memset(ent, 0, sizeof(*ent));
-	fk_dir_unpack(dp->vol, e->slot, ent);
+	fk_slot_unpack(dp->vol, e->slot, ent);
 	snprintf(ent->name, sizeof(ent->name), "%s", dp->arena + e->name_off);
 	snprintf(ent->short_name, sizeof(ent->short_name), "%s",
 		 dp->arena + e->short_off);
@@ -618,7 +612,7 @@ static int mark_skipped(struct fk_dirplan *dp, uint32_t first)
 	int err;
 
 	memset(e, 0, sizeof(e));
-	e[0] = SLOT_FREE;
+	fk_slot_delete(e);
 	for (s = from; s < first; s++)
 		if ((err = add_write(dp, s, e)))
 			return err;
@@ -632,30 +626,24 @@ static int write_lfn(struct fk_dirplan *dp, uint32_t first, uint32_t nlfn,
 		     const uint16_t *units, size_t nunits,
 		     const unsigned char *raw)
 {
-	static const unsigned char at[FK_LFN_CHARS] = {
-		1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30};
-	uint8_t sum = fk_lfn_checksum(raw);
+	struct fk_lfn_slot l;
 	unsigned char e[FK_DIRENT_LEN];
 	uint32_t i;
 	int err, c;
 
+	l.sum = fk_lfn_checksum(raw);
 	/* Slots run from the last piece of the name to the first. */
 	for (i = 0; i < nlfn; i++) {
-		uint32_t ord = nlfn - i;
-
-		memset(e, 0, sizeof(e));
-		e[LDIR_ORD] = (unsigned char)(ord | (i == 0 ? LDIR_LAST : 0));
-		e[LDIR_ATTR] = FK_ATTR_LFN;
-		e[LDIR_CHKSUM] = sum;
+		l.ord = nlfn - i;
+		l.is_last = i == 0;
 		for (c = 0; c < FK_LFN_CHARS; c++) {
-			size_t u = (ord - 1) * FK_LFN_CHARS + (size_t)c;
+			size_t u = (l.ord - 1) * FK_LFN_CHARS + (size_t)c;
 			/* NUL after the name, then 0xFFFF padding. */
-			uint32_t v = u < nunits	   ? units[u]
+			l.units[c] = u < nunits	   ? units[u]
 				     : u == nunits ? 0
 						   : 0xffff;
-
-			put_le16(e + at[c], v);
 		}
+		fk_slot_lfn_pack(&l, e);
 		if ((err = add_write(dp, first + i, e)))
 			return err;
 	}
@@ -691,7 +679,7 @@ int fk_dirplan_add(struct fk_dirplan *dp, struct fk_alloc *alloc,
 	    (err = write_lfn(dp, first, nlfn, units, nunits, ent.raw)))
 		return err;
 	memset(slot, 0, sizeof(slot));
-	fk_dir_pack(dp->vol, &ent, slot);
+	fk_slot_pack(dp->vol, &ent, slot);
 	fk_short_display(ent.raw, ent.nt, ent.short_name,
 			 sizeof(ent.short_name));
 	if ((err = add_ent(dp, slot, first + nlfn, nlfn + 1, name,
@@ -706,12 +694,12 @@ void fk_dirplan_set(struct fk_dirplan *dp, uint32_t id,
 		    const struct fk_dirent *fields)
 {
 	struct dp_ent *e = &dp->ents[id];
-	struct fk_dirent ent = *fields;
+	struct fk_dirent ent = *fields, old;
 
 	/* The name and its case flags are not the caller's to change. */
-	memcpy(ent.raw, e->slot, 11);
-	ent.nt = e->slot[12];
-	fk_dir_pack(dp->vol, &ent, e->slot);
+	fk_slot_unpack(dp->vol, e->slot, &old);
+	ent.nt = old.nt;
+	fk_slot_pack_fields(dp->vol, &ent, e->slot);
 	e->is_changed = 1;
 }
 

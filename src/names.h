@@ -12,7 +12,6 @@
 
 #define FK_LFN_MAX	 255		      /* UCS-2 units in a long name */
 #define FK_NAME_MAX	 (FK_LFN_MAX * 3 + 1) /* UTF-8 bytes, with NUL */
-#define FK_LFN_CHARS	 13   /* UCS-2 units per long-name slot */
 #define FK_NT_LOWER_BASE 0x08 /* NT byte: base shown in lower case */
 #define FK_NT_LOWER_EXT	 0x10 /* NT byte: extension in lower case */
 
