@@ -1525,7 +1525,7 @@ out:
 /* The FAT32 root is a chain like any other; FAT12/16 have a fixed area. */
 static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 {
-	const struct fk_geom *g = ck->g;
+	uint32_t root = fk_dir_resolve(ck->vol, 0);
 	struct dirctx d;
 	struct claim c;
 	size_t idx;
@@ -1533,8 +1533,8 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 
 	memset(&d, 0, sizeof(d));
 	d.is_root = 1;
-	if (g->type == FK_FAT32) {
-		if ((err = claim(ck, g->root_clus, UINT32_MAX, "/", NULL, &c)))
+	if (root) {
+		if ((err = claim(ck, root, UINT32_MAX, "/", NULL, &c)))
 			return err;
 		if (ck->pass == 1 &&
 		    (err = chain_problem(ck, &c, 1, "/", "root directory ",
@@ -1544,7 +1544,7 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 			ck->is_tree_incomplete = 1;
 			return 0;
 		}
-		d.first = g->root_clus;
+		d.first = root;
 		d.nclus = c.nclus;
 	}
 	return walk_dir(ck, &d, diag);

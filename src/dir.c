@@ -51,14 +51,19 @@ int fk_dirent_is_dot(const struct fk_dirent *ent)
 	return fk_slot_dot(ent->raw) != FK_DOT_NONE;
 }
 
+uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus)
+{
+	if (clus == 0 && vol->g.type == FK_FAT32)
+		return vol->g.root_clus;
+	return clus;
+}
+
 uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
 			    const struct fk_dirent *ent)
 {
 	/* ".." of a first-level directory says 0 for the root, even on
 	 * FAT32 whose root is a chain. */
-	if (ent->first_clus == 0 && vol->g.type == FK_FAT32)
-		return vol->g.root_clus;
-	return ent->first_clus;
+	return fk_dir_resolve(vol, ent->first_clus);
 }
 
 int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
@@ -69,8 +74,7 @@ int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
 	if (!dir)
 		return -ENOMEM;
 	dir->vol = vol;
-	if (clus == 0 && vol->g.type == FK_FAT32)
-		clus = vol->g.root_clus;
+	clus = fk_dir_resolve(vol, clus);
 	dir->is_fixed_root = clus == 0;
 	dir->first_clus = clus;
 	if (dir->is_fixed_root)
@@ -396,7 +400,7 @@ static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
 	strcpy(ent->short_name, "/");
 	memset(ent->raw, ' ', 11);
 	ent->attr = FK_ATTR_DIR;
-	ent->first_clus = vol->g.type == FK_FAT32 ? vol->g.root_clus : 0;
+	ent->first_clus = fk_dir_resolve(vol, 0);
 }
 
 /* Find @name in directory @clus. */
@@ -467,8 +471,7 @@ static int slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 	uint32_t per_clus = g->clus_len / FK_DIRENT_LEN, clus, val, i;
 	int err;
 
-	if (dir_clus == 0 && g->type == FK_FAT32)
-		dir_clus = g->root_clus;
+	dir_clus = fk_dir_resolve(vol, dir_clus);
 	if (dir_clus == 0) {
 		if (slot >= g->root_ents)
 			return FK_ECORRUPT;

@@ -131,6 +131,13 @@ int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		      const unsigned char e[FK_DIRENT_LEN]);
 
+/*
+ * The first cluster of directory @clus, where 0 names the root (as ".."
+ * and the callers say): 0 again on FAT12/16, whose root is the fixed
+ * area, or the BPB's root cluster on FAT32, whose root is a chain.
+ */
+uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus);
+
 /* Is @ent "." or ".."? */
 int fk_dirent_is_dot(const struct fk_dirent *ent);
 

@@ -260,8 +260,7 @@ static struct fk_dirplan *dp_new(struct fk_volume *vol, uint32_t clus)
 	if (!dp)
 		return NULL;
 	dp->vol = vol;
-	if (clus == 0 && vol->g.type == FK_FAT32)
-		clus = vol->g.root_clus;
+	clus = fk_dir_resolve(vol, clus);
 	dp->first_clus = clus;
 	dp->is_fixed_root = clus == 0;
 	dp->block_len = dp->is_fixed_root ? vol->g.sec_len : vol->g.clus_len;
@@ -479,7 +478,7 @@ int fk_dirplan_new(struct fk_volume *vol, uint32_t clus, uint32_t parent_clus,
 	if ((err = add_block(dp, clus)))
 		goto out_close;
 	/* ".." names the root as cluster 0, even on FAT32. */
-	if (vol->g.type == FK_FAT32 && parent_clus == vol->g.root_clus)
+	if (parent_clus == fk_dir_resolve(vol, 0))
 		parent_clus = 0;
 	for (i = 0; i < 2; i++) {
 		fk_slot_set_dot(i ? FK_DOT_DOT : FK_DOT, dot.raw);
