@@ -112,8 +112,9 @@ struct dup {
 };
 
 struct name_key {
-	uint64_t hash;
+	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
+	char *name; /* the finder's copy */
 };
 
 struct copy_diff {
@@ -1087,29 +1088,6 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 	return walk_dir(ck, &child, diag);
 }
 
-/* Does an on-disk short name hold bytes every FAT reader refuses (and
- * fsck.fat renames): control characters, 0x7F, *?<>|"\/: or a space
- * followed by a non-space within the base or the extension? */
-static int short_is_damaged(const unsigned char raw[11])
-{
-	int i, is_space = 0;
-
-	for (i = 0; i < 11; i++) {
-		unsigned char b = raw[i];
-
-		if (i == 8)
-			is_space = 0;
-		if ((b < 0x20 && !(i == 0 && b == 0x05)) || b == 0x7f ||
-		    (b && strchr("*?<>|\"\\/:", b)))
-			return 1;
-		if (b == ' ')
-			is_space = 1;
-		else if (is_space)
-			return 1;
-	}
-	return 0;
-}
-
 /* Does an earlier entry have the name of the one in @slot?  Which: @earlier. */
 static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
 {
@@ -1134,6 +1112,7 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 			const struct fk_dirent *ent)
 {
 	const char *path = cur_path(ck);
+	enum fk_short_verdict verdict;
 	uint32_t earlier;
 
 	/* Slots that do not match it were orphans (d->ent_first is before
@@ -1142,11 +1121,12 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 		report(ck, FK_SEV_WARNING, "long-name", path,
 		       "its long name is empty or not valid UTF-16; it is "
 		       "listed by its short name");
-	if (short_is_damaged(ent->raw))
+	verdict = fk_short_check(ent->raw);
+	if (verdict == FK_SHORT_BAD)
 		report(ck, FK_SEV_ERROR, "bad-name", path,
 		       "short name '%s' holds characters FAT does not allow",
 		       ent->short_name);
-	else if (!fk_short_is_valid(ent->raw))
+	else if (verdict == FK_SHORT_ODD)
 		report(ck, FK_SEV_WARNING, "short-name", path,
 		       "short name '%s' is not a valid 8.3 name",
 		       ent->short_name);
@@ -1279,33 +1259,16 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	return err;
 }
 
-/* FNV-1a of a name folded to upper case, as FAT compares names. */
-static uint64_t name_hash(const char *name)
-{
-	uint16_t u[FK_LFN_MAX + 1];
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t n = 0, i;
-
-	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n)) {
-		for (; *name; name++) /* cannot happen for names we read */
-			h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
-		return h;
-	}
-	for (i = 0; i < n; i++) {
-		uint16_t c = fk_upcase(u[i]);
-
-		h = (h ^ (c & 0xff)) * 0x100000001b3ull;
-		h = (h ^ (c >> 8)) * 0x100000001b3ull;
-	}
-	return h;
-}
-
 static int cmp_key(const void *a, const void *b)
 {
 	const struct name_key *x = a, *y = b;
+	int c;
 
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
+	/* Equal hashes need not be equal names: equal names sit together. */
+	if ((c = fk_name_compare(x->name, y->name)))
+		return c;
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
@@ -1329,10 +1292,26 @@ static int open_dir(struct fk_check *ck, const struct dirctx *d,
 	return 0;
 }
 
+static int add_key(struct name_key **v, size_t *n, size_t *cap,
+		   const char *name, uint32_t slot)
+{
+	char *copy = strdup(name);
+
+	if (!copy || grow((void **)v, *n, cap, sizeof(**v))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	(*v)[*n].hash = fk_name_hash(name);
+	(*v)[*n].slot = slot;
+	(*v)[(*n)++].name = copy;
+	return 0;
+}
+
 /*
  * Pass 1, before the entries are checked: hash every name (short, and
  * long when there is one) and note the entries whose name an earlier
- * entry already has.  Memory: two keys per entry of this directory only.
+ * entry already has.  Memory: two keys and names per entry of this
+ * directory only.
  */
 static int find_dups(struct fk_check *ck, struct dirctx *d,
 		     struct fk_diag *diag)
@@ -1347,15 +1326,15 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	if ((err = open_dir(ck, d, &dir)))
 		return err;
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
-		struct name_key k = {name_hash(ent.short_name), ent.slot};
-
 		if (fk_dirent_is_dot(&ent) || is_label(&ent))
 			continue;
-		if ((err = PUSH(keys, k)))
+		if ((err = add_key(&keys.v, &keys.n, &keys.cap, ent.short_name,
+				   ent.slot)))
 			break;
-		k.hash = name_hash(ent.name);
-		if (ent.has_lfn && k.hash != keys.v[keys.n - 1].hash &&
-		    (err = PUSH(keys, k)))
+		/* The long name only when it is another name than the short. */
+		if (ent.has_lfn && fk_name_compare(ent.name, ent.short_name) &&
+		    (err = add_key(&keys.v, &keys.n, &keys.cap, ent.name,
+				   ent.slot)))
 			break;
 	}
 	fk_dir_close(dir);
@@ -1366,7 +1345,8 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	for (i = 1; !err && i < keys.n; i++) {
 		struct dup dp;
 
-		if (keys.v[i].hash != keys.v[run].hash) {
+		if (keys.v[i].hash != keys.v[run].hash ||
+		    fk_name_compare(keys.v[i].name, keys.v[run].name)) {
 			run = i;
 			continue;
 		}
@@ -1376,6 +1356,8 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 		dp.earlier = keys.v[run].slot;
 		err = PUSH(dups, dp);
 	}
+	for (i = 0; i < keys.n; i++)
+		free(keys.v[i].name);
 	free(keys.v);
 	if (err) {
 		free(dups.v);

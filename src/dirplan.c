@@ -78,37 +78,6 @@ struct fk_dirplan {
 /* ---- tables and the arena -------------------------------------------------
  */
 
-static uint64_t fnv(uint64_t h, uint32_t unit)
-{
-	return (h ^ unit) * 1099511628211ull;
-}
-
-static uint64_t hash_name(const char *name)
-{
-	uint16_t u[FK_LFN_MAX + 1];
-	uint64_t h = 14695981039346656037ull;
-	size_t n, i;
-
-	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n)) {
-		for (; *name; name++)
-			h = fnv(h, (unsigned char)*name);
-		return h;
-	}
-	for (i = 0; i < n; i++)
-		h = fnv(h, fk_upcase(u[i]));
-	return h;
-}
-
-static uint64_t hash_raw(const unsigned char *raw)
-{
-	uint64_t h = 14695981039346656037ull;
-	int i;
-
-	for (i = 0; i < 11; i++)
-		h = fnv(h, raw[i]);
-	return h;
-}
-
 static int table_grow(struct dp_table *t)
 {
 	uint32_t cap = t->cap ? t->cap * 2 : 64, i;
@@ -177,7 +146,7 @@ static int arena_add(struct fk_dirplan *dp, const char *s, uint32_t *off)
 static uint32_t find_name(const struct fk_dirplan *dp, const char *name)
 {
 	const struct dp_table *t = &dp->names;
-	uint64_t hash = hash_name(name);
+	uint64_t hash = fk_name_hash(name);
 	uint32_t h;
 
 	if (!t->cap)
@@ -193,7 +162,7 @@ static uint32_t find_name(const struct fk_dirplan *dp, const char *name)
 static int short_taken(const struct fk_dirplan *dp, const unsigned char *raw)
 {
 	const struct dp_table *t = &dp->shorts;
-	uint64_t hash = hash_raw(raw);
+	uint64_t hash = fk_short_hash(raw);
 	uint32_t h;
 
 	if (!t->cap)
@@ -242,12 +211,12 @@ static int add_ent(struct fk_dirplan *dp, const unsigned char *slot,
 	e->tag = FK_DIRPLAN_NO_TAG;
 	if ((err = arena_add(dp, name, &e->name_off)) ||
 	    (err = arena_add(dp, short_name, &e->short_off)) ||
-	    (err = table_put(&dp->names, hash_name(name), dp->nents,
+	    (err = table_put(&dp->names, fk_name_hash(name), dp->nents,
 			     e->name_off)) ||
 	    (strcmp(name, short_name) &&
-	     (err = table_put(&dp->names, hash_name(short_name), dp->nents,
+	     (err = table_put(&dp->names, fk_name_hash(short_name), dp->nents,
 			      e->short_off))) ||
-	    (err = table_put(&dp->shorts, hash_raw(slot), dp->nents, 0)))
+	    (err = table_put(&dp->shorts, fk_short_hash(slot), dp->nents, 0)))
 		return err;
 	*id = dp->nents++;
 	return 0;

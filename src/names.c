@@ -180,20 +180,74 @@ uint16_t fk_upcase(uint16_t c)
 	return c;
 }
 
-int fk_name_equal(const char *a, const char *b)
+/*
+ * @name as UTF-16 units folded to upper case, FK_LFN_MAX + 1 of them at
+ * most: the form in which names are compared and hashed.  Returns the
+ * count, or -1 when @name is not valid UTF-8 or too long.
+ */
+static long fold(const char *name, uint16_t *u)
+{
+	size_t n, i;
+
+	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n))
+		return -1;
+	for (i = 0; i < n; i++)
+		u[i] = fk_upcase(u[i]);
+	return (long)n;
+}
+
+int fk_name_compare(const char *a, const char *b)
 {
 	uint16_t ua[FK_LFN_MAX + 1], ub[FK_LFN_MAX + 1];
-	size_t na, nb, i;
+	long na = fold(a, ua), nb = fold(b, ub), i;
 
-	if (fk_utf8_to_utf16(a, ua, FK_LFN_MAX + 1, &na) ||
-	    fk_utf8_to_utf16(b, ub, FK_LFN_MAX + 1, &nb))
-		return !strcmp(a, b);
-	if (na != nb)
-		return 0;
-	for (i = 0; i < na; i++)
-		if (fk_upcase(ua[i]) != fk_upcase(ub[i]))
-			return 0;
-	return 1;
+	if (na < 0 || nb < 0)
+		return na < 0 && nb < 0 ? strcmp(a, b) : na < 0 ? 1 : -1;
+	for (i = 0; i < na && i < nb; i++)
+		if (ua[i] != ub[i])
+			return ua[i] < ub[i] ? -1 : 1;
+	return na < nb ? -1 : na > nb;
+}
+
+int fk_name_equal(const char *a, const char *b)
+{
+	return !fk_name_compare(a, b);
+}
+
+/* FNV-1a: any stable hash would do; this one is short and spreads well. */
+#define FNV_BASIS 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * FNV_PRIME;
+	return h;
+}
+
+uint64_t fk_name_hash(const char *name)
+{
+	uint16_t u[FK_LFN_MAX + 1];
+	uint64_t h = FNV_BASIS;
+	long n = fold(name, u), i;
+
+	/* fk_name_compare() takes such names byte by byte: so do we. */
+	if (n < 0)
+		return fnv(h, (const unsigned char *)name, strlen(name));
+	for (i = 0; i < n; i++) {
+		unsigned char b[2] = {(unsigned char)u[i],
+				      (unsigned char)(u[i] >> 8)};
+
+		h = fnv(h, b, 2);
+	}
+	return h;
+}
+
+uint64_t fk_short_hash(const unsigned char raw[11])
+{
+	return fnv(FNV_BASIS, raw, 11);
 }
 
 void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
@@ -247,9 +301,12 @@ void fk_label_display(const unsigned char raw[11], char *out, size_t len)
 	out[o] = '\0';
 }
 
+/* Refused in long names and short ones alike (besides controls). */
+static const char forbidden[] = "\"*/:<>?\\|";
+
 static int is_long_illegal(uint16_t c)
 {
-	return c < 0x20 || (c < 0x80 && strchr("\"*/:<>?\\|", c));
+	return c < 0x20 || (c < 0x80 && strchr(forbidden, c));
 }
 
 /*
@@ -316,26 +373,40 @@ static int is_short_char(unsigned char c)
 	       (c > 0x20 && strchr("!#$%&'()-@^_`{}~", c));
 }
 
-int fk_short_is_valid(const unsigned char raw[11])
+/* One byte of an on-disk short name, not a space. */
+static enum fk_short_verdict short_byte(unsigned char c)
 {
+	if (c < 0x20 || c == 0x7f || strchr(forbidden, c))
+		return FK_SHORT_BAD;
+	return is_short_char(c) ? FK_SHORT_VALID : FK_SHORT_ODD;
+}
+
+enum fk_short_verdict fk_short_check(const unsigned char raw[11])
+{
+	enum fk_short_verdict v = raw[0] == ' ' ? FK_SHORT_ODD : FK_SHORT_VALID;
 	int i, seen_space = 0;
 
-	if (raw[0] == ' ')
-		return 0;
 	for (i = 0; i < 11; i++) {
+		/* A stored 0x05 is a first 0xE5: judge the byte it means. */
+		unsigned char c = i ? raw[i] : fk_slot_name_first(raw);
+		enum fk_short_verdict b;
+
 		if (i == 8)
 			seen_space = 0;
-		if (raw[i] == ' ') {
+		if (c == ' ') {
 			seen_space = 1;
 			continue;
 		}
-		/* 0x05 stands for a first 0xE5; check the rest as usual. */
-		if (i == 0 && raw[i] == 0x05)
-			continue;
-		if (seen_space || !is_short_char(raw[i]))
-			return 0;
+		b = seen_space ? FK_SHORT_BAD : short_byte(c);
+		if (b > v)
+			v = b;
 	}
-	return 1;
+	return v;
+}
+
+int fk_short_is_valid(const unsigned char raw[11])
+{
+	return fk_short_check(raw) == FK_SHORT_VALID;
 }
 
 /* Case of an ASCII run: 1 all lower, 2 all upper, 3 mixed, 0 no letters. */
@@ -424,14 +495,12 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt)
 	return FK_SHORT_EXACT;
 }
 
-/* A small string hash for hashed alias tails (any stable hash will do). */
-static uint16_t name_hash(const char *name)
+/* Four hex digits of @name's hash for hashed alias tails. */
+static uint16_t alias_hash(const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = fk_name_hash(name);
 
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 16777619u;
-	return (uint16_t)(h ^ h >> 16);
+	return (uint16_t)(h ^ h >> 16 ^ h >> 32 ^ h >> 48);
 }
 
 int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
@@ -448,7 +517,7 @@ int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
 	if (k >= 5 && k <= 13) {
 		/* Windows' way once ~1..~4 are taken: 2 chars, hash, ~n. */
 		keep = blen < 2 ? blen : 2;
-		tlen = snprintf(tail, sizeof(tail), "%04X~%u", name_hash(name),
+		tlen = snprintf(tail, sizeof(tail), "%04X~%u", alias_hash(name),
 				k - 4);
 	} else {
 		tlen = snprintf(tail, sizeof(tail), "~%u", k >= 14 ? k - 8 : k);

@@ -48,6 +48,23 @@ void fk_label_display(const unsigned char raw[11], char *out, size_t len);
 /* Do two UTF-8 names match, ignoring case as FAT does? */
 int fk_name_equal(const char *a, const char *b);
 
+/*
+ * Order two UTF-8 names as FAT compares them (case folded by fk_upcase()):
+ * <0, 0 or >0, and 0 exactly when fk_name_equal().  Names that are not
+ * valid UTF-8 sort after all others, byte by byte.
+ */
+int fk_name_compare(const char *a, const char *b);
+
+/*
+ * The one hash of a name: names fk_name_equal() matches hash alike, so a
+ * table keyed on it finds a name in any case.  Equal hashes do not make
+ * equal names: compare them too.
+ */
+uint64_t fk_name_hash(const char *name);
+
+/* Hash of an 11-byte short name as stored (equal bytes, equal hashes). */
+uint64_t fk_short_hash(const unsigned char raw[11]);
+
 /* Fold one UTF-16 unit to upper case (ASCII, Latin, Greek, Cyrillic). */
 uint16_t fk_upcase(uint16_t c);
 
@@ -64,10 +81,21 @@ int fk_name_check(const char *name);
  */
 int fk_name_explain(const char *name, char *why, size_t len);
 
-/*
- * Is every byte of an on-disk short name legal (uppercase 8.3 set, no
- * control characters or lower case, no space before a non-space)?
- */
+/* What fk_short_check() makes of an on-disk short name. */
+enum fk_short_verdict {
+	FK_SHORT_VALID = 0, /* the specification's upper-case 8.3 set */
+	FK_SHORT_ODD = 1,   /* readable, but not a valid 8.3 name: lower
+			       case, "+,;=[]." or a leading space */
+	FK_SHORT_BAD = 2,   /* bytes every FAT reader refuses (fsck.fat
+			       renames): control characters, 0x7F,
+			       "*?<>|\"\\/:", or a space before a non-space
+			       within the base or the extension */
+};
+
+/* The one validator of on-disk short names. */
+enum fk_short_verdict fk_short_check(const unsigned char raw[11]);
+
+/* fk_short_check() == FK_SHORT_VALID. */
 int fk_short_is_valid(const unsigned char raw[11]);
 
 /* Outcome of fk_short_fit(). */
