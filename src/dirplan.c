@@ -159,8 +159,9 @@ static uint32_t find_name(const struct fk_dirplan *dp, const char *name)
 	return NO_ID;
 }
 
-static int short_taken(const struct fk_dirplan *dp, const unsigned char *raw)
+static int short_taken(const void *arg, const unsigned char raw[11])
 {
+	const struct fk_dirplan *dp = arg;
 	const struct dp_table *t = &dp->shorts;
 	uint64_t hash = fk_short_hash(raw);
 	uint32_t h;
@@ -489,29 +490,6 @@ int fk_dirplan_find(struct fk_dirplan *dp, const char *name,
 	return 1;
 }
 
-/* A unique short name for @name: exact when it is a plain 8.3 name. */
-static int choose_short(const struct fk_dirplan *dp, const char *name,
-			unsigned char raw[11], uint8_t *nt, int *needs_lfn)
-{
-	unsigned char basis[11];
-	unsigned k;
-	int fit = fk_short_fit(name, basis, nt);
-
-	if (fit < 0)
-		return fit;
-	if (fit == FK_SHORT_EXACT && !short_taken(dp, basis)) {
-		memcpy(raw, basis, 11);
-		*needs_lfn = 0;
-		return 0;
-	}
-	*nt = 0;
-	*needs_lfn = 1;
-	for (k = 1; !fk_short_alias(basis, name, k, raw); k++)
-		if (!short_taken(dp, raw))
-			return 0;
-	return -EEXIST;
-}
-
 /*
  * May a new entry's slots run on from block @b - 1 into block @b?  Only
  * when one write puts both on disk: fresh blocks all go out before the
@@ -519,32 +497,46 @@ static int choose_short(const struct fk_dirplan *dp, const char *name,
  * other boundary a crash between two writes would cut a long name from
  * its short slot, which fsck.fat reports as a damaged directory.
  */
-static int may_span(const struct fk_dirplan *dp, uint32_t b)
+static int may_span(const struct fk_slot_map *m, uint32_t b)
 {
-	if (b - 1 >= dp->nold)
+	if (b - 1 >= m->nold)
 		return 1;
-	return b < dp->nold &&
-	       (dp->is_fixed_root || dp->clus[b] == dp->clus[b - 1] + 1);
+	return b < m->nold && (!m->clus || m->clus[b] == m->clus[b - 1] + 1);
+}
+
+int fk_dirplan_find_free(const struct fk_slot_map *map, uint32_t from,
+			 uint32_t n, uint32_t *first)
+{
+	uint32_t s, run = 0;
+
+	for (s = from; s < map->nslots; s++) {
+		if (run && s % map->per_block == 0 &&
+		    !may_span(map, s / map->per_block))
+			run = 0;
+		run = map->used[s] ? 0 : run + 1;
+		if (run == n) {
+			*first = s + 1 - n;
+			return 0;
+		}
+	}
+	return -ENOSPC;
 }
 
 /* First run of @n free slots, growing the directory when needed. */
 static int find_slots(struct fk_dirplan *dp, struct fk_alloc *alloc, uint32_t n,
 		      uint32_t *first, struct fk_diag *diag)
 {
-	uint32_t s = dp->first_free, run = 0;
 	int err;
 
 	for (;;) {
-		for (; s < dp->nslots; s++) {
-			if (run && s % dp->per_block == 0 &&
-			    !may_span(dp, s / dp->per_block))
-				run = 0;
-			run = dp->used[s] ? 0 : run + 1;
-			if (run == n) {
-				*first = s + 1 - n;
-				return 0;
-			}
-		}
+		/* Growth changes no earlier slot or boundary: searching
+		 * again from the start finds what going on would. */
+		struct fk_slot_map map = {dp->used, dp->nslots, dp->per_block,
+					  dp->nold,
+					  dp->is_fixed_root ? NULL : dp->clus};
+
+		if (!fk_dirplan_find_free(&map, dp->first_free, n, first))
+			return 0;
 		if (dp->is_fixed_root) {
 			fk_diag_detail(diag, NULL,
 				       "the root directory is full");
@@ -627,15 +619,16 @@ int fk_dirplan_add(struct fk_dirplan *dp, struct fk_alloc *alloc,
 	unsigned char slot[FK_DIRENT_LEN];
 	uint32_t nlfn = 0, first;
 	size_t nunits = 0;
-	int needs_lfn, err;
+	int fit, err;
 
 	if ((err = fk_name_check(name)))
 		return err;
 	if (find_name(dp, name) != NO_ID)
 		return -EEXIST;
-	if ((err = choose_short(dp, name, ent.raw, &ent.nt, &needs_lfn)))
-		return err;
-	if (needs_lfn) {
+	fit = fk_short_choose(name, short_taken, dp, ent.raw, &ent.nt);
+	if (fit < 0)
+		return fit;
+	if (fit == FK_SHORT_NEEDS_LFN) {
 		if ((err = fk_utf8_to_utf16(name, units, FK_LFN_MAX, &nunits)))
 			return err;
 		nlfn = (uint32_t)((nunits + FK_LFN_CHARS - 1) / FK_LFN_CHARS);
@@ -643,7 +636,7 @@ int fk_dirplan_add(struct fk_dirplan *dp, struct fk_alloc *alloc,
 	if ((err = find_slots(dp, alloc, nlfn + 1, &first, diag)) ||
 	    (err = mark_skipped(dp, first)))
 		return err;
-	if (needs_lfn &&
+	if (fit == FK_SHORT_NEEDS_LFN &&
 	    (err = write_lfn(dp, first, nlfn, units, nunits, ent.raw)))
 		return err;
 	memset(slot, 0, sizeof(slot));

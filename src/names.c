@@ -527,3 +527,25 @@ int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
 	memcpy(raw + keep, tail, (size_t)tlen);
 	return 0;
 }
+
+int fk_short_choose(const char *name,
+		    int (*is_taken)(const void *arg,
+				    const unsigned char raw[11]),
+		    const void *arg, unsigned char raw[11], uint8_t *nt)
+{
+	unsigned char basis[11];
+	unsigned k;
+	int fit = fk_short_fit(name, basis, nt);
+
+	if (fit < 0)
+		return fit;
+	if (fit == FK_SHORT_EXACT && !is_taken(arg, basis)) {
+		memcpy(raw, basis, 11);
+		return FK_SHORT_EXACT;
+	}
+	*nt = 0;
+	for (k = 1; !fk_short_alias(basis, name, k, raw); k++)
+		if (!is_taken(arg, raw))
+			return FK_SHORT_NEEDS_LFN;
+	return -EEXIST;
+}

@@ -122,4 +122,16 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt);
 int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
 		   unsigned char raw[11]);
 
+/*
+ * The short name a new entry @name gets in a directory whose names in use
+ * @is_taken(@arg, raw) knows: its exact 8.3 form when it has one and that
+ * is free (FK_SHORT_EXACT, NT flags in *@nt), else the first free alias
+ * of fk_short_alias() (FK_SHORT_NEEDS_LFN, *@nt 0).  Returns -EINVAL (a
+ * name fk_name_check() refuses) or -EEXIST (every alias is taken).
+ */
+int fk_short_choose(const char *name,
+		    int (*is_taken)(const void *arg,
+				    const unsigned char raw[11]),
+		    const void *arg, unsigned char raw[11], uint8_t *nt);
+
 #endif

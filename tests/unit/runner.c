@@ -30,6 +30,7 @@ int main(void)
 	suite_fat();
 	suite_bigmem();
 	suite_slot();
+	suite_dirplan();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

@@ -19,5 +19,6 @@ void suite_volume(void);
 void suite_fat(void);
 void suite_bigmem(void);
 void suite_slot(void);
+void suite_dirplan(void);
 
 #endif

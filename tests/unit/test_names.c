@@ -849,6 +849,95 @@ static void test_short_is_valid(void)
 	}
 }
 
+/*
+ * Choosing a unique short name: the directory's names in use are the
+ * first @ntaken candidates asked about, plus those listed in @taken.
+ */
+struct taken_set {
+	unsigned ntaken, asked;
+	const char *const *taken;
+};
+
+static int is_taken(const void *arg, const unsigned char raw[11])
+{
+	struct taken_set *t = (struct taken_set *)arg;
+	size_t i;
+
+	if (t->asked++ < t->ntaken)
+		return 1;
+	for (i = 0; t->taken && t->taken[i]; i++)
+		if (!memcmp(raw, t->taken[i], 11))
+			return 1;
+	return 0;
+}
+
+static const char *const taken_1_3[] = {"LONGFI~1TXT", "LONGFI~3TXT", NULL};
+static const char *const taken_plain[] = {"LONGFI~1TXT", "LONGFI~2TXT",
+					  "LONGFI~3TXT", "LONGFI~4TXT", NULL};
+static const char *const taken_exact[] = {"README  TXT", NULL};
+
+static const struct choose_row {
+	const char *edge;
+	const char *name;
+	unsigned ntaken;
+	const char *const *taken;
+	int want; /* FK_SHORT_EXACT, FK_SHORT_NEEDS_LFN or -errno */
+	const char *raw;
+	uint8_t nt;
+} choose_rows[] = {
+	{"exact 8.3, free", "readme.txt", 0, NULL, FK_SHORT_EXACT,
+	 "README  TXT", FK_NT_LOWER_BASE | FK_NT_LOWER_EXT},
+	{"exact 8.3, taken: ~1", "readme.txt", 0, taken_exact,
+	 FK_SHORT_NEEDS_LFN, "README~1TXT", 0},
+	{"long name: ~1", "Long File Name.txt", 0, NULL, FK_SHORT_NEEDS_LFN,
+	 "LONGFI~1TXT", 0},
+	{"~1 taken: ~2", "longfilename.txt", 1, NULL, FK_SHORT_NEEDS_LFN,
+	 "LONGFI~2TXT", 0},
+	{"first free, not one past the last", "longfilename.txt", 0, taken_1_3,
+	 FK_SHORT_NEEDS_LFN, "LONGFI~2TXT", 0},
+	{"~1..~4 taken: hashed", "longfilename.txt", 0, taken_plain,
+	 FK_SHORT_NEEDS_LFN, "LO####~1TXT", 0},
+	{"hashed ~1..~8 taken: hashed ~9", "longfilename.txt", 12, NULL,
+	 FK_SHORT_NEEDS_LFN, "LO####~9TXT", 0},
+	{"every hashed one taken", "longfilename.txt", 13, NULL,
+	 FK_SHORT_NEEDS_LFN, "LONGFI~6TXT", 0},
+	{"~9", "longfilename.txt", 16, NULL, FK_SHORT_NEEDS_LFN, "LONGFI~9TXT",
+	 0},
+	{"~10 keeps 8 characters", "longfilename.txt", 17, NULL,
+	 FK_SHORT_NEEDS_LFN, "LONGF~10TXT", 0},
+	{"~100", "longfilename.txt", 107, NULL, FK_SHORT_NEEDS_LFN,
+	 "LONG~100TXT", 0},
+	{"the last alias", "longfilename.txt", 999998, NULL, FK_SHORT_NEEDS_LFN,
+	 "L~999991TXT", 0},
+	{"past the last alias", "longfilename.txt", 999999, NULL, -EEXIST, NULL,
+	 0},
+	{"exact taken, then every alias", "README.TXT", 1000000, NULL, -EEXIST,
+	 NULL, 0},
+	{"a refused name", "a:b", 0, NULL, -EINVAL, NULL, 0},
+};
+
+static void test_short_choose(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(choose_rows); i++) {
+		const struct choose_row *r = &choose_rows[i];
+		struct taken_set t = {r->ntaken, 0, r->taken};
+		unsigned char raw[11];
+		uint8_t nt = 0xff;
+		int got = fk_short_choose(r->name, is_taken, &t, raw, &nt);
+
+		if (r->want < 0)
+			OK(got == r->want, "fk_short_choose: %s (%d)", r->edge,
+			   got);
+		else
+			OK(got == r->want && alias_matches(raw, r->raw) &&
+				   nt == r->nt,
+			   "fk_short_choose: %s (\"%.11s\", nt 0x%x)", r->edge,
+			   got == r->want ? (const char *)raw : "", nt);
+	}
+}
+
 /* fsck.fat renames BAD names, and warns of none of the ODD ones. */
 static const struct sverdict_row {
 	const char *edge;
@@ -922,5 +1011,6 @@ void suite_names(void)
 	test_alias_unique();
 	test_short_display();
 	test_short_check();
+	test_short_choose();
 	test_short_is_valid();
 }
