@@ -949,7 +949,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d,
 
 static int is_label(const struct fk_dirent *ent)
 {
-	return (ent->attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) == FK_ATTR_VOLUME;
+	return fk_slot_is_label(ent->attr);
 }
 
 static void visit(struct fk_check *ck, const struct fk_dirent *ent,

@@ -387,7 +387,7 @@ enum fk_short_verdict fk_short_check(const unsigned char raw[11])
 	int i, seen_space = 0;
 
 	for (i = 0; i < 11; i++) {
-		/* A stored 0x05 is a first 0xE5: judge the byte it means. */
+		/* A stand-in first byte is judged as the byte it means. */
 		unsigned char c = i ? raw[i] : fk_slot_name_first(raw);
 		enum fk_short_verdict b;
 

@@ -112,6 +112,11 @@ void fk_slot_delete(unsigned char *e)
 	e[0] = SLOT_FREE;
 }
 
+int fk_slot_is_label(uint8_t attr)
+{
+	return (attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) == FK_ATTR_VOLUME;
+}
+
 int fk_slot_is_lfn(const unsigned char *e)
 {
 	return (e[DIR_ATTR] & LDIR_ATTR_MASK) == FK_ATTR_LFN;

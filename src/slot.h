@@ -55,6 +55,10 @@ int fk_slot_is_end(const unsigned char *e);
 /* Mark slot @e deleted (its other bytes stay, as every FAT driver does). */
 void fk_slot_delete(unsigned char *e);
 
+/* Do attributes @attr make a volume label (the volume bit without the
+ * directory bit: the pair is no label to Windows or fsck.fat)? */
+int fk_slot_is_label(uint8_t attr);
+
 /* Is @e a long-name slot (by its attribute byte)? */
 int fk_slot_is_lfn(const unsigned char *e);
 

@@ -148,6 +148,29 @@ static void test_e5_names(void)
 	   "fk_slot_escape_name: other first bytes stay");
 }
 
+static const struct label_row {
+	const char *edge;
+	unsigned attr;
+	int is_label;
+} label_rows[] = {
+	{"volume bit", 0x08, 1},
+	{"volume and archive", 0x28, 1},
+	{"volume and directory is no label", 0x18, 0},
+	{"long-name attributes are no label", 0x0f | 0x10, 0},
+	{"directory", 0x10, 0},
+	{"file", 0x20, 0},
+};
+
+static void test_is_label(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(label_rows); i++)
+		OK(fk_slot_is_label((uint8_t)label_rows[i].attr) ==
+			   label_rows[i].is_label,
+		   "fk_slot_is_label: %s", label_rows[i].edge);
+}
+
 /* ---- long-name slots ---------------------------------------------------- */
 
 static const struct attr_row {
@@ -257,6 +280,7 @@ void suite_slot(void)
 	test_short_fat16();
 	test_markers();
 	test_e5_names();
+	test_is_label();
 	test_is_lfn();
 	test_lfn_layout();
 	test_dots();
