@@ -250,6 +250,15 @@ uint64_t fk_short_hash(const unsigned char raw[11])
 	return fnv(FNV_BASIS, raw, 11);
 }
 
+/* What OEM byte @c shows as: its code page 850 character, or '?' for a
+ * control character, which no name may show. */
+static uint32_t oem_cp(unsigned char c)
+{
+	uint32_t cp = c < 0x80 ? c : cp850[c - 0x80];
+
+	return cp < 0x20 ? '?' : cp;
+}
+
 void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 		      size_t len)
 {
@@ -269,12 +278,10 @@ void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 			out[o++] = '.';
 		if (i == 0)
 			c = fk_slot_name_first(raw);
-		cp = c < 0x80 ? c : cp850[c - 0x80];
+		cp = oem_cp(c);
 		if (c >= 'A' && c <= 'Z' &&
 		    (nt & (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
 			cp = c + 32;
-		if (cp < 0x20)
-			cp = '?';
 		if (!(k = put_utf8(cp, out + o, len - o)))
 			break;
 		o += k;
@@ -290,11 +297,7 @@ void fk_label_display(const unsigned char raw[11], char *out, size_t len)
 	for (n = 11; n > 0 && (raw[n - 1] == ' ' || !raw[n - 1]); n--)
 		;
 	for (i = 0; i < n; i++) {
-		uint32_t cp = raw[i] < 0x80 ? raw[i] : cp850[raw[i] - 0x80];
-
-		if (cp < 0x20)
-			cp = '?';
-		if (!(k = put_utf8(cp, out + o, len - o)))
+		if (!(k = put_utf8(oem_cp(raw[i]), out + o, len - o)))
 			break;
 		o += k;
 	}
