@@ -1440,7 +1440,7 @@ PY
 	size=$(((avail + 10) * clus_len))
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc img /big.bin "$size"
-	[ "$stderr" = "fatprealloc: /big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
+	[ "$stderr" = "fatprealloc: img:/big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
 	[ "$(img_sha img)" = "$before" ]
 	# The hint is right: after the repair the same request fits.
 	run fatcheck -r img
@@ -1449,5 +1449,5 @@ PY
 	fsck_clean img
 	# Out of space with nothing lost: no such hint.
 	run -1 --separate-stderr fatprealloc img /more.bin "$size"
-	[[ $stderr == "fatprealloc: /more.bin: No space left on device (need "*" free)" ]]
+	[[ $stderr == "fatprealloc: img:/more.bin: No space left on device (need "*" free)" ]]
 }

@@ -16,6 +16,8 @@ demo_pkgs=(
 check_pkgs=(
 	# a second compiler, the format check
 	clang clang-format
+	# fuzzing: clang's libFuzzer (libclang_rt.fuzzer-x86_64.a)
+	libclang-rt-14-dev
 	# exFAT images and judges (mkfs.exfat, fsck.exfat, dump.exfat)
 	exfatprogs
 	# tests
