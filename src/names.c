@@ -276,7 +276,7 @@ void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 
 		if (in_ext && i == base_len && o + 1 < len)
 			out[o++] = '.';
-		if (i == 0)
+		if (i == 0 && !in_ext)
 			c = fk_slot_name_first(raw);
 		cp = oem_cp(c);
 		if (c >= 'A' && c <= 'Z' &&

@@ -760,6 +760,7 @@ static const struct display_row {
 	 "ABC    TXT",
 	 0, "?ABC.TXT"},
 	{"dot entry", ".          ", 0, "."},
+	{"empty base: the extension's first byte", "        TXT", 0, ".TXT"},
 	{"dot dot entry", "..         ", 0, ".."},
 };
 
