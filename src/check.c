@@ -70,7 +70,7 @@ enum ent_op {
 	EF_SET,	   /* new first cluster and/or size */
 	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
 	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
-	EF_UNHIDE, /* 0x00 slots in [slot, slot + nslots) become 0xE5 */
+	EF_UNHIDE, /* end markers in [slot, slot + nslots) become deleted */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
@@ -112,8 +112,9 @@ struct dup {
 };
 
 struct name_key {
-	uint64_t hash;
+	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
+	char *name; /* the finder's copy */
 };
 
 struct copy_diff {
@@ -940,17 +941,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d,
 
 static int is_label(const struct fk_dirent *ent)
 {
-	return (ent->attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) == FK_ATTR_VOLUME;
-}
-
-static int is_dot(const struct fk_dirent *ent)
-{
-	return !memcmp(ent->raw, ".          ", 11);
-}
-
-static int is_dotdot(const struct fk_dirent *ent)
-{
-	return !memcmp(ent->raw, "..         ", 11);
+	return fk_slot_is_label(ent->attr);
 }
 
 static void visit(struct fk_check *ck, const struct fk_dirent *ent,
@@ -1089,29 +1080,6 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 	return walk_dir(ck, &child, diag);
 }
 
-/* Does an on-disk short name hold bytes every FAT reader refuses (and
- * fsck.fat renames): control characters, 0x7F, *?<>|"\/: or a space
- * followed by a non-space within the base or the extension? */
-static int short_is_damaged(const unsigned char raw[11])
-{
-	int i, is_space = 0;
-
-	for (i = 0; i < 11; i++) {
-		unsigned char b = raw[i];
-
-		if (i == 8)
-			is_space = 0;
-		if ((b < 0x20 && !(i == 0 && b == 0x05)) || b == 0x7f ||
-		    (b && strchr("*?<>|\"\\/:", b)))
-			return 1;
-		if (b == ' ')
-			is_space = 1;
-		else if (is_space)
-			return 1;
-	}
-	return 0;
-}
-
 /* Does an earlier entry have the name of the one in @slot?  Which: @earlier. */
 static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
 {
@@ -1136,6 +1104,7 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 			const struct fk_dirent *ent)
 {
 	const char *path = cur_path(ck);
+	enum fk_short_verdict verdict;
 	uint32_t earlier;
 
 	/* Slots that do not match it were orphans (d->ent_first is before
@@ -1144,11 +1113,12 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 		report(ck, FK_SEV_WARNING, "long-name", path,
 		       "its long name is empty or not valid UTF-16; it is "
 		       "listed by its short name");
-	if (short_is_damaged(ent->raw))
+	verdict = fk_short_check(ent->raw);
+	if (verdict == FK_SHORT_BAD)
 		report(ck, FK_SEV_ERROR, "bad-name", path,
 		       "short name '%s' holds characters FAT does not allow",
 		       ent->short_name);
-	else if (!fk_short_is_valid(ent->raw))
+	else if (verdict == FK_SHORT_ODD)
 		report(ck, FK_SEV_WARNING, "short-name", path,
 		       "short name '%s' is not a valid 8.3 name",
 		       ent->short_name);
@@ -1164,7 +1134,7 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 static int check_dot(struct fk_check *ck, struct dirctx *d,
 		     const struct fk_dirent *ent)
 {
-	int dot = is_dot(ent);
+	int dot = fk_slot_dot(ent->raw) == FK_DOT;
 	uint32_t want = dot ? d->first : d->parent;
 	const char *name = dot ? "." : "..";
 	struct ent_fix fix;
@@ -1232,10 +1202,10 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 		     dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
 		return err == FK_ECORRUPT ? 0 : err;
-	if (e[0] != 0x00 && e[0] != 0xe5 && !will_delete(ck, d, dot ? 0 : 1))
+	if (!fk_slot_is_free(e) && !will_delete(ck, d, dot ? 0 : 1))
 		return 0;
 	memset(&ent, 0, sizeof(ent));
-	memcpy(ent.raw, dot ? ".          " : "..         ", 11);
+	fk_slot_set_dot(dot ? FK_DOT : FK_DOT_DOT, ent.raw);
 	ent.attr = FK_ATTR_DIR;
 	ent.first_clus = dot ? d->first : d->parent;
 	if (d->self) {
@@ -1250,7 +1220,7 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 	fix.dir_clus = d->first;
 	fix.slot = dot ? 0 : 1;
 	memset(fix.slot_data, 0, sizeof(fix.slot_data));
-	fk_dir_pack(ck->vol, &ent, fix.slot_data);
+	fk_slot_pack(ck->vol, &ent, fix.slot_data);
 	set_fix(ck, idx, "'%s' created", dot ? "." : "..");
 	return plan_entry(ck, &fix);
 }
@@ -1262,7 +1232,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	size_t old, idx;
 	int err;
 
-	if (is_dot(ent) || is_dotdot(ent))
+	if (fk_dirent_is_dot(ent))
 		return ck->pass == 1 ? check_dot(ck, d, ent) : 0;
 	if (is_label(ent)) {
 		if (ck->pass == 1 && d->is_root && !ck->has_root_label) {
@@ -1296,33 +1266,16 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	return err;
 }
 
-/* FNV-1a of a name folded to upper case, as FAT compares names. */
-static uint64_t name_hash(const char *name)
-{
-	uint16_t u[FK_LFN_MAX + 1];
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t n = 0, i;
-
-	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n)) {
-		for (; *name; name++) /* cannot happen for names we read */
-			h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
-		return h;
-	}
-	for (i = 0; i < n; i++) {
-		uint16_t c = fk_upcase(u[i]);
-
-		h = (h ^ (c & 0xff)) * 0x100000001b3ull;
-		h = (h ^ (c >> 8)) * 0x100000001b3ull;
-	}
-	return h;
-}
-
 static int cmp_key(const void *a, const void *b)
 {
 	const struct name_key *x = a, *y = b;
+	int c;
 
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
+	/* Equal hashes need not be equal names: equal names sit together. */
+	if ((c = fk_name_compare(x->name, y->name)))
+		return c;
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
@@ -1346,10 +1299,26 @@ static int open_dir(struct fk_check *ck, const struct dirctx *d,
 	return 0;
 }
 
+static int add_key(struct name_key **v, size_t *n, size_t *cap,
+		   const char *name, uint32_t slot)
+{
+	char *copy = strdup(name);
+
+	if (!copy || grow((void **)v, *n, cap, sizeof(**v))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	(*v)[*n].hash = fk_name_hash(name);
+	(*v)[*n].slot = slot;
+	(*v)[(*n)++].name = copy;
+	return 0;
+}
+
 /*
  * Pass 1, before the entries are checked: hash every name (short, and
  * long when there is one) and note the entries whose name an earlier
- * entry already has.  Memory: two keys per entry of this directory only.
+ * entry already has.  Memory: two keys and names per entry of this
+ * directory only.
  */
 static int find_dups(struct fk_check *ck, struct dirctx *d,
 		     struct fk_diag *diag)
@@ -1364,15 +1333,15 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	if ((err = open_dir(ck, d, &dir)))
 		return err;
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
-		struct name_key k = {name_hash(ent.short_name), ent.slot};
-
-		if (is_dot(&ent) || is_dotdot(&ent) || is_label(&ent))
+		if (fk_dirent_is_dot(&ent) || is_label(&ent))
 			continue;
-		if ((err = PUSH(keys, k)))
+		if ((err = add_key(&keys.v, &keys.n, &keys.cap, ent.short_name,
+				   ent.slot)))
 			break;
-		k.hash = name_hash(ent.name);
-		if (ent.has_lfn && k.hash != keys.v[keys.n - 1].hash &&
-		    (err = PUSH(keys, k)))
+		/* The long name only when it is another name than the short. */
+		if (ent.has_lfn && fk_name_compare(ent.name, ent.short_name) &&
+		    (err = add_key(&keys.v, &keys.n, &keys.cap, ent.name,
+				   ent.slot)))
 			break;
 	}
 	fk_dir_close(dir);
@@ -1383,7 +1352,8 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	for (i = 1; !err && i < keys.n; i++) {
 		struct dup dp;
 
-		if (keys.v[i].hash != keys.v[run].hash) {
+		if (keys.v[i].hash != keys.v[run].hash ||
+		    fk_name_compare(keys.v[i].name, keys.v[run].name)) {
 			run = i;
 			continue;
 		}
@@ -1393,6 +1363,8 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 		dp.earlier = keys.v[run].slot;
 		err = PUSH(dups, dp);
 	}
+	for (i = 0; i < keys.n; i++)
+		free(keys.v[i].name);
 	free(keys.v);
 	if (err) {
 		free(dups.v);
@@ -1539,7 +1511,7 @@ out:
 /* The FAT32 root is a chain like any other; FAT12/16 have a fixed area. */
 static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 {
-	const struct fk_geom *g = ck->g;
+	uint32_t root = fk_dir_resolve(ck->vol, 0);
 	struct dirctx d;
 	struct claim c;
 	size_t idx;
@@ -1547,8 +1519,8 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 
 	memset(&d, 0, sizeof(d));
 	d.is_root = 1;
-	if (g->type == FK_FAT32) {
-		if ((err = claim(ck, g->root_clus, UINT32_MAX, "/", NULL, &c)))
+	if (root) {
+		if ((err = claim(ck, root, UINT32_MAX, "/", NULL, &c)))
 			return err;
 		if (ck->pass == 1 &&
 		    (err = chain_problem(ck, &c, 1, "/", "root directory ",
@@ -1558,7 +1530,7 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 			ck->is_tree_incomplete = 1;
 			return 0;
 		}
-		d.first = g->root_clus;
+		d.first = root;
 		d.nclus = c.nclus;
 	}
 	return walk_dir(ck, &d, diag);
@@ -1977,17 +1949,17 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
 			return err;
 		memset(&ent, 0, sizeof(ent));
-		fk_dir_unpack(ck->vol, e, &ent);
+		fk_slot_unpack(ck->vol, e, &ent);
 		if (f->set_first)
 			ent.first_clus = f->first_clus;
 		if (f->set_size)
 			ent.size = f->size;
-		fk_dir_pack(ck->vol, &ent, e);
+		fk_slot_pack(ck->vol, &ent, e);
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot, e);
 	case EF_CREATE:
 		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
 			return err;
-		if (e[0] != 0x00 && e[0] != 0xe5)
+		if (!fk_slot_is_free(e))
 			return 0; /* not free after all: leave it */
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
 					 f->slot_data);
@@ -1999,9 +1971,9 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 			if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, slot,
 						    e)))
 				return err;
-			if (f->op == EF_UNHIDE && e[0] != 0x00)
+			if (f->op == EF_UNHIDE && !fk_slot_is_end(e))
 				continue;
-			e[0] = 0xe5;
+			fk_slot_delete(e);
 			if ((err = fk_dir_write_slot(ck->vol, f->dir_clus, slot,
 						     e)))
 				return err;

@@ -14,30 +14,9 @@
 #include <time.h>
 
 #include "diag.h"
-#include "endian.h"
 #include "fat.h"
 #include "volume.h"
 
-/* Directory entry fields. */
-#define DIR_NAME	   0
-#define DIR_ATTR	   11
-#define DIR_NTRES	   12
-#define DIR_CRT_TIME_TENTH 13
-#define DIR_CRT_TIME	   14
-#define DIR_CRT_DATE	   16
-#define DIR_LST_ACC_DATE   18
-#define DIR_FST_CLUS_HI	   20
-#define DIR_WRT_TIME	   22
-#define DIR_WRT_DATE	   24
-#define DIR_FST_CLUS_LO	   26
-#define DIR_FILE_SIZE	   28
-/* Long-name slot fields. */
-#define LDIR_ORD	0
-#define LDIR_CHKSUM	13
-#define LDIR_LAST	0x40
-#define LDIR_MAX_ORD	20 /* 20 slots x 13 = 260 units >= 255 */
-#define SLOT_FREE	0xe5
-#define SLOT_END	0x00
 #define ROOT_BLOCK_SECS 8 /* fixed-root sectors read at a time */
 
 struct fk_dir {
@@ -57,7 +36,7 @@ struct fk_dir {
 	uint32_t nclus_read; /* clusters loaded so far */
 	struct fk_dir_stats stats;
 	/* long name being assembled */
-	uint16_t lfn[LDIR_MAX_ORD * FK_LFN_CHARS];
+	uint16_t lfn[FK_LFN_MAX_ORD * FK_LFN_CHARS];
 	int lfn_next; /* ordinal expected next; 0: none pending */
 	int lfn_slots;
 	uint32_t lfn_first; /* slot of the pending name's first slot */
@@ -69,8 +48,14 @@ struct fk_dir {
 
 int fk_dirent_is_dot(const struct fk_dirent *ent)
 {
-	return !memcmp(ent->raw, ".          ", 11) ||
-	       !memcmp(ent->raw, "..         ", 11);
+	return fk_slot_dot(ent->raw) != FK_DOT_NONE;
+}
+
+uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus)
+{
+	if (clus == 0 && vol->g.type == FK_FAT32)
+		return vol->g.root_clus;
+	return clus;
 }
 
 uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
@@ -78,9 +63,7 @@ uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
 {
 	/* ".." of a first-level directory says 0 for the root, even on
 	 * FAT32 whose root is a chain. */
-	if (ent->first_clus == 0 && vol->g.type == FK_FAT32)
-		return vol->g.root_clus;
-	return ent->first_clus;
+	return fk_dir_resolve(vol, ent->first_clus);
 }
 
 int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
@@ -91,8 +74,7 @@ int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
 	if (!dir)
 		return -ENOMEM;
 	dir->vol = vol;
-	if (clus == 0 && vol->g.type == FK_FAT32)
-		clus = vol->g.root_clus;
+	clus = fk_dir_resolve(vol, clus);
 	dir->is_fixed_root = clus == 0;
 	dir->first_clus = clus;
 	if (dir->is_fixed_root)
@@ -232,17 +214,6 @@ static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 	return 0;
 }
 
-/* The 13 UCS-2 units of a long-name slot sit in three places. */
-static void lfn_units(const unsigned char *e, uint16_t *out)
-{
-	static const unsigned char at[FK_LFN_CHARS] = {
-		1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30};
-	int i;
-
-	for (i = 0; i < FK_LFN_CHARS; i++)
-		out[i] = (uint16_t)get_le16(e + at[i]);
-}
-
 static void orphan(struct fk_dir *dir, uint32_t first, uint32_t n,
 		   enum fk_lfn_orphan why)
 {
@@ -269,24 +240,27 @@ static enum fk_lfn_orphan interrupted(const struct fk_dir *dir)
 
 static void lfn_take(struct fk_dir *dir, const unsigned char *e)
 {
-	int ord = e[LDIR_ORD] & 0x3f;
+	struct fk_lfn_slot l;
+	int ord;
 
-	if (e[LDIR_ORD] & LDIR_LAST) {
+	fk_slot_lfn_unpack(e, &l);
+	ord = (int)l.ord;
+	if (l.is_last) {
 		lfn_drop(dir, interrupted(dir));
-		if (ord < 1 || ord > LDIR_MAX_ORD) {
+		if (ord < 1 || ord > FK_LFN_MAX_ORD) {
 			orphan(dir, dir->slot, 1, FK_LFN_ORPHAN_BROKEN);
 			return;
 		}
 		dir->lfn_first = dir->slot;
 		memset(dir->lfn, 0xff, sizeof(dir->lfn));
-		dir->lfn_sum = e[LDIR_CHKSUM];
+		dir->lfn_sum = l.sum;
 	} else if (!dir->lfn_next || ord != dir->lfn_next ||
-		   e[LDIR_CHKSUM] != dir->lfn_sum) {
+		   l.sum != dir->lfn_sum) {
 		lfn_drop(dir, interrupted(dir));
 		orphan(dir, dir->slot, 1, FK_LFN_ORPHAN_BROKEN);
 		return;
 	}
-	lfn_units(e, dir->lfn + (ord - 1) * FK_LFN_CHARS);
+	memcpy(dir->lfn + (ord - 1) * FK_LFN_CHARS, l.units, sizeof(l.units));
 	dir->lfn_next = ord - 1;
 	dir->lfn_slots++;
 	if (!dir->lfn_next)
@@ -318,29 +292,11 @@ static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
 	dir->lfn_slots = 0;
 }
 
-void fk_dir_unpack(const struct fk_volume *vol, const unsigned char *e,
-		   struct fk_dirent *ent)
-{
-	memcpy(ent->raw, e + DIR_NAME, 11);
-	ent->attr = e[DIR_ATTR];
-	ent->nt = e[DIR_NTRES];
-	ent->first_clus = get_le16(e + DIR_FST_CLUS_LO);
-	if (vol->g.type == FK_FAT32)
-		ent->first_clus |= get_le16(e + DIR_FST_CLUS_HI) << 16;
-	ent->size = get_le32(e + DIR_FILE_SIZE);
-	ent->mtime = (uint16_t)get_le16(e + DIR_WRT_TIME);
-	ent->mdate = (uint16_t)get_le16(e + DIR_WRT_DATE);
-	ent->ctime = (uint16_t)get_le16(e + DIR_CRT_TIME);
-	ent->cdate = (uint16_t)get_le16(e + DIR_CRT_DATE);
-	ent->adate = (uint16_t)get_le16(e + DIR_LST_ACC_DATE);
-	ent->ctime_cs = e[DIR_CRT_TIME_TENTH];
-}
-
 static void fill_entry(struct fk_dir *dir, const unsigned char *e,
 		       struct fk_dirent *ent)
 {
 	memset(ent, 0, sizeof(*ent));
-	fk_dir_unpack(dir->vol, e, ent);
+	fk_slot_unpack(dir->vol, e, ent);
 	ent->off = dir->buf_off + (uint64_t)dir->pos * FK_DIRENT_LEN;
 	ent->slot = dir->slot;
 	ent->dir_clus = dir->is_fixed_root ? 0 : dir->first_clus;
@@ -372,7 +328,7 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		}
 		e = dir->buf + (size_t)dir->pos * FK_DIRENT_LEN;
 		dir->stats.slots++;
-		if (e[0] == SLOT_END && !dir->seen_end) {
+		if (fk_slot_is_end(e) && !dir->seen_end) {
 			dir->seen_end = 1;
 			dir->stats.end_slot = dir->slot;
 			dir->stats.zero_from = dir->slot;
@@ -382,7 +338,7 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 				return 0;
 			}
 		}
-		if (dir->seen_end && e[0] != SLOT_END && e[0] != SLOT_FREE)
+		if (dir->seen_end && !fk_slot_is_free(e))
 			dir->stats.after_end++;
 		/* A writer may take a slot past the marker only in an
 		 * all-zero tail: deleted or half-written slots there are
@@ -391,9 +347,9 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 			dir->stats.zero_from = dir->slot + 1;
 		/* Past the marker (keep_going), 0x00 is one more free slot:
 		 * Linux and fsck.fat read on, so the checker must too. */
-		if (e[0] == SLOT_FREE || e[0] == SLOT_END) {
+		if (fk_slot_is_free(e)) {
 			lfn_drop(dir, FK_LFN_ORPHAN_FREE);
-		} else if ((e[DIR_ATTR] & 0x3f) == FK_ATTR_LFN) {
+		} else if (fk_slot_is_lfn(e)) {
 			lfn_take(dir, e);
 		} else {
 			fill_entry(dir, e, ent);
@@ -404,32 +360,6 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 		dir->pos++;
 		dir->slot++;
 	}
-}
-
-/* The fields fk_dir_update() owns, laid into a 32-byte slot. */
-static void pack_fields(const struct fk_dirent *ent, unsigned char *e,
-			int is_fat32)
-{
-	e[DIR_ATTR] = ent->attr;
-	e[DIR_NTRES] = ent->nt;
-	e[DIR_CRT_TIME_TENTH] = ent->ctime_cs;
-	put_le16(e + DIR_CRT_TIME, ent->ctime);
-	put_le16(e + DIR_CRT_DATE, ent->cdate);
-	put_le16(e + DIR_LST_ACC_DATE, ent->adate);
-	/* FAT12/16 keep EA handles here; only FAT32 owns the high word. */
-	if (is_fat32)
-		put_le16(e + DIR_FST_CLUS_HI, ent->first_clus >> 16);
-	put_le16(e + DIR_WRT_TIME, ent->mtime);
-	put_le16(e + DIR_WRT_DATE, ent->mdate);
-	put_le16(e + DIR_FST_CLUS_LO, ent->first_clus & 0xffff);
-	put_le32(e + DIR_FILE_SIZE, ent->size);
-}
-
-void fk_dir_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
-		 unsigned char *e)
-{
-	memcpy(e + DIR_NAME, ent->raw, 11);
-	pack_fields(ent, e, vol->g.type == FK_FAT32);
 }
 
 void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
@@ -459,7 +389,7 @@ int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent)
 
 	if ((err = fk_device_read(vol->dev, ent->off, e, sizeof(e))))
 		return err;
-	pack_fields(ent, e, vol->g.type == FK_FAT32);
+	fk_slot_pack_fields(vol, ent, e);
 	return fk_device_write(vol->dev, ent->off, e, sizeof(e));
 }
 
@@ -470,7 +400,7 @@ static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
 	strcpy(ent->short_name, "/");
 	memset(ent->raw, ' ', 11);
 	ent->attr = FK_ATTR_DIR;
-	ent->first_clus = vol->g.type == FK_FAT32 ? vol->g.root_clus : 0;
+	ent->first_clus = fk_dir_resolve(vol, 0);
 }
 
 /* Find @name in directory @clus. */
@@ -541,8 +471,7 @@ static int slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 	uint32_t per_clus = g->clus_len / FK_DIRENT_LEN, clus, val, i;
 	int err;
 
-	if (dir_clus == 0 && g->type == FK_FAT32)
-		dir_clus = g->root_clus;
+	dir_clus = fk_dir_resolve(vol, dir_clus);
 	if (dir_clus == 0) {
 		if (slot >= g->root_ents)
 			return FK_ECORRUPT;

@@ -9,22 +9,13 @@
 #include <stdint.h>
 
 #include "names.h"
+#include "slot.h"
 
 struct fk_diag;
 struct fk_volume;
 struct fk_dir;
 
-#define FK_DIRENT_LEN	32
 #define FK_DIR_MAX_ENTS 65536 /* a directory holds at most 2 MiB of slots */
-
-/* Attribute bits. */
-#define FK_ATTR_RO	0x01
-#define FK_ATTR_HIDDEN	0x02
-#define FK_ATTR_SYSTEM	0x04
-#define FK_ATTR_VOLUME	0x08
-#define FK_ATTR_DIR	0x10
-#define FK_ATTR_ARCHIVE 0x20
-#define FK_ATTR_LFN	0x0f
 
 /* One directory entry, with its long name when it has a sound one. */
 struct fk_dirent {
@@ -123,16 +114,6 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent);
 
 /*
- * Raw short slots: unpack the fields of a 32-byte slot @e into @ent (not
- * the names: raw, attr, nt, clusters, size, times), or pack @ent's fields
- * and @ent->raw into @e.
- */
-void fk_dir_unpack(const struct fk_volume *vol, const unsigned char *e,
-		   struct fk_dirent *ent);
-void fk_dir_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
-		 unsigned char *e);
-
-/*
  * Stamp @ent's creation, modification and access fields with @t, in local
  * time (FAT stores local time) or UTC when @is_utc (SOURCE_DATE_EPOCH).
  * Times before 1980 become 1980-01-01 00:00:00.
@@ -149,6 +130,13 @@ int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		     unsigned char e[FK_DIRENT_LEN]);
 int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		      const unsigned char e[FK_DIRENT_LEN]);
+
+/*
+ * The first cluster of directory @clus, where 0 names the root (as ".."
+ * and the callers say): 0 again on FAT12/16, whose root is the fixed
+ * area, or the BPB's root cluster on FAT32, whose root is a chain.
+ */
+uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus);
 
 /* Is @ent "." or ".."? */
 int fk_dirent_is_dot(const struct fk_dirent *ent);

@@ -15,17 +15,11 @@
 
 #include "alloc.h"
 #include "diag.h"
-#include "endian.h"
 #include "fat.h"
 #include "names.h"
 #include "volume.h"
 
-#define LDIR_ORD    0
-#define LDIR_ATTR   11
-#define LDIR_CHKSUM 13
-#define LDIR_LAST   0x40
-#define SLOT_FREE   0xe5
-#define NO_ID	    UINT32_MAX
+#define NO_ID UINT32_MAX
 
 /* One entry, on disk or planned; its short slot as it will be. */
 struct dp_ent {
@@ -83,37 +77,6 @@ struct fk_dirplan {
 
 /* ---- tables and the arena -------------------------------------------------
  */
-
-static uint64_t fnv(uint64_t h, uint32_t unit)
-{
-	return (h ^ unit) * 1099511628211ull;
-}
-
-static uint64_t hash_name(const char *name)
-{
-	uint16_t u[FK_LFN_MAX + 1];
-	uint64_t h = 14695981039346656037ull;
-	size_t n, i;
-
-	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n)) {
-		for (; *name; name++)
-			h = fnv(h, (unsigned char)*name);
-		return h;
-	}
-	for (i = 0; i < n; i++)
-		h = fnv(h, fk_upcase(u[i]));
-	return h;
-}
-
-static uint64_t hash_raw(const unsigned char *raw)
-{
-	uint64_t h = 14695981039346656037ull;
-	int i;
-
-	for (i = 0; i < 11; i++)
-		h = fnv(h, raw[i]);
-	return h;
-}
 
 static int table_grow(struct dp_table *t)
 {
@@ -183,7 +146,7 @@ static int arena_add(struct fk_dirplan *dp, const char *s, uint32_t *off)
 static uint32_t find_name(const struct fk_dirplan *dp, const char *name)
 {
 	const struct dp_table *t = &dp->names;
-	uint64_t hash = hash_name(name);
+	uint64_t hash = fk_name_hash(name);
 	uint32_t h;
 
 	if (!t->cap)
@@ -196,10 +159,11 @@ static uint32_t find_name(const struct fk_dirplan *dp, const char *name)
 	return NO_ID;
 }
 
-static int short_taken(const struct fk_dirplan *dp, const unsigned char *raw)
+static int short_taken(const void *arg, const unsigned char raw[11])
 {
+	const struct fk_dirplan *dp = arg;
 	const struct dp_table *t = &dp->shorts;
-	uint64_t hash = hash_raw(raw);
+	uint64_t hash = fk_short_hash(raw);
 	uint32_t h;
 
 	if (!t->cap)
@@ -248,12 +212,12 @@ static int add_ent(struct fk_dirplan *dp, const unsigned char *slot,
 	e->tag = FK_DIRPLAN_NO_TAG;
 	if ((err = arena_add(dp, name, &e->name_off)) ||
 	    (err = arena_add(dp, short_name, &e->short_off)) ||
-	    (err = table_put(&dp->names, hash_name(name), dp->nents,
+	    (err = table_put(&dp->names, fk_name_hash(name), dp->nents,
 			     e->name_off)) ||
 	    (strcmp(name, short_name) &&
-	     (err = table_put(&dp->names, hash_name(short_name), dp->nents,
+	     (err = table_put(&dp->names, fk_name_hash(short_name), dp->nents,
 			      e->short_off))) ||
-	    (err = table_put(&dp->shorts, hash_raw(slot), dp->nents, 0)))
+	    (err = table_put(&dp->shorts, fk_short_hash(slot), dp->nents, 0)))
 		return err;
 	*id = dp->nents++;
 	return 0;
@@ -266,8 +230,7 @@ static struct fk_dirplan *dp_new(struct fk_volume *vol, uint32_t clus)
 	if (!dp)
 		return NULL;
 	dp->vol = vol;
-	if (clus == 0 && vol->g.type == FK_FAT32)
-		clus = vol->g.root_clus;
+	clus = fk_dir_resolve(vol, clus);
 	dp->first_clus = clus;
 	dp->is_fixed_root = clus == 0;
 	dp->block_len = dp->is_fixed_root ? vol->g.sec_len : vol->g.clus_len;
@@ -390,12 +353,12 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 		unsigned char slot[FK_DIRENT_LEN];
 
 		mark_used(dp, ent.slot + 1 - ent.nslots, ent.nslots);
-		if ((ent.attr & FK_ATTR_VOLUME) && !(ent.attr & FK_ATTR_DIR))
+		if (fk_slot_is_label(ent.attr))
 			continue; /* a label is not a name in the directory */
 		if (fk_dirent_is_dot(&ent))
 			continue;
 		memset(slot, 0, sizeof(slot));
-		fk_dir_pack(vol, &ent, slot);
+		fk_slot_pack(vol, &ent, slot);
 		if ((err = add_ent(dp, slot, ent.slot, ent.nslots, ent.name,
 				   ent.short_name, &id)))
 			break;
@@ -485,16 +448,16 @@ int fk_dirplan_new(struct fk_volume *vol, uint32_t clus, uint32_t parent_clus,
 	if ((err = add_block(dp, clus)))
 		goto out_close;
 	/* ".." names the root as cluster 0, even on FAT32. */
-	if (vol->g.type == FK_FAT32 && parent_clus == vol->g.root_clus)
+	if (parent_clus == fk_dir_resolve(vol, 0))
 		parent_clus = 0;
 	for (i = 0; i < 2; i++) {
-		memcpy(dot.raw, i ? "..         " : ".          ", 11);
+		fk_slot_set_dot(i ? FK_DOT_DOT : FK_DOT, dot.raw);
 		dot.attr = FK_ATTR_DIR;
 		dot.nt = 0;
 		dot.size = 0;
 		dot.first_clus = i ? parent_clus : clus;
 		memset(slot, 0, sizeof(slot));
-		fk_dir_pack(vol, &dot, slot);
+		fk_slot_pack(vol, &dot, slot);
 		if ((err = add_write(dp, (uint32_t)i, slot)))
 			goto out_close;
 	}
@@ -516,7 +479,7 @@ int fk_dirplan_find(struct fk_dirplan *dp, const char *name,
 		return 0;
 	e = &dp->ents[i];
 	memset(ent, 0, sizeof(*ent));
-	fk_dir_unpack(dp->vol, e->slot, ent);
+	fk_slot_unpack(dp->vol, e->slot, ent);
 	snprintf(ent->name, sizeof(ent->name), "%s", dp->arena + e->name_off);
 	snprintf(ent->short_name, sizeof(ent->short_name), "%s",
 		 dp->arena + e->short_off);
@@ -527,29 +490,6 @@ int fk_dirplan_find(struct fk_dirplan *dp, const char *name,
 	return 1;
 }
 
-/* A unique short name for @name: exact when it is a plain 8.3 name. */
-static int choose_short(const struct fk_dirplan *dp, const char *name,
-			unsigned char raw[11], uint8_t *nt, int *needs_lfn)
-{
-	unsigned char basis[11];
-	unsigned k;
-	int fit = fk_short_fit(name, basis, nt);
-
-	if (fit < 0)
-		return fit;
-	if (fit == FK_SHORT_EXACT && !short_taken(dp, basis)) {
-		memcpy(raw, basis, 11);
-		*needs_lfn = 0;
-		return 0;
-	}
-	*nt = 0;
-	*needs_lfn = 1;
-	for (k = 1; !fk_short_alias(basis, name, k, raw); k++)
-		if (!short_taken(dp, raw))
-			return 0;
-	return -EEXIST;
-}
-
 /*
  * May a new entry's slots run on from block @b - 1 into block @b?  Only
  * when one write puts both on disk: fresh blocks all go out before the
@@ -557,32 +497,46 @@ static int choose_short(const struct fk_dirplan *dp, const char *name,
  * other boundary a crash between two writes would cut a long name from
  * its short slot, which fsck.fat reports as a damaged directory.
  */
-static int may_span(const struct fk_dirplan *dp, uint32_t b)
+static int may_span(const struct fk_slot_map *m, uint32_t b)
 {
-	if (b - 1 >= dp->nold)
+	if (b - 1 >= m->nold)
 		return 1;
-	return b < dp->nold &&
-	       (dp->is_fixed_root || dp->clus[b] == dp->clus[b - 1] + 1);
+	return b < m->nold && (!m->clus || m->clus[b] == m->clus[b - 1] + 1);
+}
+
+int fk_dirplan_find_free(const struct fk_slot_map *map, uint32_t from,
+			 uint32_t n, uint32_t *first)
+{
+	uint32_t s, run = 0;
+
+	for (s = from; s < map->nslots; s++) {
+		if (run && s % map->per_block == 0 &&
+		    !may_span(map, s / map->per_block))
+			run = 0;
+		run = map->used[s] ? 0 : run + 1;
+		if (run == n) {
+			*first = s + 1 - n;
+			return 0;
+		}
+	}
+	return -ENOSPC;
 }
 
 /* First run of @n free slots, growing the directory when needed. */
 static int find_slots(struct fk_dirplan *dp, struct fk_alloc *alloc, uint32_t n,
 		      uint32_t *first, struct fk_diag *diag)
 {
-	uint32_t s = dp->first_free, run = 0;
 	int err;
 
 	for (;;) {
-		for (; s < dp->nslots; s++) {
-			if (run && s % dp->per_block == 0 &&
-			    !may_span(dp, s / dp->per_block))
-				run = 0;
-			run = dp->used[s] ? 0 : run + 1;
-			if (run == n) {
-				*first = s + 1 - n;
-				return 0;
-			}
-		}
+		/* Growth changes no earlier slot or boundary: searching
+		 * again from the start finds what going on would. */
+		struct fk_slot_map map = {dp->used, dp->nslots, dp->per_block,
+					  dp->nold,
+					  dp->is_fixed_root ? NULL : dp->clus};
+
+		if (!fk_dirplan_find_free(&map, dp->first_free, n, first))
+			return 0;
 		if (dp->is_fixed_root) {
 			fk_diag_detail(diag, NULL,
 				       "the root directory is full");
@@ -618,7 +572,7 @@ static int mark_skipped(struct fk_dirplan *dp, uint32_t first)
 	int err;
 
 	memset(e, 0, sizeof(e));
-	e[0] = SLOT_FREE;
+	fk_slot_delete(e);
 	for (s = from; s < first; s++)
 		if ((err = add_write(dp, s, e)))
 			return err;
@@ -632,30 +586,24 @@ static int write_lfn(struct fk_dirplan *dp, uint32_t first, uint32_t nlfn,
 		     const uint16_t *units, size_t nunits,
 		     const unsigned char *raw)
 {
-	static const unsigned char at[FK_LFN_CHARS] = {
-		1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30};
-	uint8_t sum = fk_lfn_checksum(raw);
+	struct fk_lfn_slot l;
 	unsigned char e[FK_DIRENT_LEN];
 	uint32_t i;
 	int err, c;
 
+	l.sum = fk_lfn_checksum(raw);
 	/* Slots run from the last piece of the name to the first. */
 	for (i = 0; i < nlfn; i++) {
-		uint32_t ord = nlfn - i;
-
-		memset(e, 0, sizeof(e));
-		e[LDIR_ORD] = (unsigned char)(ord | (i == 0 ? LDIR_LAST : 0));
-		e[LDIR_ATTR] = FK_ATTR_LFN;
-		e[LDIR_CHKSUM] = sum;
+		l.ord = nlfn - i;
+		l.is_last = i == 0;
 		for (c = 0; c < FK_LFN_CHARS; c++) {
-			size_t u = (ord - 1) * FK_LFN_CHARS + (size_t)c;
+			size_t u = (l.ord - 1) * FK_LFN_CHARS + (size_t)c;
 			/* NUL after the name, then 0xFFFF padding. */
-			uint32_t v = u < nunits	   ? units[u]
+			l.units[c] = u < nunits	   ? units[u]
 				     : u == nunits ? 0
 						   : 0xffff;
-
-			put_le16(e + at[c], v);
 		}
+		fk_slot_lfn_pack(&l, e);
 		if ((err = add_write(dp, first + i, e)))
 			return err;
 	}
@@ -671,15 +619,16 @@ int fk_dirplan_add(struct fk_dirplan *dp, struct fk_alloc *alloc,
 	unsigned char slot[FK_DIRENT_LEN];
 	uint32_t nlfn = 0, first;
 	size_t nunits = 0;
-	int needs_lfn, err;
+	int fit, err;
 
 	if ((err = fk_name_check(name)))
 		return err;
 	if (find_name(dp, name) != NO_ID)
 		return -EEXIST;
-	if ((err = choose_short(dp, name, ent.raw, &ent.nt, &needs_lfn)))
-		return err;
-	if (needs_lfn) {
+	fit = fk_short_choose(name, short_taken, dp, ent.raw, &ent.nt);
+	if (fit < 0)
+		return fit;
+	if (fit == FK_SHORT_NEEDS_LFN) {
 		if ((err = fk_utf8_to_utf16(name, units, FK_LFN_MAX, &nunits)))
 			return err;
 		nlfn = (uint32_t)((nunits + FK_LFN_CHARS - 1) / FK_LFN_CHARS);
@@ -687,11 +636,11 @@ int fk_dirplan_add(struct fk_dirplan *dp, struct fk_alloc *alloc,
 	if ((err = find_slots(dp, alloc, nlfn + 1, &first, diag)) ||
 	    (err = mark_skipped(dp, first)))
 		return err;
-	if (needs_lfn &&
+	if (fit == FK_SHORT_NEEDS_LFN &&
 	    (err = write_lfn(dp, first, nlfn, units, nunits, ent.raw)))
 		return err;
 	memset(slot, 0, sizeof(slot));
-	fk_dir_pack(dp->vol, &ent, slot);
+	fk_slot_pack(dp->vol, &ent, slot);
 	fk_short_display(ent.raw, ent.nt, ent.short_name,
 			 sizeof(ent.short_name));
 	if ((err = add_ent(dp, slot, first + nlfn, nlfn + 1, name,
@@ -706,12 +655,12 @@ void fk_dirplan_set(struct fk_dirplan *dp, uint32_t id,
 		    const struct fk_dirent *fields)
 {
 	struct dp_ent *e = &dp->ents[id];
-	struct fk_dirent ent = *fields;
+	struct fk_dirent ent = *fields, old;
 
 	/* The name and its case flags are not the caller's to change. */
-	memcpy(ent.raw, e->slot, 11);
-	ent.nt = e->slot[12];
-	fk_dir_pack(dp->vol, &ent, e->slot);
+	fk_slot_unpack(dp->vol, e->slot, &old);
+	ent.nt = old.nt;
+	fk_slot_pack_fields(dp->vol, &ent, e->slot);
 	e->is_changed = 1;
 }
 

@@ -35,6 +35,26 @@ int fk_dirplan_new(struct fk_volume *vol, uint32_t clus, uint32_t parent_clus,
 		   const struct fk_dirent *times, struct fk_dirplan **out);
 void fk_dirplan_close(struct fk_dirplan *dp);
 
+/* A directory's slots as plain data, for fk_dirplan_find_free(). */
+struct fk_slot_map {
+	const uint8_t *used;  /* per slot: nonzero when taken */
+	uint32_t nslots;      /* slots in all blocks */
+	uint32_t per_block;   /* slots per block: a cluster, or a sector of
+				the fixed root */
+	uint32_t nold;	      /* blocks on disk; later ones are new */
+	const uint32_t *clus; /* cluster of each block; NULL: fixed root */
+};
+
+/*
+ * First run of @n free slots of @map at or after slot @from.  A run goes
+ * on from one block into the next only when one write puts both on disk:
+ * two new blocks, or two old ones adjacent on disk (any two of the fixed
+ * root); never from an old block into a new one.  Returns 0 and *@first,
+ * or -ENOSPC when no run fits in the slots there are.
+ */
+int fk_dirplan_find_free(const struct fk_slot_map *map, uint32_t from,
+			 uint32_t n, uint32_t *first);
+
 /* First cluster of the directory (0: the FAT12/16 fixed root). */
 uint32_t fk_dirplan_clus(const struct fk_dirplan *dp);
 

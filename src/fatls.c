@@ -397,8 +397,7 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 
 		if (!is_shown(ls, &ent))
 			continue;
-		if ((ent.attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) ==
-		    FK_ATTR_VOLUME) {
+		if (fk_slot_is_label(ent.attr)) {
 			/* A label is 11 characters, not 8.3: no dot. */
 			fk_label_display(ent.raw, ent.name, sizeof(ent.name));
 			fk_label_display(ent.raw, ent.short_name,
@@ -496,9 +495,7 @@ static void root_label(struct fk_volume *vol, char *out, size_t len)
 	if (fk_dir_open(vol, 0, &dir))
 		return;
 	while (fk_dir_next(dir, &ent, NULL) == 1)
-		if ((ent.attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) ==
-			    FK_ATTR_VOLUME &&
-		    !ent.has_lfn) {
+		if (fk_slot_is_label(ent.attr) && !ent.has_lfn) {
 			fk_label_display(ent.raw, out, len);
 			break;
 		}

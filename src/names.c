@@ -10,23 +10,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "slot.h"
+
 /* Code page 850, mtools' default, for OEM bytes 0x80-0xFF. */
 static const uint16_t cp850[128] = {
-	0xc7,	0xfc,	0xe9,	0xe2,	0xe4,	0xe0,	0xe5,	0xe7,	0xea,
-	0xeb,	0xe8,	0xef,	0xee,	0xec,	0xc4,	0xc5,	0xc9,	0xe6,
-	0xc6,	0xf4,	0xf6,	0xf2,	0xfb,	0xf9,	0xff,	0xd6,	0xdc,
-	0xf8,	0xa3,	0xd8,	0xd7,	0x192,	0xe1,	0xed,	0xf3,	0xfa,
-	0xf1,	0xd1,	0xaa,	0xba,	0xbf,	0xae,	0xac,	0xbd,	0xbc,
-	0xa1,	0xab,	0xbb,	0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0xc1,
-	0xc2,	0xc0,	0xa9,	0x2563, 0x2551, 0x2557, 0x255d, 0xa2,	0xa5,
-	0x2510, 0x2514, 0x2534, 0x252c, 0x251c, 0x2500, 0x253c, 0xe3,	0xc3,
-	0x255a, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256c, 0xa4,	0xf0,
-	0xd0,	0xca,	0xcb,	0xc8,	0x131,	0xcd,	0xce,	0xcf,	0x2518,
-	0x250c, 0x2588, 0x2584, 0xa6,	0xcc,	0x2580, 0xd3,	0xdf,	0xd4,
-	0xd2,	0xf5,	0xd5,	0xb5,	0xfe,	0xde,	0xda,	0xdb,	0xd9,
-	0xfd,	0xdd,	0xaf,	0xb4,	0xad,	0xb1,	0x2017, 0xbe,	0xb6,
-	0xa7,	0xf7,	0xb8,	0xb0,	0xa8,	0xb7,	0xb9,	0xb3,	0xb2,
-	0x25a0, 0xa0,
+	0x00c7, 0x00fc, 0x00e9, 0x00e2, 0x00e4, 0x00e0, 0x00e5, 0x00e7, 0x00ea,
+	0x00eb, 0x00e8, 0x00ef, 0x00ee, 0x00ec, 0x00c4, 0x00c5, 0x00c9, 0x00e6,
+	0x00c6, 0x00f4, 0x00f6, 0x00f2, 0x00fb, 0x00f9, 0x00ff, 0x00d6, 0x00dc,
+	0x00f8, 0x00a3, 0x00d8, 0x00d7, 0x0192, 0x00e1, 0x00ed, 0x00f3, 0x00fa,
+	0x00f1, 0x00d1, 0x00aa, 0x00ba, 0x00bf, 0x00ae, 0x00ac, 0x00bd, 0x00bc,
+	0x00a1, 0x00ab, 0x00bb, 0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x00c1,
+	0x00c2, 0x00c0, 0x00a9, 0x2563, 0x2551, 0x2557, 0x255d, 0x00a2, 0x00a5,
+	0x2510, 0x2514, 0x2534, 0x252c, 0x251c, 0x2500, 0x253c, 0x00e3, 0x00c3,
+	0x255a, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256c, 0x00a4, 0x00f0,
+	0x00d0, 0x00ca, 0x00cb, 0x00c8, 0x0131, 0x00cd, 0x00ce, 0x00cf, 0x2518,
+	0x250c, 0x2588, 0x2584, 0x00a6, 0x00cc, 0x2580, 0x00d3, 0x00df, 0x00d4,
+	0x00d2, 0x00f5, 0x00d5, 0x00b5, 0x00fe, 0x00de, 0x00da, 0x00db, 0x00d9,
+	0x00fd, 0x00dd, 0x00af, 0x00b4, 0x00ad, 0x00b1, 0x2017, 0x00be, 0x00b6,
+	0x00a7, 0x00f7, 0x00b8, 0x00b0, 0x00a8, 0x00b7, 0x00b9, 0x00b3, 0x00b2,
+	0x25a0, 0x00a0,
 };
 
 uint8_t fk_lfn_checksum(const unsigned char raw[11])
@@ -178,20 +180,83 @@ uint16_t fk_upcase(uint16_t c)
 	return c;
 }
 
-int fk_name_equal(const char *a, const char *b)
+/*
+ * @name as UTF-16 units folded to upper case, FK_LFN_MAX + 1 of them at
+ * most: the form in which names are compared and hashed.  Returns the
+ * count, or -1 when @name is not valid UTF-8 or too long.
+ */
+static long fold(const char *name, uint16_t *u)
+{
+	size_t n, i;
+
+	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n))
+		return -1;
+	for (i = 0; i < n; i++)
+		u[i] = fk_upcase(u[i]);
+	return (long)n;
+}
+
+int fk_name_compare(const char *a, const char *b)
 {
 	uint16_t ua[FK_LFN_MAX + 1], ub[FK_LFN_MAX + 1];
-	size_t na, nb, i;
+	long na = fold(a, ua), nb = fold(b, ub), i;
 
-	if (fk_utf8_to_utf16(a, ua, FK_LFN_MAX + 1, &na) ||
-	    fk_utf8_to_utf16(b, ub, FK_LFN_MAX + 1, &nb))
-		return !strcmp(a, b);
-	if (na != nb)
-		return 0;
-	for (i = 0; i < na; i++)
-		if (fk_upcase(ua[i]) != fk_upcase(ub[i]))
-			return 0;
-	return 1;
+	if (na < 0 || nb < 0)
+		return na < 0 && nb < 0 ? strcmp(a, b) : na < 0 ? 1 : -1;
+	for (i = 0; i < na && i < nb; i++)
+		if (ua[i] != ub[i])
+			return ua[i] < ub[i] ? -1 : 1;
+	return na < nb ? -1 : na > nb;
+}
+
+int fk_name_equal(const char *a, const char *b)
+{
+	return !fk_name_compare(a, b);
+}
+
+/* FNV-1a: any stable hash would do; this one is short and spreads well. */
+#define FNV_BASIS 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * FNV_PRIME;
+	return h;
+}
+
+uint64_t fk_name_hash(const char *name)
+{
+	uint16_t u[FK_LFN_MAX + 1];
+	uint64_t h = FNV_BASIS;
+	long n = fold(name, u), i;
+
+	/* fk_name_compare() takes such names byte by byte: so do we. */
+	if (n < 0)
+		return fnv(h, (const unsigned char *)name, strlen(name));
+	for (i = 0; i < n; i++) {
+		unsigned char b[2] = {(unsigned char)u[i],
+				      (unsigned char)(u[i] >> 8)};
+
+		h = fnv(h, b, 2);
+	}
+	return h;
+}
+
+uint64_t fk_short_hash(const unsigned char raw[11])
+{
+	return fnv(FNV_BASIS, raw, 11);
+}
+
+/* What OEM byte @c shows as: its code page 850 character, or '?' for a
+ * control character, which no name may show. */
+static uint32_t oem_cp(unsigned char c)
+{
+	uint32_t cp = c < 0x80 ? c : cp850[c - 0x80];
+
+	return cp < 0x20 ? '?' : cp;
 }
 
 void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
@@ -211,14 +276,12 @@ void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 
 		if (in_ext && i == base_len && o + 1 < len)
 			out[o++] = '.';
-		if (i == 0 && c == 0x05)
-			c = 0xe5; /* 0xE5 as first byte is stored as 0x05 */
-		cp = c < 0x80 ? c : cp850[c - 0x80];
+		if (i == 0 && !in_ext)
+			c = fk_slot_name_first(raw);
+		cp = oem_cp(c);
 		if (c >= 'A' && c <= 'Z' &&
 		    (nt & (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
 			cp = c + 32;
-		if (cp < 0x20)
-			cp = '?';
 		if (!(k = put_utf8(cp, out + o, len - o)))
 			break;
 		o += k;
@@ -234,20 +297,19 @@ void fk_label_display(const unsigned char raw[11], char *out, size_t len)
 	for (n = 11; n > 0 && (raw[n - 1] == ' ' || !raw[n - 1]); n--)
 		;
 	for (i = 0; i < n; i++) {
-		uint32_t cp = raw[i] < 0x80 ? raw[i] : cp850[raw[i] - 0x80];
-
-		if (cp < 0x20)
-			cp = '?';
-		if (!(k = put_utf8(cp, out + o, len - o)))
+		if (!(k = put_utf8(oem_cp(raw[i]), out + o, len - o)))
 			break;
 		o += k;
 	}
 	out[o] = '\0';
 }
 
+/* Refused in long names and short ones alike (besides controls). */
+static const char forbidden[] = "\"*/:<>?\\|";
+
 static int is_long_illegal(uint16_t c)
 {
-	return c < 0x20 || (c < 0x80 && strchr("\"*/:<>?\\|", c));
+	return c < 0x20 || (c < 0x80 && strchr(forbidden, c));
 }
 
 /*
@@ -314,26 +376,40 @@ static int is_short_char(unsigned char c)
 	       (c > 0x20 && strchr("!#$%&'()-@^_`{}~", c));
 }
 
-int fk_short_is_valid(const unsigned char raw[11])
+/* One byte of an on-disk short name, not a space. */
+static enum fk_short_verdict short_byte(unsigned char c)
 {
+	if (c < 0x20 || c == 0x7f || strchr(forbidden, c))
+		return FK_SHORT_BAD;
+	return is_short_char(c) ? FK_SHORT_VALID : FK_SHORT_ODD;
+}
+
+enum fk_short_verdict fk_short_check(const unsigned char raw[11])
+{
+	enum fk_short_verdict v = raw[0] == ' ' ? FK_SHORT_ODD : FK_SHORT_VALID;
 	int i, seen_space = 0;
 
-	if (raw[0] == ' ')
-		return 0;
 	for (i = 0; i < 11; i++) {
+		/* A stand-in first byte is judged as the byte it means. */
+		unsigned char c = i ? raw[i] : fk_slot_name_first(raw);
+		enum fk_short_verdict b;
+
 		if (i == 8)
 			seen_space = 0;
-		if (raw[i] == ' ') {
+		if (c == ' ') {
 			seen_space = 1;
 			continue;
 		}
-		/* 0x05 stands for a first 0xE5; check the rest as usual. */
-		if (i == 0 && raw[i] == 0x05)
-			continue;
-		if (seen_space || !is_short_char(raw[i]))
-			return 0;
+		b = seen_space ? FK_SHORT_BAD : short_byte(c);
+		if (b > v)
+			v = b;
 	}
-	return 1;
+	return v;
+}
+
+int fk_short_is_valid(const unsigned char raw[11])
+{
+	return fk_short_check(raw) == FK_SHORT_VALID;
 }
 
 /* Case of an ASCII run: 1 all lower, 2 all upper, 3 mixed, 0 no letters. */
@@ -411,8 +487,7 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt)
 	}
 	if (raw[0] == ' ')
 		raw[0] = '_'; /* a name of dots and spaces only */
-	if (raw[0] == 0xe5)
-		raw[0] = 0x05;
+	fk_slot_escape_name(raw);
 	bc = case_of(name, blen);
 	ec = dot ? case_of(dot + 1, elen) : 0;
 	if (is_lossy || bc == 3 || ec == 3 || blen > 8 || elen > 3 ||
@@ -423,14 +498,12 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt)
 	return FK_SHORT_EXACT;
 }
 
-/* A small string hash for hashed alias tails (any stable hash will do). */
-static uint16_t name_hash(const char *name)
+/* Four hex digits of @name's hash for hashed alias tails. */
+static uint16_t alias_hash(const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = fk_name_hash(name);
 
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 16777619u;
-	return (uint16_t)(h ^ h >> 16);
+	return (uint16_t)(h ^ h >> 16 ^ h >> 32 ^ h >> 48);
 }
 
 int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
@@ -447,7 +520,7 @@ int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
 	if (k >= 5 && k <= 13) {
 		/* Windows' way once ~1..~4 are taken: 2 chars, hash, ~n. */
 		keep = blen < 2 ? blen : 2;
-		tlen = snprintf(tail, sizeof(tail), "%04X~%u", name_hash(name),
+		tlen = snprintf(tail, sizeof(tail), "%04X~%u", alias_hash(name),
 				k - 4);
 	} else {
 		tlen = snprintf(tail, sizeof(tail), "~%u", k >= 14 ? k - 8 : k);
@@ -456,4 +529,26 @@ int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
 	memset(raw + keep, ' ', (size_t)(8 - keep));
 	memcpy(raw + keep, tail, (size_t)tlen);
 	return 0;
+}
+
+int fk_short_choose(const char *name,
+		    int (*is_taken)(const void *arg,
+				    const unsigned char raw[11]),
+		    const void *arg, unsigned char raw[11], uint8_t *nt)
+{
+	unsigned char basis[11];
+	unsigned k;
+	int fit = fk_short_fit(name, basis, nt);
+
+	if (fit < 0)
+		return fit;
+	if (fit == FK_SHORT_EXACT && !is_taken(arg, basis)) {
+		memcpy(raw, basis, 11);
+		return FK_SHORT_EXACT;
+	}
+	*nt = 0;
+	for (k = 1; !fk_short_alias(basis, name, k, raw); k++)
+		if (!is_taken(arg, raw))
+			return FK_SHORT_NEEDS_LFN;
+	return -EEXIST;
 }

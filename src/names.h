@@ -12,7 +12,6 @@
 
 #define FK_LFN_MAX	 255		      /* UCS-2 units in a long name */
 #define FK_NAME_MAX	 (FK_LFN_MAX * 3 + 1) /* UTF-8 bytes, with NUL */
-#define FK_LFN_CHARS	 13   /* UCS-2 units per long-name slot */
 #define FK_NT_LOWER_BASE 0x08 /* NT byte: base shown in lower case */
 #define FK_NT_LOWER_EXT	 0x10 /* NT byte: extension in lower case */
 
@@ -49,6 +48,23 @@ void fk_label_display(const unsigned char raw[11], char *out, size_t len);
 /* Do two UTF-8 names match, ignoring case as FAT does? */
 int fk_name_equal(const char *a, const char *b);
 
+/*
+ * Order two UTF-8 names as FAT compares them (case folded by fk_upcase()):
+ * <0, 0 or >0, and 0 exactly when fk_name_equal().  Names that are not
+ * valid UTF-8 sort after all others, byte by byte.
+ */
+int fk_name_compare(const char *a, const char *b);
+
+/*
+ * The one hash of a name: names fk_name_equal() matches hash alike, so a
+ * table keyed on it finds a name in any case.  Equal hashes do not make
+ * equal names: compare them too.
+ */
+uint64_t fk_name_hash(const char *name);
+
+/* Hash of an 11-byte short name as stored (equal bytes, equal hashes). */
+uint64_t fk_short_hash(const unsigned char raw[11]);
+
 /* Fold one UTF-16 unit to upper case (ASCII, Latin, Greek, Cyrillic). */
 uint16_t fk_upcase(uint16_t c);
 
@@ -65,10 +81,21 @@ int fk_name_check(const char *name);
  */
 int fk_name_explain(const char *name, char *why, size_t len);
 
-/*
- * Is every byte of an on-disk short name legal (uppercase 8.3 set, no
- * control characters or lower case, no space before a non-space)?
- */
+/* What fk_short_check() makes of an on-disk short name. */
+enum fk_short_verdict {
+	FK_SHORT_VALID = 0, /* the specification's upper-case 8.3 set */
+	FK_SHORT_ODD = 1,   /* readable, but not a valid 8.3 name: lower
+			       case, "+,;=[]." or a leading space */
+	FK_SHORT_BAD = 2,   /* bytes every FAT reader refuses (fsck.fat
+			       renames): control characters, 0x7F,
+			       "*?<>|\"\\/:", or a space before a non-space
+			       within the base or the extension */
+};
+
+/* The one validator of on-disk short names. */
+enum fk_short_verdict fk_short_check(const unsigned char raw[11]);
+
+/* fk_short_check() == FK_SHORT_VALID. */
 int fk_short_is_valid(const unsigned char raw[11]);
 
 /* Outcome of fk_short_fit(). */
@@ -94,5 +121,17 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt);
  */
 int fk_short_alias(const unsigned char basis[11], const char *name, unsigned k,
 		   unsigned char raw[11]);
+
+/*
+ * The short name a new entry @name gets in a directory whose names in use
+ * @is_taken(@arg, raw) knows: its exact 8.3 form when it has one and that
+ * is free (FK_SHORT_EXACT, NT flags in *@nt), else the first free alias
+ * of fk_short_alias() (FK_SHORT_NEEDS_LFN, *@nt 0).  Returns -EINVAL (a
+ * name fk_name_check() refuses) or -EEXIST (every alias is taken).
+ */
+int fk_short_choose(const char *name,
+		    int (*is_taken)(const void *arg,
+				    const unsigned char raw[11]),
+		    const void *arg, unsigned char raw[11], uint8_t *nt);
 
 #endif

@@ -579,6 +579,30 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 	done
 }
 
+@test "fatcheck: two names whose hashes collide are not duplicates" {
+	# These two names have one 64-bit FNV-1a hash of their upper-cased
+	# UTF-16 (found by a Pollard rho search): a checker that took equal
+	# hashes for equal names would call them duplicates.
+	local a=QC1I2GQAVMTU6 b=ag97ao23pr7de
+	"$FK_PYTHON" -c '
+import sys
+def fnv(s):
+    h = 0xcbf29ce484222325
+    for c in s.upper().encode("utf-16-le"):
+        h = ((h ^ c) * 0x100000001b3) % 2**64
+    return h
+a, b = sys.argv[1:]
+sys.exit(not (fnv(a) == fnv(b) and a.upper() != b.upper()))' "$a" "$b"
+	mkimg fat16 16M img
+	printf 'one\n' >"$a"
+	printf 'two\n' >"$b"
+	mcopy -i img "$a" "$b" ::/
+	fsck_clean img
+	[ "$(mdir -i img -b ::/ | wc -l)" -eq 2 ] # two names to mtools too
+	run -0 --separate-stderr fatcheck img
+	[[ $output != *duplicate* && $output != *"same name"* ]]
+}
+
 # ---- preallocated tails -----------------------------------------------------
 
 @test "fatcheck: a kept-size tail is a note (exit 0), an error with --strict; --trim-prealloc frees it" {

@@ -35,6 +35,8 @@ int main(void)
 	suite_cache_evict();
 	suite_fat_reserved();
 	suite_alloc_policy();
+	suite_slot();
+	suite_dirplan();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

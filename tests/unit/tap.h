@@ -24,5 +24,7 @@ void suite_alloc(void);
 void suite_cache_evict(void);
 void suite_fat_reserved(void);
 void suite_alloc_policy(void);
+void suite_slot(void);
+void suite_dirplan(void);
 
 #endif

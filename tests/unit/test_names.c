@@ -340,6 +340,82 @@ static void test_name_equal(void)
 	}
 }
 
+/*
+ * Names fk_name_equal() matches must hash alike, or a table keyed on the
+ * hash misses a name typed in another case: every row above, and every
+ * BMP character against its upper case.
+ */
+static void test_name_hash(void)
+{
+	unsigned bad = 0, c;
+	size_t i;
+
+	for (i = 0; i < NROWS(eq_rows); i++) {
+		const struct eq_row *r = &eq_rows[i];
+
+		if (r->is_equal)
+			OK(fk_name_hash(r->a) == fk_name_hash(r->b),
+			   "fk_name_hash: %s hashes alike", r->edge);
+		else
+			OK(fk_name_hash(r->a) != fk_name_hash(r->b),
+			   "fk_name_hash: %s hashes apart", r->edge);
+	}
+	for (c = 1; c < 0x10000; c++) {
+		uint16_t lo[2] = {'x', (uint16_t)c}, up[2] = {'X', 0};
+		char a[16], b[16];
+
+		if (c >= 0xd800 && c < 0xe000)
+			continue;
+		up[1] = fk_upcase((uint16_t)c);
+		if (fk_utf16_to_utf8(lo, 2, a, sizeof(a)) ||
+		    fk_utf16_to_utf8(up, 2, b, sizeof(b)) ||
+		    !fk_name_equal(a, b) || fk_name_hash(a) != fk_name_hash(b))
+			bad++;
+	}
+	OK(!bad,
+	   "fk_name_hash: x<c> and X<upcase(c)> hash alike for every "
+	   "BMP c (%u bad)",
+	   bad);
+}
+
+/* Names in ascending order as FAT compares them. */
+static const char *const ordered[] = {
+	"",
+	"a",
+	"A.TXT",
+	"ab",
+	"abc",
+	"B",
+	"\xc3\xa9",	    /* U+00E9 folds to U+00C9 */
+	"\xd0\xb0",	    /* Cyrillic a, U+0430 -> U+0410 */
+	"\xf0\x9f\x98\x80", /* a surrogate pair sorts as its units */
+	"a\xff",	    /* not UTF-8: after every valid name */
+	"b\xff",
+};
+
+static void test_name_compare(void)
+{
+	unsigned bad = 0;
+	size_t i, j;
+
+	for (i = 0; i < NROWS(ordered); i++)
+		for (j = 0; j < NROWS(ordered); j++) {
+			int c = fk_name_compare(ordered[i], ordered[j]);
+
+			if ((i < j && c >= 0) || (i > j && c <= 0) ||
+			    (i == j && c != 0))
+				bad++;
+		}
+	OK(!bad, "fk_name_compare: a total order over %zu names (%u bad)",
+	   NROWS(ordered), bad);
+	for (i = 0; i < NROWS(eq_rows); i++) {
+		const struct eq_row *r = &eq_rows[i];
+
+		OK((fk_name_compare(r->a, r->b) == 0) == r->is_equal,
+		   "fk_name_compare: 0 exactly when equal: %s", r->edge);
+	}
+}
+
 /* ---- long name rules ------------------------------------------------------
  */
 
@@ -684,6 +760,7 @@ static const struct display_row {
 	 "ABC    TXT",
 	 0, "?ABC.TXT"},
 	{"dot entry", ".          ", 0, "."},
+	{"empty base: the extension's first byte", "        TXT", 0, ".TXT"},
 	{"dot dot entry", "..         ", 0, ".."},
 };
 
@@ -773,6 +850,150 @@ static void test_short_is_valid(void)
 	}
 }
 
+/*
+ * Choosing a unique short name: the directory's names in use are the
+ * first @ntaken candidates asked about, plus those listed in @taken.
+ */
+struct taken_set {
+	unsigned ntaken, asked;
+	const char *const *taken;
+};
+
+static int is_taken(const void *arg, const unsigned char raw[11])
+{
+	struct taken_set *t = (struct taken_set *)arg;
+	size_t i;
+
+	if (t->asked++ < t->ntaken)
+		return 1;
+	for (i = 0; t->taken && t->taken[i]; i++)
+		if (!memcmp(raw, t->taken[i], 11))
+			return 1;
+	return 0;
+}
+
+static const char *const taken_1_3[] = {"LONGFI~1TXT", "LONGFI~3TXT", NULL};
+static const char *const taken_plain[] = {"LONGFI~1TXT", "LONGFI~2TXT",
+					  "LONGFI~3TXT", "LONGFI~4TXT", NULL};
+static const char *const taken_exact[] = {"README  TXT", NULL};
+
+static const struct choose_row {
+	const char *edge;
+	const char *name;
+	unsigned ntaken;
+	const char *const *taken;
+	int want; /* FK_SHORT_EXACT, FK_SHORT_NEEDS_LFN or -errno */
+	const char *raw;
+	uint8_t nt;
+} choose_rows[] = {
+	{"exact 8.3, free", "readme.txt", 0, NULL, FK_SHORT_EXACT,
+	 "README  TXT", FK_NT_LOWER_BASE | FK_NT_LOWER_EXT},
+	{"exact 8.3, taken: ~1", "readme.txt", 0, taken_exact,
+	 FK_SHORT_NEEDS_LFN, "README~1TXT", 0},
+	{"long name: ~1", "Long File Name.txt", 0, NULL, FK_SHORT_NEEDS_LFN,
+	 "LONGFI~1TXT", 0},
+	{"~1 taken: ~2", "longfilename.txt", 1, NULL, FK_SHORT_NEEDS_LFN,
+	 "LONGFI~2TXT", 0},
+	{"first free, not one past the last", "longfilename.txt", 0, taken_1_3,
+	 FK_SHORT_NEEDS_LFN, "LONGFI~2TXT", 0},
+	{"~1..~4 taken: hashed", "longfilename.txt", 0, taken_plain,
+	 FK_SHORT_NEEDS_LFN, "LO####~1TXT", 0},
+	{"hashed ~1..~8 taken: hashed ~9", "longfilename.txt", 12, NULL,
+	 FK_SHORT_NEEDS_LFN, "LO####~9TXT", 0},
+	{"every hashed one taken", "longfilename.txt", 13, NULL,
+	 FK_SHORT_NEEDS_LFN, "LONGFI~6TXT", 0},
+	{"~9", "longfilename.txt", 16, NULL, FK_SHORT_NEEDS_LFN, "LONGFI~9TXT",
+	 0},
+	{"~10 keeps 8 characters", "longfilename.txt", 17, NULL,
+	 FK_SHORT_NEEDS_LFN, "LONGF~10TXT", 0},
+	{"~100", "longfilename.txt", 107, NULL, FK_SHORT_NEEDS_LFN,
+	 "LONG~100TXT", 0},
+	{"the last alias", "longfilename.txt", 999998, NULL, FK_SHORT_NEEDS_LFN,
+	 "L~999991TXT", 0},
+	{"past the last alias", "longfilename.txt", 999999, NULL, -EEXIST, NULL,
+	 0},
+	{"exact taken, then every alias", "README.TXT", 1000000, NULL, -EEXIST,
+	 NULL, 0},
+	{"a refused name", "a:b", 0, NULL, -EINVAL, NULL, 0},
+};
+
+static void test_short_choose(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(choose_rows); i++) {
+		const struct choose_row *r = &choose_rows[i];
+		struct taken_set t = {r->ntaken, 0, r->taken};
+		unsigned char raw[11];
+		uint8_t nt = 0xff;
+		int got = fk_short_choose(r->name, is_taken, &t, raw, &nt);
+
+		if (r->want < 0)
+			OK(got == r->want, "fk_short_choose: %s (%d)", r->edge,
+			   got);
+		else
+			OK(got == r->want && alias_matches(raw, r->raw) &&
+				   nt == r->nt,
+			   "fk_short_choose: %s (\"%.11s\", nt 0x%x)", r->edge,
+			   got == r->want ? (const char *)raw : "", nt);
+	}
+}
+
+/* fsck.fat renames BAD names, and warns of none of the ODD ones. */
+static const struct sverdict_row {
+	const char *edge;
+	const char *raw;
+	enum fk_short_verdict want;
+} sverdict_rows[] = {
+	{"plain", "README  TXT", FK_SHORT_VALID},
+	{"0x05 first byte",
+	 "\x05"
+	 "BC     TXT",
+	 FK_SHORT_VALID},
+	{"OEM byte",
+	 "\x9a"
+	 "BER    TXT",
+	 FK_SHORT_VALID},
+	{"lower case", "readme  txt", FK_SHORT_ODD},
+	{"empty base", "        TXT", FK_SHORT_ODD},
+	{"leading space, then a name", " README TXT", FK_SHORT_BAD},
+	{"plus", "A+B     TXT", FK_SHORT_ODD},
+	{"comma, semicolon, equals", "A,B;C=D    ", FK_SHORT_ODD},
+	{"brackets", "A[B]    TXT", FK_SHORT_ODD},
+	{"dot inside", "A.B     TXT", FK_SHORT_ODD},
+	{"every forbidden character is bad", "A*      TXT", FK_SHORT_BAD},
+	{"question mark", "A?      TXT", FK_SHORT_BAD},
+	{"less than", "A<      TXT", FK_SHORT_BAD},
+	{"greater than", "A>      TXT", FK_SHORT_BAD},
+	{"bar", "A|      TXT", FK_SHORT_BAD},
+	{"double quote", "A\"      TXT", FK_SHORT_BAD},
+	{"backslash", "A\\      TXT", FK_SHORT_BAD},
+	{"slash", "A/      TXT", FK_SHORT_BAD},
+	{"colon", "A:      TXT", FK_SHORT_BAD},
+	{"DEL", "A\x7f      TXT", FK_SHORT_BAD},
+	{"control character", "A\x01      TXT", FK_SHORT_BAD},
+	{"NUL inside", "A\0      TXT", FK_SHORT_BAD},
+	{"0x05 later", "AB\x05     TXT", FK_SHORT_BAD},
+	{"space inside the base", "READ ME TXT", FK_SHORT_BAD},
+	{"space inside the extension", "README  T X", FK_SHORT_BAD},
+	{"lower case, then a bad byte", "a*      TXT", FK_SHORT_BAD},
+	{"spaces only are odd, not bad", "           ", FK_SHORT_ODD},
+};
+
+static void test_short_check(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(sverdict_rows); i++) {
+		const struct sverdict_row *r = &sverdict_rows[i];
+		enum fk_short_verdict v =
+			fk_short_check((const unsigned char *)r->raw);
+
+		OK(v == r->want, "fk_short_check: %s (%d, want %d)", r->edge, v,
+		   r->want);
+	}
+}
+
 void suite_names(void)
 {
 	test_checksum();
@@ -782,11 +1003,15 @@ void suite_names(void)
 	test_utf16_limits();
 	test_upcase();
 	test_name_equal();
+	test_name_hash();
+	test_name_compare();
 	test_name_check();
 	test_name_explain();
 	test_short_fit();
 	test_short_alias();
 	test_alias_unique();
 	test_short_display();
+	test_short_check();
+	test_short_choose();
 	test_short_is_valid();
 }
