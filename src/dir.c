@@ -53,7 +53,7 @@ int fk_dirent_is_dot(const struct fk_dirent *ent)
 
 uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus)
 {
-	if (clus == 0 && vol->g.type == FK_FAT32)
+	if (clus == 0 && vol->g.has_bpb32)
 		return vol->g.root_clus;
 	return clus;
 }

@@ -50,7 +50,7 @@ void fk_slot_unpack(const struct fk_volume *vol, const unsigned char *e,
 	ent->attr = e[DIR_ATTR];
 	ent->nt = e[DIR_NTRES];
 	ent->first_clus = get_le16(e + DIR_FST_CLUS_LO);
-	if (vol->g.type == FK_FAT32)
+	if (vol->g.has_bpb32)
 		ent->first_clus |= get_le16(e + DIR_FST_CLUS_HI) << 16;
 	ent->size = get_le32(e + DIR_FILE_SIZE);
 	ent->mtime = (uint16_t)get_le16(e + DIR_WRT_TIME);
@@ -71,7 +71,7 @@ void fk_slot_pack_fields(const struct fk_volume *vol,
 	put_le16(e + DIR_CRT_DATE, ent->cdate);
 	put_le16(e + DIR_LST_ACC_DATE, ent->adate);
 	/* FAT12/16 keep EA handles here; only FAT32 owns the high word. */
-	if (vol->g.type == FK_FAT32)
+	if (vol->g.has_bpb32)
 		put_le16(e + DIR_FST_CLUS_HI, ent->first_clus >> 16);
 	put_le16(e + DIR_WRT_TIME, ent->mtime);
 	put_le16(e + DIR_WRT_DATE, ent->mdate);

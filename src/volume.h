@@ -46,7 +46,8 @@ struct fk_geom {
 	uint32_t backup_sec; /* FAT32 backup boot sector; 0: none */
 	uint32_t active_fat; /* copy that is read (FAT32 ext flags) */
 	int has_bpb32;	     /* the FAT32 BPB: a root cluster, FSInfo and
-				backup boot sector fields, FAT mirroring */
+				backup boot sector fields, FAT mirroring,
+				and 32-bit cluster numbers in entries */
 	int is_mirrored;     /* FAT copies are kept identical */
 	uint8_t media;	     /* BPB media byte */
 	int has_ext_bpb;     /* boot signature 0x29: serial and label */
