@@ -21,6 +21,7 @@ static struct fk_volume vol_of(enum fk_fat_type type)
 
 	memset(&vol, 0, sizeof(vol));
 	vol.g.type = type;
+	vol.g.has_bpb32 = type == FK_FAT32; /* as volume.c sets it */
 	return vol;
 }
 
