@@ -1405,8 +1405,15 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 	idx = report(ck, FK_SEV_ERROR, "orphan-lfn", cur_path(ck),
 		     "long-name slot%s belong%s to no entry (%s)", range,
 		     n > 1 ? "" : "s", why[d->orphan_why]);
-	if (d->orphan_why != FK_LFN_ORPHAN_FREE &&
-	    d->orphan_why != FK_LFN_ORPHAN_RESTART)
+	/*
+	 * fsck.fat deletes runs a free slot or another name ends, and
+	 * leaves runs out of sequence; but deleting a run makes the one
+	 * before it "followed by a free slot", which a second repair would
+	 * then delete.  One run settles it: out-of-sequence slots, which no
+	 * reader joins to any name, are deleted too.  Slots whose only
+	 * fault is the next entry's checksum stay (they may be re-attached).
+	 */
+	if (d->orphan_why == FK_LFN_ORPHAN_ENTRY)
 		return;
 	set_fix(ck, idx, "slot%s deleted", pl(n));
 	if (plan_erase(ck, d->first, first, n))

@@ -80,7 +80,8 @@ enum fk_lfn_orphan {
 				  first: fsck.fat deletes */
 	FK_LFN_ORPHAN_RESTART, /* a complete name, then another name's slot:
 				  fsck.fat deletes */
-	FK_LFN_ORPHAN_BROKEN,  /* out of sequence: fsck.fat leaves them */
+	FK_LFN_ORPHAN_BROKEN,  /* out of sequence: fsck.fat leaves them,
+				  fatcheck -r deletes them */
 	FK_LFN_ORPHAN_ENTRY,   /* the entry after them has another checksum,
 				  or the name is unfinished: left too */
 };
