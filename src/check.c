@@ -6,7 +6,7 @@
  * unclaimed is lost.  Owners are not stored per cluster: cross-links are
  * rare, so when there is one a second walk replays the first to find who
  * claimed each shared cluster first.  Repairs are planned while checking,
- * as small records, and applied by the fk_check_repair_*() steps.
+ * as small records, and applied by the repair_*() steps.
  */
 #include "check.h"
 
@@ -1909,7 +1909,7 @@ static int resync_range(struct fk_check *ck, const unsigned char *src,
 	return 0;
 }
 
-int fk_check_repair_fat_copies(struct fk_check *ck)
+static int repair_fat_copies(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len, off;
@@ -1947,7 +1947,7 @@ out:
 	return err;
 }
 
-int fk_check_repair_fat(struct fk_check *ck)
+static int repair_fat(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t eoc = fk_fat_eoc(g);
@@ -2012,7 +2012,7 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 	return 0;
 }
 
-int fk_check_repair_entries(struct fk_check *ck)
+static int repair_entries(struct fk_check *ck)
 {
 	size_t i;
 	int err;
@@ -2048,7 +2048,7 @@ static int free_chain(struct fk_check *ck, uint32_t first, uint32_t nclus)
 	return 0;
 }
 
-int fk_check_repair_free(struct fk_check *ck)
+static int repair_free(struct fk_check *ck)
 {
 	uint32_t clus, max = fk_clus_max(ck->g), run;
 	size_t i;
@@ -2074,7 +2074,7 @@ int fk_check_repair_free(struct fk_check *ck)
 	return fk_cache_flush(ck->vol->fat);
 }
 
-int fk_check_repair_boot(struct fk_check *ck)
+static int repair_boot(struct fk_check *ck)
 {
 	if (!ck->fix_dirty && !ck->fix_label && !ck->fix_backup)
 		return 0;
@@ -2082,7 +2082,7 @@ int fk_check_repair_boot(struct fk_check *ck)
 				  ck->fix_label ? ck->label : NULL, 1);
 }
 
-int fk_check_repair_fsinfo(struct fk_check *ck)
+static int repair_fsinfo(struct fk_check *ck)
 {
 	uint32_t nfree = ck->st.free_clus + ck->freed;
 	uint32_t hint = ck->fsi.next_free;
@@ -2105,12 +2105,9 @@ int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 	size_t i;
 	int err;
 
-	if ((err = fk_check_repair_fat_copies(ck)) ||
-	    (err = fk_check_repair_fat(ck)) ||
-	    (err = fk_check_repair_entries(ck)) ||
-	    (err = fk_check_repair_free(ck)) ||
-	    (err = fk_check_repair_boot(ck)) ||
-	    (err = fk_check_repair_fsinfo(ck)) ||
+	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
+	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
+	    (err = repair_boot(ck)) || (err = repair_fsinfo(ck)) ||
 	    (err = fk_device_sync(ck->vol->dev))) {
 		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 		return err;

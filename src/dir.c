@@ -406,7 +406,7 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 	}
 }
 
-/* The fields fk_dir_update() owns, laid into a 32-byte slot. */
+/* The fields of a short slot other than its name, laid into @e. */
 static void pack_fields(const struct fk_dirent *ent, unsigned char *e,
 			int is_fat32)
 {
@@ -450,17 +450,6 @@ void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
 	ent->cdate = ent->adate = ent->mdate;
 	ent->ctime = ent->mtime;
 	ent->ctime_cs = (uint8_t)(tm.tm_sec % 2 * 100);
-}
-
-int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent)
-{
-	unsigned char e[FK_DIRENT_LEN];
-	int err;
-
-	if ((err = fk_device_read(vol->dev, ent->off, e, sizeof(e))))
-		return err;
-	pack_fields(ent, e, vol->g.type == FK_FAT32);
-	return fk_device_write(vol->dev, ent->off, e, sizeof(e));
 }
 
 static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)

@@ -116,13 +116,6 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 		  struct fk_dirent *ent, struct fk_diag *diag);
 
 /*
- * Write @ent's first cluster, size, attributes and times back to its short
- * slot at @ent->off (one sector read-modify-write, immediately).  The
- * name is left alone.  Returns 0 or -errno.
- */
-int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent);
-
-/*
  * Raw short slots: unpack the fields of a 32-byte slot @e into @ent (not
  * the names: raw, attr, nt, clusters, size, times), or pack @ent's fields
  * and @ent->raw into @e.

@@ -95,12 +95,6 @@ void fk_json_u64(struct fk_json *js, const char *key, uint64_t val)
 	fprintf(js->out, "%" PRIu64, val);
 }
 
-void fk_json_i64(struct fk_json *js, const char *key, int64_t val)
-{
-	begin_value(js, key);
-	fprintf(js->out, "%" PRId64, val);
-}
-
 void fk_json_bool(struct fk_json *js, const char *key, int val)
 {
 	begin_value(js, key);

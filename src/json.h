@@ -25,7 +25,6 @@ void fk_json_end(struct fk_json *js);
 /* Members or array elements (@key NULL). Strings are escaped. */
 void fk_json_str(struct fk_json *js, const char *key, const char *val);
 void fk_json_u64(struct fk_json *js, const char *key, uint64_t val);
-void fk_json_i64(struct fk_json *js, const char *key, int64_t val);
 void fk_json_bool(struct fk_json *js, const char *key, int val);
 void fk_json_double(struct fk_json *js, const char *key, double val);
 void fk_json_null(struct fk_json *js, const char *key);
