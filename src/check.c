@@ -23,6 +23,7 @@
 #include "fat.h"
 #include "fsinfo.h"
 #include "names.h"
+#include "vec.h"
 #include "volume.h"
 
 #define NONE	       ((size_t)-1)
@@ -204,24 +205,8 @@ const char *fk_sev_name(enum fk_sev sev)
 				       : "note";
 }
 
-/* Grow @list (of @size-byte items) for one more; 0 or -ENOMEM. */
-static int grow(void **v, size_t n, size_t *cap, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	if (!(p = realloc(*v, ncap * size)))
-		return -ENOMEM;
-	*v = p;
-	*cap = ncap;
-	return 0;
-}
-
 #define PUSH(list, item)                                                       \
-	(grow((void **)&(list).v, (list).n, &(list).cap, sizeof(*(list).v))    \
+	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
 		 ? -ENOMEM                                                     \
 		 : ((list).v[(list).n++] = (item), 0))
 
@@ -389,15 +374,8 @@ static int push_name(struct fk_check *ck, const char *name, size_t *old)
 {
 	size_t len = strlen(name);
 
-	if (ck->path_len + len + 2 > ck->path_cap) {
-		size_t cap = (ck->path_len + len + 2) * 2;
-		char *p = realloc(ck->path, cap);
-
-		if (!p)
-			return -ENOMEM;
-		ck->path = p;
-		ck->path_cap = cap;
-	}
+	if (FK_VEC_RESERVE(ck->path, ck->path_cap, ck->path_len + len + 2))
+		return -ENOMEM;
 	*old = ck->path_len;
 	ck->path[ck->path_len++] = '/';
 	memcpy(ck->path + ck->path_len, name, len + 1);

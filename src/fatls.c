@@ -17,6 +17,7 @@
 #include "fat.h"
 #include "fsinfo.h"
 #include "json.h"
+#include "vec.h"
 #include "volume.h"
 
 #define PROG "fatls"
@@ -92,15 +93,8 @@ static int add_run(void *arg, const struct fk_run *run)
 {
 	struct chain *c = arg;
 
-	if (c->nruns == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		struct fk_run *r = realloc(c->runs, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		c->runs = r;
-		c->cap = cap;
-	}
+	if (FK_VEC_RESERVE(c->runs, c->cap, c->nruns + 1))
+		return -ENOMEM;
 	c->runs[c->nruns++] = *run;
 	return 0;
 }

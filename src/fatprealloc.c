@@ -19,6 +19,7 @@
 #include "dir.h"
 #include "json.h"
 #include "prealloc.h"
+#include "vec.h"
 #include "volume.h"
 
 #define PROG	     "fatprealloc"
@@ -503,7 +504,7 @@ static int missing_parents(struct fk_volume *vol,
 			   char ***out)
 {
 	char **dirs = NULL, *p, *slash;
-	size_t i, k, ndirs = 0;
+	size_t i, k, ndirs = 0, cap = 0;
 	struct fk_dirent ent;
 
 	for (i = 0; i < n; i++) {
@@ -511,7 +512,6 @@ static int missing_parents(struct fk_volume *vol,
 			goto out_nomem;
 		for (slash = strchr(p + 1, '/'); slash && slash[1];
 		     slash = strchr(slash + 1, '/')) {
-			char **grown;
 			int is_known = 0;
 
 			*slash = '\0';
@@ -519,14 +519,11 @@ static int missing_parents(struct fk_volume *vol,
 				is_known = fk_name_equal(dirs[k], p);
 			if (!is_known &&
 			    fk_dir_lookup(vol, p, &ent, NULL) == -ENOENT) {
-				grown = realloc(dirs,
-						(ndirs + 1) * sizeof(*dirs));
-				if (!grown || !(grown[ndirs] = strdup(p))) {
-					dirs = grown ? grown : dirs;
+				if (FK_VEC_RESERVE(dirs, cap, ndirs + 1) ||
+				    !(dirs[ndirs] = strdup(p))) {
 					free(p);
 					goto out_nomem;
 				}
-				dirs = grown;
 				ndirs++;
 			}
 			*slash = '/';

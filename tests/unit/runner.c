@@ -29,6 +29,7 @@ int main(void)
 	suite_volume();
 	suite_fat();
 	suite_bigmem();
+	suite_vec();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

@@ -18,5 +18,6 @@ void suite_names(void);
 void suite_volume(void);
 void suite_fat(void);
 void suite_bigmem(void);
+void suite_vec(void);
 
 #endif
