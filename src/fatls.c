@@ -186,19 +186,8 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	fk_json_u64(js, "first_cluster", ent->first_clus);
 	fk_json_u64(js, "clusters", c->info.nclus);
 	fk_json_u64(js, "fragments", c->info.nruns);
-	fk_json_array(js, "runs");
-	for (i = 0; i < c->nruns; i++) {
-		fk_json_object(js, NULL);
-		fk_json_u64(js, "first", c->runs[i].first);
-		fk_json_u64(js, "last",
-			    c->runs[i].first + c->runs[i].nclus - 1);
-		fk_json_u64(js, "clusters", c->runs[i].nclus);
-		fk_json_u64(js, "offset", run_off(ls, &c->runs[i]));
-		fk_json_u64(js, "length",
-			    (uint64_t)c->runs[i].nclus * clus_len);
-		fk_json_end(js);
-	}
-	fk_json_end(js);
+	fk_json_runs(js, &ls->vol->g, fk_device_base(ls->vol->dev), c->runs,
+		     c->nruns);
 	if (ent->mdate)
 		fk_json_str(js, "mtime", mtime);
 	else

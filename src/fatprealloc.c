@@ -403,7 +403,7 @@ static void print_json(struct fk_volume *vol,
 	uint64_t base = fk_device_base(vol->dev);
 	uint32_t clus_len = vol->g.clus_len;
 	struct fk_json js;
-	size_t i, r;
+	size_t i;
 
 	fk_json_init(&js, stdout);
 	fk_json_object(&js, NULL);
@@ -436,21 +436,7 @@ static void print_json(struct fk_volume *vol,
 		fk_json_u64(&js, "clusters", f->chain.nclus);
 		fk_json_u64(&js, "new_clusters", f->new_clus);
 		fk_json_u64(&js, "fragments", f->chain.nruns);
-		fk_json_array(&js, "runs");
-		for (r = 0; r < f->chain.nruns; r++) {
-			const struct fk_run *run = &f->chain.runs[r];
-
-			fk_json_object(&js, NULL);
-			fk_json_u64(&js, "first", run->first);
-			fk_json_u64(&js, "last", run->first + run->nclus - 1);
-			fk_json_u64(&js, "clusters", run->nclus);
-			fk_json_u64(&js, "offset",
-				    base + fk_clus_off(&vol->g, run->first));
-			fk_json_u64(&js, "length",
-				    (uint64_t)run->nclus * clus_len);
-			fk_json_end(&js);
-		}
-		fk_json_end(&js);
+		fk_json_runs(&js, &vol->g, base, f->chain.runs, f->chain.nruns);
 		fk_json_end(&js);
 	}
 	fk_json_end(&js);
