@@ -1348,7 +1348,7 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	}
 	fk_dir_close(dir);
 	if (!err && r)
-		err = r; /* -errno, or FK_ECORRUPT (positive) */
+		err = r; /* -errno or FK_ECORRUPT */
 	if (!err && keys.n)
 		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_key);
 	for (i = 1; !err && i < keys.n; i++) {
@@ -1493,7 +1493,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		if ((err = walk_entry(ck, d, ent, st->after_end > 0, diag)))
 			goto out;
 	}
-	if (r) { /* -errno, or FK_ECORRUPT (positive) */
+	if (r) { /* -errno or FK_ECORRUPT */
 		err = r;
 		fk_diag_subject(diag, cur_path(ck));
 		goto out;

@@ -1,7 +1,8 @@
 /*
  * dir.h: directories.  Iterating the slots of the FAT12/16 fixed root or
  * of a cluster-chained directory, assembling VFAT long names, looking up
- * paths, and (write side) creating and updating entries.
+ * paths, and packing and unpacking short slots (dirplan.c plans and
+ * writes new entries).
  */
 #ifndef FATKIT_DIR_H
 #define FATKIT_DIR_H

@@ -53,41 +53,34 @@ struct chain {
 	size_t nruns, cap;
 };
 
+/* One source line per line of help, kept as written. */
+/* clang-format off */
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE [PATH]...\n"
-		"List directories and files of a FAT12/16/32 volume without "
-		"mounting it.\n"
+		"List directories and files of a FAT12/16/32 volume without mounting it.\n"
 		"\n"
-		"  -l                 long format: attributes, size, "
-		"allocated, "
-		"mtime, name\n"
-		"  -a                 include hidden and system entries, . and "
-		".., the label\n"
+		"  -l                 long format: attributes, size, allocated, mtime, name\n"
+		"  -a                 include hidden and system entries, . and .., the label\n"
 		"  -R                 recurse; print full paths\n"
 		"  -s                 show 8.3 short names beside long names\n"
-		"      --chain        show first cluster, fragments and runs "
-		"(clusters and\n"
+		"      --chain        show first cluster, fragments and runs (clusters and\n"
 		"                     byte offset+length in IMAGE)\n"
-		"      --info         print the volume (FAT type, geometry, "
-		"free space, FSInfo)\n"
+		"      --info         print the volume (FAT type, geometry, free space, FSInfo)\n"
 		"      --json         one JSON document on stdout\n"
-		"      --progress     count of entries listed on stderr "
-		"(default when stderr\n"
+		"      --progress     count of entries listed on stderr (default when stderr\n"
 		"                     is a terminal and stdout is not)\n"
 		"      --no-progress  no progress line\n"
-		"  -P, --partition N  use partition N (1-based) of an MBR or "
-		"GPT "
-		"table\n"
+		"  -P, --partition N  use partition N (1-based) of an MBR or GPT table\n"
 		"  -h, --help         show this help and exit\n"
 		"  -V, --version      show the version and exit\n"
 		"\n"
-		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. "
-		"sd.img@@1M).  PATH is\n"
+		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).  PATH is\n"
 		"absolute; . and .. are resolved by name.\n"
 		"Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
+/* clang-format on */
 
 static int add_run(void *arg, const struct fk_run *run)
 {
