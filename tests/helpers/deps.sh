@@ -10,33 +10,36 @@
 # stdin. Bench-only tools are not checked here.
 set -euo pipefail
 
-# Each entry: a Debian package, then what shows it is there: a command,
-# pc:MODULE (pkg-config finds MODULE and its header), or a file path.
-demo_needs=(
+# Each entry is PACKAGE=PROBE[,PROBE...]: a Debian package, then what
+# shows it is there: a command, pc:MODULE (pkg-config finds MODULE and
+# its header), or a file path.
+# shellcheck disable=SC2054 # commas separate the probes of one entry
+demo_pkgs=(
 	# build
-	"gcc cc" "make make" "pkg-config pkg-config" "libblkid-dev pc:blkid"
+	gcc=cc make=make pkg-config=pkg-config libblkid-dev=pc:blkid
 	# the demo makes an image and has it judged by tools we did not write
-	"dosfstools mkfs.fat fsck.fat" "mtools mdir mcopy minfo mtype"
+	dosfstools=mkfs.fat,fsck.fat mtools=mdir,mcopy,minfo,mtype
 )
-check_needs=(
+# shellcheck disable=SC2054
+check_pkgs=(
 	# a second compiler, the format check
-	"clang clang" "clang-format clang-format"
+	clang=clang clang-format=clang-format
 	# exFAT images and judges
-	"exfatprogs mkfs.exfat fsck.exfat dump.exfat"
+	exfatprogs=mkfs.exfat,fsck.exfat,dump.exfat
 	# tests
-	"bats bats"
-	"bats-assert /usr/lib/bats/bats-assert/load.bash"
-	"bats-support /usr/lib/bats/bats-support/load.bash"
-	"strace strace" "xxd xxd" "python3 python3" "mandoc mandoc"
-	"groff-base groff" "zsh zsh"
+	bats=bats
+	bats-assert=/usr/lib/bats/bats-assert/load.bash
+	bats-support=/usr/lib/bats/bats-support/load.bash
+	strace=strace xxd=xxd python3=python3 mandoc=mandoc groff-base=groff
+	zsh=zsh
 	# sfdisk for partitioned test images, script(1) for the progress test,
 	# mkfs.ext4 for a partition that holds another filesystem
-	"fdisk sfdisk" "bsdutils script" "e2fsprogs mkfs.ext4"
+	fdisk=sfdisk bsdutils=script e2fsprogs=mkfs.ext4
 )
 
 case ${1:-check} in
-demo) needs=("${demo_needs[@]}") ;;
-check) needs=("${demo_needs[@]}" "${check_needs[@]}") ;;
+demo) needs=("${demo_pkgs[@]}") ;;
+check) needs=("${demo_pkgs[@]}" "${check_pkgs[@]}") ;;
 *)
 	echo "usage: deps.sh [demo|check]" >&2
 	exit 2
@@ -61,9 +64,10 @@ has()
 missing=() # what is not there
 pkgs=()    # the Debian packages that provide it
 for entry in "${needs[@]}"; do
-	read -r pkg probes <<<"$entry"
+	pkg=${entry%%=*}
+	IFS=, read -r -a probes <<<"${entry#*=}"
 	lack=()
-	for probe in $probes; do
+	for probe in "${probes[@]}"; do
 		case $probe in
 		pc:*) has "$probe" || lack+=("${probe#pc:}.h") ;;
 		*) has "$probe" || lack+=("${probe##*/bats/}") ;;
