@@ -2,6 +2,7 @@
 #
 #   make            build build/fatls, build/fatprealloc, build/fatcheck
 #   make check      set up, unit + bats tests, then again under ASan/UBSan
+#   make fuzz       run each libFuzzer target FUZZ_SECONDS (60) seconds
 #   make demo       set up, build, make a demo image, run the main job
 #   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: fsck.fat, fsck.vfat]
 
@@ -60,10 +61,14 @@ $(BUILD)/libfatkit.a: $(CORE_OBJS) $(FLAGS_STAMP)
 $(BUILD)/libfatkit-app.a: $(APP_OBJS) $(FLAGS_STAMP)
 	rm -f $@ && ar rcs $@ $(APP_OBJS)
 
-# The core never prints: no stdio output call may be linked into it.
+# The core never prints or exits: no stdio output call, no stdout or
+# stderr, no exit may be linked into it.
+CORE_PRINTS   := f?printf|v?fprintf|vprintf|dprintf|__.*printf_chk|f?puts
+CORE_PRINTS   := $(CORE_PRINTS)|fputc|putc|putchar|fwrite|perror
+CORE_FORBIDDEN := $(CORE_PRINTS)|stdout|stderr|_?exit
 core-check: $(BUILD)/libfatkit.a
-	@if nm $< | grep -E ' U (f?printf|v?fprintf|f?puts|fputc|putc|putchar|fwrite|perror)$$'; then \
-		echo "core-check: libfatkit.a must not print"; exit 1; fi
+	@if nm $< | grep -E ' U ($(CORE_FORBIDDEN))$$'; then \
+		echo "core-check: libfatkit.a must not print or exit"; exit 1; fi
 
 $(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
@@ -107,6 +112,7 @@ check: deps-check
 	$(MAKE) all BUILD=build-san EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" \
 		LDFLAGS="$(SAN_FLAGS)"
 	$(MAKE) test BUILD=build-san
+	$(MAKE) fuzz-check
 	$(MAKE) format-check
 
 test:
@@ -116,11 +122,13 @@ test:
 demo: deps-demo all
 	@tests/helpers/demo.sh $(BUILD)
 
+FORMAT_FILES = $(wildcard src/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch])
+
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i $(FORMAT_FILES)
 
 format-check:
-	@out=$$(for f in src/*.c src/*.h tests/unit/*.c tests/unit/*.h; do \
+	@out=$$(for f in $(FORMAT_FILES); do \
 		clang-format "$$f" | diff -q "$$f" - >/dev/null || echo "$$f"; \
 	done); if [ -n "$$out" ]; then \
 		echo "format-check: run 'make format' for:"; echo "$$out"; exit 1; fi
@@ -146,7 +154,101 @@ ifeq ($(FSCK_LINKS),1)
 endif
 
 clean:
-	rm -rf build build-san build-clang
+	rm -rf build build-san build-clang build-fuzz
+
+# ---- fuzzing (tests/fuzz/README.md) ---------------------------------------
+# libFuzzer targets, built with clang into build-fuzz/ against a libfatkit.a
+# compiled with the same sanitizers plus fuzzer coverage.  `make fuzz`
+# fuzzes each target FUZZ_SECONDS seconds, keeping what it finds in
+# build-fuzz/corpus/; `make fuzz-check` (part of `make check`) replays the
+# seeds and regression inputs, then fuzzes each target briefly with a
+# fixed seed.  A timeout, a blow-up past the RSS limit, a sanitizer report
+# or an oracle's abort() fails either.
+FUZZ_BUILD    := build-fuzz
+FUZZ_CC       := clang
+FUZZ_SECONDS  ?= 60
+FUZZ_CHECK_SECONDS ?= 20
+FUZZ_TARGETS  := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all \
+		 -fno-omit-frame-pointer
+# -timeout: the largest geometries take a few seconds per input; a loop
+# that costs a walk per cluster takes far longer.
+FUZZ_OPTS     := -dict=tests/fuzz/fat.dict -max_len=524288 -timeout=15 \
+		 -rss_limit_mb=2048 -print_final_stats=1
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/image.c tests/fuzz/image.h \
+		 $(BUILD)/libfatkit.a
+	$(CC) $(ALL_CFLAGS) -Isrc -fsanitize=fuzzer -o $@ \
+		tests/fuzz/fuzz_$*.c tests/fuzz/image.c $(BUILD)/libfatkit.a \
+		$(LDLIBS)
+
+fuzz-build:
+	$(MAKE) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%) BUILD=$(FUZZ_BUILD) \
+		CC=$(FUZZ_CC) EXTRA_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t || exit 1; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_BUILD)/$$t $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=$(FUZZ_BUILD)/$$t- \
+			$(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+			$(wildcard tests/fuzz/regress) || exit 1; \
+	done
+
+fuzz-check: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz-check: $$t: seeds and regression inputs"; \
+		$(FUZZ_BUILD)/$$t $(FUZZ_OPTS) \
+			-artifact_prefix=$(FUZZ_BUILD)/$$t- \
+			tests/fuzz/corpus/$$t/* $(wildcard tests/fuzz/regress/*) \
+			>$(FUZZ_BUILD)/$$t-replay.log 2>&1 || \
+			{ tail -n 40 $(FUZZ_BUILD)/$$t-replay.log; exit 1; }; \
+		echo "fuzz-check: $$t: $(FUZZ_CHECK_SECONDS) s with -seed=1"; \
+		rm -rf $(FUZZ_BUILD)/check-corpus/$$t && \
+		mkdir -p $(FUZZ_BUILD)/check-corpus/$$t || exit 1; \
+		$(FUZZ_BUILD)/$$t $(FUZZ_OPTS) -seed=1 \
+			-max_total_time=$(FUZZ_CHECK_SECONDS) \
+			-artifact_prefix=$(FUZZ_BUILD)/$$t- \
+			$(FUZZ_BUILD)/check-corpus/$$t tests/fuzz/corpus/$$t \
+			>$(FUZZ_BUILD)/$$t-check.log 2>&1 || \
+			{ tail -n 40 $(FUZZ_BUILD)/$$t-check.log; exit 1; }; \
+		grep -h '^stat::number_of_executed_units\|^#.*DONE' \
+			$(FUZZ_BUILD)/$$t-check.log | tail -n 1; \
+	done
+
+.PHONY: fuzz fuzz-build fuzz-check
+# ---- end of fuzzing --------------------------------------------------------
 
 .PHONY: all deps deps-demo deps-check check test demo format format-check install clean \
 	core-check
+
+# ---- coverage ---------------------------------------------------------------
+# `make coverage`: a gcov build in build-cov/ (with fault injection, so the
+# failed-write loops reach the writers' error paths), the unit and bats tests
+# against it, then lines executed per src/*.c file and the core functions left
+# uncovered (tests/helpers/coverage.py: plain gcov, no gcovr). COVERAGE_MIN
+# names the core modules under the goal; a report, not a gate, unless
+# COVERAGE_STRICT=1. Test failures still fail the target, after the report.
+COV_BUILD    := build-cov
+COVERAGE_MIN ?= 90
+COV_CFLAGS   := -O0 -g --coverage -DFK_FAULT_INJECTION
+
+coverage: deps
+	rm -f $(COV_BUILD)/*.gcda $(COV_BUILD)/unit/*.gcda
+	$(MAKE) all BUILD=$(COV_BUILD) CFLAGS="$(COV_CFLAGS)" LDFLAGS=--coverage \
+		HDR_CHECK=	# the plain build checks headers; here it leaves a--.gcno
+	@st=0; $(COV_BUILD)/unit-tests >$(COV_BUILD)/unit.tap || st=1; \
+	grep '^not ok' $(COV_BUILD)/unit.tap; tail -n 1 $(COV_BUILD)/unit.tap; \
+	FATKIT_BUILD=$(abspath $(COV_BUILD)) nice bats tests/ || st=1; \
+	python3 tests/helpers/coverage.py $(COV_BUILD) $(COVERAGE_MIN) || st=1; \
+	exit $$st
+
+coverage-report:
+	@python3 tests/helpers/coverage.py $(COV_BUILD) $(COVERAGE_MIN) --uncovered
+
+clean: clean-coverage
+clean-coverage:
+	rm -rf $(COV_BUILD)
+
+.PHONY: coverage coverage-report clean-coverage

@@ -188,8 +188,7 @@ struct dirctx {
 	uint32_t damaged_first; /* long-name slots the next entry does */
 	uint32_t damaged_n;	/* not match (FK_LFN_ORPHAN_ENTRY) */
 	uint32_t ent_first;	/* first slot of the entry being checked */
-	unsigned erased_dots;	/* bit s: slot s (0, 1) is an orphaned
-				   long-name slot this run deletes */
+	size_t fixes_from;	/* entry fixes planned before this walk */
 };
 
 /* "s" for a plural count. */
@@ -1185,11 +1184,26 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 }
 
 /*
- * A missing "." or "..": recreate it when its slot is free, or holds an
- * orphaned long-name slot this run deletes first (entry fixes apply in
- * the order planned), so that one run settles both: a second run would
- * otherwise find the slot free and the entry still missing.
+ * Does a repair planned while walking @d delete @slot of it?  Then the
+ * slot is free by the time "." or ".." is created there, and one run of
+ * the repair settles what would otherwise take two.
  */
+static int will_delete(const struct fk_check *ck, const struct dirctx *d,
+		       uint32_t slot)
+{
+	size_t i;
+
+	for (i = d->fixes_from; i < ck->ent_fixes.n; i++) {
+		const struct ent_fix *f = &ck->ent_fixes.v[i];
+
+		if (f->op == EF_DELETE && f->dir_clus == d->first &&
+		    slot - f->slot < f->nslots)
+			return 1;
+	}
+	return 0;
+}
+
+/* A missing "." or "..": recreate it when its slot is or will be free. */
 static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 {
 	struct fk_dirent ent;
@@ -1203,7 +1217,7 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 		     dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
 		return err == FK_ECORRUPT ? 0 : err;
-	if (e[0] != 0x00 && e[0] != 0xe5 && !(d->erased_dots & (1u << !dot)))
+	if (e[0] != 0x00 && e[0] != 0xe5 && !will_delete(ck, d, dot ? 0 : 1))
 		return 0;
 	memset(&ent, 0, sizeof(ent));
 	memcpy(ent.raw, dot ? ".          " : "..         ", 11);
@@ -1410,10 +1424,6 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 	set_fix(ck, idx, "slot%s deleted", pl(n));
 	if (plan_erase(ck, d->first, first, n))
 		ck->is_nomem = 1;
-	if (first == 0)
-		d->erased_dots |= 1;
-	if (first <= 1 && first + n > 1)
-		d->erased_dots |= 2;
 }
 
 /* Pass 1: long-name slots the directory iteration dropped; adjacent runs
@@ -1476,6 +1486,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 	if ((err = open_dir(ck, d, &dir)))
 		goto out;
 	d->ck = ck;
+	d->fixes_from = ck->ent_fixes.n;
 	if (ck->pass == 1)
 		fk_dir_on_orphan(dir, on_orphan, d);
 	while ((r = fk_dir_next(dir, ent, diag)) == 1) {

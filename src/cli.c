@@ -233,7 +233,7 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 		return -EINVAL;
 	}
 	if (!(path = malloc(len))) {
-		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+		fk_report(prog, NULL, -ENOMEM);
 		return -ENOMEM;
 	}
 	err = fk_path_normalise(arg, path, len);
@@ -257,7 +257,11 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 		p += n;
 	}
 	if (err) {
-		fprintf(stderr, "%s: %s:%s: %s\n", prog, image, arg, why);
+		struct fk_diag diag;
+
+		memset(&diag, 0, sizeof(diag));
+		fk_diag_set(&diag, arg, "%s", why);
+		fk_report_in(prog, image, &diag, -EILSEQ);
 		free(path);
 		return -EILSEQ;
 	}
@@ -327,16 +331,18 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
 
 /*
  * Is @what a path inside the volume rather than IMAGE itself?  Inner
- * layers name volume paths ("/VIDEO") and the device names the image
- * file, which may be absolute too.
+ * layers name volume paths ("/VIDEO"); the device names the image file,
+ * which may be absolute too, alone or with the @@OFFSET it was opened at.
  */
 static int is_volume_path(const char *what, const char *image)
 {
 	const char *at = strstr(image, "@@");
 	size_t n = at ? (size_t)(at - image) : strlen(image);
 
-	return what[0] == '/' &&
-	       !(strlen(what) == n && !strncmp(what, image, n));
+	if (!strncmp(what, image, n) &&
+	    (!what[n] || !strncmp(what + n, "@@", 2)))
+		return 0;
+	return what[0] == '/';
 }
 
 void fk_report_in(const char *prog, const char *image,
@@ -371,6 +377,14 @@ void fk_cli_catch_signals(void (*handler)(int signo))
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++)
 		sigaddset(&sa.sa_mask, signos[i]);
-	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++)
+	for (i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
+		struct sigaction old;
+
+		/* A signal the caller ignores (nohup, trap '' INT) stays
+		 * ignored, as shells and coreutils leave it. */
+		if (!sigaction(signos[i], NULL, &old) &&
+		    old.sa_handler == SIG_IGN)
+			continue;
 		sigaction(signos[i], &sa, NULL);
+	}
 }

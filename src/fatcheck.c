@@ -38,31 +38,37 @@ static void on_signal(int signo)
 {
 	static const char msg[] =
 		PROG ": signal ignored; finishing the repairs, please wait\n";
+	int saved = errno; /* a failed write must not hide the I/O's */
 	ssize_t n;
 
 	if (caught) {
 		n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		(void)n;
+		errno = saved;
 		return;
 	}
 	caught = signo;
-	if (is_repairing)
+	if (is_repairing) {
+		errno = saved;
 		return;
+	}
 	n = write(STDERR_FILENO, stop_line, stop_len);
 	(void)n;
 	_exit(fk_exit_signal(signo));
 }
 
-/* Catch signals for a repair run on @vol. */
-static void catch_signals(const struct fk_volume *vol)
+/* Catch signals for a repair run on @image (IMAGE as typed). */
+static void catch_signals(const char *image)
 {
 	int len = snprintf(stop_line, sizeof(stop_line),
 			   PROG ": %s: interrupted; nothing was changed\n",
-			   fk_device_path(vol->dev));
+			   image);
 
 	stop_len = len < 0 ? 0 : (size_t)len;
-	if (stop_len >= sizeof(stop_line))
+	if (stop_len >= sizeof(stop_line)) { /* a path past PATH_MAX */
 		stop_len = sizeof(stop_line) - 1;
+		stop_line[stop_len - 1] = '\n';
+	}
 	fk_cli_catch_signals(on_signal);
 }
 
@@ -469,19 +475,21 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	st = fk_check_stats(ck);
 	remaining = st->errors;
 	if (r->o.is_repair && st->has_repairs) {
-		is_repairing = 1;
-		if (caught) {
-			err = -EINTR;
-			fk_diag_set(&diag, fk_device_path(vol->dev),
-				    "interrupted; nothing was changed");
-			goto fail;
-		}
 		/* Every finding is out before the first write, so a write
 		 * that fails (or a crash) hides nothing that was found. */
 		if (!r->o.is_json) {
 			print_findings(r, ck, 0, NULL);
 			is_printed = 1;
 			fflush(stdout);
+		}
+		/* From here a signal lets the repairs finish; one that came
+		 * before (printing can block on a pipe) stops the run. */
+		is_repairing = 1;
+		if (caught) {
+			err = -EINTR;
+			fk_diag_set(&diag, r->image,
+				    "interrupted; nothing was changed");
+			goto fail;
 		}
 		if ((err = fk_check_repair(ck, &diag)))
 			goto fail;
@@ -491,7 +499,7 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 			goto fail;
 		if (caught) {
 			err = -EINTR;
-			fk_diag_set(&diag, fk_device_path(vol->dev),
+			fk_diag_set(&diag, r->image,
 				    "interrupted after the first repair write; "
 				    "the repairs were completed");
 			goto fail;
@@ -566,7 +574,7 @@ int main(int argc, char **argv)
 		return FK_FSCK_OPERATIONAL;
 	}
 	if (r.o.is_repair)
-		catch_signals(vol);
+		catch_signals(r.image);
 	status = check_volume(&r, vol);
 	fk_volume_close(vol);
 	free(image);

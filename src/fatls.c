@@ -218,10 +218,6 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 	printf("%s\n", shown);
 }
 
-/*
- * Print one entry; @path is its full path, @shown what the line names.
- * Returns 0, or the error of a broken chain, which is reported already.
- */
 static double now(void)
 {
 	struct timespec ts;
@@ -259,6 +255,10 @@ static void count_entry(struct ls *ls)
 		t > ls->t0 ? (double)ls->nlisted / (t - ls->t0) : 0);
 }
 
+/*
+ * Print one entry; @path is its full path, @shown what the line names.
+ * Returns 0, or the error of a broken chain, which is reported already.
+ */
 static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		       const char *path, const char *shown)
 {

@@ -38,6 +38,7 @@ static void on_signal(int signo)
 {
 	static const char msg[] =
 		PROG ": signal ignored; stopping safely, please wait\n";
+	int saved = errno; /* a failed write must not hide the I/O's */
 	ssize_t n;
 
 	if (!caught) {
@@ -46,6 +47,7 @@ static void on_signal(int signo)
 	}
 	n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 	(void)n;
+	errno = saved;
 }
 
 struct pa_opts {

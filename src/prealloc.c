@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "device.h"
 #include "diag.h"
 #include "dir.h"
 #include "dirplan.h"
@@ -681,7 +682,8 @@ static int rollback(struct op *op)
  * became, in @diag's words. */
 static int interrupted(struct op *op, int undo_err, struct fk_diag *diag)
 {
-	const char *image = fk_device_path(op->vol->dev);
+	const char *image =
+		op->o->image ? op->o->image : fk_device_path(op->vol->dev);
 
 	if (op->is_linked)
 		fk_diag_set(diag, image,
@@ -811,9 +813,10 @@ static void hint_lost(struct fk_volume *vol,
 	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
 		return;
 	fk_diag_append(diag, -ENOSPC,
-		       "; FSInfo says %u free, so %u clusters are likely lost: "
+		       "; FSInfo says %u free, so %u cluster%s likely lost: "
 		       "run 'fatcheck -r %s'",
 		       fsi.free_count, fsi.free_count - nfree,
+		       fsi.free_count - nfree == 1 ? " is" : "s are",
 		       opts->image ? opts->image : fk_device_path(vol->dev));
 }
 
@@ -821,6 +824,8 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag)
 {
+	const struct fk_io_stats *io;
+	uint64_t writes_before;
 	struct op op;
 	uint32_t nfree;
 	size_t i;
@@ -866,9 +871,15 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 	}
 	set_sync(&op);
 	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
+	io = fk_device_stats(vol->dev);
+	writes_before = io->write_calls + io->zero_calls;
 	err = commit(&op, res);
 	if (err && !op.is_linked) {
-		int undo_err = rollback(&op);
+		/* Undo only what was written: a stop or failure before the
+		 * first write leaves the image as it was, FAT copies too. */
+		int undo_err = io->write_calls + io->zero_calls == writes_before
+				       ? 0
+				       : rollback(&op);
 
 		if (err == -EINTR)
 			err = interrupted(&op, undo_err, diag);

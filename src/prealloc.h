@@ -93,9 +93,10 @@ struct fk_prealloc_result {
  * between chains and between zeroing chunks of at most FK_ZERO_CHUNK bytes.
  * Before the commit point (the first link or directory-entry write)
  * every cluster the run took is freed again in every FAT copy, so the
- * FAT, the directories and FSInfo are as they were (only clusters that
- * were free and still are may hold other bytes); @diag says `interrupted;
- * nothing was changed`.  From the commit point on, the few metadata
+ * FAT, the directories and FSInfo are as they were (only data may
+ * differ: clusters that were free and still are, and the slack of a grown
+ * file's last cluster past its size, which zeroing reached); @diag says
+ * `interrupted; nothing was changed`.  From the commit point on, the few metadata
  * writes left are finished and @diag says the run was completed.  Either
  * way @diag names IMAGE.
  */

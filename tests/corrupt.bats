@@ -492,8 +492,8 @@ sparse_sum()
 	"$FK_PYTHON" "$BATS_TEST_DIRNAME/helpers/hugeloop.py" img
 	# About 12 KiB on disk for a volume of 268435445 clusters.
 	(($(stat -c %b img) < 1024))
-	local file="fatls: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
-	local dir="fatls: /LOOPDIR: cluster chain loops: cluster 6 links back to 5"
+	local file="fatls: img:/LOOP.BIN: cluster chain loops: cluster 4 links back to 3"
+	local dir="fatls: img:/LOOPDIR: cluster chain loops: cluster 6 links back to 5"
 	bounded 10 1 "$file" fatls -l img
 	bounded 10 1 "$dir" fatls -l img
 	bounded 10 1 "$file" fatls --chain img /LOOP.BIN
@@ -502,13 +502,13 @@ sparse_sum()
 	bounded 10 1 "$dir" fatls -l img /LOOPDIR
 	local before
 	before=$(sparse_sum img)
-	bounded 10 1 "fatprealloc: /LOOP.BIN: cluster chain loops: cluster 4 links back to 3; run 'fatcheck -r img'" \
+	bounded 10 1 "fatprealloc: img:/LOOP.BIN: cluster chain loops: cluster 4 links back to 3; run 'fatcheck -r img'" \
 		fatprealloc img /LOOP.BIN 4K
-	bounded 10 1 "fatprealloc: /LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
+	bounded 10 1 "fatprealloc: img:/LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
 		fatprealloc img /LOOPDIR/new.bin 4K
 	# A name long enough for many slots must not run the slot search
 	# off the end of its map either.
-	bounded 10 1 "fatprealloc: /LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
+	bounded 10 1 "fatprealloc: img:/LOOPDIR: cluster chain loops: cluster 6 links back to 5; run 'fatcheck -r img'" \
 		fatprealloc img "/LOOPDIR/$(printf 'n%.0s' {1..200}).bin" 4K
 	[ "$(sparse_sum img)" = "$before" ]
 	bounded 60 4 "" fatcheck img
@@ -556,14 +556,14 @@ dir_img()
 		dir_img img "$t"
 		"$FK_PYTHON" "$FATPOKE" set img "$dir" "$dir"
 		run -1 fsck.fat -n img
-		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
-		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" "$name" 4K
-		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/F1.TXT 4K
-		refused img "fatprealloc: /DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" -p /DIR/sub/new.bin 4K
+		refused img "fatprealloc: img:/DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
+		refused img "fatprealloc: img:/DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: img:/DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" /DIR/F1.TXT 4K
+		refused img "fatprealloc: img:/DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r img'" -p /DIR/sub/new.bin 4K
 		"$FK_PYTHON" "$FATPOKE" set img "$dir" 0
-		refused img "fatprealloc: /DIR: cluster chain links to a free cluster after $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
+		refused img "fatprealloc: img:/DIR: cluster chain links to a free cluster after $dir; run 'fatcheck -r img'" /DIR/new.bin 4K
 		"$FK_PYTHON" "$FATPOKE" set img "$dir" $((nclus + 2))
-		refused img "fatprealloc: /DIR: cluster chain links to out-of-range cluster $((nclus + 2)) after $dir; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: img:/DIR: cluster chain links to out-of-range cluster $((nclus + 2)) after $dir; run 'fatcheck -r img'" "$name" 4K
 		# After the repair, the same request works.
 		run fatcheck -r img
 		((status == 1))
@@ -577,7 +577,7 @@ dir_img()
 	small img fat32
 	root=$(fatls --info img | sed -n 's/^root cluster: //p')
 	"$FK_PYTHON" "$FATPOKE" set img "$root" "$root"
-	refused img "fatprealloc: /: cluster chain loops: cluster $root links back to $root; run 'fatcheck -r img'" /new.bin 4K
+	refused img "fatprealloc: img:/: cluster chain loops: cluster $root links back to $root; run 'fatcheck -r img'" /new.bin 4K
 }
 
 @test "corrupt: fatprealloc never writes over entries hidden after an end marker" {
@@ -590,9 +590,9 @@ dir_img()
 		poke img "$off" 00
 		run -0 mdir -i img ::/DIR
 		refute_output --partial F3
-		refused img "fatprealloc: /DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
+		refused img "fatprealloc: img:/DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
 			"/DIR/A long name for the new file.bin" 4K
-		refused img "fatprealloc: /DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
+		refused img "fatprealloc: img:/DIR: live entries hidden after the end-of-directory marker (slot 3); run 'fatcheck -r img'" \
 			/DIR/NEW.BIN 4K
 		run fatcheck -r img
 		((status == 1))
@@ -637,8 +637,8 @@ PY
 	for t in fat16 fat32; do
 		small img "$t"
 		"$FK_PYTHON" "$BATS_TEST_DIRNAME/helpers/corrupt.py" img endless-dir /DATA
-		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/new.bin 4K
-		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" "$name" 4K
-		refused img "fatprealloc: /DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/rand-4096.bin 8K
+		refused img "fatprealloc: img:/DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/new.bin 4K
+		refused img "fatprealloc: img:/DATA: directory has more than 65536 entries; run 'fatcheck -r img'" "$name" 4K
+		refused img "fatprealloc: img:/DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/rand-4096.bin 8K
 	done
 }

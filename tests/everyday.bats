@@ -230,6 +230,10 @@ sdcard()
 		args "$p" sd.img@@1M
 		run "-$code" --separate-stderr "$p" "${ARGS[@]}"
 		[ "$stderr" = "$p: sd.img@@1M: no FAT volume at offset 1 MiB (an MBR partition table holds 1 (FAT16) at 4 MiB, 2 (ext4) at 36 MiB)" ]
+		# An absolute IMAGE is still IMAGE, not a path inside the volume.
+		args "$p" "$PWD/sd.img@@1M"
+		run "-$code" --separate-stderr "$p" "${ARGS[@]}"
+		[ "$stderr" = "$p: $PWD/sd.img@@1M: no FAT volume at offset 1 MiB (an MBR partition table holds 1 (FAT16) at 4 MiB, 2 (ext4) at 36 MiB)" ]
 		args "$p" sd.img@@0
 		run "-$code" --separate-stderr "$p" "${ARGS[@]}"
 		[ "$stderr" = "$p: sd.img@@0: an MBR partition table, not a FAT volume, is at offset 0: 1 (FAT16) at 4 MiB, 2 (ext4) at 36 MiB; use -P 1" ]

@@ -347,6 +347,13 @@ GEOMS=(
 	done
 }
 
+@test "fatcheck -r: an entry in the '..' slot that is removed makes room for '..' in the same run" {
+	local t
+	# One run must leave nothing that a second would repair (found by
+	# tests/fuzz/fuzz_repair).
+	for t in 12 16 32; do error_case $t dotdot-renamed /deep1/deep2; done
+}
+
 @test "fatcheck: a directory with a size" {
 	local t
 	for t in 12 16 32; do error_case $t dir-size /EMPTYDIR; done
@@ -803,9 +810,9 @@ assert {"path": "/README.TXT", "type": "file", "size": 19, "clusters": 1} in d["
 	HOLDER=$!
 	sleep 0.3
 	run -8 --separate-stderr timeout 10 fatcheck -r -f img
-	[ "$stderr" = "fatcheck: img: image is in use" ]
+	[ "$stderr" = "fatcheck: img: image is in use by process $HOLDER (flock)" ]
 	run -8 --separate-stderr timeout 10 fatcheck -fy img
-	[ "$stderr" = "fatcheck: img: image is in use" ]
+	[ "$stderr" = "fatcheck: img: image is in use by process $HOLDER (flock)" ]
 	kill "$HOLDER" && wait "$HOLDER" 2>/dev/null || true
 	HOLDER=
 	# A block device another program holds exclusively (as a mount does).
@@ -1075,6 +1082,36 @@ damage_for_signals()
 	done
 	echo "# $reads reads: $early stopped while checking, $late after the repairs"
 	((early >= 10 && late >= 1))
+}
+
+@test "fatcheck -r: a SIGINT while the findings are printed (before any write) stops the run, nothing changed" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	damage_for_signals
+	cp base.img img
+	# The first write(2) is the first finding line on stdout: printing
+	# may block on a pipe, and no repair has been written yet.
+	run -130 --separate-stderr strace -f -qq -o /dev/null -e trace=write \
+		-e inject=write:signal=SIGINT:when=1 fatcheck -r img
+	[ "$stderr" = "fatcheck: img: interrupted; nothing was changed" ]
+	[ "$(img_sha img)" = "$(img_sha base.img)" ]
+}
+
+@test "fatcheck -r, fatprealloc: a signal the caller ignores (nohup) stays ignored" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	damage_for_signals
+	cp base.img img
+	run -1 --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+		-e inject=pwrite64,pwritev:signal=SIGHUP:when=1 \
+		nohup fatcheck -r img
+	[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+	mkimg fat16 16M p.img
+	run -0 --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+		-e inject=pwrite64,pwritev:signal=SIGHUP:when=1 \
+		nohup fatprealloc p.img /a.bin 1M
+	[ -z "$stderr" ]
+	fsck_clean p.img
 }
 
 @test "fatcheck -r: a failed write is one error line and exit 8; a later -r finishes the job" {

@@ -1308,6 +1308,33 @@ signal_loop()
 	((rolled >= 1 && rolled < writes))
 }
 
+@test "fatprealloc: a signal before the first write leaves every byte as it was, a FAT copy that differs included" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local reads before
+	mkimg fat16 16M img
+	# FAT copy 2 differs from copy 1 in the entry of cluster 10, which
+	# the run would allocate: a rollback that rewrote the sector from
+	# copy 1 would change copy 2.
+	local rsvd_secs fat_secs
+	eval "$(fat_geometry img | grep -E '^(rsvd_secs|fat_secs)=')"
+	local fat2=$((rsvd_secs + fat_secs))
+	printf '\xf7\xff' | dd of=img bs=1 seek=$((fat2 * 512 + 20)) conv=notrunc status=none
+	cp img ref.img
+	strace -f -qq -o r.log -e trace=pread64,preadv,pwrite64,pwritev,fallocate \
+		fatprealloc ref.img /x.bin 64K
+	# The pread64 calls before the first write (strace counts each
+	# system call on its own): a signal at the last of them is heard at
+	# the commit's first stop check.
+	reads=$(awk '/pwrite|fallocate/ { exit } /pread64\(/ { n++ } END { print n }' r.log)
+	before=$(img_sha img)
+	run -130 --separate-stderr strace -f -qq -o /dev/null -e trace=pread64 \
+		-e inject=pread64:signal=SIGINT:when=$reads \
+		fatprealloc img /x.bin 64K
+	[ "$stderr" = "fatprealloc: img: interrupted; nothing was changed" ]
+	[ "$(img_sha img)" = "$before" ]
+}
+
 # ---- system calls -----------------------------------------------------------
 
 # fsyncs LOG: fsync and fdatasync calls in strace log LOG.
@@ -1440,7 +1467,7 @@ PY
 	size=$(((avail + 10) * clus_len))
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc img /big.bin "$size"
-	[ "$stderr" = "fatprealloc: /big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
+	[ "$stderr" = "fatprealloc: img:/big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
 	[ "$(img_sha img)" = "$before" ]
 	# The hint is right: after the repair the same request fits.
 	run fatcheck -r img
@@ -1449,5 +1476,5 @@ PY
 	fsck_clean img
 	# Out of space with nothing lost: no such hint.
 	run -1 --separate-stderr fatprealloc img /more.bin "$size"
-	[[ $stderr == "fatprealloc: /more.bin: No space left on device (need "*" free)" ]]
+	[[ $stderr == "fatprealloc: img:/more.bin: No space left on device (need "*" free)" ]]
 }

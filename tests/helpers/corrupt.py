@@ -39,6 +39,8 @@ Cases (PATH is absolute inside the volume):
   dot PATH                 "." of directory PATH points elsewhere
   dotdot PATH              ".." of directory PATH points elsewhere
   no-dot PATH              "." of directory PATH is missing
+  dotdot-renamed PATH      ".." of directory PATH renamed DOTDOT: an entry
+                           in its slot that aliases the parent
   dir-loop PATH ANCESTOR   directory PATH's entry points at ANCESTOR's chain
   dir-size PATH            directory PATH has a non-zero size
   dup PATH1 PATH2          PATH2 (same directory) gets PATH1's short name
@@ -482,6 +484,12 @@ def case_no_dot(vol, path):
     return [path]
 
 
+def case_dotdot_renamed(vol, path):
+    ent, dotdot = dot_entry(vol, path, "..")
+    vol.write(dotdot.off, b"DOTDOT     ")
+    return [path]
+
+
 def case_dir_loop(vol, path, ancestor):
     ent, _ = vol.lookup(path)
     anc, _ = vol.lookup(ancestor)
@@ -694,7 +702,8 @@ CASES = {
     "loop": case_loop, "cross": case_cross, "short": case_short,
     "tail": case_tail, "dot": case_dot,
     "dotdot": lambda v, p: case_dot(v, p, ".."),
-    "no-dot": case_no_dot, "dir-loop": case_dir_loop,
+    "no-dot": case_no_dot, "dotdot-renamed": case_dotdot_renamed,
+    "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
     "lfn-seq": case_lfn_seq, "orphan-lfn": case_orphan_lfn,
     "lfn-empty": case_lfn_empty, "bad-char": case_bad_char,

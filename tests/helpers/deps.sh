@@ -12,7 +12,8 @@ set -euo pipefail
 
 # Each entry is PACKAGE=PROBE[,PROBE...]: a Debian package, then what
 # shows it is there: a command, pc:MODULE (pkg-config finds MODULE and
-# its header), or a file path.
+# its header), rt:NAME (clang's runtime library libclang_rt.NAME), or a
+# file path.
 # shellcheck disable=SC2054 # commas separate the probes of one entry
 demo_pkgs=(
 	# build
@@ -24,6 +25,8 @@ demo_pkgs=(
 check_pkgs=(
 	# a second compiler, the format check
 	clang=clang clang-format=clang-format
+	# fuzzing: clang's libFuzzer (libclang_rt.fuzzer-x86_64.a)
+	libclang-rt-14-dev=rt:fuzzer
 	# exFAT images and judges
 	exfatprogs=mkfs.exfat,fsck.exfat,dump.exfat
 	# tests
@@ -56,6 +59,12 @@ has()
 			dir=$(pkg-config --variable=includedir "${1#pc:}" 2>/dev/null) &&
 			[ -f "${dir:-/usr/include}/${1#pc:}/${1#pc:}.h" ]
 		;;
+	rt:*)
+		local dir
+		command -v clang >/dev/null 2>&1 &&
+			dir=$(clang --print-runtime-dir 2>/dev/null) &&
+			[ -f "$dir/libclang_rt.${1#rt:}-$(uname -m).a" ]
+		;;
 	/*) [ -f "$1" ] ;;
 	*) command -v "$1" >/dev/null 2>&1 ;;
 	esac
@@ -70,6 +79,7 @@ for entry in "${needs[@]}"; do
 	for probe in "${probes[@]}"; do
 		case $probe in
 		pc:*) has "$probe" || lack+=("${probe#pc:}.h") ;;
+		rt:*) has "$probe" || lack+=("libclang_rt.${probe#rt:}") ;;
 		*) has "$probe" || lack+=("${probe##*/bats/}") ;;
 		esac
 	done

@@ -29,6 +29,10 @@ int main(void)
 	suite_volume();
 	suite_fat();
 	suite_bigmem();
+	suite_json();
+	suite_device();
+	suite_alloc();
+	suite_cache_evict();
 	suite_vec();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);

@@ -18,6 +18,10 @@ void suite_names(void);
 void suite_volume(void);
 void suite_fat(void);
 void suite_bigmem(void);
+void suite_json(void);
+void suite_device(void);
+void suite_alloc(void);
+void suite_cache_evict(void);
 void suite_vec(void);
 
 #endif

@@ -1,0 +1,92 @@
+#!/usr/bin/env bats
+# fatprealloc-edges.bats: writer refusals the main fatprealloc.bats does
+# not reach (found with `make coverage`). Judged by exit status, the exact
+# error line and sha256sum of the whole image.
+
+load helpers/common
+
+# full_dir IMG NAME11: make directory NAME11's chain exactly 65536 slots
+# (FAT's limit), every slot after "." and ".." a live empty file F0000000.DAT
+# onwards, with clusters taken right after the last used one. Written with
+# fatpoke.py and fatimg.py, which share no code with fatkit.
+full_dir()
+{
+	local off clus
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot "$1" "$2") || return 1
+	clus=$(od -An -tu2 -j $((off + 26)) -N2 "$1") || return 1
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "$clus" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from fatimg import Volume
+import fatpoke
+img, first = sys.argv[2], int(sys.argv[3])
+v = Volume(img)
+per = v.spc * v.bps // 32
+used = [i + 2 for i, e in enumerate(v.entries(v.fat(0))) if e]
+nxt = max(used) + 1
+chain = [first] + list(range(nxt, nxt + 65536 // per - 1))
+for a, b in zip(chain, chain[1:]):
+    fatpoke.set_entry(v, a, b)
+fatpoke.set_entry(v, chain[-1], 0xFFFF)
+n = 0
+with open(img, "r+b") as f:
+    for k, c in enumerate(chain):
+        off = v.base + (v.data_start + (c - 2) * v.spc) * v.bps
+        buf = bytearray()
+        for i in range(per):
+            if k == 0 and i < 2:
+                buf += v.read(off + 32 * i, 32)  # keep "." and ".."
+                continue
+            buf += b"F%07dDAT" % n + bytes([0x20]) + bytes(20)
+            n += 1
+        f.seek(off)
+        f.write(buf)
+PY
+}
+
+@test "fatprealloc: a directory at FAT's 65536-slot limit takes no new name, and the image is unchanged" {
+	mkimg fat16 64M img -s 16
+	mmd -i img ::BIG
+	full_dir img 'BIG        '
+	[ "$(mdir -b -i img ::BIG | wc -l)" -eq 65534 ]
+	before=$(img_sha img)
+	run -1 --separate-stderr fatprealloc img /BIG/new.bin 1K
+	[ "$stderr" = "fatprealloc: img:/BIG/new.bin: No space left on device (the directory has 65536 slots, FAT's limit)" ]
+	[ "$(img_sha img)" = "$before" ]
+	# An existing name needs no slot: it still grows.
+	run -0 --separate-stderr fatprealloc img /BIG/F0000005.DAT 1K
+	[[ $(mdir -i img ::BIG/F0000005.DAT) == *"F0000005 DAT      1024 "* ]]
+}
+
+@test "fatprealloc: a name that is not UTF-8 is refused, and the image is unchanged" {
+	mkimg fat16 16M img
+	populate img
+	before=$(img_sha img)
+	run -1 --separate-stderr fatprealloc img $'/bad\xffname.bin' 1K
+	[ "$stderr" = $'fatprealloc: img:/bad\xffname.bin: FAT names must be valid UTF-8' ]
+	run -1 --separate-stderr fatprealloc -p img $'/DATA/d\xff/x.bin' 1K
+	[ "$stderr" = $'fatprealloc: img:/DATA/d\xff/x.bin: FAT names must be valid UTF-8' ]
+	[ "$(img_sha img)" = "$before" ]
+}
+
+@test "fatprealloc: a write cut short by the file-size limit fails with EFBIG and links nothing" {
+	# RLIMIT_FSIZE cuts a write that crosses it short (here inside a FAT
+	# sector, 20000 bytes into the image) and refuses the rest: a short
+	# pwritev, then one that fails, in the first FAT copy's new chain.
+	# SIGXFSZ is ignored, so the write fails with EFBIG instead.
+	command -v prlimit >/dev/null || skip "prlimit is not installed"
+	mkimg fat16 64M img -s 4
+	populate img
+	run -1 --separate-stderr bash -c \
+		"trap '' XFSZ; exec prlimit --fsize=20000 fatprealloc --no-zero img /big.bin 40M"
+	[ "$stderr" = "fatprealloc: img: File too large" ]
+	# The chain was not linked: no entry, every old file intact, at
+	# worst lost clusters, which one repair frees.
+	run -1 mdir -i img ::big.bin
+	check_sums img
+	run --separate-stderr fatcheck -r img
+	((status <= 1))
+	run -0 --separate-stderr fatcheck img
+	fsck_clean img
+	check_sums img
+}

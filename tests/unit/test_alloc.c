@@ -1,0 +1,176 @@
+/*
+ * test_alloc.c: the allocator's policy on a FAT16 volume in a temporary
+ * image whose free space is three islands: 3 clusters at 100, 5 at 200 and
+ * the last 12 of the volume (4990..5001).  Each row plans a request and is
+ * judged against that map, written out here by hand: which runs, in what
+ * order, the refusal text, and that a refusal or an unplan takes nothing.
+ */
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "bpb.h"
+#include "cache.h"
+#include "diag.h"
+#include "endian.h"
+#include "fat.h"
+#include "volume.h"
+
+#define NCLUS	5000u /* clusters 2..5001 */
+#define SEC_LEN 512u
+
+struct island {
+	uint32_t first, n;
+};
+
+static const struct island islands[] = {{100, 3}, {200, 5}, {4990, 12}};
+
+/* The FAT16 image: every cluster used (end of chain) but the islands. */
+static int make_volume(char *path, size_t len, struct fk_volume **vol)
+{
+	struct fk_volume_opts opts;
+	struct fk_diag diag = {{0}, {0}};
+	unsigned char bs[SEC_LEN] = {0};
+	const char *dir = getenv("TMPDIR");
+	struct test_bpb b;
+	uint32_t prev = FK_FIRST_CLUS;
+	size_t i;
+	int fd, err;
+
+	snprintf(path, len, "%s/fk-alloc-XXXXXX", dir && *dir ? dir : "/tmp");
+	if ((fd = mkstemp(path)) < 0)
+		return -errno;
+	test_bpb_layout(&b, 0, SEC_LEN, 1, NCLUS, 16);
+	test_bpb_write(&b, bs);
+	err = ftruncate(fd, (off_t)(test_bpb_total(&b) * SEC_LEN)) ||
+			      pwrite(fd, bs, SEC_LEN, 0) != SEC_LEN
+		      ? -EIO
+		      : 0;
+	close(fd);
+	memset(&opts, 0, sizeof(opts));
+	opts.dev.path = path;
+	opts.dev.is_writer = 1;
+	opts.batch_len = 1 << 20;
+	if (err || (err = fk_volume_open(&opts, vol, &diag)))
+		return err;
+	for (i = 0; i <= sizeof(islands) / sizeof(islands[0]) && !err; i++) {
+		uint32_t end = i < sizeof(islands) / sizeof(islands[0])
+				       ? islands[i].first
+				       : NCLUS + 2;
+
+		err = fk_fat_fill(*vol, prev, end - prev, 0xffff);
+		if (i < sizeof(islands) / sizeof(islands[0]))
+			prev = islands[i].first + islands[i].n;
+	}
+	if (!err)
+		err = fk_cache_flush((*vol)->fat);
+	return err;
+}
+
+/* @p holds exactly the runs @want (first, n pairs), in order. */
+static int plan_is(const struct fk_plan *p, const uint32_t *want, size_t n)
+{
+	uint32_t total = 0;
+	size_t i;
+
+	if (p->nruns != n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (p->runs[i].first != want[2 * i] ||
+		    p->runs[i].nclus != want[2 * i + 1])
+			return 0;
+		total += want[2 * i + 1];
+	}
+	return p->nclus == total;
+}
+
+static void rows(struct fk_alloc *a)
+{
+	struct fk_plan p = {NULL, 0, 0, 0};
+	struct fk_diag d;
+	int err;
+
+	memset(&d, 0, sizeof(d));
+	err = fk_alloc_plan(a, 0, 21, 0, &p, &d);
+	OK(err == -ENOSPC && !strcmp(d.reason, "(need 21 clusters, 20 free") &&
+		   p.nruns == 0 && fk_alloc_nfree(a) == 20,
+	   "alloc: one more than free is refused with need and free (%s)",
+	   d.reason);
+
+	memset(&d, 0, sizeof(d));
+	err = fk_alloc_plan(a, 0, 13, FK_ALLOC_CONTIG, &p, &d);
+	OK(err == -ENOSPC &&
+		   !strcmp(d.reason, "(no contiguous run of 13 clusters, "
+				     "longest free run is 12") &&
+		   fk_alloc_nfree(a) == 20,
+	   "alloc: -c longer than the longest run names that run (%s)",
+	   d.reason);
+
+	/* In place up to the volume's end, the rest from the first fit. */
+	err = fk_alloc_plan(a, 4989, 15, 0, &p, NULL);
+	{
+		static const uint32_t want[] = {4990, 12, 100, 3};
+
+		OK(!err && plan_is(&p, want, 2) && fk_alloc_nfree(a) == 5,
+		   "alloc: a chain ending at 4989 grows in place to the end, "
+		   "then takes the first fit");
+	}
+	fk_alloc_unplan(a, &p);
+	fk_plan_free(&p);
+	OK(fk_alloc_nfree(a) == 20, "alloc: unplan gives every cluster back");
+
+	/* -c does not grow in place into a run too short for it. */
+	err = fk_alloc_plan(a, 99, 4, FK_ALLOC_CONTIG, &p, NULL);
+	{
+		static const uint32_t want[] = {200, 4};
+
+		OK(!err && plan_is(&p, want, 1),
+		   "alloc: -c skips a 3-cluster run after the tail for the "
+		   "first 4-cluster one");
+	}
+	fk_alloc_unplan(a, &p);
+	fk_plan_free(&p);
+
+	/* No run fits 16: the fewest large runs (5 + 11), never the 3. */
+	err = fk_alloc_plan(a, 0, 16, 0, &p, NULL);
+	{
+		static const uint32_t want[] = {200, 5, 4990, 11};
+
+		OK(!err && plan_is(&p, want, 2) && fk_alloc_nfree(a) == 4,
+		   "alloc: 16 clusters come from the 5 and the 12, not the 3");
+	}
+	OK(fk_alloc_next_free(a) == 5001,
+	   "alloc: the next-free hint follows the last cluster planned (%u)",
+	   fk_alloc_next_free(a));
+	fk_plan_free(&p);
+	fk_plan_free(&p); /* an emptied plan may be freed again */
+}
+
+void suite_alloc(void)
+{
+	struct fk_volume *vol = NULL;
+	struct fk_alloc *a = NULL;
+	char path[4096];
+	int err;
+
+	if ((err = make_volume(path, sizeof(path), &vol)) ||
+	    (err = fk_alloc_open(vol, &a))) {
+		OK(0, "alloc: set up the volume (%d)", err);
+	} else {
+		OK(fk_alloc_nfree(a) == 20,
+		   "alloc: the free map counts the three islands (%u)",
+		   fk_alloc_nfree(a));
+		rows(a);
+	}
+	fk_alloc_close(a);
+	fk_alloc_close(NULL);
+	fk_volume_close(vol);
+	unlink(path);
+}

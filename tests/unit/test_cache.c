@@ -1,0 +1,114 @@
+/*
+ * test_cache.c: the FAT sector cache under read traffic larger than its
+ * clean budget, on a temporary file whose every sector says which it is.
+ * Sectors 8192 apart share a hash home, so evictions take entries out of
+ * the middle of probe runs; every read must still return the right bytes,
+ * judged against the file's own pattern (the cache is read, never the
+ * model).
+ */
+#include "tap.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "device.h"
+#include "diag.h"
+#include "endian.h"
+
+#define SEC_LEN	 512u
+#define FAT_SECS 16384u /* 8 MiB: twice the hash table's span */
+#define SPAN	 8192u	/* sectors this far apart collide */
+
+static unsigned char byte_of(uint32_t sec, uint32_t i)
+{
+	return (unsigned char)(sec * 31 + i * 7 + (sec >> 8));
+}
+
+static int make_file(char *path, size_t len)
+{
+	static unsigned char sec_buf[SEC_LEN * 64];
+	const char *dir = getenv("TMPDIR");
+	uint32_t s, i;
+	int fd, err = 0;
+
+	snprintf(path, len, "%s/fk-cache-XXXXXX", dir && *dir ? dir : "/tmp");
+	if ((fd = mkstemp(path)) < 0)
+		return -errno;
+	for (s = 0; s < FAT_SECS && !err; s += 64) {
+		for (i = 0; i < sizeof(sec_buf); i++)
+			sec_buf[i] = byte_of(s + i / SEC_LEN, i % SEC_LEN);
+		if (pwrite(fd, sec_buf, sizeof(sec_buf), (off_t)s * SEC_LEN) !=
+		    (ssize_t)sizeof(sec_buf))
+			err = -EIO;
+	}
+	close(fd);
+	return err;
+}
+
+static int sector_ok(const unsigned char *data, uint32_t sec)
+{
+	uint32_t i;
+
+	for (i = 0; i < SEC_LEN; i++)
+		if (data[i] != byte_of(sec, i))
+			return 0;
+	return 1;
+}
+
+void suite_cache_evict(void)
+{
+	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1};
+	const unsigned char *data;
+	struct fk_device_opts o;
+	struct fk_device *dev = NULL;
+	struct fk_cache *c = NULL;
+	struct fk_diag d;
+	char path[4096];
+	uint32_t k, bad = 0, round;
+	int err;
+
+	memset(&o, 0, sizeof(o));
+	memset(&d, 0, sizeof(d));
+	o.path = path;
+	if ((err = make_file(path, sizeof(path))) ||
+	    (err = fk_device_open(&o, &dev, &d)) ||
+	    (err = fk_cache_new(dev, &lay, 0, FK_CACHE_NOSYNC, &c))) {
+		OK(0, "cache: set up (%d)", err);
+		goto out;
+	}
+	/* 2 x 3000 sectors, each pair sharing a home, read twice. */
+	for (round = 0; round < 2; round++)
+		for (k = 0; k < 3000; k++) {
+			uint32_t sec[2] = {k, k + SPAN}, j;
+
+			for (j = 0; j < 2; j++)
+				if ((err = fk_cache_get(c, sec[j], &data)) ||
+				    !sector_ok(data, sec[j]))
+					bad++;
+		}
+	OK(bad == 0 && fk_cache_stats(c)->misses > 0,
+	   "cache: 12000 reads over 6000 colliding sectors all return their "
+	   "own bytes (%u wrong, %llu misses)",
+	   bad, (unsigned long long)fk_cache_stats(c)->misses);
+	/* Reads after heavy eviction: the most recent ones still hit. */
+	{
+		uint64_t misses = fk_cache_stats(c)->misses;
+
+		err = fk_cache_get(c, 2999 + SPAN, &data);
+		OK(!err && sector_ok(data, 2999 + SPAN) &&
+			   fk_cache_stats(c)->misses == misses,
+		   "cache: the last sector read is still cached");
+	}
+	OK(fk_cache_get(c, FAT_SECS, &data) == FK_ECORRUPT,
+	   "cache: the sector after the FAT is refused");
+out:
+	fk_cache_free(c);
+	fk_cache_free(NULL);
+	fk_device_close(dev);
+	unlink(path);
+}
