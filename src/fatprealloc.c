@@ -19,7 +19,6 @@
 #include "dir.h"
 #include "json.h"
 #include "prealloc.h"
-#include "vec.h"
 #include "volume.h"
 
 #define PROG	     "fatprealloc"
@@ -465,61 +464,16 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 	}
 }
 
-/*
- * The directories -p will create for @reqs: each missing parent, once,
- * in the order the run creates them.  Found by lookups before the run,
- * so that --dry-run can name them.  Returns how many, or -errno.
- */
-static int missing_parents(struct fk_volume *vol,
-			   const struct fk_prealloc_req *reqs, size_t n,
-			   char ***out)
-{
-	char **dirs = NULL, *p, *slash;
-	size_t i, k, ndirs = 0, cap = 0;
-	struct fk_dirent ent;
-
-	for (i = 0; i < n; i++) {
-		if (!(p = strdup(reqs[i].path)))
-			goto out_nomem;
-		for (slash = strchr(p + 1, '/'); slash && slash[1];
-		     slash = strchr(slash + 1, '/')) {
-			int is_known = 0;
-
-			*slash = '\0';
-			for (k = 0; k < ndirs && !is_known; k++)
-				is_known = fk_name_equal(dirs[k], p);
-			if (!is_known &&
-			    fk_dir_lookup(vol, p, &ent, NULL) == -ENOENT) {
-				if (FK_VEC_RESERVE(dirs, cap, ndirs + 1) ||
-				    !(dirs[ndirs] = strdup(p))) {
-					free(p);
-					goto out_nomem;
-				}
-				ndirs++;
-			}
-			*slash = '/';
-		}
-		free(p);
-	}
-	*out = dirs;
-	return (int)ndirs;
-out_nomem:
-	for (k = 0; k < ndirs; k++)
-		free(dirs[k]);
-	free(dirs);
-	return -ENOMEM;
-}
-
 /* -v and --dry-run: the directories -p creates, then the files. */
 static void print_plan(const struct pa_opts *o,
-		       const struct fk_prealloc_result *res, char **dirs,
-		       int ndirs)
+		       const struct fk_prealloc_result *res)
 {
-	int i;
+	uint32_t i;
 
-	for (i = 0; i < ndirs; i++)
+	for (i = 0; i < res->dirs_created; i++)
 		printf("%s directory %s\n",
-		       o->core.dry_run ? "would create" : "created", dirs[i]);
+		       o->core.dry_run ? "would create" : "created",
+		       res->dirs[i]);
 	print_verbose(stdout, res, o->core.dry_run);
 }
 
@@ -532,8 +486,8 @@ int main(int argc, char **argv)
 	struct fk_volume *vol;
 	struct meter meter;
 	struct pa_opts o;
-	char *image = NULL, **dirs = NULL;
-	int err, ndirs = 0, status = FK_EXIT_OK;
+	char *image = NULL;
+	int err, status = FK_EXIT_OK;
 	size_t n = 0;
 
 	memset(&vo, 0, sizeof(vo));
@@ -567,12 +521,6 @@ int main(int argc, char **argv)
 		status = FK_EXIT_FAIL;
 		goto out_free;
 	}
-	if (o.core.parents && !o.is_json && (o.is_verbose || o.core.dry_run) &&
-	    (ndirs = missing_parents(vol, reqs, n, &dirs)) < 0) {
-		fk_report(PROG, NULL, ndirs);
-		status = FK_EXIT_FAIL;
-		goto out_close;
-	}
 	if (!o.core.dry_run) {
 		o.core.stop = &caught;
 		fk_cli_catch_signals(on_signal);
@@ -587,7 +535,7 @@ int main(int argc, char **argv)
 		print_json(vol, &res, seconds_since(&meter.t0), o.core.dry_run);
 	} else {
 		if (o.is_verbose || o.core.dry_run)
-			print_plan(&o, &res, dirs, ndirs);
+			print_plan(&o, &res);
 		if (o.show_stats)
 			print_stats(vol, &res, seconds_since(&meter.t0));
 	}
@@ -595,10 +543,6 @@ int main(int argc, char **argv)
 	if (!err && caught)
 		status = fk_exit_signal(caught);
 	fk_prealloc_result_free(&res);
-	while (ndirs > 0)
-		free(dirs[--ndirs]);
-	free(dirs);
-out_close:
 	fk_volume_close(vol);
 out_free:
 	free_pairs(reqs, n);

@@ -51,6 +51,7 @@ struct dir_node {
 	struct fk_dirplan *dp;
 	uint32_t clus;	    /* first cluster; 0 for the fixed root */
 	struct fk_plan own; /* a new directory's first cluster */
+	char *path;	    /* a new directory's path; NULL: it exists */
 };
 
 struct op {
@@ -110,7 +111,8 @@ static int dir_get(struct op *op, uint32_t clus, struct fk_dirplan **dp,
 
 /* Plan directory @name in @parent (-p). */
 static int dir_create(struct op *op, struct fk_dirplan *parent,
-		      const char *name, uint32_t *clus, struct fk_diag *diag)
+		      const char *name, const char *path, size_t path_len,
+		      uint32_t *clus, struct fk_diag *diag)
 {
 	struct fk_dirent fields = op->stamp;
 	struct fk_plan own = {NULL, 0, 0, 0};
@@ -132,7 +134,9 @@ static int dir_create(struct op *op, struct fk_dirplan *parent,
 		fk_dirplan_close(dp);
 		goto out_unplan;
 	}
-	node->own = own;
+	node->own = own; /* freed with the node from here on */
+	if (!(node->path = strndup(path, path_len)))
+		return -ENOMEM;
 	*clus = fields.first_clus;
 	return 0;
 out_unplan:
@@ -216,7 +220,9 @@ static int resolve_parent(struct op *op, const char *path,
 				       "creates it",
 				       comp);
 			return -ENOENT;
-		} else if ((err = dir_create(op, *dp, comp, &clus, diag))) {
+		} else if ((err = dir_create(op, *dp, comp, path,
+					     (size_t)(at - path) + len, &clus,
+					     diag))) {
 			return err;
 		}
 	}
@@ -707,10 +713,15 @@ static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
 	if (!(res->files = calloc(n, sizeof(*res->files))))
 		return -ENOMEM;
 	res->nfiles = n;
+	if (!(res->dirs = calloc(op->ndirs ? op->ndirs : 1, sizeof(char *))))
+		return -ENOMEM;
 	for (i = 0; i < op->ndirs; i++) {
 		res->new_clus += op->dirs[i].own.nclus +
 				 fk_dirplan_growth(op->dirs[i].dp)->nclus;
-		res->dirs_created += op->dirs[i].own.nclus != 0;
+		if (op->dirs[i].path) { /* the result takes it over */
+			res->dirs[res->dirs_created++] = op->dirs[i].path;
+			op->dirs[i].path = NULL;
+		}
 	}
 	for (i = 0; i < op->nfiles; i++) {
 		res->new_clus += op->files[i].add.nclus;
@@ -765,6 +776,7 @@ static void op_free(struct op *op)
 	for (i = 0; i < op->ndirs; i++) {
 		fk_dirplan_close(op->dirs[i].dp);
 		fk_plan_free(&op->dirs[i].own);
+		free(op->dirs[i].path);
 	}
 	for (i = 0; i < op->nfiles; i++) {
 		fk_plan_free(&op->files[i].old);
@@ -898,6 +910,9 @@ void fk_prealloc_result_free(struct fk_prealloc_result *res)
 
 	for (i = 0; i < res->nfiles; i++)
 		fk_plan_free(&res->files[i].chain);
+	for (i = 0; i < res->dirs_created; i++)
+		free(res->dirs[i]);
+	free(res->dirs);
 	free(res->files);
 	memset(res, 0, sizeof(*res));
 }

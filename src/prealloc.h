@@ -75,10 +75,12 @@ struct fk_prealloc_file {
 struct fk_prealloc_result {
 	struct fk_prealloc_file *files; /* one per request, in order */
 	size_t nfiles;
-	uint32_t new_clus;  /* clusters allocated, directories included */
-	uint32_t new_frags; /* runs of new file clusters */
-	uint32_t dirs_created;
-	uint64_t zeroed; /* bytes made to read as zeros */
+	uint32_t new_clus;     /* clusters allocated, directories included */
+	uint32_t new_frags;    /* runs of new file clusters */
+	char **dirs;	       /* paths of the directories -p creates, in
+				  the order they are created */
+	uint32_t dirs_created; /* entries in @dirs */
+	uint64_t zeroed;       /* bytes made to read as zeros */
 };
 
 /*
