@@ -13,6 +13,7 @@
 #include "bigmem.h"
 #include "diag.h"
 #include "fsinfo.h"
+#include "vec.h"
 #include "volume.h"
 
 #define WORD_BITS 64u
@@ -190,15 +191,8 @@ int fk_plan_add(struct fk_plan *p, uint32_t first, uint32_t n)
 		    first) {
 		p->runs[p->nruns - 1].nclus += n;
 	} else {
-		if (p->nruns == p->cap) {
-			size_t cap = p->cap ? p->cap * 2 : 4;
-			struct fk_run *r = realloc(p->runs, cap * sizeof(*r));
-
-			if (!r)
-				return -ENOMEM;
-			p->runs = r;
-			p->cap = cap;
-		}
+		if (FK_VEC_RESERVE(p->runs, p->cap, p->nruns + 1))
+			return -ENOMEM;
 		p->runs[p->nruns].first = first;
 		p->runs[p->nruns++].nclus = n;
 	}

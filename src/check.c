@@ -6,7 +6,7 @@
  * unclaimed is lost.  Owners are not stored per cluster: cross-links are
  * rare, so when there is one a second walk replays the first to find who
  * claimed each shared cluster first.  Repairs are planned while checking,
- * as small records, and applied by the fk_check_repair_*() steps.
+ * as small records, and applied by the repair_*() steps.
  */
 #include "check.h"
 
@@ -23,6 +23,7 @@
 #include "fat.h"
 #include "fsinfo.h"
 #include "names.h"
+#include "vec.h"
 #include "volume.h"
 
 #define NONE	       ((size_t)-1)
@@ -204,24 +205,8 @@ const char *fk_sev_name(enum fk_sev sev)
 				       : "note";
 }
 
-/* Grow @list (of @size-byte items) for one more; 0 or -ENOMEM. */
-static int grow(void **v, size_t n, size_t *cap, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	if (!(p = realloc(*v, ncap * size)))
-		return -ENOMEM;
-	*v = p;
-	*cap = ncap;
-	return 0;
-}
-
 #define PUSH(list, item)                                                       \
-	(grow((void **)&(list).v, (list).n, &(list).cap, sizeof(*(list).v))    \
+	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
 		 ? -ENOMEM                                                     \
 		 : ((list).v[(list).n++] = (item), 0))
 
@@ -389,15 +374,8 @@ static int push_name(struct fk_check *ck, const char *name, size_t *old)
 {
 	size_t len = strlen(name);
 
-	if (ck->path_len + len + 2 > ck->path_cap) {
-		size_t cap = (ck->path_len + len + 2) * 2;
-		char *p = realloc(ck->path, cap);
-
-		if (!p)
-			return -ENOMEM;
-		ck->path = p;
-		ck->path_cap = cap;
-	}
+	if (FK_VEC_RESERVE(ck->path, ck->path_cap, ck->path_len + len + 2))
+		return -ENOMEM;
 	*old = ck->path_len;
 	ck->path[ck->path_len++] = '/';
 	memcpy(ck->path + ck->path_len, name, len + 1);
@@ -1304,7 +1282,7 @@ static int add_key(struct name_key **v, size_t *n, size_t *cap,
 {
 	char *copy = strdup(name);
 
-	if (!copy || grow((void **)v, *n, cap, sizeof(**v))) {
+	if (!copy || FK_VEC_RESERVE(*v, *cap, *n + 1)) {
 		free(copy);
 		return -ENOMEM;
 	}
@@ -1346,7 +1324,7 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	}
 	fk_dir_close(dir);
 	if (!err && r)
-		err = r; /* -errno, or FK_ECORRUPT (positive) */
+		err = r; /* -errno or FK_ECORRUPT */
 	if (!err && keys.n)
 		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_key);
 	for (i = 1; !err && i < keys.n; i++) {
@@ -1498,7 +1476,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		if ((err = walk_entry(ck, d, ent, st->after_end > 0, diag)))
 			goto out;
 	}
-	if (r) { /* -errno, or FK_ECORRUPT (positive) */
+	if (r) { /* -errno or FK_ECORRUPT */
 		err = r;
 		fk_diag_subject(diag, cur_path(ck));
 		goto out;
@@ -1892,7 +1870,7 @@ static int resync_range(struct fk_check *ck, const unsigned char *src,
 	return 0;
 }
 
-int fk_check_repair_fat_copies(struct fk_check *ck)
+static int repair_fat_copies(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len, off;
@@ -1930,7 +1908,7 @@ out:
 	return err;
 }
 
-int fk_check_repair_fat(struct fk_check *ck)
+static int repair_fat(struct fk_check *ck)
 {
 	size_t i;
 	int err;
@@ -1990,7 +1968,7 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 	return 0;
 }
 
-int fk_check_repair_entries(struct fk_check *ck)
+static int repair_entries(struct fk_check *ck)
 {
 	size_t i;
 	int err;
@@ -2026,7 +2004,7 @@ static int free_chain(struct fk_check *ck, uint32_t first, uint32_t nclus)
 	return 0;
 }
 
-int fk_check_repair_free(struct fk_check *ck)
+static int repair_free(struct fk_check *ck)
 {
 	uint32_t clus, max = fk_clus_max(ck->g), run;
 	size_t i;
@@ -2052,7 +2030,7 @@ int fk_check_repair_free(struct fk_check *ck)
 	return fk_cache_flush(ck->vol->fat);
 }
 
-int fk_check_repair_boot(struct fk_check *ck)
+static int repair_boot(struct fk_check *ck)
 {
 	if (!ck->fix_dirty && !ck->fix_label && !ck->fix_backup)
 		return 0;
@@ -2060,7 +2038,7 @@ int fk_check_repair_boot(struct fk_check *ck)
 				  ck->fix_label ? ck->label : NULL, 1);
 }
 
-int fk_check_repair_fsinfo(struct fk_check *ck)
+static int repair_fsinfo(struct fk_check *ck)
 {
 	uint32_t nfree = ck->st.free_clus + ck->freed;
 	uint32_t hint = ck->fsi.next_free;
@@ -2083,12 +2061,9 @@ int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 	size_t i;
 	int err;
 
-	if ((err = fk_check_repair_fat_copies(ck)) ||
-	    (err = fk_check_repair_fat(ck)) ||
-	    (err = fk_check_repair_entries(ck)) ||
-	    (err = fk_check_repair_free(ck)) ||
-	    (err = fk_check_repair_boot(ck)) ||
-	    (err = fk_check_repair_fsinfo(ck)) ||
+	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
+	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
+	    (err = repair_boot(ck)) || (err = repair_fsinfo(ck)) ||
 	    (err = fk_device_sync(ck->vol->dev))) {
 		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 		return err;

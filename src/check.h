@@ -84,9 +84,8 @@ void fk_check_free(struct fk_check *ck);
 int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
 
 /*
- * The repair steps, each writing what fk_check_run() planned; call them
- * in this order (fk_check_repair() does, then fsyncs).  The volume must
- * have been opened as a writer.  Each returns 0 or -errno.
+ * Apply every repair fk_check_run() planned, in this order, then fsync.
+ * The volume must have been opened as a writer.
  *   fat_copies: copy the FAT that was read over the others where they
  *               differ (sector runs, so sparse images stay sparse);
  *   fat:        mend FAT[0] and FAT[1], end chains at loops,
@@ -99,17 +98,8 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
  *               reach any more (a crash leaves at worst lost clusters);
  *   boot:       dirty flag, label, backup boot sector;
  *   fsinfo:     free count and next-free hint, last.
- */
-int fk_check_repair_fat_copies(struct fk_check *ck);
-int fk_check_repair_fat(struct fk_check *ck);
-int fk_check_repair_entries(struct fk_check *ck);
-int fk_check_repair_free(struct fk_check *ck);
-int fk_check_repair_boot(struct fk_check *ck);
-int fk_check_repair_fsinfo(struct fk_check *ck);
-
-/*
- * Apply every planned repair in order and fsync.  On success each finding
- * with a fix is marked fixed.  Returns 0 or -errno (@diag says where).
+ * On success each finding with a fix is marked fixed.  Returns 0 or
+ * -errno (@diag says where).
  */
 int fk_check_repair(struct fk_check *ck, struct fk_diag *diag);
 

@@ -269,6 +269,12 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 	return 0;
 }
 
+/* `PROGRAM (fatkit) VERSION` on stdout. */
+static void print_version(const char *prog)
+{
+	printf("%s (fatkit) %s\n", prog, FK_VERSION);
+}
+
 int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		      const char *word, struct fk_device_opts *dev,
 		      void (*usage)(FILE *out))
@@ -285,7 +291,7 @@ int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		usage(stdout);
 		return FK_OPT_EXIT;
 	case 'V':
-		fk_print_version(prog);
+		print_version(prog);
 		return FK_OPT_EXIT;
 	case ':':
 		fk_usage_error(prog, "option '%s' needs an argument", word);
@@ -310,11 +316,6 @@ int fk_parse_partition(const char *arg, int *num)
 		return -EINVAL;
 	*num = (int)val;
 	return 0;
-}
-
-void fk_print_version(const char *prog)
-{
-	printf("%s (fatkit) %s\n", prog, FK_VERSION);
 }
 
 void fk_usage_error(const char *prog, const char *fmt, ...)

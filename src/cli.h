@@ -120,9 +120,6 @@ static inline int fk_exit_signal(int signo)
 	return 128 + signo;
 }
 
-/* Print `PROGRAM (fatkit) VERSION` on stdout. */
-void fk_print_version(const char *prog);
-
 /* Print one line `PROGRAM: MESSAGE (try 'PROGRAM --help')` on stderr. */
 void fk_usage_error(const char *prog, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

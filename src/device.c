@@ -1,13 +1,12 @@
 /*
  * device.c: owns the file descriptor of IMAGE and every system call made
- * on it: opening, locking, the busy/mounted checks, choosing the volume
- * window (IMAGE@@OFFSET, -P N, or automatic via libblkid), full-length
- * reads and writes, zeroing, fsync and the I/O counters.
+ * on it: opening, locking, the busy/mounted checks, full-length reads and
+ * writes within the volume window (which window.c chooses), zeroing, fsync
+ * and the I/O counters.
  */
 #define _GNU_SOURCE /* fallocate(), FALLOC_FL_*, O_CLOEXEC on old libcs */
 #include "device.h"
 
-#include <blkid.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +35,7 @@ struct fk_device {
 	int is_writer;
 	unsigned
 		lsec_len; /* device logical sector (BLKSSZGET); 512 for files */
+	uint64_t img_len; /* bytes in IMAGE */
 	uint64_t base;	  /* window start in IMAGE */
 	uint64_t len;	  /* window length */
 	int no_holes;	  /* the host cannot tell holes (no SEEK_DATA) */
@@ -294,289 +294,6 @@ static int open_fd(struct fk_device *dev, const struct fk_device_opts *opts,
 	return 0;
 }
 
-/* ---- choosing the volume window ----------------------------------------- */
-
-/* Does the sector at @off look like a FAT boot sector (jump + BPB)? */
-static int looks_like_fat(struct fk_device *dev, uint64_t off)
-{
-	unsigned char b[64];
-	unsigned bps, spc;
-
-	if (pread(dev->fd, b, sizeof(b), (off_t)off) != (ssize_t)sizeof(b))
-		return 0;
-	if (b[0] != 0xEB && b[0] != 0xE9)
-		return 0;
-	bps = b[11] | b[12] << 8;
-	spc = b[13];
-	return bps >= 512 && bps <= 4096 && !(bps & (bps - 1)) && spc &&
-	       !(spc & (spc - 1)) && b[16] != 0;
-}
-
-/*
- * What libblkid finds in [@off, @off + @len): @type gets "FAT32" (from the
- * vfat prober's VERSION), "ext4"..., or "" when it finds nothing.
- */
-static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
-		     size_t type_len)
-{
-	blkid_probe pr = blkid_new_probe();
-	const char *t = NULL, *ver = NULL;
-
-	type[0] = '\0';
-	if (!pr)
-		return;
-	if (!blkid_probe_set_device(pr, fd, (blkid_loff_t)off,
-				    (blkid_loff_t)len)) {
-		blkid_probe_enable_superblocks(pr, 1);
-		blkid_probe_set_superblocks_flags(
-			pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_VERSION);
-		if (!blkid_do_safeprobe(pr) &&
-		    !blkid_probe_lookup_value(pr, "TYPE", &t, NULL)) {
-			if (!strcmp(t, "vfat") || !strcmp(t, "msdos"))
-				t = blkid_probe_lookup_value(pr, "VERSION",
-							     &ver, NULL) ||
-						    strncmp(ver, "FAT", 3)
-					    ? "FAT"
-					    : ver;
-			snprintf(type, type_len, "%s", t);
-		}
-	}
-	blkid_free_probe(pr);
-}
-
-static int is_fat_type(const char *type)
-{
-	return !strncmp(type, "FAT", 3);
-}
-
-/* "4 MiB", "512 KiB" or "1000000 bytes": offsets as people read them. */
-static void offset_text(uint64_t off, char *out, size_t len)
-{
-	if (off && !(off % (1u << 20)))
-		snprintf(out, len, "%llu MiB", (unsigned long long)(off >> 20));
-	else if (off && !(off % 1024))
-		snprintf(out, len, "%llu KiB", (unsigned long long)(off >> 10));
-	else
-		snprintf(out, len, "%llu bytes", (unsigned long long)off);
-}
-
-struct part {
-	int partno;
-	uint64_t off, len;
-	int is_fat;
-	char type[32]; /* what libblkid finds in it; "" for nothing */
-};
-
-/*
- * Read the partition table; *@parts is the caller's, *@table says which
- * kind with its article ("an MBR", "a GPT").  Returns the count.
- */
-static int list_partitions(struct fk_device *dev, uint64_t img_len,
-			   struct part **parts, const char **table)
-{
-	blkid_probe pr = blkid_new_probe();
-	blkid_partlist ls;
-	int n = 0, i;
-
-	*parts = NULL;
-	if (!pr)
-		return -ENOMEM;
-	if (blkid_probe_set_device(pr, dev->fd, 0, (blkid_loff_t)img_len))
-		goto out;
-	blkid_probe_enable_superblocks(pr, 0);
-	blkid_probe_enable_partitions(pr, 1);
-	if (blkid_do_fullprobe(pr) || !(ls = blkid_probe_get_partitions(pr)))
-		goto out;
-	n = blkid_partlist_numof_partitions(ls);
-	*table = "a";
-	if (blkid_partlist_get_table(ls)) {
-		const char *t =
-			blkid_parttable_get_type(blkid_partlist_get_table(ls));
-
-		*table = t && !strcmp(t, "dos")	  ? "an MBR"
-			 : t && !strcmp(t, "gpt") ? "a GPT"
-						  : "a";
-	}
-	if (n <= 0 || !(*parts = calloc((size_t)n, sizeof(**parts)))) {
-		n = n > 0 ? -ENOMEM : 0;
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		blkid_partition p = blkid_partlist_get_partition(ls, i);
-		struct part *q = &(*parts)[i];
-
-		q->partno = blkid_partition_get_partno(p);
-		q->off = (uint64_t)blkid_partition_get_start(p) * 512;
-		q->len = (uint64_t)blkid_partition_get_size(p) * 512;
-		/* Probe only what the image holds: a partition cut short
-		 * is still found, and the volume then says it is truncated. */
-		if (q->off < img_len)
-			probe_fs(dev->fd, q->off,
-				 q->len < img_len - q->off ? q->len
-							   : img_len - q->off,
-				 q->type, sizeof(q->type));
-		q->is_fat = is_fat_type(q->type);
-	}
-out:
-	blkid_free_probe(pr);
-	return n;
-}
-
-/* "1 (FAT32) at 4 MiB, 2 (ext4) at 68 MiB" */
-static void describe_partitions(const struct part *parts, int n, char *buf,
-				size_t len)
-{
-	size_t off = 0;
-	int i;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && off < len; i++) {
-		char at[32];
-
-		offset_text(parts[i].off, at, sizeof(at));
-		off += (size_t)snprintf(
-			buf + off, len - off, "%s%d (%s) at %s", i ? ", " : "",
-			parts[i].partno,
-			parts[i].type[0] ? parts[i].type : "no filesystem", at);
-	}
-}
-
-/*
- * @off (IMAGE@@OFFSET) holds no FAT boot sector: say what is there
- * instead, from libblkid, and where the partitions start.  Returns
- * -EINVAL with @diag set, or 0 to leave the verdict to volume.c (nothing
- * known there: a damaged FAT volume gets its own reasons).
- */
-static int explain_offset(struct fk_device *dev, uint64_t off, uint64_t img_len,
-			  struct fk_diag *diag)
-{
-	char type[32], at[32], list[512], subject[1024];
-	const char *table = "a";
-	struct part *parts = NULL;
-	int n, i, nfat = 0, pick = 0;
-
-	if (off >= img_len || looks_like_fat(dev, off))
-		return 0;
-	offset_text(off, at, sizeof(at));
-	/* IMAGE@@OFFSET as it was probably typed: 1M, 512K or bytes */
-	snprintf(subject, sizeof(subject), "%s@@%llu%s", dev->path,
-		 (unsigned long long)(off && !(off % (1u << 20)) ? off >> 20
-				      : off && !(off % 1024)	 ? off >> 10
-								 : off),
-		 off && !(off % (1u << 20)) ? "M"
-		 : off && !(off % 1024)	    ? "K"
-					    : "");
-	probe_fs(dev->fd, off, img_len - off, type, sizeof(type));
-	if (is_fat_type(type))
-		return 0; /* damaged, perhaps: volume.c says how */
-	if (type[0]) {
-		fk_diag_set(diag, subject,
-			    "offset %s holds %s, not a FAT volume", at, type);
-		return -EINVAL;
-	}
-	if ((n = list_partitions(dev, img_len, &parts, &table)) <= 0)
-		return n;
-	describe_partitions(parts, n, list, sizeof(list));
-	for (i = 0; i < n; i++)
-		if (parts[i].is_fat && !nfat++)
-			pick = parts[i].partno;
-	if (!off)
-		fk_diag_set(diag, subject,
-			    "%s partition table, not a FAT volume, is at "
-			    "offset 0: %s; %s%.0d",
-			    table, list,
-			    nfat == 1 ? "use -P "
-				      : "choose a partition with -P",
-			    nfat == 1 ? pick : 0);
-	else
-		fk_diag_set(diag, subject,
-			    "no FAT volume at offset %s (%s partition table "
-			    "holds %s)",
-			    at, table, list);
-	free(parts);
-	return -EINVAL;
-}
-
-/* Partition @p was chosen: refuse it if libblkid knows it is no FAT. */
-static int explain_partition(const struct part *p, struct fk_diag *diag)
-{
-	if (!p->type[0] || p->is_fat)
-		return 0;
-	fk_diag_set(diag, NULL, "partition %d holds %s, not a FAT volume",
-		    p->partno, p->type);
-	return -EINVAL;
-}
-
-static int choose_window(struct fk_device *dev,
-			 const struct fk_device_opts *opts, uint64_t img_len,
-			 struct fk_diag *diag)
-{
-	struct part *parts, *pick = NULL;
-	int n, i, nfat = 0, err = 0;
-	const char *table = "a";
-	char list[512], type[32];
-
-	if (opts->has_off) {
-		dev->base = opts->off;
-		if ((err = explain_offset(dev, opts->off, img_len, diag)))
-			return err;
-		goto bounds;
-	}
-	if (!opts->partition && looks_like_fat(dev, 0))
-		goto bounds; /* a volume at offset 0 wins */
-	if ((n = list_partitions(dev, img_len, &parts, &table)) < 0)
-		return n;
-	for (i = 0; i < n; i++) {
-		if (opts->partition && parts[i].partno == opts->partition)
-			pick = &parts[i];
-		if (!opts->partition && parts[i].is_fat && !nfat++)
-			pick = &parts[i];
-	}
-	describe_partitions(parts, n, list, sizeof(list));
-	if (opts->partition && !pick) {
-		fk_diag_set(diag, NULL, "no partition %d (%s%s)",
-			    opts->partition, n ? "partitions: " : "",
-			    n ? list : "no partition table");
-		err = -ENXIO;
-	} else if (!opts->partition && n && nfat != 1) {
-		fk_diag_set(diag, NULL, "%s partition table with %s: %s", table,
-			    nfat ? "more than one FAT partition; choose one "
-				   "with -P"
-				 : "no FAT partition",
-			    list);
-		err = -ENXIO;
-	} else if (pick && !(err = explain_partition(pick, diag))) {
-		dev->base = pick->off;
-		if (pick->len && pick->off + pick->len <= img_len)
-			img_len = pick->off + pick->len;
-	}
-	free(parts);
-	if (err)
-		return err;
-	if (!n && img_len) {
-		/* No table and no FAT at 0: name what is there, if known. */
-		probe_fs(dev->fd, 0, img_len, type, sizeof(type));
-		if (type[0] && !is_fat_type(type)) {
-			fk_diag_set(diag, NULL, "holds %s, not a FAT volume",
-				    type);
-			return -EINVAL;
-		}
-	}
-bounds:
-	/* An empty image gets an empty window: volume.c then says it holds
-	 * no boot sector, which is the useful news. */
-	if (dev->base > img_len || (dev->base == img_len && img_len)) {
-		fk_diag_set(diag, NULL,
-			    "volume offset %llu is past the end "
-			    "of the image (%llu bytes)",
-			    (unsigned long long)dev->base,
-			    (unsigned long long)img_len);
-		return FK_ECORRUPT;
-	}
-	dev->len = img_len - dev->base;
-	return 0;
-}
-
 /* ---- open and close ------------------------------------------------------ */
 
 static void fault_setup(struct fk_device *dev)
@@ -603,7 +320,6 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 		   struct fk_diag *diag)
 {
 	struct fk_device *dev = calloc(1, sizeof(*dev));
-	uint64_t img_len = 0;
 	int err;
 
 	fk_diag_subject(diag, opts->path);
@@ -616,15 +332,14 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 	}
 	if ((err = open_fd(dev, opts, diag)))
 		goto out_free;
-	if ((err = image_size(dev, &img_len, diag)))
+	if ((err = image_size(dev, &dev->img_len, diag)))
 		goto out_close;
 	if ((err = take_lock(dev, diag)))
 		goto out_close;
 	if (opts->is_writer && !opts->force &&
 	    (err = check_not_mounted(dev, diag)))
 		goto out_close;
-	if ((err = choose_window(dev, opts, img_len, diag)))
-		goto out_close;
+	dev->len = dev->img_len;
 	fault_setup(dev);
 	*out = dev;
 	return 0;
@@ -658,6 +373,25 @@ uint64_t fk_device_base(const struct fk_device *dev)
 const char *fk_device_path(const struct fk_device *dev)
 {
 	return dev->path;
+}
+
+uint64_t fk_device_image_len(const struct fk_device *dev)
+{
+	return dev->img_len;
+}
+
+int fk_device_fd(const struct fk_device *dev)
+{
+	return dev->fd;
+}
+
+int fk_device_set_window(struct fk_device *dev, uint64_t base, uint64_t len)
+{
+	if (base > dev->img_len || len > dev->img_len - base)
+		return -EINVAL;
+	dev->base = base;
+	dev->len = len;
+	return 0;
 }
 
 const struct fk_io_stats *fk_device_stats(const struct fk_device *dev)

@@ -1,7 +1,7 @@
 /*
  * device.h: the IMAGE a volume lives in: a regular file or a block device,
- * a byte window in it (IMAGE@@OFFSET, a partition found with libblkid, or
- * offset 0), locks, full-length I/O and I/O counters.  Knows nothing of FAT.
+ * a byte window in it (window.c chooses where), locks, full-length I/O and
+ * I/O counters.  Knows nothing of FAT.
  */
 #ifndef FATKIT_DEVICE_H
 #define FATKIT_DEVICE_H
@@ -15,9 +15,9 @@ struct fk_device;
 
 struct fk_device_opts {
 	const char *path; /* the file or block device */
-	uint64_t off;	  /* volume start, when has_off */
-	int has_off;	  /* IMAGE@@OFFSET was given */
-	int partition;	  /* 1-based partition number; 0: choose */
+	uint64_t off;	  /* volume start, when has_off (window.c) */
+	int has_off;	  /* IMAGE@@OFFSET was given (window.c) */
+	int partition;	  /* 1-based partition number; 0: choose (window.c) */
 	int is_writer;	  /* exclusive lock, O_EXCL, mount check */
 	int force;	  /* write even if mounted or busy */
 };
@@ -36,9 +36,10 @@ struct fk_io_stats {
 /*
  * Open @opts->path, lock it (shared for readers, exclusive for writers;
  * a held lock fails at once with -EBUSY "image is in use"), refuse a
- * mounted device or a file behind a mounted loop device for writing, and
- * choose the volume window.  On success *@out is the caller's, to free with
- * fk_device_close().  Returns 0, -errno, or FK_ECORRUPT; @diag says why.
+ * mounted device or a file behind a mounted loop device for writing.  The
+ * window is the whole image until fk_device_set_window() narrows it.  On
+ * success *@out is the caller's, to free with fk_device_close().  Returns
+ * 0 or -errno; @diag says why.
  */
 int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 		   struct fk_diag *diag);
@@ -50,6 +51,15 @@ uint64_t fk_device_len(const struct fk_device *dev);
 uint64_t fk_device_base(const struct fk_device *dev);
 /* The path as given; borrowed until fk_device_close(). */
 const char *fk_device_path(const struct fk_device *dev);
+/* Bytes in the whole IMAGE, whatever the window. */
+uint64_t fk_device_image_len(const struct fk_device *dev);
+/*
+ * The open descriptor, borrowed until fk_device_close(), for libblkid's
+ * probes (window.c), which read through a descriptor of their own choice.
+ */
+int fk_device_fd(const struct fk_device *dev);
+/* Make [@base, @base + @len) of IMAGE the window.  0, or -EINVAL past it. */
+int fk_device_set_window(struct fk_device *dev, uint64_t base, uint64_t len);
 
 /*
  * Read or write exactly @len bytes at window offset @off.  A range past the

@@ -382,17 +382,6 @@ void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
 	ent->ctime_cs = (uint8_t)(tm.tm_sec % 2 * 100);
 }
 
-int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent)
-{
-	unsigned char e[FK_DIRENT_LEN];
-	int err;
-
-	if ((err = fk_device_read(vol->dev, ent->off, e, sizeof(e))))
-		return err;
-	fk_slot_pack_fields(vol, ent, e);
-	return fk_device_write(vol->dev, ent->off, e, sizeof(e));
-}
-
 static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
 {
 	memset(ent, 0, sizeof(*ent));

@@ -1,7 +1,8 @@
 /*
  * dir.h: directories.  Iterating the slots of the FAT12/16 fixed root or
  * of a cluster-chained directory, assembling VFAT long names, looking up
- * paths, and (write side) creating and updating entries.
+ * paths, and packing and unpacking short slots (dirplan.c plans and
+ * writes new entries).
  */
 #ifndef FATKIT_DIR_H
 #define FATKIT_DIR_H
@@ -106,13 +107,6 @@ const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir);
  */
 int fk_dir_lookup(struct fk_volume *vol, const char *path,
 		  struct fk_dirent *ent, struct fk_diag *diag);
-
-/*
- * Write @ent's first cluster, size, attributes and times back to its short
- * slot at @ent->off (one sector read-modify-write, immediately).  The
- * name is left alone.  Returns 0 or -errno.
- */
-int fk_dir_update(struct fk_volume *vol, const struct fk_dirent *ent);
 
 /*
  * Stamp @ent's creation, modification and access fields with @t, in local

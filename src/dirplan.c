@@ -17,6 +17,7 @@
 #include "diag.h"
 #include "fat.h"
 #include "names.h"
+#include "vec.h"
 #include "volume.h"
 
 #define NO_ID UINT32_MAX
@@ -58,20 +59,24 @@ struct fk_dirplan {
 	uint32_t block_len; /* bytes per block: a cluster, or a sector */
 	uint32_t per_block; /* slots per block */
 	uint32_t *clus;	    /* cluster of each block (chained) */
-	uint32_t nblocks, cap_blocks;
+	uint32_t nblocks;
+	size_t cap_blocks;
 	uint32_t nold;	     /* blocks that exist on disk */
 	uint32_t nslots;     /* slots the blocks hold */
 	uint8_t *used;	     /* per slot (at most FK_DIR_MAX_ENTS) */
 	uint32_t first_free; /* no free slot below this */
 	uint32_t end_slot;   /* one past the last slot in use */
 	struct dp_ent *ents;
-	uint32_t nents, cap_ents;
+	uint32_t nents;
+	size_t cap_ents;
 	char *arena;
-	uint32_t arena_len, arena_cap;
+	uint32_t arena_len; /* names are found by uint32_t offsets */
+	size_t arena_cap;
 	struct dp_table names;	/* folded long and short names */
 	struct dp_table shorts; /* raw 11-byte short names */
 	struct dp_write *writes;
-	uint32_t nwrites, cap_writes;
+	uint32_t nwrites;
+	size_t cap_writes;
 	struct fk_plan growth;
 };
 
@@ -125,17 +130,9 @@ static int arena_add(struct fk_dirplan *dp, const char *s, uint32_t *off)
 {
 	size_t len = strlen(s) + 1;
 
-	if (dp->arena_len + len > dp->arena_cap) {
-		uint32_t cap = dp->arena_cap ? dp->arena_cap : 4096;
-		char *p;
-
-		while (dp->arena_len + len > cap)
-			cap *= 2;
-		if (!(p = realloc(dp->arena, cap)))
-			return -ENOMEM;
-		dp->arena = p;
-		dp->arena_cap = cap;
-	}
+	if (len > UINT32_MAX - dp->arena_len ||
+	    FK_VEC_RESERVE(dp->arena, dp->arena_cap, dp->arena_len + len))
+		return -ENOMEM;
 	memcpy(dp->arena + dp->arena_len, s, len);
 	*off = dp->arena_len;
 	dp->arena_len += (uint32_t)len;
@@ -196,14 +193,8 @@ static int add_ent(struct fk_dirplan *dp, const unsigned char *slot,
 	struct dp_ent *e;
 	int err;
 
-	if (dp->nents == dp->cap_ents) {
-		uint32_t cap = dp->cap_ents ? dp->cap_ents * 2 : 64;
-
-		if (!(e = realloc(dp->ents, cap * sizeof(*e))))
-			return -ENOMEM;
-		dp->ents = e;
-		dp->cap_ents = cap;
-	}
+	if (FK_VEC_RESERVE(dp->ents, dp->cap_ents, (size_t)dp->nents + 1))
+		return -ENOMEM;
 	e = &dp->ents[dp->nents];
 	memset(e, 0, sizeof(*e));
 	memcpy(e->slot, slot, FK_DIRENT_LEN);
@@ -245,15 +236,8 @@ static struct fk_dirplan *dp_new(struct fk_volume *vol, uint32_t clus)
 
 static int add_block(struct fk_dirplan *dp, uint32_t clus)
 {
-	if (dp->nblocks == dp->cap_blocks) {
-		uint32_t cap = dp->cap_blocks ? dp->cap_blocks * 2 : 8;
-		uint32_t *p = realloc(dp->clus, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		dp->clus = p;
-		dp->cap_blocks = cap;
-	}
+	if (FK_VEC_RESERVE(dp->clus, dp->cap_blocks, (size_t)dp->nblocks + 1))
+		return -ENOMEM;
 	dp->clus[dp->nblocks++] = clus;
 	dp->nslots += dp->per_block;
 	return 0;
@@ -421,15 +405,8 @@ const struct fk_plan *fk_dirplan_growth(const struct fk_dirplan *dp)
 static int add_write(struct fk_dirplan *dp, uint32_t slot_idx,
 		     const unsigned char *data)
 {
-	if (dp->nwrites == dp->cap_writes) {
-		uint32_t cap = dp->cap_writes ? dp->cap_writes * 2 : 64;
-		struct dp_write *w = realloc(dp->writes, cap * sizeof(*w));
-
-		if (!w)
-			return -ENOMEM;
-		dp->writes = w;
-		dp->cap_writes = cap;
-	}
+	if (FK_VEC_RESERVE(dp->writes, dp->cap_writes, (size_t)dp->nwrites + 1))
+		return -ENOMEM;
 	dp->writes[dp->nwrites].slot_idx = slot_idx;
 	memcpy(dp->writes[dp->nwrites++].data, data, FK_DIRENT_LEN);
 	return 0;

@@ -94,49 +94,40 @@ struct run {
 	unsigned last_tenth;
 };
 
+/* One source line per line of help, kept as written. */
+/* clang-format off */
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE\n"
-		"Check a FAT12/16/32 volume fsck-style, and optionally repair "
-		"it.\n"
+		"Check a FAT12/16/32 volume fsck-style, and optionally repair it.\n"
 		"\n"
-		"  -r, --repair        apply safe repairs: resync FAT copies, "
-		"fix FSInfo,\n"
-		"                      free lost clusters, cut chains at a "
-		"loop "
-		"or cross-link,\n"
+		"  -r, --repair        apply safe repairs: resync FAT copies, fix FSInfo,\n"
+		"                      free lost clusters, cut chains at a loop or cross-link,\n"
 		"                      fix sizes of too-short chains\n"
 		"  -a, -p, -y          as -r (fsck(8) option letters)\n"
-		"  -n                  read only, the default (for fsck(8) "
-		"callers)\n"
-		"  -f                  accepted and ignored (every check is "
-		"full); it does not\n"
+		"  -n                  read only, the default (for fsck(8) callers)\n"
+		"  -f                  accepted and ignored (every check is full); it does not\n"
 		"                      force writing: see --force\n"
 		"      --trim-prealloc with --repair: free preallocated tails\n"
-		"      --strict        treat preallocated tails as errors (as "
-		"fsck.fat does)\n"
-		"      --json          findings and summary as one JSON "
-		"document\n"
+		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
+		"      --json          findings and summary as one JSON document\n"
 		"  -v, --verbose       list every file checked\n"
-		"      --progress      progress on stderr (default when it is "
-		"a terminal)\n"
+		"      --progress      progress on stderr (default when it is a terminal)\n"
 		"      --no-progress   no progress line\n"
-		"  -P, --partition N   use partition N (1-based) of an MBR or "
-		"GPT table\n"
-		"      --force         with --repair, write even to a device "
-		"in use\n"
+		"  -P, --partition N   use partition N (1-based) of an MBR or GPT table\n"
+		"      --force         with --repair, write even to a device in use\n"
 		"  -h, --help          show this help and exit\n"
 		"  -V, --version       show the version and exit\n"
 		"\n"
-		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. "
-		"sd.img@@1M).\n"
-		"Each finding is a line 'error|warning|note: PATH: message'; a "
-		"summary ends\nthe report.\n"
-		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors "
-		"left uncorrected,\n8 operational error, 16 usage error; 128 + "
-		"N when signal N stopped a\nrepair run.\n");
+		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).\n"
+		"Each finding is a line 'error|warning|note: PATH: message'; a summary ends\n"
+		"the report.\n"
+		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
+		"8 operational error, 16 usage error; 128 + N when signal N stopped a\n"
+		"repair run.\n");
 }
+/* clang-format on */
 
 enum {
 	OPT_TRIM = 256,

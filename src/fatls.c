@@ -17,6 +17,7 @@
 #include "fat.h"
 #include "fsinfo.h"
 #include "json.h"
+#include "vec.h"
 #include "volume.h"
 
 #define PROG "fatls"
@@ -52,55 +53,41 @@ struct chain {
 	size_t nruns, cap;
 };
 
+/* One source line per line of help, kept as written. */
+/* clang-format off */
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE [PATH]...\n"
-		"List directories and files of a FAT12/16/32 volume without "
-		"mounting it.\n"
+		"List directories and files of a FAT12/16/32 volume without mounting it.\n"
 		"\n"
-		"  -l                 long format: attributes, size, "
-		"allocated, "
-		"mtime, name\n"
-		"  -a                 include hidden and system entries, . and "
-		".., the label\n"
+		"  -l                 long format: attributes, size, allocated, mtime, name\n"
+		"  -a                 include hidden and system entries, . and .., the label\n"
 		"  -R                 recurse; print full paths\n"
 		"  -s                 show 8.3 short names beside long names\n"
-		"      --chain        show first cluster, fragments and runs "
-		"(clusters and\n"
+		"      --chain        show first cluster, fragments and runs (clusters and\n"
 		"                     byte offset+length in IMAGE)\n"
-		"      --info         print the volume (FAT type, geometry, "
-		"free space, FSInfo)\n"
+		"      --info         print the volume (FAT type, geometry, free space, FSInfo)\n"
 		"      --json         one JSON document on stdout\n"
-		"      --progress     count of entries listed on stderr "
-		"(default when stderr\n"
+		"      --progress     count of entries listed on stderr (default when stderr\n"
 		"                     is a terminal and stdout is not)\n"
 		"      --no-progress  no progress line\n"
-		"  -P, --partition N  use partition N (1-based) of an MBR or "
-		"GPT "
-		"table\n"
+		"  -P, --partition N  use partition N (1-based) of an MBR or GPT table\n"
 		"  -h, --help         show this help and exit\n"
 		"  -V, --version      show the version and exit\n"
 		"\n"
-		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. "
-		"sd.img@@1M).  PATH is\n"
+		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).  PATH is\n"
 		"absolute; . and .. are resolved by name.\n"
 		"Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
+/* clang-format on */
 
 static int add_run(void *arg, const struct fk_run *run)
 {
 	struct chain *c = arg;
 
-	if (c->nruns == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		struct fk_run *r = realloc(c->runs, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		c->runs = r;
-		c->cap = cap;
-	}
+	if (FK_VEC_RESERVE(c->runs, c->cap, c->nruns + 1))
+		return -ENOMEM;
 	c->runs[c->nruns++] = *run;
 	return 0;
 }
@@ -192,19 +179,8 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	fk_json_u64(js, "first_cluster", ent->first_clus);
 	fk_json_u64(js, "clusters", c->info.nclus);
 	fk_json_u64(js, "fragments", c->info.nruns);
-	fk_json_array(js, "runs");
-	for (i = 0; i < c->nruns; i++) {
-		fk_json_object(js, NULL);
-		fk_json_u64(js, "first", c->runs[i].first);
-		fk_json_u64(js, "last",
-			    c->runs[i].first + c->runs[i].nclus - 1);
-		fk_json_u64(js, "clusters", c->runs[i].nclus);
-		fk_json_u64(js, "offset", run_off(ls, &c->runs[i]));
-		fk_json_u64(js, "length",
-			    (uint64_t)c->runs[i].nclus * clus_len);
-		fk_json_end(js);
-	}
-	fk_json_end(js);
+	fk_json_runs(js, &ls->vol->g, fk_device_base(ls->vol->dev), c->runs,
+		     c->nruns);
 	if (ent->mdate)
 		fk_json_str(js, "mtime", mtime);
 	else

@@ -67,64 +67,47 @@ struct meter {
 	double last; /* seconds since t0 of the last line */
 };
 
+/* One source line per line of help, kept as written. */
+/* clang-format off */
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE PATH SIZE [PATH SIZE]...\n"
-		"Give each file at least SIZE bytes of allocated clusters in a "
-		"FAT12/16/32\n"
-		"volume, without mounting it.  By default the file's size "
-		"becomes SIZE and\n"
-		"the new region reads as zeros.  All pairs are one operation: "
-		"if any is\n"
+		"Give each file at least SIZE bytes of allocated clusters in a FAT12/16/32\n"
+		"volume, without mounting it.  By default the file's size becomes SIZE and\n"
+		"the new region reads as zeros.  All pairs are one operation: if any is\n"
 		"refused, the image is left unchanged.\n"
 		"\n"
-		"  -n, --keep-size     reserve only (FALLOC_FL_KEEP_SIZE): "
-		"size "
-		"unchanged, no data\n"
+		"  -n, --keep-size     reserve only (FALLOC_FL_KEEP_SIZE): size unchanged, no data\n"
 		"                      written; see the man page for caveats\n"
 		"      --no-zero       do not zero the new region\n"
 		"  -p, --parents       create missing parent directories\n"
-		"  -c, --contiguous    new clusters must be one contiguous "
-		"run\n"
-		"  -s, --sync          fsync after every batch flush (like -o "
-		"sync)\n"
-		"      --no-sync       never fsync (default: once before "
-		"exit)\n"
-		"      --batch SIZE    memory bound of dirty FAT data before a "
-		"flush (default 4M)\n"
-		"      --per-cluster   the pre-Linux-7.4 algorithm: one "
-		"cluster "
-		"per step, each\n"
+		"  -c, --contiguous    new clusters must be one contiguous run\n"
+		"  -s, --sync          fsync after every batch flush (like -o sync)\n"
+		"      --no-sync       never fsync (default: once before exit)\n"
+		"      --batch SIZE    memory bound of dirty FAT data before a flush (default 4M)\n"
+		"      --per-cluster   the pre-Linux-7.4 algorithm: one cluster per step, each\n"
 		"                      flushed (for comparison benchmarks)\n"
 		"      --stats         print what the run cost\n"
 		"      --json          stats and resulting files as JSON\n"
 		"      --dry-run       plan and report, write nothing\n"
-		"  -f, --force         write to a block device even if it is "
-		"in "
-		"use\n"
+		"  -f, --force         write to a block device even if it is in use\n"
 		"  -v, --verbose       say what is done\n"
-		"      --progress      progress of zeroing on stderr (default "
-		"when it is a\n"
+		"      --progress      progress of zeroing on stderr (default when it is a\n"
 		"                      terminal)\n"
 		"      --no-progress   no progress line\n"
-		"  -P, --partition N   use partition N (1-based) of an MBR or "
-		"GPT table\n"
+		"  -P, --partition N   use partition N (1-based) of an MBR or GPT table\n"
 		"  -h, --help          show this help and exit\n"
 		"  -V, --version       show the version and exit\n"
 		"\n"
-		"SIZE: bytes, or with K M G T (KiB MiB GiB TiB; powers of "
-		"1024) "
-		"or KB MB GB TB\n"
-		"(powers of 1000); a fraction with a suffix (1.5G) rounds up "
-		"to whole bytes.\n"
-		"IMAGE may be FILE@@OFFSET (e.g. sd.img@@1M).  PATH is "
-		"absolute; . and ..\n"
+		"SIZE: bytes, or with K M G T (KiB MiB GiB TiB; powers of 1024) or KB MB GB TB\n"
+		"(powers of 1000); a fraction with a suffix (1.5G) rounds up to whole bytes.\n"
+		"IMAGE may be FILE@@OFFSET (e.g. sd.img@@1M).  PATH is absolute; . and ..\n"
 		"are resolved by name.\n"
-		"Exit status: 0 success, 1 failure, 2 usage error; 128 + N "
-		"when signal N\n"
+		"Exit status: 0 success, 1 failure, 2 usage error; 128 + N when signal N\n"
 		"(SIGINT, SIGTERM, SIGHUP) stopped the run.\n");
 }
+/* clang-format on */
 
 enum {
 	OPT_NO_ZERO = 256,
@@ -404,7 +387,7 @@ static void print_json(struct fk_volume *vol,
 	uint64_t base = fk_device_base(vol->dev);
 	uint32_t clus_len = vol->g.clus_len;
 	struct fk_json js;
-	size_t i, r;
+	size_t i;
 
 	fk_json_init(&js, stdout);
 	fk_json_object(&js, NULL);
@@ -437,21 +420,7 @@ static void print_json(struct fk_volume *vol,
 		fk_json_u64(&js, "clusters", f->chain.nclus);
 		fk_json_u64(&js, "new_clusters", f->new_clus);
 		fk_json_u64(&js, "fragments", f->chain.nruns);
-		fk_json_array(&js, "runs");
-		for (r = 0; r < f->chain.nruns; r++) {
-			const struct fk_run *run = &f->chain.runs[r];
-
-			fk_json_object(&js, NULL);
-			fk_json_u64(&js, "first", run->first);
-			fk_json_u64(&js, "last", run->first + run->nclus - 1);
-			fk_json_u64(&js, "clusters", run->nclus);
-			fk_json_u64(&js, "offset",
-				    base + fk_clus_off(&vol->g, run->first));
-			fk_json_u64(&js, "length",
-				    (uint64_t)run->nclus * clus_len);
-			fk_json_end(&js);
-		}
-		fk_json_end(&js);
+		fk_json_runs(&js, &vol->g, base, f->chain.runs, f->chain.nruns);
 		fk_json_end(&js);
 	}
 	fk_json_end(&js);

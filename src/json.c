@@ -1,7 +1,13 @@
-/* json.c: streaming JSON writer; escapes per RFC 8259. */
+/*
+ * json.c: streaming JSON writer; escapes per RFC 8259.  Also the one
+ * writer of the "runs" array both fatls and fatprealloc print.
+ */
 #include "json.h"
 
 #include <inttypes.h>
+
+#include "fat.h"
+#include "volume.h"
 
 void fk_json_init(struct fk_json *js, FILE *out)
 {
@@ -95,12 +101,6 @@ void fk_json_u64(struct fk_json *js, const char *key, uint64_t val)
 	fprintf(js->out, "%" PRIu64, val);
 }
 
-void fk_json_i64(struct fk_json *js, const char *key, int64_t val)
-{
-	begin_value(js, key);
-	fprintf(js->out, "%" PRId64, val);
-}
-
 void fk_json_bool(struct fk_json *js, const char *key, int val)
 {
 	begin_value(js, key);
@@ -123,4 +123,23 @@ void fk_json_finish(struct fk_json *js)
 {
 	fputc('\n', js->out);
 	fflush(js->out);
+}
+
+void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
+		  const struct fk_run *runs, size_t nruns)
+{
+	size_t i;
+
+	fk_json_array(js, "runs");
+	for (i = 0; i < nruns; i++) {
+		fk_json_object(js, NULL);
+		fk_json_u64(js, "first", runs[i].first);
+		fk_json_u64(js, "last", runs[i].first + runs[i].nclus - 1);
+		fk_json_u64(js, "clusters", runs[i].nclus);
+		fk_json_u64(js, "offset", base + fk_clus_off(g, runs[i].first));
+		fk_json_u64(js, "length",
+			    (uint64_t)runs[i].nclus * g->clus_len);
+		fk_json_end(js);
+	}
+	fk_json_end(js);
 }

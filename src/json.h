@@ -5,8 +5,12 @@
 #ifndef FATKIT_JSON_H
 #define FATKIT_JSON_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+struct fk_geom;
+struct fk_run;
 
 #define FK_JSON_DEPTH 16
 
@@ -25,10 +29,16 @@ void fk_json_end(struct fk_json *js);
 /* Members or array elements (@key NULL). Strings are escaped. */
 void fk_json_str(struct fk_json *js, const char *key, const char *val);
 void fk_json_u64(struct fk_json *js, const char *key, uint64_t val);
-void fk_json_i64(struct fk_json *js, const char *key, int64_t val);
 void fk_json_bool(struct fk_json *js, const char *key, int val);
 void fk_json_double(struct fk_json *js, const char *key, double val);
 void fk_json_null(struct fk_json *js, const char *key);
+/*
+ * The "runs" member of a file (fatls and fatprealloc --json): for each of
+ * @nruns runs its first and last cluster, its cluster count, and its byte
+ * offset and length in IMAGE, the volume starting @base bytes into IMAGE.
+ */
+void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
+		  const struct fk_run *runs, size_t nruns);
 /* End the document with a newline. */
 void fk_json_finish(struct fk_json *js);
 

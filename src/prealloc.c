@@ -30,6 +30,7 @@
 #include "dirplan.h"
 #include "fat.h"
 #include "fsinfo.h"
+#include "vec.h"
 #include "volume.h"
 
 /* One file the run works on (requests for the same file share one). */
@@ -77,15 +78,8 @@ static int is_stopping(const struct op *op)
 static int dir_push(struct op *op, struct fk_dirplan *dp, uint32_t clus,
 		    struct dir_node **out)
 {
-	if (op->ndirs == op->cap_dirs) {
-		size_t cap = op->cap_dirs ? op->cap_dirs * 2 : 8;
-		struct dir_node *d = realloc(op->dirs, cap * sizeof(*d));
-
-		if (!d)
-			return -ENOMEM;
-		op->dirs = d;
-		op->cap_dirs = cap;
-	}
+	if (FK_VEC_RESERVE(op->dirs, op->cap_dirs, op->ndirs + 1))
+		return -ENOMEM;
 	memset(&op->dirs[op->ndirs], 0, sizeof(op->dirs[0]));
 	op->dirs[op->ndirs].dp = dp;
 	op->dirs[op->ndirs].clus = clus;

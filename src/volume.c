@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "diag.h"
 #include "endian.h"
+#include "window.h"
 
 /* BPB fields (byte offsets in the boot sector). */
 #define BS_JMP		   0
@@ -311,6 +312,8 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		return -ENOMEM;
 	if ((err = fk_device_open(&opts->dev, &vol->dev, diag)))
 		goto out_free;
+	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
+		goto out_close;
 	if ((err = read_boot(vol, diag)))
 		goto out_close;
 	lay.sec_len = vol->g.sec_len;

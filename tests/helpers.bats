@@ -240,3 +240,49 @@ cluster_bytes()
 	run -2 fsinfo_free img16
 	run -2 fsinfo_next img16
 }
+
+# path_without DIR PATTERN...: fill DIR with a symlink to every command in
+# the usual bin directories except those matching a PATTERN, so that a
+# test can run as on a system where they are not installed.
+path_without()
+{
+	local dir=$1 d f name x
+	shift
+	mkdir -p "$dir"
+	for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+		[ -d "$d" ] || continue
+		for f in "$d"/*; do
+			name=${f##*/}
+			[ -x "$f" ] && [ ! -e "$dir/$name" ] || continue
+			for x; do
+				# shellcheck disable=SC2053 # x is a glob on purpose
+				[[ $name == $x ]] && continue 2
+			done
+			ln -s "$f" "$dir/$name"
+		done
+	done
+}
+
+@test "deps.sh: every tool present and no dpkg or apt: quiet success" {
+	path_without bin 'dpkg*' 'apt*'
+	[ ! -e bin/dpkg-query ] && [ -e bin/mdir ] && [ -e bin/bash ]
+	run -0 --separate-stderr env PATH="$PWD/bin" \
+		"$BATS_TEST_DIRNAME/helpers/deps.sh" check
+	[ -z "$output" ] && [ -z "$stderr" ]
+	run -0 --separate-stderr env PATH="$PWD/bin" \
+		"$BATS_TEST_DIRNAME/helpers/deps.sh" demo
+	[ -z "$output" ] && [ -z "$stderr" ]
+}
+
+@test "deps.sh: a missing command and no dpkg: named, exit 1" {
+	path_without bin 'dpkg*' 'apt*' mdir sfdisk
+	run -1 --separate-stderr env PATH="$PWD/bin" \
+		"$BATS_TEST_DIRNAME/helpers/deps.sh" check
+	[ -z "$output" ]
+	[ "${stderr_lines[0]}" = "deps.sh: missing: mdir sfdisk" ]
+	[ "${stderr_lines[1]}" = "deps.sh: install them with your system's package manager (Debian packages: mtools fdisk)" ]
+	# The demo needs mtools but not sfdisk.
+	run -1 --separate-stderr env PATH="$PWD/bin" \
+		"$BATS_TEST_DIRNAME/helpers/deps.sh" demo
+	[ "${stderr_lines[0]}" = "deps.sh: missing: mdir" ]
+}

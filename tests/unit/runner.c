@@ -37,6 +37,7 @@ int main(void)
 	suite_alloc_policy();
 	suite_slot();
 	suite_dirplan();
+	suite_vec();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

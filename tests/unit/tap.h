@@ -26,5 +26,6 @@ void suite_fat_reserved(void);
 void suite_alloc_policy(void);
 void suite_slot(void);
 void suite_dirplan(void);
+void suite_vec(void);
 
 #endif

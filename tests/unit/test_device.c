@@ -22,6 +22,7 @@
 
 #include "device.h"
 #include "diag.h"
+#include "window.h"
 
 #define KIB	 1024u
 #define IMG_LEN	 (2048u * KIB) /* data 0..8K, hole, data 1M..1M+8K, hole */
@@ -95,6 +96,23 @@ static int open_dev(const char *path, int is_writer, struct fk_device **out,
 	return fk_device_open(&o, out, diag);
 }
 
+/* Open @o->path and narrow it to the window @o asks for, as volume.c does. */
+static int open_window(const struct fk_device_opts *o, struct fk_device **out,
+		       struct fk_diag *diag)
+{
+	struct fk_device *dev;
+	int err;
+
+	if ((err = fk_device_open(o, &dev, diag)))
+		return err;
+	if ((err = fk_window_choose(dev, o, diag))) {
+		fk_device_close(dev);
+		return err;
+	}
+	*out = dev;
+	return 0;
+}
+
 static void suite_open(const struct tmpimg *t)
 {
 	struct fk_device *w = NULL, *r = NULL;
@@ -128,14 +146,14 @@ static void suite_open(const struct tmpimg *t)
 	o.path = t->path;
 	o.has_off = 1;
 	o.off = IMG_LEN;
-	err = fk_device_open(&o, &r, &d);
+	err = open_window(&o, &r, &d);
 	OK(err == FK_ECORRUPT &&
 		   !strcmp(d.reason, "volume offset 2097152 is past the end "
 				     "of the image (2097152 bytes)"),
 	   "device: an offset at the end of the image is refused (%s)",
 	   d.reason);
 	o.off = FAR_OFF;
-	err = fk_device_open(&o, &r, &d);
+	err = open_window(&o, &r, &d);
 	OK(!err && fk_device_base(r) == FAR_OFF &&
 		   fk_device_len(r) == IMG_LEN - FAR_OFF,
 	   "device: IMAGE@@OFFSET is a window from OFFSET to the end");

@@ -71,8 +71,6 @@ static void fill_types(struct fk_json *js, const void *arg)
 	(void)arg;
 	fk_json_object(js, NULL);
 	fk_json_u64(js, "u", UINT64_MAX);
-	fk_json_i64(js, "i", INT64_MIN);
-	fk_json_i64(js, "j", -1);
 	fk_json_bool(js, "t", 1);
 	fk_json_bool(js, "f", 0);
 	fk_json_double(js, "d", 0.5);
@@ -94,7 +92,7 @@ static void fill_types(struct fk_json *js, const void *arg)
 }
 
 static const char types_want[] =
-	"{\"u\":18446744073709551615,\"i\":-9223372036854775808,\"j\":-1,"
+	"{\"u\":18446744073709551615,"
 	"\"t\":true,\"f\":false,\"d\":0.500000,\"n\":null,"
 	"\"a\":[1,{},[\"x\"]],\"key \\\"q\\\"\":{\"z\":null}}\n";
 

@@ -1,0 +1,24 @@
+/*
+ * vec.h: the one growable array.  A caller keeps a pointer, a count and a
+ * size_t capacity; FK_VEC_RESERVE makes room, doubling, with every size
+ * checked for overflow.
+ */
+#ifndef FATKIT_VEC_H
+#define FATKIT_VEC_H
+
+#include <stddef.h>
+
+/*
+ * Make the array at *@arrp (the address of any object pointer, @cap items
+ * of @size bytes) hold at least @need items, doubling its capacity (16
+ * items at first).  Returns 0, or -ENOMEM when memory runs out or the size
+ * would overflow; the array and *@cap are then unchanged and still the
+ * caller's to free.
+ */
+int fk_vec_reserve(void *arrp, size_t *cap, size_t need, size_t size);
+
+/* FK_VEC_RESERVE(p, cap, need): fk_vec_reserve() for pointer lvalue @p. */
+#define FK_VEC_RESERVE(arr, cap, need)                                         \
+	fk_vec_reserve(&(arr), &(cap), (need), sizeof(*(arr)))
+
+#endif
