@@ -307,9 +307,16 @@ check_same_opts()
 }
 
 @test "docs: make install installs fatkit.7 beside the section 1 pages" {
-	[ -x "$FATKIT_BUILD/fatls" ] || skip "not built yet"
+	local b=$BATS_TEST_TMPDIR/b p
+	mkdir -p "$b"
+	for p in fatls fatprealloc fatcheck; do
+		cp "$FATKIT_BUILD/$p" "$b/" || skip "$p not built yet"
+	done
+	# Copies, installed as they are (-o): a build of the tested
+	# binaries with other flags must not happen in the middle of a run.
 	run -0 make -C "$ROOT" -s install DESTDIR="$BATS_TEST_TMPDIR/dest" \
-		PREFIX=/usr BUILD="$FATKIT_BUILD"
+		PREFIX=/usr BUILD="$b" -o "$b/fatls" -o "$b/fatprealloc" \
+		-o "$b/fatcheck"
 	[ -f "$BATS_TEST_TMPDIR/dest/usr/share/man/man7/fatkit.7" ]
 	[ -f "$BATS_TEST_TMPDIR/dest/usr/share/man/man1/fatls.1" ]
 }
