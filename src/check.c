@@ -3,10 +3,13 @@
  * map of two bits per cluster (and compares the copies); a walk of the
  * directory tree then claims every chain in that map, so a loop or a
  * second owner shows at the first shared cluster, and whatever stays
- * unclaimed is lost.  Owners are not stored per cluster: cross-links are
- * rare, so when there is one a second walk replays the first to find who
- * claimed each shared cluster first.  Repairs are planned while checking,
- * as small records, and applied by the repair_*() steps.
+ * unclaimed is lost.  Owners are not stored per cluster: the walk keeps
+ * each run it claims (first cluster, length, and the entry that owns it,
+ * 16 bytes), and when there was a cross-link one explicit step follows
+ * just those runs again to name the first owner of each shared cluster.
+ * That step only names owners: every finding and repair comes from the
+ * one walk.  Repairs are planned while checking, as small records, and
+ * applied by the repair_*() steps.
  */
 #include "check.h"
 
@@ -33,12 +36,11 @@
 #define BS_COMPARE_LEN 512	  /* boot sector bytes fsck.fat compares */
 
 /*
- * Two bits per cluster.  Pass 1 (claim): FREE (free or bad), ALLOC
+ * Two bits per cluster.  While claiming: FREE (free or bad), ALLOC
  * (allocated, not claimed yet), OWNED, SHARED (a second owner reached it).
- * Pass 2 (owners) replays pass 1 and turns each cluster it claims back to
- * FREE, so an allocated cluster in state FREE means "claimed already";
- * lost clusters stay ALLOC throughout.  Grouping the lost clusters then
- * reuses OWNED (visited) and SHARED (has a lost predecessor).
+ * After the owners step only the lost clusters stay ALLOC (the rest are
+ * FREE); grouping them then reuses OWNED (visited) and SHARED (has a lost
+ * predecessor).
  */
 enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
 
@@ -85,9 +87,27 @@ struct ent_fix {
 	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE */
 };
 
+#define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */
+#define NO_DIR	  (UINT32_MAX - 1) /* entry_ref.dir: the root chain itself */
+#define NO_RUN	  UINT32_MAX	   /* no run */
+
+/* The entry that owns a run: slot @slot of the directory whose own chain
+ * is run @dir (or ROOT_AREA, or NO_DIR for the FAT32 root's chain). */
+struct entry_ref {
+	uint32_t dir, slot;
+};
+
+/* Clusters one claim took, in the order claimed: following @nclus
+ * clusters from @first visits exactly them again. */
+struct run {
+	uint32_t first, nclus;
+	struct entry_ref who;
+};
+
 /* A chain part beyond what a file's size needs, claimed after the tree. */
 struct tail {
 	char *path;
+	struct entry_ref who;	 /* the file */
 	uint32_t dir_clus, slot; /* the file's entry */
 	uint32_t start;		 /* the file's first cluster */
 	uint32_t need;		 /* clusters its size needs */
@@ -104,7 +124,15 @@ struct shared {
 	int is_dir;	  /* the later owner is a directory */
 	const char *what; /* prefix of its message */
 	char *later;	  /* its path */
-	char *owner;	  /* first owner's path, from pass 2 */
+	uint32_t owner;	  /* the first owner's run; NO_RUN: not found */
+};
+
+/* A run whose owner's name the owners step looks up. */
+struct owner_name {
+	uint32_t run;
+	struct entry_ref who;
+	char *name; /* the entry's name */
+	char *path; /* the whole path */
 };
 
 /* The same name twice in one directory: slot numbers of both. */
@@ -135,7 +163,6 @@ struct fk_check {
 	struct fk_check_opts o;
 	struct fk_check_stats st;
 	uint8_t *map; /* 2 bits per cluster, enum cstate */
-	int pass;     /* 1: claim and report; 2: find first owners */
 	int is_nomem; /* a finding could not be kept for want of memory */
 	int is_tree_incomplete; /* never free lost clusters then */
 	LIST(struct fk_finding, finds);
@@ -143,6 +170,7 @@ struct fk_check {
 	LIST(struct ent_fix, ent_fixes);
 	LIST(struct tail, tails);
 	LIST(struct shared, shared);
+	LIST(struct run, runs); /* every claim, in order; 16 bytes each */
 	/* the path of the entry being checked ("" for the root) */
 	char *path;
 	size_t path_len, path_cap;
@@ -177,8 +205,8 @@ struct dirctx {
 	uint32_t parent; /* what ".." must say (0: the root) */
 	int is_root;
 	int depth;
+	uint32_t run; /* the run of its chain; ROOT_AREA: fixed root */
 	const struct fk_dirent *self; /* the entry naming it; NULL: root */
-	/* pass 1 */
 	struct dup *dups;
 	size_t ndups;
 	int has_dot, has_dotdot;
@@ -277,8 +305,6 @@ static size_t report(struct fk_check *ck, enum fk_sev sev, const char *code,
 	struct fk_finding f;
 	va_list ap;
 
-	if (ck->pass != 1)
-		return NONE;
 	if (sev == FK_SEV_ERROR)
 		ck->st.errors++;
 	else if (sev == FK_SEV_WARNING)
@@ -403,7 +429,6 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 	ck->vol = vol;
 	ck->g = &vol->g;
 	ck->o = *opts;
-	ck->pass = 1;
 	ck->map = calloc(map_len, 1);
 	ck->diffs = calloc(vol->g.nfats, sizeof(*ck->diffs));
 	ck->path = calloc(1, 64);
@@ -429,15 +454,14 @@ void fk_check_free(struct fk_check *ck)
 	}
 	for (i = 0; i < ck->tails.n; i++)
 		free(ck->tails.v[i].path);
-	for (i = 0; i < ck->shared.n; i++) {
+	for (i = 0; i < ck->shared.n; i++)
 		free(ck->shared.v[i].later);
-		free(ck->shared.v[i].owner);
-	}
 	free(ck->finds.v);
 	free(ck->fat_fixes.v);
 	free(ck->ent_fixes.v);
 	free(ck->tails.v);
 	free(ck->shared.v);
+	free(ck->runs.v);
 	free(ck->path);
 	free(ck->map);
 	free(ck->diffs);
@@ -458,7 +482,7 @@ const struct fk_check_stats *fk_check_stats(const struct fk_check *ck)
 static void progress(struct fk_check *ck, const char *phase, uint64_t done,
 		     uint64_t total)
 {
-	if (ck->o.progress && ck->pass == 1)
+	if (ck->o.progress)
 		ck->o.progress(ck->o.arg, phase, done, total);
 }
 
@@ -704,46 +728,17 @@ static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
 	return 0;
 }
 
-/* Pass 2: @path claimed shared cluster @clus first. */
-static int note_owner(struct fk_check *ck, uint32_t clus, const char *path)
-{
-	size_t lo = 0, hi = ck->shared.n;
-
-	while (lo < hi) { /* first event for @clus; sorted by cluster */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ck->shared.v[mid].clus < clus)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < ck->shared.n && ck->shared.v[lo].clus == clus; lo++)
-		if (!ck->shared.v[lo].owner &&
-		    !(ck->shared.v[lo].owner = strdup(path)))
-			return -ENOMEM;
-	return 0;
-}
-
 /*
  * Take one cluster of a chain in the map.  Returns 1 if @clus was free to
- * take (and is now), 0 if another claim had it first, or -ENOMEM.
+ * take (and is now), 0 if another claim had it first.
  */
-static int take(struct fk_check *ck, uint32_t clus, const char *path)
+static int take(struct fk_check *ck, uint32_t clus)
 {
 	unsigned s = get_cs(ck, clus);
-	int err;
 
-	if (ck->pass == 1) {
-		if (s == CS_OWNED || s == CS_SHARED)
-			return 0;
-		set_cs(ck, clus, CS_OWNED);
-	} else {
-		if (s == CS_FREE || s == CS_ALLOC)
-			return 0; /* claimed earlier in this replay */
-		if (s == CS_SHARED && (err = note_owner(ck, clus, path)))
-			return err;
-		set_cs(ck, clus, CS_FREE);
-	}
+	if (s == CS_OWNED || s == CS_SHARED)
+		return 0;
+	set_cs(ck, clus, CS_OWNED);
 	if (!(++ck->claimed % PROGRESS_STEP))
 		progress(ck, "files", ck->claimed, ck->st.used_clus);
 	return 1;
@@ -756,19 +751,18 @@ struct run_before {
 };
 
 /*
- * Claim the chain from @start for @path, at most @limit clusters.  A
- * chain stops at its end, at a free or bad cluster, after a cluster whose
- * value is reserved or out of range, or where it reaches a cluster
- * already claimed (its own: a loop; another's: a cross-link, which marks
- * the cluster SHARED).  Bounded: each step claims a new cluster.
+ * Claim the chain from @start, at most @limit clusters.  A chain stops at
+ * its end, at a free or bad cluster, after a cluster whose value is
+ * reserved or out of range, or where it reaches a cluster already claimed
+ * (its own: a loop; another's: a cross-link, which marks the cluster
+ * SHARED).  Bounded: each step claims a new cluster.
  */
-static int claim(struct fk_check *ck, uint32_t start, uint32_t limit,
-		 const char *path, const struct run_before *before,
-		 struct claim *c)
+static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
+		       const struct run_before *before, struct claim *c)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t clus = start, val;
-	int err, ok, is_own;
+	int err, is_own;
 
 	memset(c, 0, sizeof(*c));
 	c->next = start;
@@ -793,12 +787,8 @@ static int claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 		default:
 			break;
 		}
-		if ((ok = take(ck, clus, path)) < 0)
-			return ok;
-		if (!ok) {
+		if (!take(ck, clus)) {
 			c->why = STOP_CROSS;
-			if (ck->pass != 1)
-				return 0;
 			err = before ? in_chain(ck, before->first,
 						before->nclus + c->nclus, clus,
 						&is_own)
@@ -829,11 +819,25 @@ static int claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	}
 }
 
-/* Pass 1: remember a cross-link so pass 2 can name the first owner. */
+/* Claim as claim_chain() does, and keep what was claimed as a run of @who
+ * for the owners step. */
+static int claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+		 const struct entry_ref *who, const struct run_before *before,
+		 struct claim *c)
+{
+	int err = claim_chain(ck, start, limit, before, c);
+	struct run r = {start, c->nclus, *who};
+
+	if (err || !c->nclus)
+		return err;
+	return PUSH(ck->runs, r);
+}
+
+/* Remember a cross-link, so the owners step can name the first owner. */
 static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
 		       int is_dir, const char *path, const char *what)
 {
-	struct shared s = {clus, finding, is_dir, what, strdup(path), NULL};
+	struct shared s = {clus, finding, is_dir, what, strdup(path), NO_RUN};
 
 	if (!s.later || PUSH(ck->shared, s)) {
 		free(s.later);
@@ -843,7 +847,7 @@ static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
 }
 
 /*
- * Pass 1: report why the claim @c of the chain of the entry being checked
+ * Report why the claim @c of the chain of the entry being checked
  * stopped short, and plan the cut: the chain ends at its last good
  * cluster (the later owner of a shared cluster loses the shared part).
  * With nothing claimed, the caller decides (first cluster 0, or removal).
@@ -898,7 +902,7 @@ static int chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
 			      what, c->last, c->next);
 		break;
 	case STOP_CROSS:
-		/* The message names the first owner once pass 2 finds it. */
+		/* The owners step names the first owner in the message. */
 		*idx = report(ck, FK_SEV_ERROR, "cross-link", path,
 			      "%sshares cluster %u with another chain", what,
 			      c->next);
@@ -925,7 +929,7 @@ static int is_label(const struct fk_dirent *ent)
 static void visit(struct fk_check *ck, const struct fk_dirent *ent,
 		  uint32_t nclus)
 {
-	if (ck->o.visit && ck->pass == 1)
+	if (ck->o.visit)
 		ck->o.visit(ck->o.arg, cur_path(ck), ent, nclus);
 }
 
@@ -939,9 +943,10 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 	size_t idx;
 	int err;
 
+	struct entry_ref who = {d->run, ent->slot};
+
 	entry_set(&fix, d, ent);
-	if (ck->pass == 1)
-		ck->st.files++;
+	ck->st.files++;
 	if (!ent->first_clus) {
 		visit(ck, ent, 0);
 		if (!ent->size)
@@ -951,15 +956,14 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 			     ent->size);
 		set_fix(ck, idx, "size set to 0");
 		fix.set_size = 1;
-		return ck->pass == 1 ? plan_entry(ck, &fix) : 0;
+		return plan_entry(ck, &fix);
 	}
-	if ((err = claim(ck, ent->first_clus, need, cur_path(ck), NULL, &c)))
+	if ((err = claim(ck, ent->first_clus, need, &who, NULL, &c)))
 		return err;
-	if (ck->pass != 1)
-		return 0;
 	visit(ck, ent, c.nclus);
 	if (c.why == STOP_LIMIT) {
 		struct tail t = {strdup(cur_path(ck)),
+				 who,
 				 d->first,
 				 ent->slot,
 				 ent->first_clus,
@@ -999,25 +1003,24 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 		       const struct fk_dirent *ent, struct fk_diag *diag)
 {
+	struct entry_ref who = {d->run, ent->slot};
 	struct dirctx child;
 	struct ent_fix fix;
 	struct claim c;
 	size_t idx;
 	int err;
 
-	if (ck->pass == 1) {
-		ck->st.dirs++;
-		if (ent->size) {
-			idx = report(ck, FK_SEV_ERROR, "dir-size", cur_path(ck),
-				     "directory has a size (%u bytes); "
-				     "directories must have 0",
-				     ent->size);
-			set_fix(ck, idx, "size set to 0");
-			entry_set(&fix, d, ent);
-			fix.set_size = 1;
-			if ((err = plan_entry(ck, &fix)))
-				return err;
-		}
+	ck->st.dirs++;
+	if (ent->size) {
+		idx = report(ck, FK_SEV_ERROR, "dir-size", cur_path(ck),
+			     "directory has a size (%u bytes); "
+			     "directories must have 0",
+			     ent->size);
+		set_fix(ck, idx, "size set to 0");
+		entry_set(&fix, d, ent);
+		fix.set_size = 1;
+		if ((err = plan_entry(ck, &fix)))
+			return err;
 	}
 	if (!ent->first_clus) {
 		visit(ck, ent, 0);
@@ -1025,24 +1028,17 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 			     "directory entry has first cluster 0, which "
 			     "means the root");
 		set_fix(ck, idx, "entry removed");
-		return ck->pass == 1 ? plan_delete(ck, d, ent) : 0;
+		return plan_delete(ck, d, ent);
 	}
-	if ((err = claim(ck, ent->first_clus, UINT32_MAX, cur_path(ck), NULL,
-			 &c)))
+	if ((err = claim(ck, ent->first_clus, UINT32_MAX, &who, NULL, &c)))
 		return err;
-	if (ck->pass == 1) {
-		visit(ck, ent, c.nclus);
-		if ((err = chain_problem(ck, &c, 1, cur_path(ck), "directory ",
-					 &idx)))
-			return err;
-		if (!c.nclus) {
-			set_fix(ck, idx, "entry removed");
-			if ((err = plan_delete(ck, d, ent)))
-				return err;
-		}
+	visit(ck, ent, c.nclus);
+	if ((err = chain_problem(ck, &c, 1, cur_path(ck), "directory ", &idx)))
+		return err;
+	if (!c.nclus) {
+		set_fix(ck, idx, "entry removed");
+		return plan_delete(ck, d, ent);
 	}
-	if (!c.nclus)
-		return 0;
 	if (d->depth + 1 > FK_CHECK_MAX_DEPTH) {
 		fk_diag_set(diag, cur_path(ck),
 			    "directories nest deeper than %d levels",
@@ -1052,6 +1048,7 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 	memset(&child, 0, sizeof(child));
 	child.first = ent->first_clus;
 	child.nclus = c.nclus;
+	child.run = (uint32_t)(ck->runs.n - 1);
 	child.parent = d->is_root ? 0 : d->first;
 	child.depth = d->depth + 1;
 	child.self = ent;
@@ -1211,9 +1208,9 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	int err;
 
 	if (fk_dirent_is_dot(ent))
-		return ck->pass == 1 ? check_dot(ck, d, ent) : 0;
+		return check_dot(ck, d, ent);
 	if (is_label(ent)) {
-		if (ck->pass == 1 && d->is_root && !ck->has_root_label) {
+		if (d->is_root && !ck->has_root_label) {
 			ck->has_root_label = 1;
 			memcpy(ck->root_label, ent->raw, 11);
 		}
@@ -1223,18 +1220,15 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	}
 	if ((err = push_name(ck, ent->name, &old)))
 		return err;
-	if (ck->pass == 1) {
-		check_names(ck, d, ent);
-		if (is_hidden) {
-			idx = report(ck, FK_SEV_WARNING, "hidden-entry",
-				     cur_path(ck),
-				     "entry lies past the directory's end "
-				     "marker: Linux and fsck.fat see it, "
-				     "Windows and mtools do not");
-			set_fix(ck, idx, "end marker before it cleared");
-			d->has_hidden = 1;
-			d->hidden_last = ent->slot;
-		}
+	check_names(ck, d, ent);
+	if (is_hidden) {
+		idx = report(ck, FK_SEV_WARNING, "hidden-entry", cur_path(ck),
+			     "entry lies past the directory's end marker: "
+			     "Linux and fsck.fat see it, Windows and mtools "
+			     "do not");
+		set_fix(ck, idx, "end marker before it cleared");
+		d->has_hidden = 1;
+		d->hidden_last = ent->slot;
 	}
 	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
 		err = walk_subdir(ck, d, ent, diag);
@@ -1293,7 +1287,7 @@ static int add_key(struct name_key **v, size_t *n, size_t *cap,
 }
 
 /*
- * Pass 1, before the entries are checked: hash every name (short, and
+ * Before the entries are checked: hash every name (short, and
  * long when there is one) and note the entries whose name an earlier
  * entry already has.  Memory: two keys and names per entry of this
  * directory only.
@@ -1356,7 +1350,7 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 }
 
 /*
- * Pass 1: one finding for a run of orphaned long-name slots, whatever made
+ * One finding for a run of orphaned long-name slots, whatever made
  * them orphans: fsck.fat reports every case.  It deletes the slots a free
  * slot or another complete name follows, and so does the repair; the
  * others it leaves for a person, and so (for now) does the repair.
@@ -1398,7 +1392,7 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		ck->is_nomem = 1;
 }
 
-/* Pass 1: long-name slots the directory iteration dropped; adjacent runs
+/* Long-name slots the directory iteration dropped; adjacent runs
  * dropped for the same reason are one finding. */
 static void on_orphan(void *arg, uint32_t first, uint32_t n,
 		      enum fk_lfn_orphan why)
@@ -1420,7 +1414,7 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 	d->orphan_why = why;
 }
 
-/* Pass 1, after the entries: what the directory as a whole showed. */
+/* After the entries: what the directory as a whole showed. */
 static int dir_after(struct fk_check *ck, struct dirctx *d)
 {
 	struct ent_fix fix;
@@ -1453,14 +1447,13 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 
 	if (!ent)
 		return -ENOMEM;
-	if (ck->pass == 1 && (err = find_dups(ck, d, diag)))
+	if ((err = find_dups(ck, d, diag)))
 		goto out;
 	if ((err = open_dir(ck, d, &dir)))
 		goto out;
 	d->ck = ck;
 	d->fixes_from = ck->ent_fixes.n;
-	if (ck->pass == 1)
-		fk_dir_on_orphan(dir, on_orphan, d);
+	fk_dir_on_orphan(dir, on_orphan, d);
 	while ((r = fk_dir_next(dir, ent, diag)) == 1) {
 		const struct fk_dir_stats *st = fk_dir_stats(dir);
 
@@ -1481,8 +1474,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		fk_diag_subject(diag, cur_path(ck));
 		goto out;
 	}
-	if (ck->pass == 1)
-		err = dir_after(ck, d);
+	err = dir_after(ck, d);
 out:
 	if (err)
 		fk_diag_subject(diag, cur_path(ck));
@@ -1496,6 +1488,7 @@ out:
 /* The FAT32 root is a chain like any other; FAT12/16 have a fixed area. */
 static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 {
+	static const struct entry_ref root_self = {NO_DIR, 0};
 	uint32_t root = fk_dir_resolve(ck->vol, 0);
 	struct dirctx d;
 	struct claim c;
@@ -1504,11 +1497,11 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 
 	memset(&d, 0, sizeof(d));
 	d.is_root = 1;
+	d.run = ROOT_AREA;
 	if (root) {
-		if ((err = claim(ck, root, UINT32_MAX, "/", NULL, &c)))
+		if ((err = claim(ck, root, UINT32_MAX, &root_self, NULL, &c)))
 			return err;
-		if (ck->pass == 1 &&
-		    (err = chain_problem(ck, &c, 1, "/", "root directory ",
+		if ((err = chain_problem(ck, &c, 1, "/", "root directory ",
 					 &idx)))
 			return err;
 		if (!c.nclus) {
@@ -1517,6 +1510,7 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 		}
 		d.first = root;
 		d.nclus = c.nclus;
+		d.run = (uint32_t)(ck->runs.n - 1);
 	}
 	return walk_dir(ck, &d, diag);
 }
@@ -1577,7 +1571,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
 /*
  * Claim the tails (chain parts beyond what sizes need) after every file's
  * needed part, so a tail that runs into another file's data loses, not
- * the file.  Pass 1 also reports them and plans trimming.
+ * the file; report them and plan trimming.
  */
 static int walk_tails(struct fk_check *ck)
 {
@@ -1590,11 +1584,9 @@ static int walk_tails(struct fk_check *ck)
 
 		struct run_before before = {t->start, t->need};
 
-		if ((err = claim(ck, t->first, UINT32_MAX, t->path, &before,
+		if ((err = claim(ck, t->first, UINT32_MAX, &t->who, &before,
 				 &c)))
 			return err;
-		if (ck->pass != 1)
-			continue;
 		t->nclus = c.nclus;
 		ck->st.tail_clus += c.nclus;
 		if ((err = check_tail(ck, t, &c)))
@@ -1639,14 +1631,16 @@ static void check_label(struct fk_check *ck)
 	ck->fix_label = 1;
 }
 
-/* ---- cross-link owners (pass 2) ----------------------------------------- */
+/* ---- cross-link owners ---------------------------------------------------- */
 
-static int cmp_shared(const void *a, const void *b)
-{
-	const struct shared *x = a, *y = b;
-
-	return x->clus < y->clus ? -1 : x->clus > y->clus;
-}
+/*
+ * This step runs only after a cross-link, and only names owners: it
+ * reports nothing and plans no repair.  The first owner of a shared
+ * cluster is the first run, in claim order, that holds it; following each
+ * run's clusters again finds it without a second walk of the tree.  Then
+ * the owners' paths are rebuilt from their entry references, reading each
+ * directory on the way at most once.
+ */
 
 /* Is @dir an ancestor of (or the same as) @path? */
 static int is_ancestor(const char *dir, const char *path)
@@ -1671,42 +1665,258 @@ static char *format(const char *fmt, ...)
 	return s;
 }
 
-/* Rewrite each cross-link finding to name the first owner. */
-static int name_owners(struct fk_check *ck)
+static int cmp_shared(const void *a, const void *b)
+{
+	const struct shared *x = a, *y = b;
+
+	return x->clus < y->clus ? -1 : x->clus > y->clus;
+}
+
+/* Run @r claimed shared cluster @clus before any later run. */
+static void set_owner(struct fk_check *ck, uint32_t clus, uint32_t r)
+{
+	size_t lo = 0, hi = ck->shared.n;
+
+	while (lo < hi) { /* first record of @clus; sorted by cluster */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ck->shared.v[mid].clus < clus)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ck->shared.n && ck->shared.v[lo].clus == clus; lo++)
+		ck->shared.v[lo].owner = r;
+	set_cs(ck, clus, CS_OWNED); /* named: later runs do not count */
+}
+
+/* Follow every run again, in claim order, to the shared clusters. */
+static int follow_runs(struct fk_check *ck)
 {
 	size_t i;
 
-	for (i = 0; i < ck->shared.n; i++) {
-		struct shared *s = &ck->shared.v[i];
-		struct fk_finding *f;
-		char *msg;
+	for (i = 0; i < ck->runs.n; i++) {
+		const struct run *r = &ck->runs.v[i];
+		uint32_t clus = r->first, k, val;
+		int err;
 
-		if (s->finding == NONE || !s->owner)
-			continue;
-		f = &ck->finds.v[s->finding];
-		if (s->is_dir && is_ancestor(s->owner, s->later))
-			msg = format("directory loop: shares cluster %u with "
-				     "%s, which contains it",
-				     s->clus, s->owner);
-		else
-			msg = format("%sshares cluster %u with %s "
-				     "(cross-linked)",
-				     s->what, s->clus, s->owner);
-		if (!msg)
-			return -ENOMEM;
-		free(f->msg);
-		f->msg = msg;
+		for (k = 0;;) {
+			if (get_cs(ck, clus) == CS_SHARED)
+				set_owner(ck, clus, (uint32_t)i);
+			if (++k == r->nclus)
+				break;
+			if ((err = fk_fat_get(ck->vol, clus, &val)))
+				return err;
+			clus = val;
+		}
 	}
 	return 0;
 }
 
+/* The run of the directory holding run @r's entry; NO_RUN: the root. */
+static uint32_t parent_run(const struct fk_check *ck, uint32_t r)
+{
+	uint32_t dir = ck->runs.v[r].who.dir;
+
+	if (dir == ROOT_AREA || dir == NO_DIR ||
+	    ck->runs.v[dir].who.dir == NO_DIR)
+		return NO_RUN;
+	return dir;
+}
+
+static int cmp_name_run(const void *a, const void *b)
+{
+	const struct owner_name *x = a, *y = b;
+
+	return x->run < y->run ? -1 : x->run > y->run;
+}
+
+static int cmp_name_ref(const void *a, const void *b)
+{
+	const struct owner_name *x = a, *y = b;
+
+	if (x->who.dir != y->who.dir)
+		return x->who.dir < y->who.dir ? -1 : 1;
+	return x->who.slot < y->who.slot ? -1 : x->who.slot > y->who.slot;
+}
+
+static struct owner_name *find_name(struct owner_name *v, size_t n, uint32_t r)
+{
+	struct owner_name key = {r, {0, 0}, NULL, NULL};
+
+	return bsearch(&key, v, n, sizeof(*v), cmp_name_run);
+}
+
+/* Add @r to the names wanted (sorted by run, @n of them, @cap room). */
+static int want_name(struct owner_name **v, size_t *n, size_t *cap,
+		     const struct fk_check *ck, uint32_t r)
+{
+	struct owner_name o = {r, ck->runs.v[r].who, NULL, NULL};
+
+	if (FK_VEC_RESERVE(*v, *cap, *n + 1))
+		return -ENOMEM;
+	(*v)[(*n)++] = o;
+	return 0;
+}
+
+/* Sort by run and drop repeats. */
+static void unique_names(struct owner_name *v, size_t *n)
+{
+	size_t i, m = 0;
+
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_name_run);
+	for (i = 0; i < *n; i++)
+		if (!m || v[m - 1].run != v[i].run)
+			v[m++] = v[i];
+	*n = m;
+}
+
 /*
- * Replay the claiming walk in the same order (pass 2), so the first claim
- * of each shared cluster names its first owner; unless there was a
- * cross-link, just clear the claims.  Either way the map then holds only
- * the lost clusters, as ALLOC.
+ * The names of the entries @v[0..@n) of one directory, sorted by slot, in
+ * one read of it, with the limit the walk used.
  */
-static int find_owners(struct fk_check *ck, struct fk_diag *diag)
+static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
+{
+	uint32_t dir = v[0].who.dir;
+	struct dirctx d;
+	struct fk_dirent *ent = malloc(sizeof(*ent));
+	struct fk_dir *it;
+	size_t i = 0;
+	int r = 0, err;
+
+	if (!ent)
+		return -ENOMEM;
+	memset(&d, 0, sizeof(d));
+	if (dir != ROOT_AREA) {
+		d.first = ck->runs.v[dir].first;
+		d.nclus = ck->runs.v[dir].nclus;
+	}
+	if ((err = open_dir(ck, &d, &it))) {
+		free(ent);
+		return err;
+	}
+	while (i < n && (r = fk_dir_next(it, ent, NULL)) == 1) {
+		for (; i < n && v[i].who.slot < ent->slot; i++)
+			;
+		for (; i < n && v[i].who.slot == ent->slot; i++)
+			if (!(v[i].name = strdup(ent->name))) {
+				err = -ENOMEM;
+				goto out;
+			}
+	}
+	if (i < n && r < 0)
+		err = r;
+out:
+	fk_dir_close(it);
+	free(ent);
+	return err;
+}
+
+/* The path of each owner in @v (sorted by run), parents first. */
+static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
+{
+	size_t i, j;
+	int err;
+
+	qsort(v, n, sizeof(*v), cmp_name_ref);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && v[j].who.dir == v[i].who.dir; j++)
+			;
+		if ((err = read_names(ck, v + i, j - i)))
+			return err;
+	}
+	qsort(v, n, sizeof(*v), cmp_name_run);
+	for (i = 0; i < n; i++) { /* a parent's run precedes its entries' */
+		uint32_t p = parent_run(ck, v[i].run);
+		const char *prefix = "";
+
+		if (p != NO_RUN) {
+			const struct owner_name *o = find_name(v, n, p);
+
+			prefix = o ? o->path : NULL;
+		}
+		if (!prefix || !v[i].name)
+			continue;
+		if (!(v[i].path = format("%s/%s", prefix, v[i].name)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Rewrite each cross-link finding to name the first owner. */
+static int name_owners(struct fk_check *ck)
+{
+	LIST(struct owner_name, names) = {NULL, 0, 0};
+	size_t i, from;
+	int err = 0;
+
+	for (i = 0; i < ck->shared.n && !err; i++)
+		if (ck->shared.v[i].finding != NONE &&
+		    ck->shared.v[i].owner != NO_RUN &&
+		    ck->runs.v[ck->shared.v[i].owner].who.dir != NO_DIR)
+			err = want_name(&names.v, &names.n, &names.cap, ck,
+					ck->shared.v[i].owner);
+	/* Then their directories, level by level up to the root. */
+	for (from = 0; !err && from < names.n;) {
+		size_t n = names.n;
+
+		for (i = from; i < n && !err; i++) {
+			uint32_t p = parent_run(ck, names.v[i].run);
+
+			if (p != NO_RUN)
+				err = want_name(&names.v, &names.n, &names.cap,
+						ck, p);
+		}
+		from = n;
+	}
+	if (!err) {
+		unique_names(names.v, &names.n);
+		err = build_paths(ck, names.v, names.n);
+	}
+	for (i = 0; i < ck->shared.n && !err; i++) {
+		struct shared *s = &ck->shared.v[i];
+		const struct owner_name *o;
+		const char *owner = "/";
+		struct fk_finding *f;
+		char *msg;
+
+		if (s->finding == NONE || s->owner == NO_RUN)
+			continue;
+		if (ck->runs.v[s->owner].who.dir != NO_DIR) {
+			o = find_name(names.v, names.n, s->owner);
+			if (!o || !(owner = o->path))
+				continue;
+		}
+		f = &ck->finds.v[s->finding];
+		if (s->is_dir && is_ancestor(owner, s->later))
+			msg = format("directory loop: shares cluster %u with "
+				     "%s, which contains it",
+				     s->clus, owner);
+		else
+			msg = format("%sshares cluster %u with %s "
+				     "(cross-linked)",
+				     s->what, s->clus, owner);
+		if (!msg) {
+			err = -ENOMEM;
+			break;
+		}
+		free(f->msg);
+		f->msg = msg;
+	}
+	for (i = 0; i < names.n; i++) {
+		free(names.v[i].name);
+		free(names.v[i].path);
+	}
+	free(names.v);
+	return err;
+}
+
+/*
+ * Name the first owner of each shared cluster, if there is one.  Either
+ * way the map then holds only the lost clusters, as ALLOC.
+ */
+static int find_owners(struct fk_check *ck)
 {
 	int err;
 
@@ -1715,12 +1925,7 @@ static int find_owners(struct fk_check *ck, struct fk_diag *diag)
 		return 0;
 	}
 	qsort(ck->shared.v, ck->shared.n, sizeof(*ck->shared.v), cmp_shared);
-	ck->pass = 2;
-	err = walk_root(ck, diag);
-	if (!err)
-		err = walk_tails(ck);
-	ck->pass = 1;
-	if (err)
+	if ((err = follow_runs(ck)))
 		return err;
 	keep_alloc_only(ck);
 	return name_owners(ck);
@@ -1833,7 +2038,7 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 	if ((err = walk_root(ck, diag)) || (err = walk_tails(ck)))
 		goto fail;
 	check_label(ck);
-	if ((err = find_owners(ck, diag)) || (err = check_lost(ck)))
+	if ((err = find_owners(ck)) || (err = check_lost(ck)))
 		goto fail;
 	if (ck->is_nomem)
 		err = -ENOMEM;
