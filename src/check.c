@@ -1,15 +1,10 @@
 /*
- * check.c: the checker.  One sequential pass over the FAT copies builds a
- * map of two bits per cluster (and compares the copies); a walk of the
- * directory tree then claims every chain in that map, so a loop or a
- * second owner shows at the first shared cluster, and whatever stays
- * unclaimed is lost.  Owners are not stored per cluster: the walk keeps
- * each run it claims (first cluster, length, and the entry that owns it,
- * 16 bytes), and when there was a cross-link one explicit step follows
- * just those runs again to name the first owner of each shared cluster.
- * That step only names owners: every finding and repair comes from the
- * one walk.  Repairs are planned while checking, as small records, and
- * applied by the repair_*() steps.
+ * check.c: the checker's public side and its spine.  fk_check_run() runs
+ * the phases in order (boot sector, FAT copies, FSInfo, the tree, tails,
+ * label, owners, lost clusters); the findings list, the repair plans and
+ * the current path are kept here for every phase to use.  The phases live
+ * in check-fat.c, check-tree.c and check-chain.c, the repair steps in
+ * check-repair.c; check-int.h is what they share.
  */
 #include "check.h"
 
@@ -20,112 +15,21 @@
 #include <string.h>
 
 #include "cache.h"
+#include "check-int.h"
 #include "device.h"
 #include "diag.h"
 #include "dir.h"
 #include "fat.h"
 #include "fsinfo.h"
 #include "names.h"
+#include "slot.h"
 #include "vec.h"
 #include "volume.h"
 
-#define NONE	       ((size_t)-1)
+#define BS_COMPARE_LEN 512	  /* boot sector bytes fsck.fat compares */
 #define PROGRESS_STEP  (1u << 16) /* clusters between progress calls */
 #define LOST_LISTED    5	  /* lost chains named in the finding */
 #define RESYNC_LEN     (1u << 20) /* bytes per read when resyncing FATs */
-#define BS_COMPARE_LEN 512	  /* boot sector bytes fsck.fat compares */
-
-/*
- * Two bits per cluster.  While claiming: FREE (free or bad), ALLOC
- * (allocated, not claimed yet), OWNED, SHARED (a second owner reached it).
- * After the owners step only the lost clusters stay ALLOC (the rest are
- * FREE); grouping them then reuses OWNED (visited) and SHARED (has a lost
- * predecessor).
- */
-enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
-
-/* How a claiming walk of a chain ended. */
-enum stop {
-	STOP_EOC,   /* end of chain */
-	STOP_LIMIT, /* claimed what was asked; @next continues the chain */
-	STOP_START, /* the first cluster is out of range */
-	STOP_FREE,  /* reached a free cluster (@next) */
-	STOP_BAD,   /* reached a cluster marked bad (@next) */
-	STOP_VALUE, /* @last holds a reserved or out-of-range value (@next) */
-	STOP_LOOP,  /* @last links back into the chain (@next) */
-	STOP_CROSS, /* @last links into another owner's cluster (@next) */
-};
-
-struct claim {
-	uint32_t nclus; /* clusters claimed */
-	uint32_t last;	/* last cluster claimed; 0: none */
-	uint32_t next;	/* the link (or first cluster) not followed */
-	enum stop why;
-};
-
-/* A FAT entry to rewrite (ending a chain). */
-struct fat_fix {
-	uint32_t clus;
-	uint32_t val;
-};
-
-enum ent_op {
-	EF_SET,	   /* new first cluster and/or size */
-	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
-	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
-	EF_UNHIDE, /* end markers in [slot, slot + nslots) become deleted */
-};
-
-/* A directory entry or slot change, applied after the FAT is flushed. */
-struct ent_fix {
-	enum ent_op op;
-	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
-	uint32_t slot;	   /* the short slot; the first (DELETE, UNHIDE) */
-	uint32_t nslots;   /* DELETE, UNHIDE: slots from @slot */
-	int set_first, set_size;
-	uint32_t first_clus, size;
-	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE */
-};
-
-#define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */
-#define NO_DIR	  (UINT32_MAX - 1) /* entry_ref.dir: the root chain itself */
-#define NO_RUN	  UINT32_MAX	   /* no run */
-
-/* The entry that owns a run: slot @slot of the directory whose own chain
- * is run @dir (or ROOT_AREA, or NO_DIR for the FAT32 root's chain). */
-struct entry_ref {
-	uint32_t dir, slot;
-};
-
-/* Clusters one claim took, in the order claimed: following @nclus
- * clusters from @first visits exactly them again. */
-struct run {
-	uint32_t first, nclus;
-	struct entry_ref who;
-};
-
-/* A chain part beyond what a file's size needs, claimed after the tree. */
-struct tail {
-	char *path;
-	struct entry_ref who;	 /* the file */
-	uint32_t dir_clus, slot; /* the file's entry */
-	uint32_t start;		 /* the file's first cluster */
-	uint32_t need;		 /* clusters its size needs */
-	uint32_t last;		 /* last cluster the size needs; 0: none */
-	uint32_t first;		 /* first cluster of the tail */
-	uint32_t nclus;		 /* tail clusters claimed */
-	int is_trimmed;		 /* freeing it is planned */
-};
-
-/* A cluster a later chain reached after another claimed it. */
-struct shared {
-	uint32_t clus;
-	size_t finding;	  /* the later owner's finding, or NONE */
-	int is_dir;	  /* the later owner is a directory */
-	const char *what; /* prefix of its message */
-	char *later;	  /* its path */
-	uint32_t owner;	  /* the first owner's run; NO_RUN: not found */
-};
 
 /* A run whose owner's name the owners step looks up. */
 struct owner_name {
@@ -144,57 +48,6 @@ struct name_key {
 	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
 	char *name; /* the finder's copy */
-};
-
-struct copy_diff {
-	uint32_t nsecs; /* sectors that differ from the read copy */
-	uint32_t first; /* the first of them */
-};
-
-#define LIST(type, name)                                                       \
-	struct {                                                               \
-		type *v;                                                       \
-		size_t n, cap;                                                 \
-	} name
-
-struct fk_check {
-	struct fk_volume *vol;
-	const struct fk_geom *g;
-	struct fk_check_opts o;
-	struct fk_check_stats st;
-	uint8_t *map; /* 2 bits per cluster, enum cstate */
-	int is_nomem; /* a finding could not be kept for want of memory */
-	int is_tree_incomplete; /* never free lost clusters then */
-	LIST(struct fk_finding, finds);
-	LIST(struct fat_fix, fat_fixes);
-	LIST(struct ent_fix, ent_fixes);
-	LIST(struct tail, tails);
-	LIST(struct shared, shared);
-	LIST(struct run, runs); /* every claim, in order; 16 bytes each */
-	/* the path of the entry being checked ("" for the root) */
-	char *path;
-	size_t path_len, path_cap;
-	uint64_t claimed; /* clusters claimed, for progress */
-	/* FAT scan */
-	uint32_t fat0, fat1;
-	uint32_t first_free; /* 0: none */
-	struct copy_diff *diffs;
-	int fix_copies;
-	int fix_fat0, fix_fat1;
-	/* boot sector and FSInfo */
-	int fix_dirty, fix_backup, fix_label;
-	unsigned char label[11]; /* what the boot label becomes */
-	int fix_fsinfo;
-	struct fk_fsinfo fsi;
-	/* root directory label */
-	int has_root_label;
-	unsigned char root_label[11];
-	/* lost clusters */
-	int fix_lost;
-	uint32_t first_lost; /* 0: none */
-	/* what repairs freed, for FSInfo */
-	uint32_t freed;
-	uint32_t first_freed;
 };
 
 /* Directory being walked. */
@@ -221,7 +74,7 @@ struct dirctx {
 };
 
 /* "s" for a plural count. */
-static const char *pl(uint64_t n)
+const char *ck_plural(uint64_t n)
 {
 	return n == 1 ? "" : "s";
 }
@@ -233,25 +86,7 @@ const char *fk_sev_name(enum fk_sev sev)
 				       : "note";
 }
 
-#define PUSH(list, item)                                                       \
-	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
-		 ? -ENOMEM                                                     \
-		 : ((list).v[(list).n++] = (item), 0))
-
 /* ---- cluster map ------------------------------------------------------ */
-
-static unsigned get_cs(const struct fk_check *ck, uint32_t clus)
-{
-	return ck->map[clus >> 2] >> ((clus & 3) * 2) & 3;
-}
-
-static void set_cs(struct fk_check *ck, uint32_t clus, unsigned s)
-{
-	unsigned sh = (clus & 3) * 2;
-
-	ck->map[clus >> 2] =
-		(uint8_t)((ck->map[clus >> 2] & ~(3u << sh)) | s << sh);
-}
 
 /* Keep only the clusters in state ALLOC (the lost ones). */
 static void keep_alloc_only(struct fk_check *ck)
@@ -267,7 +102,7 @@ static void keep_alloc_only(struct fk_check *ck)
 
 /* ---- findings ------------------------------------------------------------ */
 
-static const char *cur_path(const struct fk_check *ck)
+const char *ck_path(const struct fk_check *ck)
 {
 	return ck->path_len ? ck->path : "/";
 }
@@ -290,17 +125,8 @@ static char *vformat(const char *fmt, va_list ap)
 	return s;
 }
 
-/*
- * Record a finding about @path (NULL: the volume).  Every finding is
- * counted; the first FK_CHECK_MAX_FINDINGS are kept.  Returns its index,
- * or NONE when it was not kept.
- */
-static size_t report(struct fk_check *ck, enum fk_sev sev, const char *code,
-		     const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static size_t report(struct fk_check *ck, enum fk_sev sev, const char *code,
-		     const char *path, const char *fmt, ...)
+size_t ck_report(struct fk_check *ck, enum fk_sev sev, const char *code,
+		 const char *path, const char *fmt, ...)
 {
 	struct fk_finding f;
 	va_list ap;
@@ -332,11 +158,8 @@ static size_t report(struct fk_check *ck, enum fk_sev sev, const char *code,
 	return ck->finds.n - 1;
 }
 
-static void set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* Say what the repair will do about finding @idx (which may be NONE). */
-static void set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
+void ck_set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -350,14 +173,14 @@ static void set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
+int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
 {
 	struct fat_fix f = {clus, val};
 
 	return PUSH(ck->fat_fixes, f);
 }
 
-static int plan_entry(struct fk_check *ck, const struct ent_fix *f)
+int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f)
 {
 	return PUSH(ck->ent_fixes, *f);
 }
@@ -382,7 +205,7 @@ static int plan_erase(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
 	f.dir_clus = dir_clus;
 	f.slot = first;
 	f.nslots = n;
-	return plan_entry(ck, &f);
+	return ck_plan_entry(ck, &f);
 }
 
 /* Delete @ent with every long-name slot before it, matching or not. */
@@ -479,8 +302,8 @@ const struct fk_check_stats *fk_check_stats(const struct fk_check *ck)
 	return &ck->st;
 }
 
-static void progress(struct fk_check *ck, const char *phase, uint64_t done,
-		     uint64_t total)
+void ck_progress(struct fk_check *ck, const char *phase, uint64_t done,
+		 uint64_t total)
 {
 	if (ck->o.progress)
 		ck->o.progress(ck->o.arg, phase, done, total);
@@ -488,7 +311,7 @@ static void progress(struct fk_check *ck, const char *phase, uint64_t done,
 
 /* ---- boot sector --------------------------------------------------------- */
 
-static int check_boot(struct fk_check *ck)
+int ck_check_boot(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	unsigned char *bak;
@@ -496,18 +319,18 @@ static int check_boot(struct fk_check *ck)
 	int err;
 
 	if (fk_volume_is_dirty(ck->vol)) {
-		idx = report(ck, FK_SEV_ERROR, "dirty", NULL,
-			     "the volume was not cleanly unmounted (dirty "
-			     "flag in the boot sector)");
-		set_fix(ck, idx, "flag cleared");
+		idx = ck_report(ck, FK_SEV_ERROR, "dirty", NULL,
+				"the volume was not cleanly unmounted (dirty "
+				"flag in the boot sector)");
+		ck_set_fix(ck, idx, "flag cleared");
 		ck->fix_dirty = 1;
 	}
 	if (!g->has_bpb32)
 		return 0;
 	if (!g->backup_sec) {
 		/* fsck.fat counts this as damage (it creates one). */
-		report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
-		       "FAT32 volume without a backup boot sector");
+		ck_report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
+			  "FAT32 volume without a backup boot sector");
 		return 0;
 	}
 	if (!(bak = malloc(g->sec_len)))
@@ -521,12 +344,12 @@ static int check_boot(struct fk_check *ck)
 			first = i;
 	free(bak);
 	if (ndiff) {
-		idx = report(
+		idx = ck_report(
 			ck, FK_SEV_WARNING, "backup-boot", NULL,
 			"backup boot sector (sector %u) differs from the "
 			"boot sector in %zu byte%s, the first at offset %zu",
-			g->backup_sec, ndiff, pl(ndiff), first);
-		set_fix(ck, idx, "backup rewritten from the boot sector");
+			g->backup_sec, ndiff, ck_plural(ndiff), first);
+		ck_set_fix(ck, idx, "backup rewritten from the boot sector");
 		ck->fix_backup = 1;
 	}
 	return 0;
@@ -564,7 +387,7 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 				(uint8_t)(CS_ALLOC << (clus & 3) * 2);
 		}
 	}
-	progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
+	ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }
 
@@ -590,45 +413,48 @@ static void check_reserved(struct fk_check *ck)
 
 	fk_fat_reserved_judge(g, ck->fat0, ck->fat1, &r);
 	if (!r.is_fat0_ones) {
-		idx = report(ck, FK_SEV_ERROR, "fat0", NULL,
-			     "FAT[0] is 0x%X: the bits above its media byte "
-			     "are not all ones, so fsck.fat takes the FAT for "
-			     "corrupt (expected 0x%X)",
-			     ck->fat0, r.want0);
-		set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
+		idx = ck_report(
+			ck, FK_SEV_ERROR, "fat0", NULL,
+			"FAT[0] is 0x%X: the bits above its media byte "
+			"are not all ones, so fsck.fat takes the FAT for "
+			"corrupt (expected 0x%X)",
+			ck->fat0, r.want0);
+		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	} else if (!r.is_fat0_media) {
-		idx = report(ck, FK_SEV_WARNING, "media", NULL,
-			     "FAT[0] is 0x%X, expected 0x%X (the boot sector's "
-			     "media byte is 0x%02X)",
-			     ck->fat0, r.want0, g->media);
-		set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
+		idx = ck_report(
+			ck, FK_SEV_WARNING, "media", NULL,
+			"FAT[0] is 0x%X, expected 0x%X (the boot sector's "
+			"media byte is 0x%02X)",
+			ck->fat0, r.want0, g->media);
+		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	}
 	if (!r.is_clean) {
-		idx = report(ck, FK_SEV_ERROR, "dirty", NULL,
-			     "the volume was not cleanly unmounted "
-			     "(clean-shutdown bit of FAT[1] is clear)");
-		set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		idx = ck_report(ck, FK_SEV_ERROR, "dirty", NULL,
+				"the volume was not cleanly unmounted "
+				"(clean-shutdown bit of FAT[1] is clear)");
+		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 	if (!r.is_noerr) {
-		idx = report(ck, FK_SEV_WARNING, "disk-error", NULL,
-			     "FAT[1] records a disk I/O error (its hard-error "
-			     "bit is clear)");
-		set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		idx = ck_report(
+			ck, FK_SEV_WARNING, "disk-error", NULL,
+			"FAT[1] records a disk I/O error (its hard-error "
+			"bit is clear)");
+		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 	if (!r.is_fat1_eoc) {
-		idx = report(ck, FK_SEV_WARNING, "reserved-entry", NULL,
-			     "FAT[1] is 0x%X, not an end-of-chain mark",
-			     ck->fat1);
-		set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		idx = ck_report(ck, FK_SEV_WARNING, "reserved-entry", NULL,
+				"FAT[1] is 0x%X, not an end-of-chain mark",
+				ck->fat1);
+		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 }
 
-static int scan_fats(struct fk_check *ck)
+int ck_scan_fats(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t c;
@@ -642,13 +468,14 @@ static int scan_fats(struct fk_check *ck)
 	for (c = 0; c < g->nfats; c++) {
 		if (!ck->diffs[c].nsecs)
 			continue;
-		idx = report(ck, FK_SEV_ERROR, "fat-copies", NULL,
-			     "FAT copy %u differs from copy %u in %u sector%s, "
-			     "the first at sector %u of the copy",
-			     c + 1, g->active_fat + 1, ck->diffs[c].nsecs,
-			     pl(ck->diffs[c].nsecs), ck->diffs[c].first);
-		set_fix(ck, idx, "copy %u rewritten from copy %u", c + 1,
-			g->active_fat + 1);
+		idx = ck_report(
+			ck, FK_SEV_ERROR, "fat-copies", NULL,
+			"FAT copy %u differs from copy %u in %u sector%s, "
+			"the first at sector %u of the copy",
+			c + 1, g->active_fat + 1, ck->diffs[c].nsecs,
+			ck_plural(ck->diffs[c].nsecs), ck->diffs[c].first);
+		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", c + 1,
+			   g->active_fat + 1);
 		ck->fix_copies = 1;
 	}
 	check_reserved(ck);
@@ -657,12 +484,12 @@ static int scan_fats(struct fk_check *ck)
 
 /* ---- FSInfo -------------------------------------------------------------- */
 
-static int fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
+int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
 {
 	return hint == FK_FSINFO_UNKNOWN || fk_clus_valid(ck->g, hint);
 }
 
-static int check_fsinfo(struct fk_check *ck)
+int ck_check_fsinfo(struct fk_check *ck)
 {
 	struct fk_fsinfo *fsi = &ck->fsi;
 	size_t idx;
@@ -671,36 +498,37 @@ static int check_fsinfo(struct fk_check *ck)
 	if ((err = fk_fsinfo_read(ck->vol, fsi)) || !fsi->is_present)
 		return err;
 	if (!fsi->is_lead_ok || !fsi->is_struc_ok || !fsi->is_trail_ok) {
-		idx = report(ck, FK_SEV_ERROR, "fsinfo", NULL,
-			     "FSInfo sector %u has bad signatures (%s%s%s)",
-			     ck->g->fsinfo_sec, fsi->is_lead_ok ? "" : " lead",
-			     fsi->is_struc_ok ? "" : " struct",
-			     fsi->is_trail_ok ? "" : " trail");
-		set_fix(ck, idx, "FSInfo rewritten");
+		idx = ck_report(ck, FK_SEV_ERROR, "fsinfo", NULL,
+				"FSInfo sector %u has bad signatures (%s%s%s)",
+				ck->g->fsinfo_sec,
+				fsi->is_lead_ok ? "" : " lead",
+				fsi->is_struc_ok ? "" : " struct",
+				fsi->is_trail_ok ? "" : " trail");
+		ck_set_fix(ck, idx, "FSInfo rewritten");
 		ck->fix_fsinfo = 1;
 		return 0; /* its counts mean nothing then */
 	}
 	if (fsi->free_count == FK_FSINFO_UNKNOWN) {
-		idx = report(ck, FK_SEV_NOTE, "fsinfo-unset", NULL,
-			     "FSInfo free count is not set; the FAT has %u "
-			     "free clusters",
-			     ck->st.free_clus);
-		set_fix(ck, idx, "FSInfo free count set");
+		idx = ck_report(ck, FK_SEV_NOTE, "fsinfo-unset", NULL,
+				"FSInfo free count is not set; the FAT has %u "
+				"free clusters",
+				ck->st.free_clus);
+		ck_set_fix(ck, idx, "FSInfo free count set");
 		ck->fix_fsinfo = 1;
 	} else if (fsi->free_count != ck->st.free_clus) {
-		idx = report(ck, FK_SEV_ERROR, "fsinfo", NULL,
-			     "FSInfo free count is %u; the FAT has %u free "
-			     "clusters",
-			     fsi->free_count, ck->st.free_clus);
-		set_fix(ck, idx, "FSInfo free count set");
+		idx = ck_report(ck, FK_SEV_ERROR, "fsinfo", NULL,
+				"FSInfo free count is %u; the FAT has %u free "
+				"clusters",
+				fsi->free_count, ck->st.free_clus);
+		ck_set_fix(ck, idx, "FSInfo free count set");
 		ck->fix_fsinfo = 1;
 	}
-	if (!fsinfo_hint_ok(ck, fsi->next_free)) {
-		idx = report(ck, FK_SEV_WARNING, "fsinfo-hint", NULL,
-			     "FSInfo next-free hint %u is not a cluster of "
-			     "the volume (2 to %u)",
-			     fsi->next_free, fk_clus_max(ck->g));
-		set_fix(ck, idx, "FSInfo next-free hint set");
+	if (!ck_fsinfo_hint_ok(ck, fsi->next_free)) {
+		idx = ck_report(ck, FK_SEV_WARNING, "fsinfo-hint", NULL,
+				"FSInfo next-free hint %u is not a cluster of "
+				"the volume (2 to %u)",
+				fsi->next_free, fk_clus_max(ck->g));
+		ck_set_fix(ck, idx, "FSInfo next-free hint set");
 		ck->fix_fsinfo = 1;
 	}
 	return 0;
@@ -740,15 +568,9 @@ static int take(struct fk_check *ck, uint32_t clus)
 		return 0;
 	set_cs(ck, clus, CS_OWNED);
 	if (!(++ck->claimed % PROGRESS_STEP))
-		progress(ck, "files", ck->claimed, ck->st.used_clus);
+		ck_progress(ck, "files", ck->claimed, ck->st.used_clus);
 	return 1;
 }
-
-/* The part of a chain claimed before a claim that continues it (a tail). */
-struct run_before {
-	uint32_t first; /* the chain's first cluster */
-	uint32_t nclus; /* clusters of it claimed already */
-};
 
 /*
  * Claim the chain from @start, at most @limit clusters.  A chain stops at
@@ -821,9 +643,9 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who
  * for the owners step. */
-static int claim(struct fk_check *ck, uint32_t start, uint32_t limit,
-		 const struct entry_ref *who, const struct run_before *before,
-		 struct claim *c)
+int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+	     const struct entry_ref *who, const struct run_before *before,
+	     struct claim *c)
 {
 	int err = claim_chain(ck, start, limit, before, c);
 	struct run r = {start, c->nclus, *who};
@@ -853,8 +675,8 @@ static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
  * With nothing claimed, the caller decides (first cluster 0, or removal).
  * Returns the finding's index through @idx.
  */
-static int chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
-			 const char *path, const char *what, size_t *idx)
+int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
+		     const char *path, const char *what, size_t *idx)
 {
 	const struct fk_geom *g = ck->g;
 	int err;
@@ -865,55 +687,57 @@ static int chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
 	case STOP_LIMIT:
 		return 0;
 	case STOP_START:
-		*idx = report(ck, FK_SEV_ERROR, "bad-start", path,
-			      "%sfirst cluster %u is out of range (2 to %u)",
-			      what, c->next, fk_clus_max(g));
+		*idx = ck_report(ck, FK_SEV_ERROR, "bad-start", path,
+				 "%sfirst cluster %u is out of range (2 to %u)",
+				 what, c->next, fk_clus_max(g));
 		return 0;
 	case STOP_FREE:
 	case STOP_BAD:
 		if (!c->last)
-			*idx = report(ck, FK_SEV_ERROR, "bad-link", path,
-				      "%sfirst cluster %u is %s", what, c->next,
-				      c->why == STOP_FREE ? "free"
-							  : "marked bad");
+			*idx = ck_report(
+				ck, FK_SEV_ERROR, "bad-link", path,
+				"%sfirst cluster %u is %s", what, c->next,
+				c->why == STOP_FREE ? "free" : "marked bad");
 		else
-			*idx = report(ck, FK_SEV_ERROR, "bad-link", path,
-				      "%scluster %u links to %s cluster %u",
-				      what, c->last,
-				      c->why == STOP_FREE ? "free" : "bad",
-				      c->next);
+			*idx = ck_report(ck, FK_SEV_ERROR, "bad-link", path,
+					 "%scluster %u links to %s cluster %u",
+					 what, c->last,
+					 c->why == STOP_FREE ? "free" : "bad",
+					 c->next);
 		break;
 	case STOP_VALUE:
 		if (fk_fat_class(g, c->next) == FK_ENT_RANGE)
-			*idx = report(ck, FK_SEV_ERROR, "bad-link", path,
-				      "%scluster %u links to %u, past the last "
-				      "cluster %u",
-				      what, c->last, c->next, fk_clus_max(g));
+			*idx = ck_report(
+				ck, FK_SEV_ERROR, "bad-link", path,
+				"%scluster %u links to %u, past the last "
+				"cluster %u",
+				what, c->last, c->next, fk_clus_max(g));
 		else
-			*idx = report(ck, FK_SEV_ERROR, "bad-link", path,
-				      "%scluster %u holds the reserved value "
-				      "0x%X",
-				      what, c->last, c->next);
+			*idx = ck_report(
+				ck, FK_SEV_ERROR, "bad-link", path,
+				"%scluster %u holds the reserved value "
+				"0x%X",
+				what, c->last, c->next);
 		break;
 	case STOP_LOOP:
-		*idx = report(ck, FK_SEV_ERROR, "loop", path,
-			      "%scluster chain loops: cluster %u links back "
-			      "to %u",
-			      what, c->last, c->next);
+		*idx = ck_report(ck, FK_SEV_ERROR, "loop", path,
+				 "%scluster chain loops: cluster %u links back "
+				 "to %u",
+				 what, c->last, c->next);
 		break;
 	case STOP_CROSS:
 		/* The owners step names the first owner in the message. */
-		*idx = report(ck, FK_SEV_ERROR, "cross-link", path,
-			      "%sshares cluster %u with another chain", what,
-			      c->next);
+		*idx = ck_report(ck, FK_SEV_ERROR, "cross-link", path,
+				 "%sshares cluster %u with another chain", what,
+				 c->next);
 		if ((err = note_shared(ck, c->next, *idx, is_dir, path, what)))
 			return err;
 		break;
 	}
 	if (!c->nclus)
 		return 0;
-	set_fix(ck, *idx, "chain ended at cluster %u", c->last);
-	return plan_fat(ck, c->last, fk_fat_eoc(g));
+	ck_set_fix(ck, *idx, "chain ended at cluster %u", c->last);
+	return ck_plan_fat(ck, c->last, fk_fat_eoc(g));
 }
 
 /* ---- directory tree ------------------------------------------------------ */
@@ -930,7 +754,7 @@ static void visit(struct fk_check *ck, const struct fk_dirent *ent,
 		  uint32_t nclus)
 {
 	if (ck->o.visit)
-		ck->o.visit(ck->o.arg, cur_path(ck), ent, nclus);
+		ck->o.visit(ck->o.arg, ck_path(ck), ent, nclus);
 }
 
 static int walk_file(struct fk_check *ck, const struct dirctx *d,
@@ -951,18 +775,18 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 		visit(ck, ent, 0);
 		if (!ent->size)
 			return 0;
-		idx = report(ck, FK_SEV_ERROR, "short-chain", cur_path(ck),
-			     "file size is %u bytes but it has no clusters",
-			     ent->size);
-		set_fix(ck, idx, "size set to 0");
+		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
+				"file size is %u bytes but it has no clusters",
+				ent->size);
+		ck_set_fix(ck, idx, "size set to 0");
 		fix.set_size = 1;
-		return plan_entry(ck, &fix);
+		return ck_plan_entry(ck, &fix);
 	}
-	if ((err = claim(ck, ent->first_clus, need, &who, NULL, &c)))
+	if ((err = ck_claim(ck, ent->first_clus, need, &who, NULL, &c)))
 		return err;
 	visit(ck, ent, c.nclus);
 	if (c.why == STOP_LIMIT) {
-		struct tail t = {strdup(cur_path(ck)),
+		struct tail t = {strdup(ck_path(ck)),
 				 who,
 				 d->first,
 				 ent->slot,
@@ -979,24 +803,24 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 		}
 		return 0;
 	}
-	if ((err = chain_problem(ck, &c, 0, cur_path(ck), "", &idx)))
+	if ((err = ck_chain_problem(ck, &c, 0, ck_path(ck), "", &idx)))
 		return err;
 	if (!c.nclus) {
-		set_fix(ck, idx, "first cluster set to 0");
+		ck_set_fix(ck, idx, "first cluster set to 0");
 		fix.set_first = 1;
 	}
 	if (c.nclus < need) {
-		idx = report(ck, FK_SEV_ERROR, "short-chain", cur_path(ck),
-			     "file size is %u bytes but its chain holds %u "
-			     "cluster%s (%llu bytes)",
-			     ent->size, c.nclus, pl(c.nclus),
-			     (unsigned long long)c.nclus * clus_len);
+		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
+				"file size is %u bytes but its chain holds %u "
+				"cluster%s (%llu bytes)",
+				ent->size, c.nclus, ck_plural(c.nclus),
+				(unsigned long long)c.nclus * clus_len);
 		fix.set_size = 1;
 		fix.size = c.nclus * clus_len;
-		set_fix(ck, idx, "size set to %u", fix.size);
+		ck_set_fix(ck, idx, "size set to %u", fix.size);
 	}
 	if (fix.set_first || fix.set_size)
-		return plan_entry(ck, &fix);
+		return ck_plan_entry(ck, &fix);
 	return 0;
 }
 
@@ -1012,35 +836,36 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 
 	ck->st.dirs++;
 	if (ent->size) {
-		idx = report(ck, FK_SEV_ERROR, "dir-size", cur_path(ck),
-			     "directory has a size (%u bytes); "
-			     "directories must have 0",
-			     ent->size);
-		set_fix(ck, idx, "size set to 0");
+		idx = ck_report(ck, FK_SEV_ERROR, "dir-size", ck_path(ck),
+				"directory has a size (%u bytes); "
+				"directories must have 0",
+				ent->size);
+		ck_set_fix(ck, idx, "size set to 0");
 		entry_set(&fix, d, ent);
 		fix.set_size = 1;
-		if ((err = plan_entry(ck, &fix)))
+		if ((err = ck_plan_entry(ck, &fix)))
 			return err;
 	}
 	if (!ent->first_clus) {
 		visit(ck, ent, 0);
-		idx = report(ck, FK_SEV_ERROR, "bad-start", cur_path(ck),
-			     "directory entry has first cluster 0, which "
-			     "means the root");
-		set_fix(ck, idx, "entry removed");
+		idx = ck_report(ck, FK_SEV_ERROR, "bad-start", ck_path(ck),
+				"directory entry has first cluster 0, which "
+				"means the root");
+		ck_set_fix(ck, idx, "entry removed");
 		return plan_delete(ck, d, ent);
 	}
-	if ((err = claim(ck, ent->first_clus, UINT32_MAX, &who, NULL, &c)))
+	if ((err = ck_claim(ck, ent->first_clus, UINT32_MAX, &who, NULL, &c)))
 		return err;
 	visit(ck, ent, c.nclus);
-	if ((err = chain_problem(ck, &c, 1, cur_path(ck), "directory ", &idx)))
+	if ((err = ck_chain_problem(ck, &c, 1, ck_path(ck), "directory ",
+				    &idx)))
 		return err;
 	if (!c.nclus) {
-		set_fix(ck, idx, "entry removed");
+		ck_set_fix(ck, idx, "entry removed");
 		return plan_delete(ck, d, ent);
 	}
 	if (d->depth + 1 > FK_CHECK_MAX_DEPTH) {
-		fk_diag_set(diag, cur_path(ck),
+		fk_diag_set(diag, ck_path(ck),
 			    "directories nest deeper than %d levels",
 			    FK_CHECK_MAX_DEPTH);
 		return FK_ECORRUPT;
@@ -1078,30 +903,30 @@ static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
 static void check_names(struct fk_check *ck, const struct dirctx *d,
 			const struct fk_dirent *ent)
 {
-	const char *path = cur_path(ck);
+	const char *path = ck_path(ck);
 	enum fk_short_verdict verdict;
 	uint32_t earlier;
 
 	/* Slots that do not match it were orphans (d->ent_first is before
 	 * the entry then); what is left is a name that does not decode. */
 	if (ent->is_lfn_damaged && d->ent_first + ent->nslots == ent->slot + 1)
-		report(ck, FK_SEV_WARNING, "long-name", path,
-		       "its long name is empty or not valid UTF-16; it is "
-		       "listed by its short name");
+		ck_report(ck, FK_SEV_WARNING, "long-name", path,
+			  "its long name is empty or not valid UTF-16; it is "
+			  "listed by its short name");
 	verdict = fk_short_check(ent->raw);
 	if (verdict == FK_SHORT_BAD)
-		report(ck, FK_SEV_ERROR, "bad-name", path,
-		       "short name '%s' holds characters FAT does not allow",
-		       ent->short_name);
+		ck_report(ck, FK_SEV_ERROR, "bad-name", path,
+			  "short name '%s' holds characters FAT does not allow",
+			  ent->short_name);
 	else if (verdict == FK_SHORT_ODD)
-		report(ck, FK_SEV_WARNING, "short-name", path,
-		       "short name '%s' is not a valid 8.3 name",
-		       ent->short_name);
+		ck_report(ck, FK_SEV_WARNING, "short-name", path,
+			  "short name '%s' is not a valid 8.3 name",
+			  ent->short_name);
 	if (find_dup(d, ent->slot, &earlier))
-		report(ck, FK_SEV_ERROR, "duplicate", path,
-		       "another entry of this directory (slot %u) has the "
-		       "same name (names are compared ignoring case)",
-		       earlier);
+		ck_report(ck, FK_SEV_ERROR, "duplicate", path,
+			  "another entry of this directory (slot %u) has the "
+			  "same name (names are compared ignoring case)",
+			  earlier);
 }
 
 /* "." must be the first slot of a subdirectory and name it; ".." the
@@ -1116,15 +941,15 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 	size_t idx;
 
 	if (d->is_root) {
-		idx = report(ck, FK_SEV_ERROR, "dot", "/",
-			     "the root directory holds a '%s' entry", name);
-		set_fix(ck, idx, "entry removed");
+		idx = ck_report(ck, FK_SEV_ERROR, "dot", "/",
+				"the root directory holds a '%s' entry", name);
+		ck_set_fix(ck, idx, "entry removed");
 		return plan_delete(ck, d, ent);
 	}
 	if (ent->slot != (dot ? 0u : 1u) || !(ent->attr & FK_ATTR_DIR)) {
-		report(ck, FK_SEV_ERROR, "dot", cur_path(ck),
-		       "'%s' entry in slot %u%s", name, ent->slot,
-		       ent->attr & FK_ATTR_DIR ? "" : " is not a directory");
+		ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+			  "'%s' entry in slot %u%s", name, ent->slot,
+			  ent->attr & FK_ATTR_DIR ? "" : " is not a directory");
 		return 0;
 	}
 	if (dot)
@@ -1133,14 +958,14 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 		d->has_dotdot = 1;
 	if (ent->first_clus == want)
 		return 0;
-	idx = report(ck, FK_SEV_ERROR, "dot", cur_path(ck),
-		     "'%s' points to cluster %u instead of %u", name,
-		     ent->first_clus, want);
-	set_fix(ck, idx, "'%s' set to %u", name, want);
+	idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+			"'%s' points to cluster %u instead of %u", name,
+			ent->first_clus, want);
+	ck_set_fix(ck, idx, "'%s' set to %u", name, want);
 	entry_set(&fix, d, ent);
 	fix.set_first = 1;
 	fix.first_clus = want;
-	return plan_entry(ck, &fix);
+	return ck_plan_entry(ck, &fix);
 }
 
 /*
@@ -1172,9 +997,9 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 	size_t idx;
 	int err;
 
-	idx = report(ck, FK_SEV_ERROR, "dot", cur_path(ck),
-		     "'%s' entry is missing from slot %d", dot ? "." : "..",
-		     dot ? 0 : 1);
+	idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+			"'%s' entry is missing from slot %d", dot ? "." : "..",
+			dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
 		return err == FK_ECORRUPT ? 0 : err;
 	if (!fk_slot_is_free(e) && !will_delete(ck, d, dot ? 0 : 1))
@@ -1196,8 +1021,8 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 	fix.slot = dot ? 0 : 1;
 	memset(fix.slot_data, 0, sizeof(fix.slot_data));
 	fk_slot_pack(ck->vol, &ent, fix.slot_data);
-	set_fix(ck, idx, "'%s' created", dot ? "." : "..");
-	return plan_entry(ck, &fix);
+	ck_set_fix(ck, idx, "'%s' created", dot ? "." : "..");
+	return ck_plan_entry(ck, &fix);
 }
 
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
@@ -1222,11 +1047,11 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		return err;
 	check_names(ck, d, ent);
 	if (is_hidden) {
-		idx = report(ck, FK_SEV_WARNING, "hidden-entry", cur_path(ck),
-			     "entry lies past the directory's end marker: "
-			     "Linux and fsck.fat see it, Windows and mtools "
-			     "do not");
-		set_fix(ck, idx, "end marker before it cleared");
+		idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
+				"entry lies past the directory's end marker: "
+				"Linux and fsck.fat see it, Windows and mtools "
+				"do not");
+		ck_set_fix(ck, idx, "end marker before it cleared");
 		d->has_hidden = 1;
 		d->hidden_last = ent->slot;
 	}
@@ -1258,15 +1083,17 @@ static int cmp_dup(const void *a, const void *b)
 	return x->later < y->later ? -1 : x->later > y->later;
 }
 
-static int open_dir(struct fk_check *ck, const struct dirctx *d,
-		    struct fk_dir **dir)
+/* Open the directory at @first (0: the root), reading at most @nclus
+ * clusters of it (0: no limit), as the walk reads it. */
+int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
+		struct fk_dir **dir)
 {
 	int err;
 
-	if ((err = fk_dir_open(ck->vol, d->first, dir)))
+	if ((err = fk_dir_open(ck->vol, first, dir)))
 		return err;
-	if (d->nclus)
-		fk_dir_set_limit(*dir, d->nclus);
+	if (nclus)
+		fk_dir_set_limit(*dir, nclus);
 	fk_dir_keep_going(*dir);
 	return 0;
 }
@@ -1302,7 +1129,7 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	size_t i, run = 0;
 	int r, err;
 
-	if ((err = open_dir(ck, d, &dir)))
+	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
 		return err;
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
 		if (fk_dirent_is_dot(&ent) || is_label(&ent))
@@ -1374,9 +1201,9 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		snprintf(range, sizeof(range), "s %u-%u", first, first + n - 1);
 	else
 		snprintf(range, sizeof(range), " %u", first);
-	idx = report(ck, FK_SEV_ERROR, "orphan-lfn", cur_path(ck),
-		     "long-name slot%s belong%s to no entry (%s)", range,
-		     n > 1 ? "" : "s", why[d->orphan_why]);
+	idx = ck_report(ck, FK_SEV_ERROR, "orphan-lfn", ck_path(ck),
+			"long-name slot%s belong%s to no entry (%s)", range,
+			n > 1 ? "" : "s", why[d->orphan_why]);
 	/*
 	 * fsck.fat deletes runs a free slot or another name ends, and
 	 * leaves runs out of sequence; but deleting a run makes the one
@@ -1387,7 +1214,7 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 	 */
 	if (d->orphan_why == FK_LFN_ORPHAN_ENTRY)
 		return;
-	set_fix(ck, idx, "slot%s deleted", pl(n));
+	ck_set_fix(ck, idx, "slot%s deleted", ck_plural(n));
 	if (plan_erase(ck, d->first, first, n))
 		ck->is_nomem = 1;
 }
@@ -1427,7 +1254,7 @@ static int dir_after(struct fk_check *ck, struct dirctx *d)
 		fix.dir_clus = d->first;
 		fix.slot = d->end_slot;
 		fix.nslots = d->hidden_last - d->end_slot + 1;
-		if ((err = plan_entry(ck, &fix)))
+		if ((err = ck_plan_entry(ck, &fix)))
 			return err;
 	}
 	if (d->is_root)
@@ -1449,7 +1276,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		return -ENOMEM;
 	if ((err = find_dups(ck, d, diag)))
 		goto out;
-	if ((err = open_dir(ck, d, &dir)))
+	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
 		goto out;
 	d->ck = ck;
 	d->fixes_from = ck->ent_fixes.n;
@@ -1471,13 +1298,13 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 	}
 	if (r) { /* -errno or FK_ECORRUPT */
 		err = r;
-		fk_diag_subject(diag, cur_path(ck));
+		fk_diag_subject(diag, ck_path(ck));
 		goto out;
 	}
 	err = dir_after(ck, d);
 out:
 	if (err)
-		fk_diag_subject(diag, cur_path(ck));
+		fk_diag_subject(diag, ck_path(ck));
 	fk_dir_close(dir);
 	free(d->dups);
 	d->dups = NULL;
@@ -1486,7 +1313,7 @@ out:
 }
 
 /* The FAT32 root is a chain like any other; FAT12/16 have a fixed area. */
-static int walk_root(struct fk_check *ck, struct fk_diag *diag)
+int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 {
 	static const struct entry_ref root_self = {NO_DIR, 0};
 	uint32_t root = fk_dir_resolve(ck->vol, 0);
@@ -1499,10 +1326,11 @@ static int walk_root(struct fk_check *ck, struct fk_diag *diag)
 	d.is_root = 1;
 	d.run = ROOT_AREA;
 	if (root) {
-		if ((err = claim(ck, root, UINT32_MAX, &root_self, NULL, &c)))
+		if ((err = ck_claim(ck, root, UINT32_MAX, &root_self, NULL,
+				    &c)))
 			return err;
-		if ((err = chain_problem(ck, &c, 1, "/", "root directory ",
-					 &idx)))
+		if ((err = ck_chain_problem(ck, &c, 1, "/", "root directory ",
+					    &idx)))
 			return err;
 		if (!c.nclus) {
 			ck->is_tree_incomplete = 1;
@@ -1522,16 +1350,16 @@ static int cut_before_tail(struct fk_check *ck, const struct tail *t,
 	struct ent_fix fix;
 
 	if (t->last) {
-		set_fix(ck, idx, "chain ended at cluster %u", t->last);
-		return plan_fat(ck, t->last, fk_fat_eoc(ck->g));
+		ck_set_fix(ck, idx, "chain ended at cluster %u", t->last);
+		return ck_plan_fat(ck, t->last, fk_fat_eoc(ck->g));
 	}
-	set_fix(ck, idx, "first cluster set to 0");
+	ck_set_fix(ck, idx, "first cluster set to 0");
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_SET;
 	fix.dir_clus = t->dir_clus;
 	fix.slot = t->slot;
 	fix.set_first = 1;
-	return plan_entry(ck, &fix);
+	return ck_plan_entry(ck, &fix);
 }
 
 static int check_tail(struct fk_check *ck, struct tail *t,
@@ -1546,25 +1374,25 @@ static int check_tail(struct fk_check *ck, struct tail *t,
 
 		if (!m.nclus) /* the link that failed is the file's last */
 			m.last = t->last;
-		if ((err = chain_problem(ck, &m, 0, t->path, "", &idx)))
+		if ((err = ck_chain_problem(ck, &m, 0, t->path, "", &idx)))
 			return err;
 		if (!c->nclus && (err = cut_before_tail(ck, t, idx)))
 			return err;
 	}
 	if (!c->nclus)
 		return 0;
-	idx = report(ck, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
-		     "prealloc-tail", t->path,
-		     "%u cluster%s (%llu bytes) %s chained past the end of "
-		     "the file (a preallocated tail)",
-		     c->nclus, pl(c->nclus), (unsigned long long)len,
-		     c->nclus == 1 ? "is" : "are");
+	idx = ck_report(ck, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
+			"prealloc-tail", t->path,
+			"%u cluster%s (%llu bytes) %s chained past the end of "
+			"the file (a preallocated tail)",
+			c->nclus, ck_plural(c->nclus), (unsigned long long)len,
+			c->nclus == 1 ? "is" : "are");
 	if (!ck->o.trim_prealloc)
 		return 0;
 	t->is_trimmed = 1;
 	if ((err = cut_before_tail(ck, t, idx)))
 		return err;
-	set_fix(ck, idx, "tail freed");
+	ck_set_fix(ck, idx, "tail freed");
 	return 0;
 }
 
@@ -1573,7 +1401,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
  * needed part, so a tail that runs into another file's data loses, not
  * the file; report them and plan trimming.
  */
-static int walk_tails(struct fk_check *ck)
+int ck_walk_tails(struct fk_check *ck)
 {
 	size_t i;
 	int err;
@@ -1584,8 +1412,8 @@ static int walk_tails(struct fk_check *ck)
 
 		struct run_before before = {t->start, t->need};
 
-		if ((err = claim(ck, t->first, UINT32_MAX, &t->who, &before,
-				 &c)))
+		if ((err = ck_claim(ck, t->first, UINT32_MAX, &t->who, &before,
+				    &c)))
 			return err;
 		t->nclus = c.nclus;
 		ck->st.tail_clus += c.nclus;
@@ -1596,7 +1424,7 @@ static int walk_tails(struct fk_check *ck)
 }
 
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
-static void check_label(struct fk_check *ck)
+void ck_check_label(struct fk_check *ck)
 {
 	static const unsigned char no_name[11] = "NO NAME    ";
 	const struct fk_geom *g = ck->g;
@@ -1608,10 +1436,10 @@ static void check_label(struct fk_check *ck)
 	if (!ck->has_root_label) {
 		if (!g->label[0] || !strcmp(g->label, "NO NAME"))
 			return;
-		idx = report(ck, FK_SEV_ERROR, "label", NULL,
-			     "the boot sector's label is '%s' but the root "
-			     "directory has none",
-			     g->label);
+		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+				"the boot sector's label is '%s' but the root "
+				"directory has none",
+				g->label);
 		memcpy(ck->label, no_name, 11);
 	} else {
 		memcpy(root, ck->root_label, 11);
@@ -1620,14 +1448,14 @@ static void check_label(struct fk_check *ck)
 		root[n] = '\0';
 		if (!strcmp(root, g->label))
 			return;
-		idx = report(ck, FK_SEV_ERROR, "label", NULL,
-			     "the boot sector's label is '%s' but the root "
-			     "directory's is '%s'",
-			     g->label, root);
+		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+				"the boot sector's label is '%s' but the root "
+				"directory's is '%s'",
+				g->label, root);
 		memcpy(ck->label, ck->root_label, 11);
 	}
-	set_fix(ck, idx, "boot sector label set to '%.11s'",
-		(const char *)ck->label);
+	ck_set_fix(ck, idx, "boot sector label set to '%.11s'",
+		   (const char *)ck->label);
 	ck->fix_label = 1;
 }
 
@@ -1652,9 +1480,7 @@ static int is_ancestor(const char *dir, const char *path)
 	return !strncmp(dir, path, n) && (path[n] == '/' || !path[n]);
 }
 
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *format(const char *fmt, ...)
+char *ck_format(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -1779,7 +1605,7 @@ static void unique_names(struct owner_name *v, size_t *n)
 static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
 {
 	uint32_t dir = v[0].who.dir;
-	struct dirctx d;
+	uint32_t first = 0, nclus = 0; /* the fixed root */
 	struct fk_dirent *ent = malloc(sizeof(*ent));
 	struct fk_dir *it;
 	size_t i = 0;
@@ -1787,12 +1613,11 @@ static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
 
 	if (!ent)
 		return -ENOMEM;
-	memset(&d, 0, sizeof(d));
 	if (dir != ROOT_AREA) {
-		d.first = ck->runs.v[dir].first;
-		d.nclus = ck->runs.v[dir].nclus;
+		first = ck->runs.v[dir].first;
+		nclus = ck->runs.v[dir].nclus;
 	}
-	if ((err = open_dir(ck, &d, &it))) {
+	if ((err = ck_open_dir(ck, first, nclus, &it))) {
 		free(ent);
 		return err;
 	}
@@ -1838,7 +1663,7 @@ static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
 		}
 		if (!prefix || !v[i].name)
 			continue;
-		if (!(v[i].path = format("%s/%s", prefix, v[i].name)))
+		if (!(v[i].path = ck_format("%s/%s", prefix, v[i].name)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -1890,13 +1715,14 @@ static int name_owners(struct fk_check *ck)
 		}
 		f = &ck->finds.v[s->finding];
 		if (s->is_dir && is_ancestor(owner, s->later))
-			msg = format("directory loop: shares cluster %u with "
-				     "%s, which contains it",
-				     s->clus, owner);
+			msg = ck_format(
+				"directory loop: shares cluster %u with "
+				"%s, which contains it",
+				s->clus, owner);
 		else
-			msg = format("%sshares cluster %u with %s "
-				     "(cross-linked)",
-				     s->what, s->clus, owner);
+			msg = ck_format("%sshares cluster %u with %s "
+					"(cross-linked)",
+					s->what, s->clus, owner);
 		if (!msg) {
 			err = -ENOMEM;
 			break;
@@ -1916,7 +1742,7 @@ static int name_owners(struct fk_check *ck)
  * Name the first owner of each shared cluster, if there is one.  Either
  * way the map then holds only the lost clusters, as ALLOC.
  */
-static int find_owners(struct fk_check *ck)
+int ck_find_owners(struct fk_check *ck)
 {
 	int err;
 
@@ -1950,7 +1776,7 @@ static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 		    get_cs(ck, v) == CS_ALLOC)
 			set_cs(ck, v, CS_SHARED);
 	}
-	progress(ck, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
+	ck_progress(ck, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }
 
@@ -1978,7 +1804,7 @@ static int follow_lost(struct fk_check *ck, uint32_t head, uint32_t *len)
  * by their links (heads first, then loops with no head), and report them.
  * Afterwards every lost cluster is non-FREE in the map, for the repair.
  */
-static int check_lost(struct fk_check *ck)
+int ck_check_lost(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	char list[256] = "";
@@ -2011,16 +1837,17 @@ static int check_lost(struct fk_check *ck)
 					"%s%u (%u cluster%s)", off ? ", " : "",
 					clus, len, len == 1 ? "" : "s");
 		}
-	idx = report(ck, FK_SEV_ERROR, "lost", NULL,
-		     "%u lost cluster%s (%llu bytes, owned by no file) in %u "
-		     "chain%s, from %s%s",
-		     ck->st.lost_clus, pl(ck->st.lost_clus),
-		     (unsigned long long)ck->st.lost_clus * g->clus_len,
-		     ck->st.lost_chains, pl(ck->st.lost_chains), list,
-		     ck->st.lost_chains > LOST_LISTED ? ", ..." : "");
+	idx = ck_report(
+		ck, FK_SEV_ERROR, "lost", NULL,
+		"%u lost cluster%s (%llu bytes, owned by no file) in %u "
+		"chain%s, from %s%s",
+		ck->st.lost_clus, ck_plural(ck->st.lost_clus),
+		(unsigned long long)ck->st.lost_clus * g->clus_len,
+		ck->st.lost_chains, ck_plural(ck->st.lost_chains), list,
+		ck->st.lost_chains > LOST_LISTED ? ", ..." : "");
 	if (ck->is_tree_incomplete)
 		return 0; /* they might belong to what could not be read */
-	set_fix(ck, idx, "freed");
+	ck_set_fix(ck, idx, "freed");
 	ck->fix_lost = 1;
 	return 0;
 }
@@ -2031,14 +1858,14 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
 	int err;
 
-	if ((err = check_boot(ck)) || (err = scan_fats(ck)) ||
-	    (err = check_fsinfo(ck)))
+	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
+	    (err = ck_check_fsinfo(ck)))
 		goto fail;
-	progress(ck, "files", 0, ck->st.used_clus);
-	if ((err = walk_root(ck, diag)) || (err = walk_tails(ck)))
+	ck_progress(ck, "files", 0, ck->st.used_clus);
+	if ((err = ck_walk_root(ck, diag)) || (err = ck_walk_tails(ck)))
 		goto fail;
-	check_label(ck);
-	if ((err = find_owners(ck)) || (err = check_lost(ck)))
+	ck_check_label(ck);
+	if ((err = ck_find_owners(ck)) || (err = ck_check_lost(ck)))
 		goto fail;
 	if (ck->is_nomem)
 		err = -ENOMEM;
@@ -2250,7 +2077,7 @@ static int repair_fsinfo(struct fk_check *ck)
 
 	if (!ck->fsi.is_present || (!ck->fix_fsinfo && !ck->freed))
 		return 0;
-	if (!fsinfo_hint_ok(ck, hint) || !ck->fsi.is_lead_ok ||
+	if (!ck_fsinfo_hint_ok(ck, hint) || !ck->fsi.is_lead_ok ||
 	    !ck->fsi.is_struc_ok || !ck->fsi.is_trail_ok) {
 		hint = ck->first_free;
 		if (ck->first_freed && (!hint || ck->first_freed < hint))
