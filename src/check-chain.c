@@ -250,6 +250,8 @@ int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
 	return ck_plan_fat(ck, c->last, fk_fat_eoc(g));
 }
 
+/* ---- preallocated tails ----------------------------------------------- */
+
 /* End @t's file where its size ends: FAT[last] = EOC, or first cluster 0. */
 static int cut_before_tail(struct fk_check *ck, const struct tail *t,
 			   size_t idx)

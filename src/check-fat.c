@@ -241,6 +241,8 @@ int ck_check_fsinfo(struct fk_check *ck)
 	return 0;
 }
 
+/* ---- label -------------------------------------------------------------- */
+
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
 void ck_check_label(struct fk_check *ck)
 {
