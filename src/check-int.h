@@ -14,6 +14,8 @@
  * what the repair does with ck_set_fix(), and queues the change as data
  * (ck_plan_fat(), ck_plan_entry(), or a fix_* flag in struct fk_check).
  * Only check-repair.c writes, and it applies nothing it was not planned.
+ * A new repair: plan it where the damage is found, and apply it in the
+ * step of check-repair.c whose place in the write order it needs.
  */
 #ifndef FATKIT_CHECK_INT_H
 #define FATKIT_CHECK_INT_H
