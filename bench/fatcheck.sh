@@ -199,19 +199,20 @@ make -s "$FATCHECK" >/dev/null || die "cannot build $FATCHECK"
 time_pair()
 {
 	local name=$1 img=${IMG[$1]} runs=$2 fc fc_rss fsck fsck_rss fc_range
-	local fsck_range speed mem ok
+	local fsck_range fc_cpu fsck_cpu speed cpu mem ok
 	"$FATCHECK" "$img" >/dev/null || die "$img is not clean to fatcheck"
 	fsck.fat -n "$img" >/dev/null || die "$img is not clean to fsck.fat"
 	echo "fatcheck.sh: timing $name ($runs rounds)" >&2
-	read -r fc fc_rss fsck fsck_rss fc_range fsck_range < <(
+	read -r fc fc_rss fsck fsck_rss fc_range fsck_range fc_cpu fsck_cpu < <(
 		python3 bench/pair.py "$runs" -- "$FATCHECK" "$img" -- \
 			fsck.fat -n "$img")
 	speed=$(python3 -c "print(f'{$fsck / $fc:.1f}')")
+	cpu=$(python3 -c "print(f'{$fsck_cpu / max($fc_cpu, 0.1):.1f}')")
 	mem=$(python3 -c "print(f'{$fsck_rss / $fc_rss:.1f}')")
 	ok=$(python3 -c "print('yes' if $fsck / $fc >= 10 and $fc_rss * 4 <= $fsck_rss else 'no')")
 	echo "| $name | ${WHAT[$name]} | $fsck ($fsck_range) | $fsck_rss |" \
 		"$fc ($fc_range) | $fc_rss | ${speed}x | ${mem}x | $ok |" \
-		>>"$tmp/table.md"
+		"$fsck_cpu | $fc_cpu | ${cpu}x |" >>"$tmp/table.md"
 	printf '%-7s fsck.fat -n %8.1f ms %7d KiB  fatcheck %7.1f ms %6d KiB  %5sx faster, %5sx less memory\n' \
 		"$name" "$fsck" "$fsck_rss" "$fc" "$fc_rss" "$speed" "$mem" \
 		>>"$tmp/summary.txt"
@@ -280,8 +281,10 @@ verdicts()
 
 echo "| shape | image | fsck.fat -n ms (min-max) | fsck.fat KiB |" \
 	"fatcheck ms (min-max) | fatcheck KiB | speed-up | memory |" \
-	"target met |" >"$tmp/table.md"
-echo "|:---|:---|---:|---:|---:|---:|---:|---:|:---|" >>"$tmp/table.md"
+	"target met | fsck.fat CPU ms | fatcheck CPU ms | CPU ratio |" \
+	>"$tmp/table.md"
+echo "|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|---:|" \
+	>>"$tmp/table.md"
 : >"$tmp/summary.txt"
 for s in "${SHAPES[@]}"; do
 	r=$RUNS
@@ -310,8 +313,9 @@ cat "$tmp/summary.txt"
 		"describes); each shape timed by \`bench/pair.py RUNS --" \
 		"build/fatcheck IMG -- fsck.fat -n IMG\`: $RUNS alternating" \
 		"rounds after a warm-up ($(((RUNS + 2) / 3)) for 2 TiB), median" \
-		"wall time; peak RSS the median of three runs under" \
-		"\`/usr/bin/time -f %M\`"
+		"wall time and CPU time (user + system); peak RSS the median" \
+		"of three runs under \`/usr/bin/time -f %M\`; load average" \
+		"at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- fsck.fat: $fsck_version"
 	echo
 	cat "$tmp/table.md"

@@ -13,7 +13,9 @@ inherit this process's nice value.  Any exit status is accepted but must
 be the same on every run of a command.
 
 Prints one line: the median wall time in ms and the median peak RSS in KiB
-of A, then of B, then the spread of the wall times (min-max) of each.
+of A, then of B, then the spread of the wall times (min-max) of each, then
+the median CPU time (user + system, from wait4) in ms of each: on a busy
+machine it moves less than wall time.
 """
 
 import os
@@ -32,7 +34,8 @@ def run(argv):
                                          os.O_WRONLY, 0)])
     _, status, ru = os.wait4(pid, 0)
     t1 = time.perf_counter_ns()
-    return (t1 - t0) / 1e6, ru.ru_maxrss, os.waitstatus_to_exitcode(status)
+    cpu = (ru.ru_utime + ru.ru_stime) * 1000
+    return (t1 - t0) / 1e6, cpu, os.waitstatus_to_exitcode(status)
 
 
 def peak_rss(argv):
@@ -56,13 +59,14 @@ def main(argv):
     runs = int(argv[1])
     cut = argv.index("--", 3)
     cmds = (argv[3:cut], argv[cut + 1:])
-    times, codes = ([], []), [set(), set()]
+    times, cpus, codes = ([], []), ([], []), [set(), set()]
     for i in (0, 1):
         codes[i].add(run(cmds[i])[2])
     for r in range(runs):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            ms, _, code = run(cmds[i])
+            ms, cpu, code = run(cmds[i])
             times[i].append(ms)
+            cpus[i].append(cpu)
             codes[i].add(code)
     rss = [[peak_rss(cmds[i]) for _ in range(3)] for i in (0, 1)]
     for i in (0, 1):
@@ -76,6 +80,8 @@ def main(argv):
                 "%d" % statistics.median(rss[i])]
     for i in (0, 1):
         out.append("%.1f-%.1f" % (min(times[i]), max(times[i])))
+    for i in (0, 1):
+        out.append("%.1f" % statistics.median(cpus[i]))
     print(" ".join(out))
     return 0
 
