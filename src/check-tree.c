@@ -143,7 +143,7 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 			return 0;
 		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
 				"file size is %u bytes but it has no clusters",
-				ent->size);
+				(uint32_t)ent->size);
 		ck_set_fix(ck, idx, "size set to 0");
 		fix.set_size = 1;
 		return ck_plan_entry(ck, &fix);
@@ -179,7 +179,8 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
 				"file size is %u bytes but its chain holds %u "
 				"cluster%s (%llu bytes)",
-				ent->size, c.nclus, ck_plural(c.nclus),
+				(uint32_t)ent->size, c.nclus,
+				ck_plural(c.nclus),
 				(unsigned long long)c.nclus * clus_len);
 		fix.set_size = 1;
 		fix.size = c.nclus * clus_len;
@@ -205,7 +206,7 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 		idx = ck_report(ck, FK_SEV_ERROR, "dir-size", ck_path(ck),
 				"directory has a size (%u bytes); "
 				"directories must have 0",
-				ent->size);
+				(uint32_t)ent->size);
 		ck_set_fix(ck, idx, "size set to 0");
 		entry_set(&fix, d, ent);
 		fix.set_size = 1;

@@ -17,6 +17,7 @@
 #include "check-int.h"
 #include "device.h"
 #include "diag.h"
+#include "family.h"
 #include "volume.h"
 
 /* "s" for a plural count. */
@@ -122,10 +123,13 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f)
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
-	struct fk_check *ck = calloc(1, sizeof(*ck));
+	struct fk_check *ck;
 	size_t map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
 
-	if (!ck)
+	/* The FAT family's checker: exFAT has its own rules (exfat.h). */
+	if (vol->fam != &fk_fat_family)
+		return -EOPNOTSUPP;
+	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
 	ck->vol = vol;
 	ck->g = &vol->g;
