@@ -164,6 +164,7 @@ struct fk_check {
 	uint8_t *map; /* 2 bits per cluster, enum cstate */
 	int is_nomem; /* a finding could not be kept for want of memory */
 	int is_tree_incomplete; /* never free lost clusters then */
+	int is_root_cut;	/* the FAT32 root's chain stops short */
 	LIST(struct fk_finding, finds);
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct ent_fix, ent_fixes);

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "diag.h"
 #include "dirplan.h"
@@ -47,6 +48,29 @@ static int is_lost_dir(const struct fk_check *ck, uint32_t clus)
 	return !fk_clus_valid(ck->g, clus) || get_cs(ck, clus) != CS_FREE;
 }
 
+/*
+ * May an existing directory @name of the root take the files?  Not when
+ * the walk did not reach it, nor when anything was found in or under it:
+ * the repair may change it (a "." created where a file would go, a chain
+ * cut), and the plan reads it as it is now.
+ */
+static int may_use(const struct fk_check *ck, const struct fk_dirent *ent)
+{
+	size_t i, len = strlen(ent->name);
+
+	if (!(ent->attr & FK_ATTR_DIR) || fk_slot_is_label(ent->attr) ||
+	    is_lost_dir(ck, ent->first_clus))
+		return 0;
+	for (i = 0; i < ck->finds.n; i++) {
+		const char *p = ck->finds.v[i].path;
+
+		if (p && p[0] == '/' && !strncasecmp(p + 1, ent->name, len) &&
+		    (p[len + 1] == '\0' || p[len + 1] == '/'))
+			return 0;
+	}
+	return 1;
+}
+
 /* Open /FOUND.nnn (@name), the first that is a directory or free. */
 static int open_found(struct fk_check *ck, char *name, size_t len,
 		      struct fk_diag *diag)
@@ -56,14 +80,17 @@ static int open_found(struct fk_check *ck, char *name, size_t len,
 	uint32_t id, k;
 	int err;
 
+	if (ck->is_root_cut) {
+		fk_diag_set(diag, "/", "the root directory's chain is damaged");
+		return -EIO;
+	}
 	if ((err = fk_dirplan_open(ck->vol, 0, &sv->root, diag)))
 		return err;
 	for (k = 0; k < FOUND_MAX; k++) {
 		snprintf(name, len, "FOUND.%03u", k);
 		if (!fk_dirplan_find(sv->root, name, &ent, &id))
 			break;
-		if ((ent.attr & FK_ATTR_DIR) && !fk_slot_is_label(ent.attr) &&
-		    !is_lost_dir(ck, ent.first_clus))
+		if (may_use(ck, &ent))
 			return fk_dirplan_open(ck->vol, ent.first_clus,
 					       &sv->found, diag);
 	}

@@ -409,14 +409,17 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 static int hidden_entry(struct fk_check *ck, const struct dirctx *d,
 			const struct fk_dirent *ent)
 {
-	int is_dir = (ent->attr & FK_ATTR_DIR) && !is_label(ent);
+	const char *what = is_label(ent)	       ? "volume label"
+			   : (ent->attr & FK_ATTR_DIR) ? "directory"
+						       : "file";
 	size_t idx;
 
 	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
 			"%s '%s' (slot %u) lies past the directory's end "
 			"marker: Linux and fsck.fat see it, Windows and mtools "
-			"do not; its clusters count as lost",
-			is_dir ? "directory" : "file", ent->name, ent->slot);
+			"do not%s",
+			what, ent->name, ent->slot,
+			ent->first_clus ? "; its clusters count as lost" : "");
 	ck_set_fix(ck, idx, "entry '%s' freed", ent->name);
 	return plan_delete(ck, d, ent);
 }
@@ -430,6 +433,13 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 
 	if (fk_dirent_is_dot(ent))
 		return check_dot(ck, d, ent);
+	if (is_hidden) { /* a label too: no reader that stops has it */
+		if ((err = push_name(ck, ent->name, &old)))
+			return err;
+		err = hidden_entry(ck, d, ent);
+		pop_name(ck, old);
+		return err;
+	}
 	if (is_label(ent)) {
 		if (d->is_root && !ck->has_root_label) {
 			ck->has_root_label = 1;
@@ -441,11 +451,6 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	}
 	if ((err = push_name(ck, ent->name, &old)))
 		return err;
-	if (is_hidden) {
-		err = hidden_entry(ck, d, ent);
-		pop_name(ck, old);
-		return err;
-	}
 	check_names(ck, d, ent);
 	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
 		err = walk_subdir(ck, d, ent, diag);
@@ -712,6 +717,7 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 		if ((err = ck_chain_problem(ck, &c, 1, "/", "root directory ",
 					    &idx)))
 			return err;
+		ck->is_root_cut = c.why != STOP_EOC;
 		if (!c.nclus) {
 			ck->is_tree_incomplete = 1;
 			return 0;
