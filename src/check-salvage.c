@@ -84,7 +84,7 @@ static int open_found(struct fk_check *ck, char *name, size_t len,
 		fk_diag_set(diag, "/", "the root directory's chain is damaged");
 		return -EIO;
 	}
-	if ((err = fk_dirplan_open(ck->vol, 0, &sv->root, diag)))
+	if ((err = fk_dirplan_open_keep(ck->vol, 0, &sv->root, diag)))
 		return err;
 	for (k = 0; k < FOUND_MAX; k++) {
 		snprintf(name, len, "FOUND.%03u", k);
