@@ -549,18 +549,28 @@ same_prefix()
 	done
 }
 
-@test "fatcheck -r --salvage: a hidden entry's clusters become /FOUND.000/FILE0000.CHK" {
+@test "fatcheck -r --salvage: hidden entries' clusters become /FOUND.000 files, also when the root hides one" {
 	local t
 	for t in 12 16 32; do
 		use $t
 		cp img base.img
 		damage after-end "$SMALL"
+		"$FK_PYTHON" "$CORRUPT" img after-end /README.TXT >/dev/null
+		DAMAGED+=(/README.TXT)
 		run -1 fatcheck -r --salvage img
 		[[ $output == *"(repair: entry 'rand-4096.bin' freed)"* ]]
-		[[ $output == *"(repair: saved as /FOUND.000/FILE0000.CHK)"* ]]
-		[[ $output == *"; 2 fixes applied" ]]
+		[[ $output == *"(repair: entry 'README.TXT' freed)"* ]]
+		[[ $output == *"(repair: saved as /FOUND.000/FILE0000.CHK to FILE0001.CHK)"* ]]
+		[[ $output == *"; 3 fixes applied" ]]
 		fsck_clean img
+		# Readers that stop at the root's end marker see FOUND.000 too.
+		run -0 mdir -b -i img ::/
+		[[ $output == *"::/FOUND.000"* ]]
+		# Numbered in the order the chains start on the volume.
 		mcopy -n -i img ::/FOUND.000/FILE0000.CHK got.bin </dev/null
+		mcopy -n -i img ::/FOUND.000/FILE0001.CHK readme.bin </dev/null
+		[ "$(stat -c %s readme.bin)" -eq "$(clus_len)" ]
+		same_prefix readme.bin /README.TXT
 		[ "$(stat -c %s got.bin)" -eq $(((4096 + $(clus_len) - 1) / $(clus_len) * $(clus_len))) ]
 		same_prefix got.bin "$SMALL"
 		run -0 fatcheck img
@@ -1324,6 +1334,8 @@ damage_for_salvage()
 	use "$1"
 	cp img base.img
 	damage after-end "$SMALL"
+	"$FK_PYTHON" "$CORRUPT" img after-end /README.TXT >/dev/null
+	DAMAGED+=(/README.TXT)
 	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
 }
 
