@@ -42,8 +42,6 @@ struct dirctx {
 	struct dup *dups;
 	size_t ndups;
 	int has_dot, has_dotdot;
-	int has_hidden;
-	uint32_t end_slot, hidden_last;
 	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
 	enum fk_lfn_orphan orphan_why;	 /* reported, and why */
 	uint32_t damaged_first; /* long-name slots the next entry does */
@@ -276,10 +274,19 @@ static void check_names(struct fk_check *ck, const struct dirctx *d,
 
 	/* Slots that do not match it were orphans (d->ent_first is before
 	 * the entry then); what is left is a name that does not decode. */
-	if (ent->is_lfn_damaged && d->ent_first + ent->nslots == ent->slot + 1)
-		ck_report(ck, FK_SEV_WARNING, "long-name", path,
-			  "its long name is empty or not valid UTF-16; it is "
-			  "listed by its short name");
+	if (ent->is_lfn_damaged &&
+	    d->ent_first + ent->nslots == ent->slot + 1) {
+		size_t idx = ck_report(ck, FK_SEV_WARNING, "long-name", path,
+				       "its long name is empty or not valid "
+				       "UTF-16; it is listed by its short "
+				       "name");
+
+		/* What every reader shows already: the short name alone. */
+		ck_set_fix(ck, idx, "long-name slots deleted");
+		if (plan_erase(ck, d->first, d->ent_first,
+			       ent->slot - d->ent_first))
+			ck->is_nomem = 1;
+	}
 	verdict = fk_short_check(ent->raw);
 	if (verdict == FK_SHORT_BAD)
 		ck_report(ck, FK_SEV_ERROR, "bad-name", path,
@@ -392,15 +399,48 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 	return ck_plan_entry(ck, &fix);
 }
 
+/*
+ * An entry past the directory's end marker: Linux and fsck.fat read on
+ * and see it, Windows and mtools stop at the marker and do not.  Its slots
+ * are freed (0xE5), so every reader agrees the directory ends at the
+ * marker.  Its chain (and, for a directory, everything under it) is not
+ * claimed: those clusters are lost clusters from here on, which this run
+ * frees or, with --salvage, saves as FOUND.000 files.
+ */
+static int hidden_entry(struct fk_check *ck, const struct dirctx *d,
+			const struct fk_dirent *ent)
+{
+	const char *what = is_label(ent)	       ? "volume label"
+			   : (ent->attr & FK_ATTR_DIR) ? "directory"
+						       : "file";
+	size_t idx;
+
+	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
+			"%s '%s' (slot %u) lies past the directory's end "
+			"marker: Linux and fsck.fat see it, Windows and mtools "
+			"do not%s",
+			what, ent->name, ent->slot,
+			ent->first_clus ? "; its clusters count as lost" : "");
+	ck_set_fix(ck, idx, "entry '%s' freed", ent->name);
+	return plan_delete(ck, d, ent);
+}
+
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent, int is_hidden,
 		      struct fk_diag *diag)
 {
-	size_t old, idx;
+	size_t old;
 	int err;
 
 	if (fk_dirent_is_dot(ent))
 		return check_dot(ck, d, ent);
+	if (is_hidden) { /* a label too: no reader that stops has it */
+		if ((err = push_name(ck, ent->name, &old)))
+			return err;
+		err = hidden_entry(ck, d, ent);
+		pop_name(ck, old);
+		return err;
+	}
 	if (is_label(ent)) {
 		if (d->is_root && !ck->has_root_label) {
 			ck->has_root_label = 1;
@@ -413,15 +453,6 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	if ((err = push_name(ck, ent->name, &old)))
 		return err;
 	check_names(ck, d, ent);
-	if (is_hidden) {
-		idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
-				"entry lies past the directory's end marker: "
-				"Linux and fsck.fat see it, Windows and mtools "
-				"do not");
-		ck_set_fix(ck, idx, "end marker before it cleared");
-		d->has_hidden = 1;
-		d->hidden_last = ent->slot;
-	}
 	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
 		err = walk_subdir(ck, d, ent, diag);
 	else
@@ -611,19 +642,9 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 /* After the entries: what the directory as a whole showed. */
 static int dir_after(struct fk_check *ck, struct dirctx *d)
 {
-	struct ent_fix fix;
 	int err;
 
 	report_orphans(ck, d);
-	if (d->has_hidden) {
-		memset(&fix, 0, sizeof(fix));
-		fix.op = EF_UNHIDE;
-		fix.dir_clus = d->first;
-		fix.slot = d->end_slot;
-		fix.nslots = d->hidden_last - d->end_slot + 1;
-		if ((err = ck_plan_entry(ck, &fix)))
-			return err;
-	}
 	if (d->is_root)
 		return 0;
 	if (!d->has_dot && (err = missing_dot(ck, d, 1)))
@@ -658,8 +679,6 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 			d->ent_first = d->damaged_first;
 		d->damaged_n = 0;
 
-		if (st->after_end && !d->has_hidden)
-			d->end_slot = st->end_slot;
 		if ((err = walk_entry(ck, d, ent, st->after_end > 0, diag)))
 			goto out;
 	}
@@ -699,6 +718,7 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 		if ((err = ck_chain_problem(ck, &c, 1, "/", "root directory ",
 					    &idx)))
 			return err;
+		ck->is_root_cut = c.why != STOP_EOC;
 		if (!c.nclus) {
 			ck->is_tree_incomplete = 1;
 			return 0;
