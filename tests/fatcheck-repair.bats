@@ -260,6 +260,22 @@ mdir_has()
 	done
 }
 
+@test "fatcheck -r: a long name that lacks its last piece is deleted; the entry stays" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage lfn-unfinished "$LONG"
+		# fsck.fat -n reports it, and exits 0 (it leaves it).
+		fsck.fat -n img 2>&1 | grep -q 'Unfinished long file name'
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: slots deleted)"
+		settled
+		mdir_has / '^ALONGF~1 TXT +24 [^ ]+ +[^ ]+ *$'
+		same_data /ALONGF~1.TXT "$LONG"
+	done
+}
+
 @test "fatcheck -r: a re-attached long name would duplicate another name: the slots are deleted instead" {
 	local t
 	for t in 12 16 32; do

@@ -428,6 +428,7 @@ VERDICTS=(
 	"orphan-lfn;$LONG|12 16 32|error|belong to no entry (a free slot follows)"
 	"lfn-sum;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-seq;$LONG|12 16 32|error|belong to no entry (out of sequence)"
+	"lfn-unfinished;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-empty;$LONG|12 16 32|warning|its long name is empty"
 	"after-end;$SMALL|12 16 32|warning|entry lies past the directory's end marker"
 )

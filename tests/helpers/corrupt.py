@@ -54,6 +54,9 @@ Cases (PATH is absolute inside the volume):
                            (PATH2's entry then shows as PATH1 too)
   lfn-sum PATH             PATH's long-name slots carry a wrong checksum
   lfn-seq PATH             PATH's first long-name slot has a wrong ordinal
+  lfn-unfinished PATH      PATH's long-name slots numbered one higher each,
+                           so the name lacks its last piece when the short
+                           entry comes
   lfn-empty PATH           PATH's long-name slots hold an empty name
                            (every character 0)
   orphan-lfn PATH          PATH's short slot deleted, its long-name slots
@@ -575,6 +578,14 @@ def case_lfn_seq(vol, path):
     return [path]
 
 
+def case_lfn_unfinished(vol, path):
+    ent = long_entry(vol, path)
+    n = len(ent.offs) - 1
+    for k, off in enumerate(ent.offs[:-1]):
+        vol.write(off, bytes([(0x40 if k == 0 else 0) | (n + 1 - k)]))
+    return [path]
+
+
 def case_lfn_empty(vol, path):
     ent = long_entry(vol, path)
     for off in ent.offs[:-1]:
@@ -780,7 +791,7 @@ CASES = {
     "lower-short": case_lower_short, "long-is": case_long_is,
     "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
-    "lfn-seq": case_lfn_seq, "orphan-lfn": case_orphan_lfn,
+    "lfn-seq": case_lfn_seq, "lfn-unfinished": case_lfn_unfinished, "orphan-lfn": case_orphan_lfn,
     "lfn-empty": case_lfn_empty, "bad-char": case_bad_char,
     "after-end": case_after_end, "endless-dir": case_endless_dir,
     "deep-loop": case_deep_loop,
