@@ -71,9 +71,13 @@ struct fat_fix {
 };
 
 enum ent_op {
-	EF_SET,	   /* new first cluster and/or size */
-	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
-	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
+	EF_SET,	    /* new first cluster and/or size */
+	EF_DELETE,  /* mark slots [slot, slot + nslots) deleted */
+	EF_CREATE,  /* write @slot_data into a free slot ("." or "..") */
+	EF_NAME,    /* slots [slot, slot + nslots): long-name slots, then the
+		      short slot; @set_name: its name becomes @name and @nt;
+		      then the long-name slots' checksums match it */
+	EF_REBUILD, /* write @slot_data into @slot if it still holds @old */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
@@ -84,7 +88,11 @@ struct ent_fix {
 	uint32_t nslots;   /* DELETE: slots from @slot */
 	int set_first, set_size;
 	uint32_t first_clus, size;
-	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE */
+	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE, REBUILD */
+	unsigned char old[FK_DIRENT_LEN];	/* REBUILD */
+	int set_name;				/* NAME */
+	unsigned char name[11];			/* NAME: the new short name */
+	uint8_t nt;				/* NAME: its NT flags */
 };
 
 #define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */

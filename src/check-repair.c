@@ -17,6 +17,7 @@
 #include "dirplan.h"
 #include "fat.h"
 #include "fsinfo.h"
+#include "names.h"
 #include "slot.h"
 #include "volume.h"
 
@@ -102,6 +103,63 @@ static int repair_fat(struct fk_check *ck)
 	return fk_cache_flush(ck->vol->fat);
 }
 
+/*
+ * A short entry's new name, and its long-name slots' checksums made to
+ * match it.  Slots that lie together on the volume go in one write (a
+ * name within one cluster: all of it at once).  Else the short slot goes
+ * first, then the long-name slots: a crash in between leaves a long name
+ * whose checksum alone is wrong, which the next run re-attaches.  Nothing
+ * is written unless the slots still hold a long name and a short entry.
+ */
+static int apply_name(struct fk_check *ck, const struct ent_fix *f)
+{
+	unsigned char e[FK_LFN_MAX_ORD + 1][FK_DIRENT_LEN];
+	uint64_t off[FK_LFN_MAX_ORD + 1];
+	uint32_t s, k, n = f->nslots, last = n - 1;
+	uint8_t sum;
+	int err;
+
+	if (!n || n > FK_LFN_MAX_ORD + 1)
+		return 0;
+	for (s = 0; s < n; s++)
+		if ((err = fk_dir_slot_off(ck->vol, f->dir_clus, f->slot + s,
+					   &off[s])) ||
+		    (err = fk_device_read(ck->vol->dev, off[s], e[s],
+					  FK_DIRENT_LEN)))
+			return err;
+	if (fk_slot_is_free(e[last]) || fk_slot_is_lfn(e[last]))
+		return 0;
+	for (s = 0; s < last; s++)
+		if (fk_slot_is_free(e[s]) || !fk_slot_is_lfn(e[s]))
+			return 0;
+	if (f->set_name) {
+		memcpy(e[last], f->name, 11);
+		e[last][12] = f->nt;
+	}
+	sum = fk_lfn_checksum(e[last]);
+	for (s = 0; s < last; s++)
+		e[s][13] = sum;
+	if (off[last] != off[0] + (uint64_t)last * FK_DIRENT_LEN) {
+		if (f->set_name &&
+		    (err = fk_device_write(ck->vol->dev, off[last], e[last],
+					   FK_DIRENT_LEN)))
+			return err;
+		n = last;
+	}
+	/* The rest in runs of adjacent slots. */
+	for (s = 0; s < n; s = k) {
+		for (k = s + 1;
+		     k < n &&
+		     off[k] == off[s] + (uint64_t)(k - s) * FK_DIRENT_LEN;
+		     k++)
+			;
+		if ((err = fk_device_write(ck->vol->dev, off[s], e[s],
+					   (size_t)(k - s) * FK_DIRENT_LEN)))
+			return err;
+	}
+	return 0;
+}
+
 static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 {
 	unsigned char e[FK_DIRENT_LEN];
@@ -126,6 +184,15 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 			return err;
 		if (!fk_slot_is_free(e))
 			return 0; /* not free after all: leave it */
+		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
+					 f->slot_data);
+	case EF_NAME:
+		return apply_name(ck, f);
+	case EF_REBUILD:
+		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
+			return err;
+		if (memcmp(e, f->old, sizeof(e)))
+			return 0; /* changed since: leave it */
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
 					 f->slot_data);
 	case EF_DELETE:

@@ -272,7 +272,8 @@ static void lfn_finish(struct fat_dir *dir, struct fk_dirent *ent)
 		return;
 	if (dir->lfn_next != -1 || dir->lfn_sum != fk_lfn_checksum(ent->raw)) {
 		ent->is_lfn_damaged = 1;
-		lfn_drop(dir, FK_LFN_ORPHAN_ENTRY);
+		lfn_drop(dir, dir->lfn_next == -1 ? FK_LFN_ORPHAN_SUM
+						  : FK_LFN_ORPHAN_ENTRY);
 		return;
 	}
 	while (n < (size_t)dir->lfn_slots * FK_LFN_CHARS && dir->lfn[n] != 0 &&
@@ -601,7 +602,7 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 }
 
 /* Volume offset of slot @slot of directory @dir_clus, following its chain. */
-static int slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+int fk_dir_slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		    uint64_t *off)
 {
 	const struct fk_geom *g = &vol->g;
@@ -637,7 +638,7 @@ int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 	uint64_t off;
 	int err;
 
-	if ((err = slot_off(vol, dir_clus, slot, &off)))
+	if ((err = fk_dir_slot_off(vol, dir_clus, slot, &off)))
 		return err;
 	return fk_device_read(vol->dev, off, e, FK_DIRENT_LEN);
 }
@@ -648,7 +649,7 @@ int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 	uint64_t off;
 	int err;
 
-	if ((err = slot_off(vol, dir_clus, slot, &off)))
+	if ((err = fk_dir_slot_off(vol, dir_clus, slot, &off)))
 		return err;
 	return fk_device_write(vol->dev, off, e, FK_DIRENT_LEN);
 }

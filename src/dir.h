@@ -111,8 +111,11 @@ enum fk_lfn_orphan {
 				  fsck.fat deletes */
 	FK_LFN_ORPHAN_BROKEN,  /* out of sequence: fsck.fat leaves them,
 				  fatcheck -r deletes them */
-	FK_LFN_ORPHAN_ENTRY,   /* the entry after them has another checksum,
-				  or the name is unfinished: left too */
+	FK_LFN_ORPHAN_ENTRY,   /* the name is unfinished when an entry
+				  comes: fatcheck -r deletes them */
+	FK_LFN_ORPHAN_SUM,     /* a complete name in sequence, but the entry
+				  after it has another checksum: fatcheck -r
+				  re-attaches it */
 };
 
 /*
@@ -153,6 +156,9 @@ int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		     unsigned char e[FK_DIRENT_LEN]);
 int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		      const unsigned char e[FK_DIRENT_LEN]);
+/* The volume byte offset of that slot, as the two above find it. */
+int fk_dir_slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		    uint64_t *off);
 
 /*
  * The first cluster of directory @clus, where 0 names the root (as ".."

@@ -7,7 +7,8 @@
 # is real), fatcheck exits 4 naming the path, fatcheck -r exits 1, and then
 # fsck.fat -n is clean, fatcheck is clean and every other file reads back
 # byte-identical.  Defects fsck.fat 4.2 accepts are warnings (exit 0) that
-# -r still mends; renaming is never "safe", so names stay errors -r leaves.
+# -r still mends.  Names -r gives back (renames, re-attached long names,
+# rebuilt "." and "..") have their own file, fatcheck-repair.bats.
 
 load helpers/common
 
@@ -411,16 +412,24 @@ VERDICTS=(
 	"dot;/EMPTYDIR|12 16 32|error|'.' points to cluster"
 	"dotdot;/deep1/deep2|12 16 32|error|'..' points to cluster"
 	"no-dot;/EMPTYDIR|12 16 32|error|'.' entry is missing"
+	"no-dotdot;/EMPTYDIR|12 16 32|error|'..' entry is missing"
+	"dot-attr;/EMPTYDIR|12 16 32|error|'.' entry in slot 0 is not a directory"
+	"dot-attr;/deep1/deep2;..|12 16 32|error|'..' entry in slot 1 is not a directory"
+	"dot-name;/EMPTYDIR|12 16 32|error|'.' entry is damaged"
+	"dot-name;/deep1/deep2;..|12 16 32|error|'..' entry is damaged"
+	"dot-swap;/deep1/deep2|12 16 32|error|'..' entry in slot 0"
 	"dir-size;/EMPTYDIR|12 16 32|error|"
 	"dir-loop;/deep1/deep2/deep3;/deep1|12 16 32|error|directory loop"
 	"dup;/DATA/rand-0.bin;/DATA/rand-1.bin|12 16 32|error|has the same name"
 	"bad-char;/README.TXT|12 16 32|error|holds characters FAT does not allow"
 	"lead-space;/README.TXT|12 16 32|error|holds characters FAT does not allow"
 	"lower-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
+	"lower-short;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
 	"punct-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
 	"orphan-lfn;$LONG|12 16 32|error|belong to no entry (a free slot follows)"
 	"lfn-sum;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-seq;$LONG|12 16 32|error|belong to no entry (out of sequence)"
+	"lfn-unfinished;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-empty;$LONG|12 16 32|warning|its long name is empty"
 )
 # Not in the table: an entry past the end marker.  fsck.fat reads on and
@@ -704,22 +713,20 @@ case_args()
 	tail) ARGS=("$SMALL") RFLAGS=(--trim-prealloc) ;;
 	fat-garbage) ARGS=(seed1) RFLAGS=(--trim-prealloc) ;;
 	dir-garbage) ARGS=(/DATA seed1) ;;
-	dot | dotdot | no-dot | dotdot-renamed | dir-size | deep-loop | endless-dir)
+	dot | dotdot | no-dot | no-dotdot | dot-attr | dot-name | dot-swap | \
+		dotdot-renamed | dir-size | deep-loop | endless-dir)
 		ARGS=(/EMPTYDIR) ;;
 	nest) ARGS=(/EMPTYDIR 300) ;;
 	dir-loop) ARGS=(/deep1/deep2 /deep1) ;;
 	dup) ARGS=(/DATA/rand-0.bin /DATA/rand-1.bin) ;;
 	lfn-*) ARGS=("$LONG") ;;
 	orphan-lfn) ARGS=("$LONG") ;;
-	bad-char | lower-name | lead-space | punct-name) ARGS=(/README.TXT) ;;
+	bad-char | lower-name | lower-short | lead-space | punct-name)
+		ARGS=(/README.TXT) ;;
+	long-is) ARGS=(/README.TXT "$LONG") ;;
 	esac
 }
 
-# Cases that fail only for want of the repairs of branch repair-names
-# (new short names for invalid and duplicate ones, long names re-attached
-# when only their checksum is wrong, "." and ".." rebuilt).  The lead
-# empties this list when that branch is merged.
-PENDING_NAMES=" bad-char lead-space lower-name punct-name dup lfn-sum dir-garbage "
 # Not damage to fsck.fat, and past what the checker takes by design (a
 # directory over 65536 entries, nesting deeper than 256): exit 8, as
 # "an endless directory and endless nesting end in one error line" says.
@@ -735,8 +742,7 @@ import corrupt
 print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
 	[ "${#cases[@]}" -ge 40 ]
 	for c in "${cases[@]}"; do
-		[[ $PENDING_NAMES == *" $c "* || $BEYOND_LIMITS == *" $c "* ]] &&
-			continue
+		[[ $BEYOND_LIMITS == *" $c "* ]] && continue
 		case_args "$c"
 		applied=0
 		for t in 12 16 32; do
@@ -803,15 +809,17 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 	done
 }
 
-@test "fatcheck: orphans whose only fault is the next entry's checksum are errors -r leaves (exit 4)" {
-	local t before
+@test "fatcheck: orphans whose only fault is the next entry's checksum are errors -r re-attaches" {
+	local t
 	for t in 12 16 32; do
 		use $t
 		damage lfn-sum "$LONG"
-		before=$(img_sha img)
-		run -4 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry ("* ]]
-		[ "$(img_sha img)" = "$before" ]
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: "* ]]
+		run -0 fatcheck img
+		fsck_clean img
+		sums_intact # under the long name again
 	done
 }
 
@@ -854,22 +862,27 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 
 # ---- names: errors -r leaves ---------------------------------------------
 
-@test "fatcheck: a duplicate name and a bad short name are errors -r leaves alone" {
-	local t before
+@test "fatcheck: a duplicate name and a bad short name are errors -r renames" {
+	local t
 	for t in 12 16 32; do
 		use $t
 		damage dup /DATA/rand-0.bin /DATA/rand-1.bin
 		fsck_flags
 		run -4 fatcheck img
 		[[ $output == *"error: /DATA/rand-0.bin: another entry of this directory (slot "*") has the same name"* ]]
-		before=$(img_sha img)
-		run -4 fatcheck -r img
-		[ "$(img_sha img)" = "$before" ]
+		run -1 fatcheck -r img
+		[[ $output == *"(repair: this later entry renamed to 'FSCK0000.REN')"* ]]
+		run -0 fatcheck img
+		fsck_clean img
 		use $t
 		damage bad-char /README.TXT
 		fsck_flags
 		run -4 fatcheck img
 		[[ $output == *"error: /R?ADME.TXT: short name 'R?ADME.TXT' holds characters FAT does not allow"* ]]
+		run -1 fatcheck -r img
+		[[ $output == *"(repair: renamed to 'FSCK0000.REN')"* ]]
+		run -0 fatcheck img
+		fsck_clean img
 	done
 }
 
