@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "check-family.h"
 #include "device.h"
 #include "diag.h"
 #include "dir.h"
@@ -130,6 +131,10 @@ struct copy_diff {
 	} name
 
 struct fk_check {
+	/* Another family's checker (exFAT), chosen once by fk_check_new();
+	   NULL: this file's FAT checker, and the fields below. */
+	const struct fk_check_family *fam;
+	void *fam_state;
 	struct fk_volume *vol;
 	const struct fk_geom *g;
 	struct fk_check_opts o;
@@ -396,10 +401,21 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
 	struct fk_check *ck = calloc(1, sizeof(*ck));
-	size_t map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
+	size_t map_len;
+	int err;
 
 	if (!ck)
 		return -ENOMEM;
+	if (vol->g.type == FK_EXFAT) {
+		ck->fam = &fk_check_exfat_family;
+		if ((err = ck->fam->new_state(vol, opts, &ck->fam_state))) {
+			free(ck);
+			return err;
+		}
+		*out = ck;
+		return 0;
+	}
+	map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
 	ck->vol = vol;
 	ck->g = &vol->g;
 	ck->o = *opts;
@@ -422,6 +438,11 @@ void fk_check_free(struct fk_check *ck)
 
 	if (!ck)
 		return;
+	if (ck->fam) {
+		ck->fam->free_state(ck->fam_state);
+		free(ck);
+		return;
+	}
 	for (i = 0; i < ck->finds.n; i++) {
 		free(ck->finds.v[i].path);
 		free(ck->finds.v[i].msg);
@@ -446,12 +467,16 @@ void fk_check_free(struct fk_check *ck)
 
 const struct fk_finding *fk_check_findings(const struct fk_check *ck, size_t *n)
 {
+	if (ck->fam)
+		return ck->fam->findings(ck->fam_state, n);
 	*n = ck->finds.n;
 	return ck->finds.v;
 }
 
 const struct fk_check_stats *fk_check_stats(const struct fk_check *ck)
 {
+	if (ck->fam)
+		return ck->fam->stats(ck->fam_state);
 	return &ck->st;
 }
 
@@ -1826,6 +1851,8 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
 	int err;
 
+	if (ck->fam)
+		return ck->fam->run(ck->fam_state, diag);
 	if ((err = check_boot(ck)) || (err = scan_fats(ck)) ||
 	    (err = check_fsinfo(ck)))
 		goto fail;
@@ -2061,6 +2088,8 @@ int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 	size_t i;
 	int err;
 
+	if (ck->fam)
+		return ck->fam->repair(ck->fam_state, diag);
 	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
 	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
 	    (err = repair_boot(ck)) || (err = repair_fsinfo(ck)) ||
