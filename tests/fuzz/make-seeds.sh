@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make-seeds.sh: (re)make the seed corpus of the fuzz targets, from images
 # that tools we did not write made: mkfs.fat --invariant and mtools, and
-# tests/helpers/corrupt.py for a few typical kinds of damage.
+# tests/helpers/corrupt.py for a few typical kinds of damage; for exFAT,
+# mkfs.exfat and tests/helpers/exfatref.py (content and every damage case).
 #
 #     tests/fuzz/make-seeds.sh [OUTDIR]      (default tests/fuzz/corpus)
 #
@@ -142,6 +143,38 @@ damage bad-fat-copy fat-copy
 damage bad-short short /FRAG.BIN
 damage bad-tail tail /README.TXT 3
 damage bad-lfn-seq lfn-seq "/A long file name with spaces.txt"
+
+# exFAT (fuzz_check and fuzz_repair): mkfs.exfat with 512-byte clusters
+# and boundary alignment, so the FAT, bitmap, up-case table and root sit
+# in the first 64 KiB; content and damage from tests/helpers/exfatref.py.
+exfatref=$here/../helpers/exfatref.py
+exfat_targets=(fuzz_check fuzz_repair)
+mkexfat() {
+	rm -f "$tmp/$1.img"
+	truncate -s "$2" "$tmp/$1.img"
+	mkfs.exfat -c 512 -b 512 -L "$1" "$tmp/$1.img" >/dev/null
+}
+mkexfat exfat-empty 4M
+keep exfat-empty "${exfat_targets[@]}"
+mkexfat exfat-files 4M
+python3 "$exfatref" batch "$tmp/exfat-files.img" <<'EOF'
+put /readme.txt --size 100
+put '/A long file name with spaces.txt' --size 700
+put /frag.bin --size 2000 --fragmented
+put /nofat.bin --size 1500 --nofatchain
+put /chained.bin --size 1100 --fatchain
+put /vdl.bin --size 1536 --vdl 300
+put /empty --size 0
+put '/Sub dir/ünïcödé name.txt' --size 50
+put /sub2/deeper/x.dat --size 10
+EOF
+cp "$tmp/exfat-files.img" "$tmp/exfat-base.img" # keep cuts the image
+keep exfat-files "${exfat_targets[@]}"
+for c in $(python3 "$exfatref" corrupt --list | awk '{print $1}'); do
+	cp "$tmp/exfat-base.img" "$tmp/exfat-bad-$c.img"
+	python3 "$exfatref" corrupt "$tmp/exfat-bad-$c.img" "$c" >/dev/null
+	keep "exfat-bad-$c" "${exfat_targets[@]}"
+done
 
 # fatprealloc's paths half there: /A a directory with B, and /A a file.
 mkfs pa-parents 128 -F 12 -S 512 -s 1 -r 16
