@@ -100,7 +100,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE\n"
-		"Check a FAT12/16/32 volume fsck-style, and optionally repair it.\n"
+		"Check a FAT12/16/32 or exFAT volume fsck-style, and optionally repair it.\n"
 		"\n"
 		"  -r, --repair        apply safe repairs: resync FAT copies, fix FSInfo,\n"
 		"                      free lost clusters, cut chains at a loop or cross-link,\n"
@@ -123,6 +123,10 @@ static void usage(FILE *out)
 		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).\n"
 		"Each finding is a line 'error|warning|note: PATH: message'; a summary ends\n"
 		"the report.\n"
+		"exFAT: also the boot regions and their checksums, entry-set checksums and\n"
+		"name hashes, and the allocation bitmap against what the files own (-r\n"
+		"rewrites them); PercentInUse and VolumeDirty are warnings. A chain longer\n"
+		"than the file is an error there; --strict and --trim-prealloc do nothing.\n"
 		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
 		"8 operational error, 16 usage error; 128 + N when signal N stopped a\n"
 		"repair run.\n");
