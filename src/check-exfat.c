@@ -1652,7 +1652,9 @@ static int check_boot(struct fk_exfat_check *x)
 		x->restore_main = 1;
 	else if (main_bad == FK_EXB_CHECKSUM)
 		x->fix_main_csum = 1;
-	if (!main_bad &&
+	/* A main region that is sound, or will be once its checksum is
+	 * rewritten, is the model for a bad backup. */
+	if ((!main_bad || x->fix_main_csum) &&
 	    (b->defects & (FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM))) {
 		idx = report(x, FK_SEV_ERROR, "backup-boot", NULL,
 			     "backup boot region %s",
