@@ -51,13 +51,30 @@ populate()
 	} | ref batch "$img"
 }
 
-# sums IMG: one line per file of FILES: its SHA-256 as exfatref reads it.
+# sums IMG: one line per file of FILES: its SHA-256 as exfatref reads it
+# (one interpreter for all of them: `exfatref.py cat` with the file
+# redirected into a hash).
 sums()
 {
-	local f
-	for f in "${FILES[@]}"; do
-		printf '%s %s\n' "$(ref cat "$1" "$f" | sha256sum | cut -c1-64)" "$f"
-	done
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "${FILES[@]}" <<'PY'
+import hashlib, io, sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2])
+for path in sys.argv[3:]:
+    buf = io.BytesIO()
+    real = sys.stdout
+    sys.stdout = io.TextIOWrapper(buf)
+    try:
+        r.cmd_cat(v, path)
+        sys.stdout.flush()
+        digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    except r.Fatal as ex:
+        digest = "unreadable: %s" % ex
+    finally:
+        sys.stdout = real
+    print(digest, path)
+PY
 }
 
 setup_file()
@@ -181,7 +198,8 @@ corruption_cases()
 			{ echo "$name: files changed"; sums c.img | diff - cb.sums; failed=1; }
 		out=$(timeout 20 fatcheck c.img 2>&1) ||
 			{ echo "$name: second fatcheck: $out"; failed=1; }
-	done < <(ref corrupt --list | sed 's/ warn=1/ warn=1/; t; s/^\([^ ]* [^ ]*\)/\1 warn=0/')
+	done < <(ref corrupt --list | grep -E "${CASES:-.}" |
+		sed 's/ warn=1/ warn=1/; t; s/^\([^ ]* [^ ]*\)/\1 warn=0/')
 	return "$failed"
 }
 
@@ -189,7 +207,8 @@ corruption_cases()
 	corruption_cases 4096 16M
 }
 
-@test "fatcheck exFAT: every corruption case on 32 KiB clusters" {
+@test "fatcheck exFAT: the chain and bitmap corruption cases on 32 KiB clusters" {
+	CASES='^(chain-|cross-link|first-cluster|nofatchain|bitmap-|directory-loop|secondary-count|name-length)'
 	corruption_cases 32768 32M
 }
 
