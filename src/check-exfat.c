@@ -373,6 +373,14 @@ static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	return 0;
 }
 
+/* Does the repair end @c's FAT chain at its last claimed cluster? */
+static int is_fat_cut(const struct claim *c)
+{
+	return !c->s->is_no_fat_chain && c->nclus &&
+	       (c->why == CUT_LINK || c->why == CUT_LOOP ||
+		c->why == CUT_CROSS || c->why == CUT_LONG);
+}
+
 /*
  * Report how @c fell short of @what (a stream of @path) and plan the FAT
  * end of chain where it is cut.  Returns the finding or NONE (nothing
@@ -442,8 +450,9 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 			      what, s->first_clus, max);
 		return 0;
 	}
-	if (s->is_no_fat_chain || !c->nclus)
+	if (!is_fat_cut(c))
 		return 0;
+	set_fix(x, *idx, "chain ended at cluster %u", c->last);
 	f.clus = c->last;
 	f.val = FK_EXFAT_EOC;
 	return PUSH(x->fat_fixes, f);
@@ -811,19 +820,14 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 				is_gone = 1;
 				goto out;
 			}
-			if (new_len != s->data_len || !c.nclus) {
-				if (!c.nclus)
-					set_fix(x, idx, "file made empty");
-				else if (idx != NONE && !x->finds.v[idx].fix)
-					set_fix(x, idx,
-						"DataLength cut to %llu",
-						(unsigned long long)new_len);
+			if (!c.nclus)
+				set_fix(x, idx, "file made empty");
+			else if (new_len != s->data_len)
+				set_fix(x, idx, "%sDataLength set to %llu",
+					is_fat_cut(&c) ? "chain ended, " : "",
+					(unsigned long long)new_len);
+			if (new_len != s->data_len || !c.nclus)
 				is_changed = 1;
-			} else if (c.why == CUT_LONG || c.why == CUT_LOOP ||
-				   c.why == CUT_CROSS) {
-				set_fix(x, idx, "chain ended at cluster %u",
-					c.last);
-			}
 			if (!c.nclus) {
 				st.first_clus = 0;
 				new_len = 0;
@@ -926,7 +930,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			 fk_exfat_clus_needed(g, x->bm_need_len), 0, &c)) ||
 	    (err = judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
 		return err;
-	if (c.why != CUT_NONE ||
+	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
 	    c.nclus < fk_exfat_clus_needed(g, x->bm_need_len)) {
 		/* XXX: rebuilding a bitmap elsewhere needs free clusters
 		 * found without one; refused for now. */
@@ -1077,7 +1081,7 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			 &c)) ||
 	    (err = judge_claim(x, &c, NULL, "up-case table: ", &idx)))
 		return err;
-	if (c.why != CUT_NONE || !x->is_upcase_loaded ||
+	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
 	    x->vol->exfat->upcase->first_clus != s->first_clus) {
 		report(x, FK_SEV_ERROR, "upcase", NULL,
 		       "up-case table at cluster %u (%llu bytes) cannot be "
@@ -1343,8 +1347,6 @@ static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
 			 &c)) ||
 	    (err = judge_claim(x, &c, "/", "root directory: ", &idx)))
 		return err;
-	if (c.why != CUT_NONE)
-		set_fix(x, idx, "chain ended at cluster %u", c.last);
 	if (!c.nclus) {
 		fk_diag_set(diag, NULL, "root directory has no clusters");
 		return FK_ECORRUPT;
