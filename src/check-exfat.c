@@ -1683,6 +1683,41 @@ static int check_boot(struct fk_exfat_check *x)
 	return 0;
 }
 
+/*
+ * FAT[0] and FAT[1] (spec 4.1.1, 4.1.2): the media descriptor under all
+ * ones, and all ones.  No reader uses them, but they are the spec's, and
+ * a FAT whose first entries are not even that is suspect as a whole.
+ */
+static int check_fat_reserved(struct fk_exfat_check *x)
+{
+	struct fat_fix f;
+	uint32_t v0, v1;
+	size_t idx;
+	int err;
+
+	if ((err = fk_fat_get(x->vol, 0, &v0)) ||
+	    (err = fk_fat_get(x->vol, 1, &v1)))
+		return err == FK_ECORRUPT ? 0 : err;
+	if (v0 >> 8 != 0xFFFFFF) {
+		idx = report(x, FK_SEV_ERROR, "fat0", NULL,
+			     "FatEntry[0] is 0x%08X, not 0xFFFFFFF8", v0);
+		set_fix(x, idx, "set to 0xFFFFFFF8");
+		f.clus = 0;
+		f.val = 0xFFFFFFF8u;
+		if ((err = PUSH(x->fat_fixes, f)))
+			return err;
+	}
+	if (v1 != FK_EXFAT_EOC) {
+		idx = report(x, FK_SEV_ERROR, "fat0", NULL,
+			     "FatEntry[1] is 0x%08X, not 0xFFFFFFFF", v1);
+		set_fix(x, idx, "set to 0xFFFFFFFF");
+		f.clus = 1;
+		f.val = FK_EXFAT_EOC;
+		return PUSH(x->fat_fixes, f);
+	}
+	return 0;
+}
+
 /* ---- family entry points ---------------------------------------------- */
 
 static int new_state(struct fk_volume *vol, const struct fk_check_opts *opts,
@@ -1745,7 +1780,7 @@ static int run(void *state, struct fk_diag *diag)
 	struct fk_exfat_check *x = state;
 	int err;
 
-	if ((err = check_boot(x)))
+	if ((err = check_boot(x)) || (err = check_fat_reserved(x)))
 		goto fail;
 	progress(x, "files", 0, x->g->nclus);
 	if ((err = walk_root(x, diag)) || (err = check_bitmap(x)))

@@ -327,14 +327,17 @@ elif case == "nofat-overlap":
     b, bcl = v.put("/x-b", 2 * cs, b"", vdl=0, chain=False)
     b.set_stream(first=acl[1])
     v.rewrite_set(b)
+elif case == "fat-reserved":
+    v.fat_set(0, 0x12345678)
+    v.fat_set(1, 0)
 v.flush()
 v.f.close()
 PY
 }
 
-@test "fatcheck exFAT: clusters under an empty file, and overlapping NoFatChain runs" {
+@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1]" {
 	local c
-	for c in empty-with-cluster nofat-overlap; do
+	for c in empty-with-cluster nofat-overlap fat-reserved; do
 		use
 		exdamage img "$c"
 		run -4 fatcheck img
@@ -342,6 +345,8 @@ PY
 			assert_line --regexp "^error: /x-empty: DataLength is 0 but FirstCluster is [0-9]+$"
 		[[ $c != nofat-overlap ]] ||
 			assert_line --regexp "^error: /x-b: shares cluster [0-9]+ with another file or directory"
+		[[ $c != fat-reserved ]] ||
+			assert_line "error: img: FatEntry[1] is 0x00000000, not 0xFFFFFFFF"
 		run -1 fatcheck -r img
 		run -0 fatcheck img
 		fsck_exfat_clean img
