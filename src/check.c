@@ -973,7 +973,7 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 			return 0;
 		idx = report(ck, FK_SEV_ERROR, "short-chain", cur_path(ck),
 			     "file size is %u bytes but it has no clusters",
-			     ent->size);
+			     (uint32_t)ent->size);
 		set_fix(ck, idx, "size set to 0");
 		fix.set_size = 1;
 		return ck->pass == 1 ? plan_entry(ck, &fix) : 0;
@@ -1010,7 +1010,7 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 		idx = report(ck, FK_SEV_ERROR, "short-chain", cur_path(ck),
 			     "file size is %u bytes but its chain holds %u "
 			     "cluster%s (%llu bytes)",
-			     ent->size, c.nclus, pl(c.nclus),
+			     (uint32_t)ent->size, c.nclus, pl(c.nclus),
 			     (unsigned long long)c.nclus * clus_len);
 		fix.set_size = 1;
 		fix.size = c.nclus * clus_len;
@@ -1036,7 +1036,7 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 			idx = report(ck, FK_SEV_ERROR, "dir-size", cur_path(ck),
 				     "directory has a size (%u bytes); "
 				     "directories must have 0",
-				     ent->size);
+				     (uint32_t)ent->size);
 			set_fix(ck, idx, "size set to 0");
 			entry_set(&fix, d, ent);
 			fix.set_size = 1;

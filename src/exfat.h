@@ -354,13 +354,24 @@ struct fk_exfat_bitmap {
 };
 
 /*
- * Read the bitmap described by @set (an FK_EXK_BITMAP entry) through its
- * FAT chain, one bit per cluster in memory.  Returns 0, FK_ECORRUPT (the
- * entry's cluster out of range or a broken chain; @diag says which), or
- * -errno / -ENOMEM.  @bm is filled only on success.
+ * Read the bitmap of @data_len bytes from cluster @first_clus (an
+ * FK_EXK_BITMAP entry's fields) through its FAT chain, one bit per cluster
+ * in memory.  A bitmap shorter than the clusters need is read as far as
+ * it goes (is_short).  Returns 0, FK_ECORRUPT (cluster out of range or a
+ * broken chain; @diag says which), or -errno / -ENOMEM.  @bm is filled
+ * only on success.
  */
-int fk_exfat_bitmap_load(struct fk_volume *vol, const struct fk_exfat_set *set,
-			 struct fk_exfat_bitmap *bm, struct fk_diag *diag);
+int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
+			 uint64_t data_len, struct fk_exfat_bitmap *bm,
+			 struct fk_diag *diag);
+/*
+ * The bitmap that goes with the active FAT (BitmapFlags bit 0, for
+ * TexFAT's two), as fk_exfat_bitmap_load(); FK_ECORRUPT when the root
+ * had none.
+ */
+int fk_exfat_bitmap_load_active(struct fk_volume *vol,
+				struct fk_exfat_bitmap *bm,
+				struct fk_diag *diag);
 void fk_exfat_bitmap_free(struct fk_exfat_bitmap *bm);
 
 static inline int fk_exfat_bitmap_test(const struct fk_exfat_bitmap *bm,
@@ -482,12 +493,18 @@ const char *fk_exfat_set_reason(uint32_t defects);
 /* ---- Volume-level ---- */
 
 /*
- * Open the exFAT side of @vol after volume.c found "EXFAT   ": read and
- * judge both boot regions, fill vol->g, scan the root for its special
- * entries and load the up-case table.  Called by fk_volume_open() only.
- * Returns 0 (checksum and backup defects are left in vol->exfat->boot
- * for the caller to warn about), FK_ECORRUPT with a reason, or -errno.
+ * The exFAT side of fk_volume_open(), in two steps.  fk_exfat_read_boot()
+ * runs when volume.c found "EXFAT   " in @first (the first 512 bytes):
+ * it reads both boot regions, judges them into vol->exfat->boot and fills
+ * vol->g.  Only FK_EXFAT_BOOT_FATAL defects fail it (FK_ECORRUPT, one
+ * reason); a bad checksum or a differing backup is left in the defect bits
+ * for the program to warn about.  fk_exfat_mount() runs once the FAT cache
+ * exists: it scans the root for its special entries and loads the up-case
+ * table (a damaged one: the fallback, with its defects kept).  Returns 0,
+ * FK_ECORRUPT (the root cannot be read, no bitmap), -ENOMEM or -errno.
  */
+int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
+		       struct fk_diag *diag);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

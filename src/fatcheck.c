@@ -298,7 +298,7 @@ static void on_visit(void *arg, const char *path, const struct fk_dirent *ent,
 		printf("checked: %s/ (%" PRIu32 " cluster%s)\n", path, nclus,
 		       nclus == 1 ? "" : "s");
 	else
-		printf("checked: %s (%" PRIu32 " bytes, %" PRIu32
+		printf("checked: %s (%" PRIu64 " bytes, %" PRIu32
 		       " cluster%s)\n",
 		       path, ent->size, nclus, nclus == 1 ? "" : "s");
 }
@@ -574,6 +574,15 @@ int main(int argc, char **argv)
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
 		fk_report_in(PROG, r.image, &diag, err);
+		free(image);
+		return FK_FSCK_OPERATIONAL;
+	}
+	if (vol->exfat) {
+		fk_diag_set(&diag, NULL,
+			    "exFAT checking is not supported yet (fatls lists "
+			    "exFAT volumes; fsck.exfat -n checks them)");
+		fk_report_in(PROG, r.image, &diag, -EOPNOTSUPP);
+		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}

@@ -17,6 +17,8 @@
 #include "cache.h"
 #include "diag.h"
 #include "endian.h"
+#include "exfat.h"
+#include "family.h"
 #include "window.h"
 
 /* BPB fields (byte offsets in the boot sector). */
@@ -56,6 +58,8 @@ const char *fk_fat_type_name(enum fk_fat_type type)
 		return "FAT16";
 	case FK_FAT32:
 		return "FAT32";
+	case FK_EXFAT:
+		return "exFAT";
 	}
 	return "FAT";
 }
@@ -291,6 +295,12 @@ static int read_boot(struct fk_volume *vol, struct fk_diag *diag)
 			   (unsigned long long)vol_len);
 	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
 		return err;
+	/* The family is chosen here, once; nothing else asks again. */
+	if (fk_exfat_detect(first)) {
+		vol->fam = &fk_exfat_family;
+		return fk_exfat_read_boot(vol, first, diag);
+	}
+	vol->fam = &fk_fat_family;
 	if ((err = fk_volume_parse(first, sizeof(first), vol_len, &g, diag)))
 		return err;
 	if (!(vol->boot = malloc(g.sec_len)))
@@ -327,11 +337,16 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 					      : FK_CACHE_NOSYNC,
 				&vol->fat)))
 		goto out_close;
+	if (vol->exfat && (err = fk_exfat_mount(vol, diag)))
+		goto out_cache;
 	*out = vol;
 	return 0;
+out_cache:
+	fk_cache_free(vol->fat);
 out_close:
 	fk_device_close(vol->dev);
 out_free:
+	fk_exfat_unmount(vol);
 	free(vol->boot);
 	free(vol);
 	return err;
@@ -343,6 +358,7 @@ void fk_volume_close(struct fk_volume *vol)
 		return;
 	fk_cache_free(vol->fat);
 	fk_device_close(vol->dev);
+	fk_exfat_unmount(vol);
 	free(vol->boot);
 	free(vol);
 }
