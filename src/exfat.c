@@ -355,6 +355,46 @@ out:
 	return err;
 }
 
+int fk_exfat_read_backup_boot(struct fk_volume *vol)
+{
+	uint64_t dev_len = fk_device_len(vol->dev);
+	struct fk_exfat_boot b;
+	unsigned char *region;
+	uint32_t shift, sec_len;
+	size_t len;
+
+	if (!vol->exfat)
+		return FK_ECORRUPT;
+	for (shift = 9; shift <= 12; shift++) {
+		sec_len = 1u << shift;
+		len = (size_t)FK_EXFAT_REGION_SECS * sec_len;
+		if ((uint64_t)FK_EXFAT_BACKUP_SEC * sec_len + len > dev_len)
+			break;
+		if (!(region = malloc(len)))
+			return -ENOMEM;
+		if (fk_device_read(vol->dev,
+				   (uint64_t)FK_EXFAT_BACKUP_SEC * sec_len,
+				   region, len) ||
+		    fk_exfat_boot_parse(region, len, dev_len, &b, NULL) ||
+		    b.sec_shift != shift ||
+		    (b.defects & (FK_EXB_SIGNATURE | FK_EXB_CHECKSUM))) {
+			free(region);
+			continue;
+		}
+		free(vol->boot);
+		if (!(vol->boot = malloc(sec_len))) {
+			free(region);
+			return -ENOMEM;
+		}
+		memcpy(vol->boot, region, sec_len);
+		free(region);
+		vol->exfat->boot = b;
+		fk_exfat_boot_geom(&b, &vol->g);
+		return 0;
+	}
+	return FK_ECORRUPT;
+}
+
 /* ---- clusters ------------------------------------------------------------- */
 
 uint64_t fk_exfat_clus_needed(const struct fk_geom *g, uint64_t data_len)

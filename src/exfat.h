@@ -505,6 +505,14 @@ const char *fk_exfat_set_reason(uint32_t defects);
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		       struct fk_diag *diag);
+/*
+ * After fk_exfat_read_boot() failed on a main boot region with fatal
+ * damage: judge the backup region (sectors 12 .. 23, for each sector size
+ * 512 .. 4096) and, when it is sound, fill vol->g and vol->exfat->boot
+ * from it instead.  Only a checker that restores the main region asks.
+ * Returns 0, or FK_ECORRUPT when the backup is no better.
+ */
+int fk_exfat_read_backup_boot(struct fk_volume *vol);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

@@ -324,7 +324,10 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		goto out_free;
 	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
 		goto out_close;
-	if ((err = read_boot(vol, diag)))
+	if ((err = read_boot(vol, diag)) && err == FK_ECORRUPT && vol->exfat &&
+	    opts->use_backup_boot && !fk_exfat_read_backup_boot(vol))
+		err = 0;
+	if (err)
 		goto out_close;
 	lay.sec_len = vol->g.sec_len;
 	lay.fat_off = vol->g.fat_off;

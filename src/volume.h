@@ -64,8 +64,11 @@ struct fk_geom {
 
 struct fk_volume_opts {
 	struct fk_device_opts dev;
-	size_t batch_len; /* dirty FAT bytes held before a flush */
-	int is_sync;	  /* fsync after every flush the budget forces */
+	size_t batch_len;    /* dirty FAT bytes held before a flush */
+	int is_sync;	     /* fsync after every flush the budget forces */
+	int use_backup_boot; /* exFAT: a main boot region with fatal damage
+				is read from its backup (for fatcheck, which
+				restores it) */
 };
 
 struct fk_volume {
