@@ -628,8 +628,7 @@ static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
 	snprintf(ent.name, sizeof(ent.name), "%s", s->name);
 	ent.attr = (uint8_t)s->attr;
 	ent.first_clus = s->first_clus;
-	ent.size =
-		s->data_len > UINT32_MAX ? UINT32_MAX : (uint32_t)s->data_len;
+	ent.size = s->data_len;
 	x->o.visit(x->o.arg, cur_path(x), &ent, nclus);
 }
 

@@ -568,21 +568,15 @@ int main(int argc, char **argv)
 	if (r.o.progress < 0)
 		r.o.progress = r.is_tty;
 	vo.dev.is_writer = r.o.is_repair;
+	/* exFAT: a main boot region too damaged to mount from is checked
+	 * (and, with -r, restored) through its backup. */
+	vo.use_backup_boot = 1;
 	/* A checker that does not repair holds nothing dirty. */
 	vo.batch_len = r.o.is_repair ? 4u << 20 : 0;
 	fk_json_init(&r.js, stdout);
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
 		fk_report_in(PROG, r.image, &diag, err);
-		free(image);
-		return FK_FSCK_OPERATIONAL;
-	}
-	if (vol->exfat) {
-		fk_diag_set(&diag, NULL,
-			    "exFAT checking is not supported yet (fatls lists "
-			    "exFAT volumes; fsck.exfat -n checks them)");
-		fk_report_in(PROG, r.image, &diag, -EOPNOTSUPP);
-		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}

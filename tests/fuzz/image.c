@@ -84,7 +84,8 @@ int fuzz_open(int is_writer, struct fk_volume **out)
 	vo.dev.path = image_path;
 	vo.dev.has_off = 1; /* offset 0: fuzz FAT, not libblkid */
 	vo.dev.is_writer = is_writer;
-	vo.dev.force = 1; /* a memfd backs no loop device: skip /sys */
+	vo.use_backup_boot = 1; /* as fatcheck opens exFAT */
+	vo.dev.force = 1;	/* a memfd backs no loop device: skip /sys */
 	vo.batch_len = is_writer ? 4u << 20 : 0;
 	return fk_volume_open(&vo, out, NULL);
 }
