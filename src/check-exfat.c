@@ -1574,7 +1574,7 @@ static int check_bitmap(struct fk_exfat_check *x)
 	hi = g->nclus && (uint64_t)w.nused * 100 % g->nclus ? lo + 1 : lo;
 	want = fk_exfat_percent(x->is_tree_incomplete ? w.nused : x->nowned,
 				g->nclus);
-	if (pct != 0xFF && pct != lo && pct != hi) {
+	if (pct <= 100 && pct != lo && pct != hi) {
 		idx = report(x, FK_SEV_WARNING, "percent-in-use", NULL,
 			     "PercentInUse %u%%, the allocation bitmap says "
 			     "%u%%",
@@ -1636,14 +1636,20 @@ static int check_boot(struct fk_exfat_check *x)
 	is_backup_ok =
 		!(bb.defects & ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM)) &&
 		(1u << bb.sec_shift) == sec_len;
-	main_bad = b->defects & ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM);
+	/* PercentInUse is outside the checksum, and set from the bitmap by
+	 * any repair that finds it wrong (check_bitmap()). */
+	main_bad = b->defects &
+		   ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT);
 	for (i = 0; i < sizeof(boot_bits) / sizeof(boot_bits[0]); i++) {
 		if (!(b->defects & boot_bits[i]))
 			continue;
 		idx = report(x, FK_SEV_ERROR, "boot", NULL,
 			     "main boot region: %s",
 			     fk_exfat_boot_reason(boot_bits[i]));
-		if (is_backup_ok)
+		if (boot_bits[i] == FK_EXB_PERCENT) {
+			set_fix(x, idx, "set from the allocation bitmap");
+			x->fix_percent = 1;
+		} else if (is_backup_ok)
 			set_fix(x, idx, "restored from the backup region");
 		else if (boot_bits[i] == FK_EXB_CHECKSUM &&
 			 main_bad == FK_EXB_CHECKSUM)
@@ -1733,6 +1739,7 @@ static int new_state(struct fk_volume *vol, const struct fk_check_opts *opts,
 	/* Whole words, for the bitmap passes; calloc's pages are touched
 	   only where clusters are owned. */
 	x->own = calloc(((size_t)vol->g.nclus + 63) / 64, 8);
+	x->percent_want = 0xFF; /* "not known", while no bitmap says */
 	x->path = calloc(1, 64);
 	x->path_cap = 64;
 	if (!x->own || !x->path) {
