@@ -505,11 +505,15 @@ const char *fk_exfat_set_reason(uint32_t defects);
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		       struct fk_diag *diag);
+/* Main-region defects a sound backup is not preferred over. */
+#define FK_EXFAT_BOOT_MINOR                                                    \
+	(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT)
+
 /*
- * After fk_exfat_read_boot() failed on a main boot region with fatal
- * damage: judge the backup region (sectors 12 .. 23, for each sector size
- * 512 .. 4096) and, when it is sound, fill vol->g and vol->exfat->boot
- * from it instead.  Only a checker that restores the main region asks.
+ * After fk_exfat_read_boot() found the main boot region damaged (fatally,
+ * or outside FK_EXFAT_BOOT_MINOR): judge the backup region (sectors 12 ..
+ * 23, for each sector size 512 .. 4096) and, when it is sound, fill vol->g
+ * and vol->exfat->boot from it instead.  Only a checker that restores the main region asks.
  * Returns 0, or FK_ECORRUPT when the backup is no better.
  */
 int fk_exfat_read_backup_boot(struct fk_volume *vol);

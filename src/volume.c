@@ -324,8 +324,14 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		goto out_free;
 	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
 		goto out_close;
-	if ((err = read_boot(vol, diag)) && err == FK_ECORRUPT && vol->exfat &&
-	    opts->use_backup_boot && !fk_exfat_read_backup_boot(vol))
+	err = read_boot(vol, diag);
+	/* A checker that will restore the main region from a sound backup
+	 * must see the volume the backup describes, or its second run would
+	 * see another one. */
+	if (vol->exfat && opts->use_backup_boot &&
+	    (err == FK_ECORRUPT ||
+	     (!err && (vol->exfat->boot.defects & ~FK_EXFAT_BOOT_MINOR))) &&
+	    !fk_exfat_read_backup_boot(vol))
 		err = 0;
 	if (err)
 		goto out_close;

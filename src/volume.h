@@ -66,9 +66,9 @@ struct fk_volume_opts {
 	struct fk_device_opts dev;
 	size_t batch_len;    /* dirty FAT bytes held before a flush */
 	int is_sync;	     /* fsync after every flush the budget forces */
-	int use_backup_boot; /* exFAT: a main boot region with fatal damage
-				is read from its backup (for fatcheck, which
-				restores it) */
+	int use_backup_boot; /* exFAT: a damaged main boot region is read
+				from a sound backup instead (for fatcheck,
+				which restores it from there) */
 };
 
 struct fk_volume {
