@@ -511,16 +511,24 @@ static uint32_t name_room(const struct fk_exfat_set *s)
 	return n;
 }
 
-/* A 64-bit hash of the first @n units of @s's name, up-cased. */
+/*
+ * A 64-bit hash of the first @n units of @s's name, up-cased: from the
+ * raw entries when @is_raw (a repair changed them), else from the units
+ * the iterator gathered.
+ */
 static uint64_t name_key(const struct fk_exfat_upcase *up,
-			 const struct fk_exfat_set *s, uint32_t n)
+			 const struct fk_exfat_set *s, uint32_t n, int is_raw)
 {
 	uint64_t h = 14695981039346656037ull ^ n, w = 0;
 	uint32_t i;
 
+	if (s->name16_len < n)
+		is_raw = 1;
 	/* Four units to a multiply: names are hashed once per entry. */
 	for (i = 0; i < n; i++) {
-		w = w << 16 | fk_exfat_upcase(up, name_unit(s, i));
+		uint16_t u = is_raw ? name_unit(s, i) : s->name16[i];
+
+		w = w << 16 | fk_exfat_upcase(up, u);
 		if (i % 4 == 3) {
 			h = (h ^ w) * 0x100000001B3ull;
 			h ^= h >> 29;
@@ -696,7 +704,7 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 
 	for (i = 0; i < sizeof(alt) - 1; i++) {
 		put_name_unit(s, 0, (uint16_t)alt[i]);
-		*key = name_key(x->ex->upcase, s, n);
+		*key = name_key(x->ex->upcase, s, n, 1);
 		if (!has_key(&w->names, *key))
 			return 1;
 	}
@@ -861,7 +869,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		is_changed = 1;
 	}
 	/* Duplicates, through the volume's up-case table (spec 7.2). */
-	key = name_key(x->ex->upcase, s, s->raw[1][EN_NAME_LEN]);
+	key = name_key(x->ex->upcase, s, s->raw[1][EN_NAME_LEN], is_changed);
 	if (has_key(&w->names, key)) {
 		idx = report(x, FK_SEV_ERROR, "duplicate", cur_path(x),
 			     "another entry of the directory has the same "
