@@ -140,7 +140,7 @@ done
 	echo "- machine: $(nproc) CPUs, Linux $(uname -r), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	echo "- images: sparse, mkfs.exfat, then 100 directories of 200 files (1500 to 24000 bytes) written by \`tests/helpers/exfatref.py batch\`"
 	echo "- reproduce: \`bench/fatcheck-exfat.sh\` (\`hyperfine -N --warmup 2 --runs 10 'build/fatcheck IMG' 'fsck.exfat -n IMG'\` and \`/usr/bin/time -f %M\` on each)"
-	echo "- fsck.exfat: $(fsck.exfat -V 2>&1 | head -n 1)"
+	echo "- fsck.exfat: $(fsck.exfat -n "$OUT/exfat-64g-default.img" 2>&1 | grep -m 1 version)"
 	echo
 	printf '%s\n' "${tables[@]}"
 	echo "| image | clusters | fatcheck | fsck.exfat -n | speed-up | fatcheck peak RSS | fsck.exfat -n peak RSS | memory |"
