@@ -21,6 +21,7 @@
 #include "device.h"
 #include "diag.h"
 #include "dir.h"
+#include "family.h"
 #include "fat.h"
 #include "fsinfo.h"
 #include "names.h"
@@ -400,13 +401,14 @@ static void pop_name(struct fk_check *ck, size_t old)
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
-	struct fk_check *ck = calloc(1, sizeof(*ck));
+	struct fk_check *ck;
 	size_t map_len;
 	int err;
 
-	if (!ck)
+	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
-	if (vol->g.type == FK_EXFAT) {
+	/* The family is chosen once: exFAT has its own checker. */
+	if (vol->fam != &fk_fat_family) {
 		ck->fam = &fk_check_exfat_family;
 		if ((err = ck->fam->new_state(vol, opts, &ck->fam_state))) {
 			free(ck);

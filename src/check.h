@@ -67,7 +67,8 @@ struct fk_check_stats {
 
 /*
  * Set up a check of @vol (which the caller keeps open until
- * fk_check_free()).  *@out is the caller's.  Returns 0 or -ENOMEM.
+ * fk_check_free()).  *@out is the caller's.  Returns 0, -ENOMEM, or
+ * -EOPNOTSUPP on an exFAT volume (this is the FAT family's checker).
  */
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out);

@@ -88,11 +88,11 @@ static const struct {
 	{FK_EXB_CLUS_SHIFT,
 	 "SectorsPerClusterShift makes clusters over 32 MiB"},
 	{FK_EXB_NFATS, "NumberOfFats is not 1 or 2"},
+	{FK_EXB_VOL_LEN, "VolumeLength is out of range"},
+	{FK_EXB_NCLUS, "ClusterCount is out of range"},
 	{FK_EXB_FAT_OFF, "FatOffset is out of range"},
 	{FK_EXB_FAT_LEN, "FatLength is out of range"},
 	{FK_EXB_HEAP_OFF, "ClusterHeapOffset is out of range"},
-	{FK_EXB_NCLUS, "ClusterCount is out of range"},
-	{FK_EXB_VOL_LEN, "VolumeLength is out of range"},
 	{FK_EXB_ROOT_CLUS, "FirstClusterOfRootDirectory is out of range"},
 	{FK_EXB_REVISION, "FileSystemRevision is not 1.x"},
 	{FK_EXB_ACTIVE_FAT, "VolumeFlags name the second FAT of one"},
@@ -104,12 +104,24 @@ static const struct {
 	{FK_EXB_TRUNCATED, "image is truncated: no complete boot region"},
 };
 
-const char *fk_exfat_boot_reason(uint32_t defects)
+/* The defect of @defects that is reported first (table order). */
+static uint32_t first_defect(uint32_t defects)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(boot_reasons) / sizeof(boot_reasons[0]); i++)
 		if (defects & boot_reasons[i].bit)
+			return boot_reasons[i].bit;
+	return 0;
+}
+
+const char *fk_exfat_boot_reason(uint32_t defects)
+{
+	uint32_t bit = first_defect(defects);
+	size_t i;
+
+	for (i = 0; i < sizeof(boot_reasons) / sizeof(boot_reasons[0]); i++)
+		if (bit == boot_reasons[i].bit)
 			return boot_reasons[i].why;
 	return "";
 }
@@ -173,17 +185,20 @@ static void judge_layout(struct fk_exfat_boot *b, uint64_t dev_len)
 		b->defects |= FK_EXB_VOL_LEN;
 	if (b->fat_off < 24 || b->fat_off >= b->vol_len)
 		b->defects |= FK_EXB_FAT_OFF;
-	fats_end = b->fat_off + (uint64_t)b->fat_len * (b->nfats == 2 ? 2 : 1);
-	fat_need = (uint32_t)(((uint64_t)b->nclus + 2) * 4 / sec_len +
-			      (((uint64_t)b->nclus + 2) * 4 % sec_len != 0));
-	if (!b->fat_len || b->fat_len < fat_need || fats_end > b->heap_off)
-		b->defects |= FK_EXB_FAT_LEN;
-	if (b->heap_off < fats_end || b->heap_off >= b->vol_len)
-		b->defects |= FK_EXB_HEAP_OFF;
 	heap_secs = b->heap_off < b->vol_len ? b->vol_len - b->heap_off : 0;
 	if (!b->nclus || b->nclus > MAX_NCLUS ||
 	    b->nclus > heap_secs / clus_secs)
 		b->defects |= FK_EXB_NCLUS;
+	fats_end = b->fat_off + (uint64_t)b->fat_len * (b->nfats == 2 ? 2 : 1);
+	/* A FAT too small for a ClusterCount that is itself wrong is the
+	 * count's defect, not the FAT's. */
+	fat_need = (uint32_t)(((uint64_t)b->nclus + 2) * 4 / sec_len +
+			      (((uint64_t)b->nclus + 2) * 4 % sec_len != 0));
+	if (!b->fat_len ||
+	    (!(b->defects & FK_EXB_NCLUS) && b->fat_len < fat_need))
+		b->defects |= FK_EXB_FAT_LEN;
+	if (b->heap_off < fats_end || b->heap_off >= b->vol_len)
+		b->defects |= FK_EXB_HEAP_OFF;
 	if (b->root_clus < 2 || b->root_clus - 2 >= b->nclus)
 		b->defects |= FK_EXB_ROOT_CLUS;
 	if (b->revision >> 8 != 1)
@@ -249,6 +264,92 @@ static void judge_region(const unsigned char *region, size_t len,
 	}
 }
 
+/* The reason for fatal defect @bit, with the values that make it one. */
+static void explain(const struct fk_exfat_boot *b, uint32_t bit,
+		    uint64_t dev_len, struct fk_diag *diag)
+{
+	const char *why = fk_exfat_boot_reason(bit);
+
+	switch (bit) {
+	case FK_EXB_SEC_SHIFT:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: BytesPerSectorShift %u is "
+			    "not 9 to 12",
+			    b->sec_shift);
+		return;
+	case FK_EXB_CLUS_SHIFT:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: SectorsPerClusterShift %u "
+			    "makes clusters over 32 MiB",
+			    b->clus_shift);
+		return;
+	case FK_EXB_NFATS:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: NumberOfFats %u is not 1 "
+			    "or 2",
+			    b->nfats);
+		return;
+	case FK_EXB_VOL_LEN:
+		if (dev_len && b->vol_len > dev_len >> b->sec_shift &&
+		    b->vol_len >= MIN_VOL_LEN >> b->sec_shift) {
+			fk_diag_set(diag, NULL,
+				    "image is truncated: the volume needs "
+				    "%" PRIu64 " bytes, the image has %" PRIu64,
+				    b->vol_len << b->sec_shift, dev_len);
+			return;
+		}
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: VolumeLength %" PRIu64
+			    " sectors is under 1 MiB",
+			    b->vol_len);
+		return;
+	case FK_EXB_NCLUS:
+		fk_diag_set(
+			diag, NULL,
+			"bad exFAT boot sector: ClusterCount %" PRIu32
+			" is out of range (the cluster heap holds %" PRIu64 ")",
+			b->nclus,
+			b->heap_off < b->vol_len
+				? (b->vol_len - b->heap_off) >> b->clus_shift
+				: 0);
+		return;
+	case FK_EXB_FAT_OFF:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: FatOffset %" PRIu32
+			    " is out of range (24 to %" PRIu64 ")",
+			    b->fat_off, b->vol_len);
+		return;
+	case FK_EXB_FAT_LEN:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: FatLength %" PRIu32
+			    " sectors is out of range for %" PRIu32
+			    " clusters before heap offset %" PRIu32,
+			    b->fat_len, b->nclus, b->heap_off);
+		return;
+	case FK_EXB_HEAP_OFF:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: ClusterHeapOffset %" PRIu32
+			    " is out of range",
+			    b->heap_off);
+		return;
+	case FK_EXB_ROOT_CLUS:
+		fk_diag_set(
+			diag, NULL,
+			"bad exFAT boot sector: FirstClusterOfRootDirectory "
+			"%" PRIu32 " is out of range (2 to %" PRIu64 ")",
+			b->root_clus, (uint64_t)b->nclus + 1);
+		return;
+	case FK_EXB_REVISION:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: FileSystemRevision %u.%02u "
+			    "is not 1.x",
+			    b->revision >> 8, b->revision & 0xFFu);
+		return;
+	default:
+		fk_diag_set(diag, NULL, "bad exFAT boot sector: %s", why);
+	}
+}
+
 int fk_exfat_boot_parse(const unsigned char *region, size_t len,
 			uint64_t dev_len, struct fk_exfat_boot *b,
 			struct fk_diag *diag)
@@ -277,16 +378,7 @@ int fk_exfat_boot_parse(const unsigned char *region, size_t len,
 	fatal = b->defects & FK_EXFAT_BOOT_FATAL;
 	if (!fatal)
 		return 0;
-	if (fatal == FK_EXB_VOL_LEN && dev_len &&
-	    b->vol_len > dev_len >> b->sec_shift &&
-	    b->vol_len >= MIN_VOL_LEN >> b->sec_shift)
-		fk_diag_set(diag, NULL,
-			    "image is truncated: the volume needs %" PRIu64
-			    " bytes, the image has %" PRIu64,
-			    b->vol_len << b->sec_shift, dev_len);
-	else
-		fk_diag_set(diag, NULL, "bad exFAT boot sector: %s",
-			    fk_exfat_boot_reason(fatal));
+	explain(b, first_defect(fatal), dev_len, diag);
 	return FK_ECORRUPT;
 }
 

@@ -446,9 +446,12 @@ struct fk_exfat_dir_stats {
 };
 
 /*
- * Open the directory stored in @s for entry-set iteration (@s NULL: the
- * root, chained from FirstClusterOfRootDirectory to its end).  @is_root
- * decides whether special entries are expected.  *@out is the caller's,
+ * Open the directory stored in @s for entry-set iterator (@s NULL: the
+ * root, chained from FirstClusterOfRootDirectory to its end).  Special
+ * entries found outside the root (first cluster not the root's) get
+ * FK_EXS_ROOT_ONLY.  The walk reads at most ceil(DataLength / cluster)
+ * clusters (the root: 256 MiB), never more than the volume has, and stops
+ * at a chain loop (Brent, as fk_chain_walk()).  *@out is the caller's,
  * freed by fk_exfat_dir_close().  Returns 0, -ENOMEM.
  */
 int fk_exfat_dir_open(struct fk_volume *vol, const struct fk_exfat_stream *s,

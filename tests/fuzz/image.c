@@ -28,21 +28,22 @@ static uint32_t le32(const uint8_t *p)
 	return le16(p) | le16(p + 2) << 16;
 }
 
-/* Bytes the boot sector claims (BPB total sectors times sector size,
-   or exFAT's VolumeLength). */
+/*
+ * Bytes the boot sector claims (BPB total sectors times sector size; on
+ * exFAT, VolumeLength shifted by BytesPerSectorShift).
+ */
 static uint64_t claimed_len(const uint8_t *data, size_t len)
 {
 	uint64_t secs;
 
-	if (len < 36)
-		return 0;
-	/* exFAT: VolumeLength (8 bytes at 72) << BytesPerSectorShift. */
 	if (len >= 109 && !memcmp(data + 3, "EXFAT   ", 8)) {
 		secs = le32(data + 72) | (uint64_t)le32(data + 76) << 32;
-		return data[108] <= 12 && secs < (1ull << 40)
-			       ? secs << data[108]
-			       : FUZZ_IMAGE_MAX;
+		if (data[108] > 12 || secs > FUZZ_IMAGE_MAX)
+			return FUZZ_IMAGE_MAX;
+		return secs << data[108];
 	}
+	if (len < 36)
+		return 0;
 	secs = le16(data + 19);
 	if (!secs)
 		secs = le32(data + 32);
