@@ -354,3 +354,42 @@ PY
 		sums img | diff - img.sums
 	done
 }
+
+# ---- memory -----------------------------------------------------------------
+
+@test "fatcheck exFAT: memory stays within 2 bits per cluster plus buffers on a full 1 TiB volume" {
+	local rss nclus
+	truncate -s 1T big.img
+	mkfs.exfat -c 32K big.img >/dev/null
+	# one NoFatChain file over every free cluster: each ownership bit and
+	# each bitmap bit is 1 (exfatref's writer would try to hold 1 TiB of
+	# data, so the file is made by hand)
+	"$FK_PYTHON" - "$FATKIT_HELPERS" big.img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+e, cl = v.put("/huge", v.csize, b"", vdl=0, chain=False)
+e.set_stream(dl=(v.nclus + 2 - cl[0]) * v.csize, vdl=0)
+v.rewrite_set(e)
+bm = v.load_bitmap()
+for c in range(cl[0], v.nclus + 2):
+    if (c - 2) % 8 == 0:
+        break
+    v.set_bit(c, 1)
+start = (cl[0] - 2 + 7) // 8
+bm[start:] = b"\xff" * (len(bm) - start)
+if v.nclus % 8:
+    bm[v.nclus // 8] &= (1 << (v.nclus % 8)) - 1
+v.bitmap_dirty = True
+v.flush()
+v.f.close()
+PY
+	nclus=$(od -An -tu4 -j92 -N4 big.img | tr -d ' ') # ClusterCount
+	rss=$(/usr/bin/time -f %M fatcheck big.img 2>&1 >/dev/null | tail -n 1)
+	echo "peak RSS $rss KiB for $nclus clusters"
+	# 2 bits per cluster is nclus / 4 bytes; buffers and the program 4 MiB
+	[ "$rss" -le $((nclus / 4 / 1024 + 4096)) ]
+	run -0 fatcheck big.img
+	assert_output --partial "$nclus/$nclus clusters used; 0 errors"
+}
