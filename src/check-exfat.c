@@ -99,6 +99,9 @@ struct claim {
 	uint32_t last;	/* last cluster claimed; 0: none */
 	uint32_t at;	/* the cluster a loop or cross-link reached */
 	enum cut why;
+	int is_special; /* the bitmap or up-case table: a broken chain is
+			   left as it is (ending it makes it no more usable,
+			   only shorter); one too long is ended */
 	struct fk_chain_info info;
 };
 
@@ -373,6 +376,17 @@ static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	return 0;
 }
 
+/* claim() for the bitmap or the up-case table (see is_special). */
+static int claim_special(struct fk_exfat_check *x,
+			 const struct fk_exfat_stream *s, uint64_t need,
+			 struct claim *c)
+{
+	int err = claim(x, s, need, 0, c);
+
+	c->is_special = 1;
+	return err;
+}
+
 /* Does the repair end @c's FAT chain at its last claimed cluster? */
 static int is_fat_cut(const struct claim *c)
 {
@@ -450,7 +464,7 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 			      what, s->first_clus, max);
 		return 0;
 	}
-	if (!is_fat_cut(c))
+	if (!is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
 		return 0;
 	set_fix(x, *idx, "chain ended at cluster %u", c->last);
 	f.clus = c->last;
@@ -923,8 +937,9 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		/* TexFAT's second bitmap: owned, never compared. */
 		struct fk_exfat_stream other = {s->first_clus, s->data_len, 0};
 
-		if ((err = claim(x, &other,
-				 fk_exfat_clus_needed(g, s->data_len), 0, &c)))
+		if ((err = claim_special(x, &other,
+					 fk_exfat_clus_needed(g, s->data_len),
+					 &c)))
 			return err;
 		return judge_claim(x, &c, NULL,
 				   "second allocation bitmap: ", &idx);
@@ -933,8 +948,9 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	x->bm_stream.first_clus = s->first_clus;
 	x->bm_stream.data_len = x->bm_need_len;
 	x->bm_stream.is_no_fat_chain = 0;
-	if ((err = claim(x, &x->bm_stream,
-			 fk_exfat_clus_needed(g, x->bm_need_len), 0, &c)) ||
+	if ((err = claim_special(x, &x->bm_stream,
+				 fk_exfat_clus_needed(g, x->bm_need_len),
+				 &c)) ||
 	    (err = judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
 		return err;
 	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
@@ -1084,8 +1100,8 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	st.first_clus = s->first_clus;
 	st.data_len = s->data_len;
 	st.is_no_fat_chain = 0;
-	if ((err = claim(x, &st, fk_exfat_clus_needed(x->g, s->data_len), 0,
-			 &c)) ||
+	if ((err = claim_special(
+		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
 	    (err = judge_claim(x, &c, NULL, "up-case table: ", &idx)))
 		return err;
 	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
@@ -1982,6 +1998,43 @@ static int repair(void *state, struct fk_diag *diag)
 			x->st.fixed++;
 		}
 	return 0;
+}
+
+/* Main-region defects that a sound backup is not preferred over. */
+#define BOOT_MINOR (FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT)
+
+int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
+		  struct fk_diag *diag)
+{
+	struct fk_volume_opts bo = *opts;
+	struct fk_volume *vol;
+	int err;
+
+	err = fk_volume_open(opts, &vol, diag);
+	if (err && err != FK_ECORRUPT)
+		return err;
+	if (!err) {
+		if (!vol->exfat || !(vol->exfat->boot.defects & ~BOOT_MINOR)) {
+			*out = vol;
+			return 0;
+		}
+		/* A writer's lock is the open's own: one open at a time. */
+		fk_volume_close(vol);
+	}
+	/* The repair restores the main region from a sound backup: check
+	 * the volume the backup describes, or a second run would see
+	 * another one (another root, say). */
+	bo.is_exfat_backup = 1;
+	if (!fk_volume_open(&bo, &vol, NULL)) {
+		if (!(vol->exfat->boot.defects & ~BOOT_MINOR)) {
+			*out = vol;
+			return 0;
+		}
+		fk_volume_close(vol);
+	}
+	if (err)
+		return err; /* the main region's reason stays in @diag */
+	return fk_volume_open(opts, out, diag);
 }
 
 const struct fk_check_family fk_check_exfat_family = {

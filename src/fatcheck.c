@@ -568,13 +568,10 @@ int main(int argc, char **argv)
 	if (r.o.progress < 0)
 		r.o.progress = r.is_tty;
 	vo.dev.is_writer = r.o.is_repair;
-	/* exFAT: a main boot region too damaged to mount from is checked
-	 * (and, with -r, restored) through its backup. */
-	vo.use_backup_boot = 1;
 	/* A checker that does not repair holds nothing dirty. */
 	vo.batch_len = r.o.is_repair ? 4u << 20 : 0;
 	fk_json_init(&r.js, stdout);
-	if ((err = fk_volume_open(&vo, &vol, &diag))) {
+	if ((err = fk_check_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
 		fk_report_in(PROG, r.image, &diag, err);
 		free(image);

@@ -66,9 +66,9 @@ struct fk_volume_opts {
 	struct fk_device_opts dev;
 	size_t batch_len;    /* dirty FAT bytes held before a flush */
 	int is_sync;	     /* fsync after every flush the budget forces */
-	int use_backup_boot; /* exFAT: a damaged main boot region is read
-				from a sound backup instead (for fatcheck,
-				which restores it from there) */
+	int is_exfat_backup; /* exFAT: take the geometry from the backup boot
+				region, whatever the main one holds (for a
+				checker that restores the main region) */
 };
 
 struct fk_volume {
