@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# bench/fatcheck.sh: time `fatcheck` against `fsck.fat -n` and compare their
-# peak memory and their verdicts.
+# bench/fatcheck.sh: time `fatcheck` against `fsck.fat -n` side by side,
+# compare their peak memory, and their verdicts on damaged images.
 #
-# Builds (once, cached under bench/out/, which git ignores) three sparse
-# FAT32 images with mkfs.fat and mcopy: 16 GiB holding 20,000 files (1.5 to
-# 24 KB, so chains of 1 to 3 clusters) in 100 directories, 256 GiB holding
-# 2,000 such files in 20 directories, and the largest mkfs.fat makes (2 TiB,
-# 67 million clusters), empty.  Times both checkers on each with
-# hyperfine, measures peak RSS with /usr/bin/time, then damages a copy of the
-# 16 GiB image in each way tests/helpers/corrupt.py knows and records both
-# verdicts, and whether fsck.fat -n is clean after fatcheck -r.  Prints a
-# summary and appends a section to bench/RESULTS.md.
+# Builds (once, cached under bench/out/, which git ignores) sparse images
+# with mkfs.fat --invariant, filled by mcopy (as a user would) or, for the
+# nearly full one, by bench/fragfill.py (which writes FAT and directories
+# directly and leaves file data as holes); every image is the same on
+# every run.  The shapes:
 #
-#   bench/fatcheck.sh              run (build the images if missing)
-#   bench/fatcheck.sh --rebuild    remake the images first
-#   bench/fatcheck.sh --image      only build the images (if missing)
+#   16g       FAT32, 16 GiB, default clusters (8 KiB), 20,000 files of
+#             1.5 to 24 KB with long names in 100 directories
+#   16g-4k    the same files on 16 GiB with 4 KiB clusters (4 million
+#             clusters: a 16 MiB FAT per copy)
+#   fat16     FAT16, 2 GiB, 64 KiB clusters, the same 20,000 files
+#   frag      FAT32, 8 GiB, 4 KiB clusters, 97% full: 20,000 files in 50
+#             directories whose chains interleave 16 at a time, about 100
+#             fragments each (bench/fragfill.py IMG 50 400 97 16)
+#   256g      FAT32, 256 GiB, 2,000 such files in 20 directories
+#   2t        FAT32, the largest mkfs.fat makes (2 TiB, 67 million
+#             clusters), empty
 #
-# Targets from the issue: at least 5x faster than fsck.fat -n, at most half
-# its peak memory, the same verdict on every corruption case.
+# Each shape is timed by bench/pair.py: one warm-up run of each checker,
+# then RUNS rounds running both in turn (alternating which goes first),
+# medians of wall time; peak RSS is the median of three runs under
+# /usr/bin/time -f %M.  Both checkers run at this script's nice value.
+# Then a copy of the 16g image is damaged in each way
+# tests/helpers/corrupt.py knows, and both verdicts are recorded, with
+# whether fsck.fat -n is clean after fatcheck -r.  Prints a summary and
+# appends a section to bench/RESULTS.md.
+#
+#   bench/fatcheck.sh               run (build the images if missing)
+#   bench/fatcheck.sh --rebuild     remake the images first
+#   bench/fatcheck.sh --image       only build the images (if missing)
+#   bench/fatcheck.sh --runs N      N rounds per shape (default 11; the
+#                                   2 TiB shape takes a third of them)
+#   bench/fatcheck.sh --no-verdicts skip the damaged-image verdicts
+#
+# Targets (issue #10): on every shape at least 10x faster than fsck.fat
+# -n at no more than a quarter of its peak memory, and the same verdict
+# on every corruption case.
 set -euo pipefail
 
 # Paths are relative to the repository root, so the commands recorded in
@@ -25,8 +46,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=bench/out
 IMG16=$OUT/fatcheck-16g.img
-IMG256=$OUT/fatcheck-256g.img
-IMG2T=$OUT/fatcheck-2t.img
 WORK=$OUT/fatcheck-work.img
 RESULTS=bench/RESULTS.md
 CORRUPT=tests/helpers/corrupt.py
@@ -77,73 +96,126 @@ make_tree()
 	done
 }
 
-# make_image IMG SIZE_KIB NDIRS PER_DIR
+# make_image IMG SIZE_KIB NDIRS PER_DIR MKFS_OPTION...: mkfs.fat
+# --invariant (pinned serial and timestamps) -S 512 and the options, then
+# mcopy the tree (kept in $tmp for the next image of the same tree).
 make_image()
 {
-	local img=$1 kib=$2 tree=$tmp/tree
+	local img=$1 kib=$2 ndirs=$3 per=$4 tree=$tmp/tree-$3-$4
+	shift 4
 	echo "fatcheck.sh: building $img (one-off; cached in bench/out/)" >&2
 	mkdir -p "$OUT"
-	rm -rf "$tree" "$img"
-	make_tree "$tree" "$3" "$4"
-	# --invariant pins the serial and timestamps; -S 512, default cluster.
-	mkfs.fat --invariant -F 32 -S 512 -C "$img.tmp" "$kib" >/dev/null
+	rm -f "$img"
+	[[ -d $tree ]] || make_tree "$tree" "$ndirs" "$per"
+	mkfs.fat --invariant -S 512 "$@" -C "$img.tmp" "$kib" >/dev/null
 	mcopy -s -Q -m -i "$img.tmp" "$tree"/* ::/
 	mv "$img.tmp" "$img"
-	rm -rf "$tree"
+}
+
+# make_frag IMG SIZE_KIB: nearly full of fragmented files, see the top.
+make_frag()
+{
+	local img=$1 kib=$2
+	echo "fatcheck.sh: building $img (one-off; cached in bench/out/)" >&2
+	mkdir -p "$OUT"
+	rm -f "$img"
+	mkfs.fat --invariant -S 512 -F 32 -s 8 -C "$img.tmp" "$kib" >/dev/null
+	python3 bench/fragfill.py "$img.tmp" 50 400 97 16
+	mv "$img.tmp" "$img"
+}
+
+# The shapes: name, image, what it is (for the tables).
+SHAPES=(16g 16g-4k fat16 frag 256g 2t)
+declare -A IMG=(
+	[16g]=$IMG16 [16g-4k]=$OUT/fatcheck-16g-4k.img
+	[fat16]=$OUT/fatcheck-fat16.img [frag]=$OUT/fatcheck-frag.img
+	[256g]=$OUT/fatcheck-256g.img [2t]=$OUT/fatcheck-2t.img
+)
+declare -A WHAT=(
+	[16g]="FAT32 16 GiB, 8 KiB clusters, 20,000 files"
+	[16g-4k]="FAT32 16 GiB, 4 KiB clusters, 20,000 files"
+	[fat16]="FAT16 2 GiB, 64 KiB clusters, 20,000 files"
+	[frag]="FAT32 8 GiB, 4 KiB clusters, 97% full, 20,000 files of ~100 fragments"
+	[256g]="FAT32 256 GiB, 2,000 files"
+	[2t]="FAT32 2 TiB (67 million clusters), empty"
+)
+
+build_images()
+{
+	local i=${IMG[2t]}
+	[[ -f ${IMG[16g]} ]] ||
+		make_image "${IMG[16g]}" $((16 * 1024 * 1024)) 100 200 -F 32
+	[[ -f ${IMG[16g-4k]} ]] ||
+		make_image "${IMG[16g-4k]}" $((16 * 1024 * 1024)) 100 200 \
+			-F 32 -s 8
+	[[ -f ${IMG[fat16]} ]] ||
+		make_image "${IMG[fat16]}" $((2 * 1024 * 1024)) 100 200 \
+			-F 16 -s 128
+	[[ -f ${IMG[frag]} ]] || make_frag "${IMG[frag]}" $((8 * 1024 * 1024))
+	[[ -f ${IMG[256g]} ]] ||
+		make_image "${IMG[256g]}" $((256 * 1024 * 1024)) 20 100 -F 32
+	if [[ ! -f $i ]]; then
+		echo "fatcheck.sh: building $i (one-off)" >&2
+		mkfs.fat --invariant -F 32 -S 512 -C "$i.tmp" \
+			$((2 * 1024 * 1024 * 1024 - 1)) >/dev/null
+		mv "$i.tmp" "$i"
+	fi
 }
 
 need mkfs.fat dosfstools
 need mcopy mtools
-need hyperfine hyperfine
 need /usr/bin/time time
 need python3 python3
 
+RUNS=11
+VERDICTS=1
+MODE=run
+while (($#)); do
+	case $1 in
+	--rebuild) MODE=rebuild ;;
+	--image) MODE=image ;;
+	--runs)
+		[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--runs wants a count"
+		RUNS=$2
+		shift
+		;;
+	--no-verdicts) VERDICTS=0 ;;
+	*) die "unknown option $1 (see the top of bench/fatcheck.sh)" ;;
+	esac
+	shift
+done
+
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp" "$IMG16.tmp" "$IMG256.tmp" "$IMG2T.tmp" "$WORK"' EXIT
-if [[ ${1:-} == --rebuild ]]; then
-	rm -f "$IMG16" "$IMG256" "$IMG2T"
+trap 'rm -rf "$tmp" "$OUT"/fatcheck-*.img.tmp "$WORK"' EXIT
+if [[ $MODE == rebuild ]]; then
+	for s in "${SHAPES[@]}"; do rm -f "${IMG[$s]}"; done
 fi
-[[ -f $IMG16 ]] || make_image "$IMG16" $((16 * 1024 * 1024)) 100 200
-[[ -f $IMG256 ]] || make_image "$IMG256" $((256 * 1024 * 1024)) 20 100
-if [[ ! -f $IMG2T ]]; then
-	echo "fatcheck.sh: building $IMG2T (one-off)" >&2
-	mkfs.fat --invariant -F 32 -S 512 -C "$IMG2T.tmp" \
-		$((2 * 1024 * 1024 * 1024 - 1)) >/dev/null
-	mv "$IMG2T.tmp" "$IMG2T"
-fi
-[[ ${1:-} == --image ]] && exit 0
+build_images
+[[ $MODE == image ]] && exit 0
 make -s "$FATCHECK" >/dev/null || die "cannot build $FATCHECK"
 
-rss()
-{
-	/usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -n 1
-}
-
-# time_pair NAME IMG [RUNS]: hyperfine both checkers on IMG (both must say
-# clean); sets MEAN_FC MEAN_FSCK (ms), RSS_FC RSS_FSCK (KiB).
+# time_pair SHAPE RUNS: both checkers on its image, side by side (both
+# must say clean); appends a row to $tmp/table.md and one to the summary.
 time_pair()
 {
-	local name=$1 img=$2 runs=${3:-5}
+	local name=$1 img=${IMG[$1]} runs=$2 fc fc_rss fsck fsck_rss fc_range
+	local fsck_range fc_cpu fsck_cpu speed cpu mem ok
 	"$FATCHECK" "$img" >/dev/null || die "$img is not clean to fatcheck"
 	fsck.fat -n "$img" >/dev/null || die "$img is not clean to fsck.fat"
-	hyperfine -N --output=null --warmup 1 --runs "$runs" \
-		--export-markdown "$tmp/$name.md" \
-		--export-json "$tmp/$name.json" \
-		-n "fatcheck" "$FATCHECK $img" \
-		-n "fsck.fat -n" "fsck.fat -n $img" >&2
-	read -r MEAN_FC MEAN_FSCK < <(python3 - "$tmp/$name.json" <<'EOF'
-import json, sys
-r = {x["command"]: x["mean"] for x in json.load(open(sys.argv[1]))["results"]}
-print(f'{r["fatcheck"] * 1000:.1f} {r["fsck.fat -n"] * 1000:.1f}')
-EOF
-)
-	RSS_FC=$(rss "$FATCHECK" "$img")
-	RSS_FSCK=$(rss fsck.fat -n "$img")
-}
-
-ratio()
-{
-	python3 -c "print(f'{$1 / $2:.1f}')"
+	echo "fatcheck.sh: timing $name ($runs rounds)" >&2
+	read -r fc fc_rss fsck fsck_rss fc_range fsck_range fc_cpu fsck_cpu < <(
+		python3 bench/pair.py "$runs" -- "$FATCHECK" "$img" -- \
+			fsck.fat -n "$img")
+	speed=$(python3 -c "print(f'{$fsck / $fc:.1f}')")
+	cpu=$(python3 -c "print(f'{$fsck_cpu / max($fc_cpu, 0.1):.1f}')")
+	mem=$(python3 -c "print(f'{$fsck_rss / $fc_rss:.1f}')")
+	ok=$(python3 -c "print('yes' if $fsck / $fc >= 10 and $fc_rss * 4 <= $fsck_rss else 'no')")
+	echo "| $name | ${WHAT[$name]} | $fsck ($fsck_range) | $fsck_rss |" \
+		"$fc ($fc_range) | $fc_rss | ${speed}x | ${mem}x | $ok |" \
+		"$fsck_cpu | $fc_cpu | ${cpu}x |" >>"$tmp/table.md"
+	printf '%-7s fsck.fat -n %8.1f ms %7d KiB  fatcheck %7.1f ms %6d KiB  %5sx faster, %5sx less memory\n' \
+		"$name" "$fsck" "$fsck_rss" "$fc" "$fc_rss" "$speed" "$mem" \
+		>>"$tmp/summary.txt"
 }
 
 # Pick files with 2 and 3 clusters (the chain cases need two or more).
@@ -207,26 +279,27 @@ verdicts()
 	echo "Same verdict on $nsame of $n cases."
 }
 
-time_pair 16g "$IMG16"
-M16=("$MEAN_FC" "$MEAN_FSCK" "$RSS_FC" "$RSS_FSCK")
-time_pair 256g "$IMG256"
-M256=("$MEAN_FC" "$MEAN_FSCK" "$RSS_FC" "$RSS_FSCK")
-time_pair 2t "$IMG2T" 3
-M2T=("$MEAN_FC" "$MEAN_FSCK" "$RSS_FC" "$RSS_FSCK")
-verdicts >"$tmp/verdicts.md"
+echo "| shape | image | fsck.fat -n ms (min-max) | fsck.fat KiB |" \
+	"fatcheck ms (min-max) | fatcheck KiB | speed-up | memory |" \
+	"target met | fsck.fat CPU ms | fatcheck CPU ms | CPU ratio |" \
+	>"$tmp/table.md"
+echo "|:---|:---|---:|---:|---:|---:|---:|---:|:---|---:|---:|---:|" \
+	>>"$tmp/table.md"
+: >"$tmp/summary.txt"
+for s in "${SHAPES[@]}"; do
+	r=$RUNS
+	[[ $s == 2t ]] && r=$(((RUNS + 2) / 3))
+	time_pair "$s" "$r"
+done
+((VERDICTS)) && verdicts >"$tmp/verdicts.md"
 
-r16=$(ratio "${M16[1]}" "${M16[0]}")
-r256=$(ratio "${M256[1]}" "${M256[0]}")
-m16=$(ratio "${M16[3]}" "${M16[2]}")
-m256=$(ratio "${M256[3]}" "${M256[2]}")
-r2t=$(ratio "${M2T[1]}" "${M2T[0]}")
-m2t=$(ratio "${M2T[3]}" "${M2T[2]}")
 fsck_version=$(fsck.fat -n "$IMG16" 2>&1 | head -n 1)
+cmd=bench/fatcheck.sh
+[[ $RUNS == 11 ]] || cmd+=" --runs $RUNS"
+((VERDICTS)) || cmd+=" --no-verdicts"
 echo
-echo "16 GiB:  fatcheck ${M16[0]} ms, ${M16[2]} KiB; fsck.fat -n ${M16[1]} ms, ${M16[3]} KiB (${r16}x faster, ${m16}x less memory)"
-echo "256 GiB: fatcheck ${M256[0]} ms, ${M256[2]} KiB; fsck.fat -n ${M256[1]} ms, ${M256[3]} KiB (${r256}x faster, ${m256}x less memory)"
-echo "2 TiB:   fatcheck ${M2T[0]} ms, ${M2T[2]} KiB; fsck.fat -n ${M2T[1]} ms, ${M2T[3]} KiB (${r2t}x faster, ${m2t}x less memory)"
-tail -n 1 "$tmp/verdicts.md"
+cat "$tmp/summary.txt"
+((VERDICTS)) && tail -n 1 "$tmp/verdicts.md"
 
 # Append only: others may add sections to RESULTS.md concurrently.
 {
@@ -236,38 +309,21 @@ tail -n 1 "$tmp/verdicts.md"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs, Linux $(uname -r)," \
 		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-	echo "- images: sparse FAT32 (mkfs.fat -F 32 -S 512, default cluster)" \
-		"filled by mcopy: 16 GiB with 20000 files in 100 directories," \
-		"256 GiB with 2000 files in 20 directories; files of 1500 to" \
-		"24000 bytes with long names; and 2 TiB (67 million clusters," \
-		"the largest FAT32 mkfs.fat makes), empty"
-	echo "- reproduce: \`bench/fatcheck.sh\` (builds the images once, then" \
-		"\`hyperfine -N --warmup 1 --runs 5 'build/fatcheck IMG'" \
-		"'fsck.fat -n IMG'\` and \`/usr/bin/time -f %M\` on each; the" \
-		"verdicts damage a copy of the 16 GiB image with" \
-		"\`tests/helpers/corrupt.py\`)"
+	echo "- command: \`$cmd\` at nice $(nice) (images as its header" \
+		"describes); each shape timed by \`bench/pair.py RUNS --" \
+		"build/fatcheck IMG -- fsck.fat -n IMG\`: $RUNS alternating" \
+		"rounds after a warm-up ($(((RUNS + 2) / 3)) for 2 TiB), median" \
+		"wall time and CPU time (user + system); peak RSS the median" \
+		"of three runs under \`/usr/bin/time -f %M\`; load average" \
+		"at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- fsck.fat: $fsck_version"
 	echo
-	echo "### 16 GiB, 20,000 files"
-	echo
-	cat "$tmp/16g.md"
-	echo
-	echo "### 256 GiB, 2,000 files"
-	echo
-	cat "$tmp/256g.md"
-	echo
-	echo "### 2 TiB, empty"
-	echo
-	cat "$tmp/2t.md"
-	echo
-	echo "| image | fatcheck peak RSS | fsck.fat -n peak RSS | speed-up | memory |"
-	echo "|:---|---:|---:|---:|---:|"
-	echo "| 16 GiB | ${M16[2]} KiB | ${M16[3]} KiB | ${r16}x | ${m16}x less |"
-	echo "| 256 GiB | ${M256[2]} KiB | ${M256[3]} KiB | ${r256}x | ${m256}x less |"
-	echo "| 2 TiB | ${M2T[2]} KiB | ${M2T[3]} KiB | ${r2t}x | ${m2t}x less |"
-	echo
-	echo "### Verdicts on the 16 GiB image, one defect at a time"
-	echo
-	cat "$tmp/verdicts.md"
+	cat "$tmp/table.md"
+	if ((VERDICTS)); then
+		echo
+		echo "### Verdicts on the 16 GiB image, one defect at a time"
+		echo
+		cat "$tmp/verdicts.md"
+	fi
 } >>"$RESULTS"
 echo "fatcheck.sh: appended to bench/RESULTS.md" >&2

@@ -43,6 +43,7 @@ struct fk_cache {
 	uint32_t max_dirty; /* sectors */
 	uint32_t ndirty;
 	uint32_t hand;	    /* clock position */
+	uint32_t last;	    /* slot found last (a hint); NO_SLOT: none */
 	uint32_t hash_mask; /* table size - 1 */
 	unsigned char *mem; /* the arrays below, in one allocation */
 	size_t mem_len;
@@ -166,6 +167,7 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 	while (tsize < 2 * c->nslots)
 		tsize <<= 1;
 	c->hash_mask = tsize - 1;
+	c->last = NO_SLOT;
 	if (carve(c, tsize)) {
 		free(c);
 		return -ENOMEM;
@@ -262,9 +264,23 @@ static int find(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 
 	if (sec >= c->lay.fat_secs)
 		return FK_ECORRUPT;
-	if ((i = lookup(c, sec)) == NO_SLOT)
-		return load(c, sec, slot);
+	/* A chain walk asks for the same sector many times in a row.  A
+	 * slot that is in use holds the sector it names, so the hint needs
+	 * no invalidation. */
+	i = c->last;
+	if (i == NO_SLOT || c->slots[i].sec != sec ||
+	    (c->slots[i].state != SLOT_CLEAN &&
+	     c->slots[i].state != SLOT_DIRTY)) {
+		if ((i = lookup(c, sec)) == NO_SLOT) {
+			int err = load(c, sec, slot);
+
+			if (!err)
+				c->last = *slot;
+			return err;
+		}
+	}
 	c->slots[i].referenced = 1;
+	c->last = i;
 	*slot = i;
 	return 0;
 }

@@ -14,7 +14,9 @@
 #include "endian.h"
 #include "volume.h"
 
-#define SCAN_ENTS (1u << 18) /* entries decoded per scan block */
+#define SCAN_ENTS (1u << 18) /* entries read per scan block */
+/* Entries decoded per callback: the values stay in the CPU's cache. */
+#define DECODE_ENTS (1u << 14)
 
 /* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
 #define FAT32_MASK 0x0fffffffu
@@ -458,15 +460,26 @@ static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
 	uint64_t off = ops->entry_off(clus);
-	uint32_t sec = (uint32_t)(off / vol->g.sec_len);
-	uint32_t in = (uint32_t)(off % vol->g.sec_len);
+	/* volume.c takes only a power of two: no division per entry. */
+	unsigned shift = (unsigned)__builtin_ctz(vol->g.sec_len);
+	uint32_t sec = (uint32_t)(off >> shift);
+	uint32_t in = (uint32_t)(off & (vol->g.sec_len - 1));
 	const unsigned char *data;
+	uint32_t val = 0;
 	unsigned i;
 	int err;
 
 	if (clus > fk_clus_max(&vol->g))
 		return FK_ECORRUPT;
-	*raw = 0;
+	/* Chain walks load one entry at a time: the common case is one
+	 * cache lookup and one little-endian load. */
+	if (in + ops->load_len <= vol->g.sec_len) {
+		if ((err = fk_cache_get(vol->fat, sec, &data)))
+			return err;
+		*raw = ops->load_len == 4 ? get_le32(data + in)
+					  : get_le16(data + in);
+		return 0;
+	}
 	for (i = 0; i < ops->load_len; i++, in++) {
 		if (in == vol->g.sec_len) {
 			sec++;
@@ -475,8 +488,9 @@ static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 		if ((i == 0 || in == 0) &&
 		    (err = fk_cache_get(vol->fat, sec, &data)))
 			return err;
-		*raw |= (uint32_t)data[in] << 8 * i; /* little-endian */
+		val |= (uint32_t)data[in] << 8 * i; /* little-endian */
 	}
+	*raw = val;
 	return 0;
 }
 
@@ -784,9 +798,12 @@ struct scan_fns {
 	int (*block)(void *arg, uint32_t first, uint32_t n,
 		     const unsigned char *p, uint64_t from, size_t len);
 	/* @n entries from @first lie in a hole: all free.  NULL: read holes
-	 * like data (and never map the FAT: callers that compare copies want
-	 * plain reads). */
+	 * like data (callers that compare copies must: a hole in one copy
+	 * may be data in another). */
 	int (*hole)(void *arg, uint32_t first, uint32_t n);
+	/* Large FATs may be mapped rather than read: @block then gets no
+	 * readable bytes past @len. */
+	int can_map;
 };
 
 /*
@@ -802,6 +819,7 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy,
 	uint64_t copy_off = vol->g.fat_off + copy * fat_len;
 	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
 	int is_fast = fns->hole && ops->is_streamed;
+	int is_mapped = fns->can_map && ops->is_streamed;
 	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
 	uint64_t data_end = 0; /* the FAT is known to hold data up to here */
 	int err = 0;
@@ -841,7 +859,7 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy,
 			to = fat_len;
 		len = (size_t)(to - from);
 		/* Large FATs are read in place from the page cache. */
-		if (is_fast &&
+		if (is_mapped &&
 		    !fk_device_map(vol->dev, copy_off + from, len, &mapped)) {
 			err = fns->block(arg, first, n, mapped, from, len);
 			fk_device_unmap(mapped, len);
@@ -899,7 +917,7 @@ static int free_hole(void *arg, uint32_t first, uint32_t n)
 int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 		     uint32_t *nfree, int *is_blank)
 {
-	static const struct scan_fns fns = {free_block, free_hole};
+	static const struct scan_fns fns = {free_block, free_hole, 1};
 	struct free_scan fs = {ops_of(&vol->g), map, 0, 0};
 	int err = scan_raw(vol, copy, &fns, &fs);
 
@@ -926,11 +944,22 @@ static int decode_block(void *arg, uint32_t first, uint32_t n,
 			const unsigned char *p, uint64_t from, size_t len)
 {
 	struct decode_scan *ds = arg;
+	uint64_t at = ds->ops->entry_off(first);
+	uint32_t done, m;
+	int err;
 
 	(void)from;
 	(void)len;
-	ds->ops->decode_block(p, first, n, ds->vals);
-	return ds->fn(ds->arg, first, ds->vals, n);
+	/* DECODE_ENTS is even: each piece starts at an even cluster. */
+	for (done = 0; done < n; done += m) {
+		m = n - done < DECODE_ENTS ? n - done : DECODE_ENTS;
+		ds->ops->decode_block(
+			p + (ds->ops->entry_off(first + done) - at),
+			first + done, m, ds->vals);
+		if ((err = ds->fn(ds->arg, first + done, ds->vals, m)))
+			return err;
+	}
+	return 0;
 }
 
 int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
@@ -938,12 +967,12 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 			  uint32_t n),
 		void *arg)
 {
-	static const struct scan_fns fns = {decode_block, NULL};
+	static const struct scan_fns fns = {decode_block, NULL, 1};
 	struct decode_scan ds = {
 		ops_of(&vol->g), NULL, fn, NULL, arg, vol, copy, NULL, NULL};
 	int err;
 
-	if (!(ds.vals = malloc(SCAN_ENTS * sizeof(*ds.vals))))
+	if (!(ds.vals = malloc(DECODE_ENTS * sizeof(*ds.vals))))
 		return -ENOMEM;
 	err = scan_raw(vol, copy, &fns, &ds);
 	free(ds.vals);
@@ -997,13 +1026,24 @@ static int copies_block(void *arg, uint32_t first, uint32_t n,
 	int err;
 
 	for (c = 0; c < g->nfats && ds->diff; c++) {
+		uint64_t off = g->fat_off + c * copy_len + from;
+		const unsigned char *other = ds->other;
+
 		if (c == ds->copy)
 			continue;
-		if ((err = fk_device_read(ds->vol->dev,
-					  g->fat_off + c * copy_len + from,
-					  ds->other, len)) ||
-		    (err = diff_sectors(p, ds->other, from, len, g->sec_len, c,
-					ds->next_sec, ds->diff, ds->arg)))
+		/* In place from the page cache when @p was (no copying). */
+		if (!ds->ops->is_streamed ||
+		    fk_device_map(ds->vol->dev, off, len, &other)) {
+			other = ds->other;
+			if ((err = fk_device_read(ds->vol->dev, off, ds->other,
+						  len)))
+				return err;
+		}
+		err = diff_sectors(p, other, from, len, g->sec_len, c,
+				   ds->next_sec, ds->diff, ds->arg);
+		if (other != ds->other)
+			fk_device_unmap(other, len);
+		if (err)
 			return err;
 	}
 	return decode_block(arg, first, n, p, from, len);
@@ -1015,12 +1055,12 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 		       int (*diff)(void *arg, uint32_t copy, uint32_t sec),
 		       void *arg)
 {
-	static const struct scan_fns fns = {copies_block, NULL};
+	static const struct scan_fns fns = {copies_block, NULL, 1};
 	struct decode_scan ds = {
 		ops_of(&vol->g), NULL, fn, diff, arg, vol, copy, NULL, NULL};
 	int err = -ENOMEM;
 
-	ds.vals = malloc(SCAN_ENTS * sizeof(*ds.vals));
+	ds.vals = malloc(DECODE_ENTS * sizeof(*ds.vals));
 	ds.other = malloc((size_t)SCAN_ENTS * 4 + 4);
 	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
 	if (ds.vals && ds.other && ds.next_sec)

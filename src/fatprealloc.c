@@ -487,6 +487,7 @@ int main(int argc, char **argv)
 	struct meter meter;
 	struct pa_opts o;
 	char *image = NULL;
+	char *check_args = NULL;
 	int err, status = FK_EXIT_OK;
 	size_t n = 0;
 
@@ -508,6 +509,20 @@ int main(int argc, char **argv)
 	}
 	pick_time(&o.core);
 	o.core.image = argv[optind];
+	if (vo.dev.partition) {
+		/* the hints must name the same partition */
+		size_t len = strlen(argv[optind]) + 32;
+
+		if (!(check_args = malloc(len))) {
+			fk_report(PROG, NULL, -ENOMEM);
+			free_pairs(reqs, n);
+			free(image);
+			return FK_EXIT_FAIL;
+		}
+		snprintf(check_args, len, "-P %d %s", vo.dev.partition,
+			 argv[optind]);
+		o.core.check_args = check_args;
+	}
 	meter.is_tty = isatty(STDERR_FILENO);
 	meter.is_forced = o.progress == 1;
 	if (o.progress < 0 ? meter.is_tty : o.progress) {
@@ -556,6 +571,7 @@ out_close:
 out_free:
 	free_pairs(reqs, n);
 	free(image);
+	free(check_args);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
 		return FK_EXIT_FAIL;

@@ -78,6 +78,10 @@ int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len)
 	for (i = 0; i < n; i++) {
 		uint32_t cp = in[i];
 
+		if (cp < 0x80 && len - o > 1) { /* most names are ASCII */
+			out[o++] = (char)cp;
+			continue;
+		}
 		if (cp >= 0xd800 && cp < 0xdc00 && i + 1 < n &&
 		    in[i + 1] >= 0xdc00 && in[i + 1] < 0xe000) {
 			cp = 0x10000 + ((cp - 0xd800) << 10) +
@@ -137,9 +141,15 @@ int fk_utf8_to_utf16(const char *in, uint16_t *out, size_t max, size_t *n)
 	size_t o = 0;
 
 	while (*s) {
-		long cp = next_cp(&s);
+		long cp;
 
-		if (cp < 0)
+		if (*s < 0x80) { /* most names are ASCII */
+			if (o + 1 > max)
+				return -ENAMETOOLONG;
+			out[o++] = *s++;
+			continue;
+		}
+		if ((cp = next_cp(&s)) < 0)
 			return -EILSEQ;
 		if (cp >= 0x10000) {
 			if (o + 2 > max)
@@ -159,8 +169,8 @@ int fk_utf8_to_utf16(const char *in, uint16_t *out, size_t max, size_t *n)
 
 uint16_t fk_upcase(uint16_t c)
 {
-	if (c >= 'a' && c <= 'z')
-		return (uint16_t)(c - 32);
+	if (c < 0xe0) /* below the first lower-case letter past ASCII */
+		return c >= 'a' && c <= 'z' ? (uint16_t)(c - 32) : c;
 	if ((c >= 0xe0 && c <= 0xfe && c != 0xf7) ||
 	    (c >= 0x3b1 && c <= 0x3cb && c != 0x3c2) ||
 	    (c >= 0x430 && c <= 0x44f))
@@ -196,11 +206,52 @@ static long fold(const char *name, uint16_t *u)
 	return (long)n;
 }
 
+/*
+ * The length of @name when it is all ASCII and fold() takes it, else -1.
+ * ASCII names, the common case, fold byte by byte with no UTF-16 copy:
+ * the checker hashes and compares every name of every directory.
+ */
+static long ascii_len(const char *name)
+{
+	long n = 0;
+
+	while (name[n]) {
+		if ((unsigned char)name[n] >= 0x80 || n == FK_LFN_MAX + 1)
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+static unsigned char ascii_upper(unsigned char c)
+{
+	return c >= 'a' && c <= 'z' ? (unsigned char)(c - 32) : c;
+}
+
+/* fk_name_compare() of two names ascii_len() took: @na and @nb long. */
+static int ascii_compare(const char *a, long na, const char *b, long nb)
+{
+	long i;
+
+	for (i = 0; i < na && i < nb; i++) {
+		unsigned char x = ascii_upper((unsigned char)a[i]);
+		unsigned char y = ascii_upper((unsigned char)b[i]);
+
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return na < nb ? -1 : na > nb;
+}
+
 int fk_name_compare(const char *a, const char *b)
 {
 	uint16_t ua[FK_LFN_MAX + 1], ub[FK_LFN_MAX + 1];
-	long na = fold(a, ua), nb = fold(b, ub), i;
+	long na = ascii_len(a), nb = ascii_len(b), i;
 
+	if (na >= 0 && nb >= 0)
+		return ascii_compare(a, na, b, nb);
+	na = fold(a, ua);
+	nb = fold(b, ub);
 	if (na < 0 || nb < 0)
 		return na < 0 && nb < 0 ? strcmp(a, b) : na < 0 ? 1 : -1;
 	for (i = 0; i < na && i < nb; i++)
@@ -231,8 +282,17 @@ uint64_t fk_name_hash(const char *name)
 {
 	uint16_t u[FK_LFN_MAX + 1];
 	uint64_t h = FNV_BASIS;
-	long n = fold(name, u), i;
+	long n = ascii_len(name), i;
 
+	/* The units fold() would give: the byte, then 0, which leaves a
+	 * second multiplication (fnv() of both, one multiply per unit). */
+	if (n >= 0) {
+		for (i = 0; i < n; i++)
+			h = (h ^ ascii_upper((unsigned char)name[i])) *
+			    (FNV_PRIME * FNV_PRIME);
+		return h;
+	}
+	n = fold(name, u);
 	/* fk_name_compare() takes such names byte by byte: so do we. */
 	if (n < 0)
 		return fnv(h, (const unsigned char *)name, strlen(name));
@@ -278,6 +338,14 @@ void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 			out[o++] = '.';
 		if (i == 0 && !in_ext)
 			c = fk_slot_name_first(raw);
+		if (c >= 0x20 && c < 0x80 && len - o > 1) { /* ASCII */
+			if (c >= 'A' && c <= 'Z' &&
+			    (nt &
+			     (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
+				c = (unsigned char)(c + 32);
+			out[o++] = (char)c;
+			continue;
+		}
 		cp = oem_cp(c);
 		if (c >= 'A' && c <= 'Z' &&
 		    (nt & (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
@@ -369,17 +437,41 @@ int fk_name_explain(const char *name, char *why, size_t len)
 	return check_name(name, why, len);
 }
 
-/* Characters a short name may hold besides A-Z and 0-9 (FAT spec). */
+/*
+ * ASCII sets as two 64-bit masks (bit c of lo for c < 64, bit c - 64 of
+ * hi), so judging a byte is no strchr() call: the checker judges every
+ * short name.  The strings they hold are the comments; the unit tests
+ * compare the masks with them.
+ */
+struct ascii_set {
+	uint64_t lo, hi;
+};
+
+static int in_set(const struct ascii_set *set, unsigned char c)
+{
+	if (c < 64)
+		return set->lo >> c & 1;
+	return c < 128 && set->hi >> (c - 64) & 1;
+}
+
+/* forbidden[] */
+static const struct ascii_set forbidden_set = {0xd400840400000000ull,
+					       0x1000000010000000ull};
+/* Characters a short name may hold besides A-Z and 0-9 (FAT spec):
+ * "!#$%&'()-@^_`{}~" */
+static const struct ascii_set special_set = {0x000023fa00000000ull,
+					     0x68000001c0000001ull};
+
 static int is_short_char(unsigned char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80 ||
-	       (c > 0x20 && strchr("!#$%&'()-@^_`{}~", c));
+	       in_set(&special_set, c);
 }
 
 /* One byte of an on-disk short name, not a space. */
 static enum fk_short_verdict short_byte(unsigned char c)
 {
-	if (c < 0x20 || c == 0x7f || strchr(forbidden, c))
+	if (c < 0x20 || c == 0x7f || in_set(&forbidden_set, c))
 		return FK_SHORT_BAD;
 	return is_short_char(c) ? FK_SHORT_VALID : FK_SHORT_ODD;
 }

@@ -688,6 +688,15 @@ static int rollback(struct op *op)
 	return err;
 }
 
+/* The arguments that make fatcheck find this volume again. */
+static const char *check_args(const struct fk_volume *vol,
+			      const struct fk_prealloc_opts *opts)
+{
+	if (opts->check_args)
+		return opts->check_args;
+	return opts->image ? opts->image : fk_device_path(vol->dev);
+}
+
 /* What a stop request (-EINTR from commit(), or one noticed after it)
  * became, in @diag's words. */
 static int interrupted(struct op *op, int undo_err, struct fk_diag *diag)
@@ -703,7 +712,7 @@ static int interrupted(struct op *op, int undo_err, struct fk_diag *diag)
 		fk_diag_set(diag, image,
 			    "interrupted, and freeing the new clusters failed "
 			    "(%s); run 'fatcheck -r %s'",
-			    strerror(-undo_err), image);
+			    strerror(-undo_err), check_args(op->vol, op->o));
 	else
 		fk_diag_set(diag, image, "interrupted; nothing was changed");
 	return -EINTR;
@@ -809,7 +818,7 @@ static void hint_repair(struct fk_volume *vol,
 			struct fk_diag *diag)
 {
 	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
-		       opts->image ? opts->image : fk_device_path(vol->dev));
+		       check_args(vol, opts));
 }
 
 /*
@@ -833,7 +842,7 @@ static void hint_lost(struct fk_volume *vol,
 		       "run 'fatcheck -r %s'",
 		       fsi.free_count, fsi.free_count - nfree,
 		       fsi.free_count - nfree == 1 ? " is" : "s are",
-		       opts->image ? opts->image : fk_device_path(vol->dev));
+		       check_args(vol, opts));
 }
 
 int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,

@@ -44,9 +44,12 @@ struct fk_prealloc_opts {
 	int dry_run;
 	enum fk_sync_mode sync;
 	int64_t now;	   /* timestamp for new and changed entries */
-	const char *image; /* IMAGE as the user named it, for hints; NULL:
-			      the device path */
-	int now_is_utc;	   /* @now came from SOURCE_DATE_EPOCH */
+	const char *image; /* IMAGE as the user named it, for messages;
+			      NULL: the device path */
+	/* The fatcheck arguments that reach this volume, for "run
+	 * 'fatcheck -r ...'" hints ("-P 2 sd.img"); NULL: @image. */
+	const char *check_args;
+	int now_is_utc; /* @now came from SOURCE_DATE_EPOCH */
 	/* Called after each chunk of zeroing (may be NULL): bytes done of
 	 * total; at most FK_ZERO_CHUNK bytes apart. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);

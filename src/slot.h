@@ -1,6 +1,6 @@
 /*
  * slot.h: the on-disk 32-byte directory slot, read and written by the
- * directory reader (dir.c, check.c) and the writer (dirplan.c) alike: the
+ * directory reader (dir.c, check-tree.c) and the writer (dirplan.c) alike: the
  * short entry's fields, the long-name slot and its scattered UCS-2 units,
  * the first-byte markers, the attribute bits and the "." and ".." names.
  * No I/O.

@@ -645,3 +645,18 @@ PY
 		refused img "fatprealloc: img:/DATA: directory has more than 65536 entries; run 'fatcheck -r img'" /DATA/rand-4096.bin 8K
 	done
 }
+
+@test "corrupt: the repair hint names the partition that was opened (-P N)" {
+	dir_img img fat16
+	"$FK_PYTHON" "$FATPOKE" set img "$dir" "$dir"
+	truncate -s $(($(stat -c %s img) + (1 << 20))) disk
+	echo 'start=2048, type=06' | sfdisk -q --label dos disk
+	dd if=img of=disk bs=1M seek=1 conv=notrunc status=none
+	refused disk "fatprealloc: disk:/DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r -P 1 disk'" -P 1 /DIR/new.bin 4K
+	# Without -P the volume is found the same way, and the hint needs none.
+	refused disk "fatprealloc: disk:/DIR: cluster chain loops: cluster $dir links back to $dir; run 'fatcheck -r disk'" /DIR/new.bin 4K
+	# The hinted command does what it says.
+	run fatcheck -r -P 1 disk
+	((status == 1))
+	run -0 fatprealloc -P 1 disk /DIR/new.bin 4K
+}

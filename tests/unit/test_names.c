@@ -14,6 +14,14 @@
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 
+/* @n copies of @c in @out, NUL-terminated. */
+static const char *repeat_char(char *out, char c, size_t n)
+{
+	memset(out, c, n);
+	out[n] = '\0';
+	return out;
+}
+
 /* ---- long-name checksums ------------------------------------------------ */
 
 /*
@@ -378,6 +386,67 @@ static void test_name_hash(void)
 	   bad);
 }
 
+/* FNV-1a over bytes, written out from its definition. */
+static uint64_t ref_fnv(uint64_t h, const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * What fk_name_hash() is defined as: FNV-1a over the folded name's UTF-16
+ * units, little-endian; over the bytes for a name that does not fold (not
+ * UTF-8, or longer than 256 units).  The ASCII shortcut must give the
+ * same: fk_name_equal() names of both kinds meet in one table.
+ */
+static uint64_t ref_name_hash(const char *name)
+{
+	uint16_t u[FK_LFN_MAX + 1];
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t n, i;
+
+	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX + 1, &n))
+		return ref_fnv(h, (const unsigned char *)name, strlen(name));
+	for (i = 0; i < n; i++) {
+		uint16_t up = fk_upcase(u[i]);
+		unsigned char b[2] = {(unsigned char)up,
+				      (unsigned char)(up >> 8)};
+
+		h = ref_fnv(h, b, 2);
+	}
+	return h;
+}
+
+static void test_name_hash_defined(void)
+{
+	static const char *const names[] = {
+		"",
+		"a",
+		"File 00001.dat",
+		"README.TXT",
+		"a~b!c@d",
+		"\x7f",
+		"\303\274ber", /* u umlaut, then ASCII */
+		"abc\xc3\xa9",
+		"a\xff",
+	};
+	char x256[300], x257[300];
+	size_t i;
+
+	for (i = 0; i < NROWS(names); i++)
+		OK(fk_name_hash(names[i]) == ref_name_hash(names[i]),
+		   "fk_name_hash: as defined for name %zu", i);
+	OK(fk_name_hash(repeat_char(x256, 'x', 256)) == ref_name_hash(x256),
+	   "fk_name_hash: as defined for 256 ASCII units (folds)");
+	OK(fk_name_hash(repeat_char(x257, 'x', 257)) == ref_name_hash(x257),
+	   "fk_name_hash: as defined for 257 ASCII units (bytes)");
+}
+
 /* Names in ascending order as FAT compares them. */
 static const char *const ordered[] = {
 	"",
@@ -408,6 +477,20 @@ static void test_name_compare(void)
 		}
 	OK(!bad, "fk_name_compare: a total order over %zu names (%u bad)",
 	   NROWS(ordered), bad);
+	{
+		char a[300], b[300];
+
+		/* 256 units fold, so case is ignored; 257 do not, so the
+		 * bytes decide. */
+		repeat_char(a, 'x', 256);
+		repeat_char(b, 'X', 256);
+		OK(fk_name_compare(a, b) == 0,
+		   "fk_name_compare: 256 ASCII units ignore case");
+		repeat_char(a, 'x', 257);
+		repeat_char(b, 'X', 257);
+		OK(fk_name_compare(a, b) > 0 && fk_name_compare(b, a) < 0,
+		   "fk_name_compare: 257 ASCII units compare as bytes");
+	}
 	for (i = 0; i < NROWS(eq_rows); i++) {
 		const struct eq_row *r = &eq_rows[i];
 
@@ -994,6 +1077,38 @@ static void test_short_check(void)
 	}
 }
 
+/* The byte rules as the specification lists them, with strchr(). */
+static enum fk_short_verdict ref_short_byte(unsigned char c)
+{
+	if (c < 0x20 || c == 0x7f || strchr("\"*/:<>?\\|", c))
+		return FK_SHORT_BAD;
+	if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80 ||
+	    (c > 0x20 && strchr("!#$%&'()-@^_`{}~", c)))
+		return FK_SHORT_VALID;
+	return FK_SHORT_ODD;
+}
+
+/* Every byte but the space, as the second of the base and of the
+ * extension. */
+static void test_short_check_bytes(void)
+{
+	unsigned bad = 0, c;
+
+	for (c = 1; c < 256; c++) {
+		unsigned char base[11] = "A          ", ext[11] = "A       A  ";
+
+		if (c == ' ')
+			continue;
+		base[1] = (unsigned char)c;
+		ext[9] = (unsigned char)c;
+		if (fk_short_check(base) != ref_short_byte((unsigned char)c) ||
+		    fk_short_check(ext) != ref_short_byte((unsigned char)c))
+			bad++;
+	}
+	OK(!bad, "fk_short_check: every byte as the rules list it (%u bad)",
+	   bad);
+}
+
 void suite_names(void)
 {
 	test_checksum();
@@ -1004,6 +1119,7 @@ void suite_names(void)
 	test_upcase();
 	test_name_equal();
 	test_name_hash();
+	test_name_hash_defined();
 	test_name_compare();
 	test_name_check();
 	test_name_explain();
@@ -1012,6 +1128,7 @@ void suite_names(void)
 	test_alias_unique();
 	test_short_display();
 	test_short_check();
+	test_short_check_bytes();
 	test_short_choose();
 	test_short_is_valid();
 }

@@ -1,0 +1,715 @@
+/*
+ * check-chain.c: cluster chains.  Claiming marks a chain in the map of two
+ * bits per cluster, so a loop or a second owner shows at the first shared
+ * cluster, and keeps what it claimed as a run (16 bytes).  Owners are not
+ * stored per cluster: after a cross-link one explicit step follows the
+ * runs again to name the first owner of each shared cluster.  Also here:
+ * preallocated tails, claimed after the tree, and the lost clusters that
+ * nothing claimed.
+ */
+#include "check-int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dir.h"
+#include "fat.h"
+#include "vec.h"
+#include "volume.h"
+
+#define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
+#define LOST_LISTED   5		 /* lost chains named in the finding */
+
+/* A run whose owner's name the owners step looks up. */
+struct owner_name {
+	uint32_t run;
+	struct entry_ref who;
+	char *name; /* the entry's name */
+	char *path; /* the whole path */
+};
+
+/* ---- cluster map ------------------------------------------------------ */
+
+/* Keep only the clusters in state ALLOC (the lost ones). */
+static void keep_alloc_only(struct fk_check *ck)
+{
+	size_t i, len = ((size_t)fk_clus_max(ck->g) + 4) / 4;
+
+	for (i = 0; i < len; i++) {
+		unsigned b = ck->map[i];
+
+		ck->map[i] = (uint8_t)(b & 0x55 & ~(b >> 1));
+	}
+}
+
+/* ---- claiming chains ----------------------------------------------------- */
+
+/* Is @clus among the first @n clusters of the chain from @start? */
+static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
+		    uint32_t clus, int *yes)
+{
+	uint32_t c = start, i, val;
+	int err;
+
+	*yes = 0;
+	for (i = 0; i < n; i++) {
+		if (c == clus) {
+			*yes = 1;
+			return 0;
+		}
+		if ((err = fk_fat_get(ck->vol, c, &val)))
+			return err;
+		c = val;
+	}
+	return 0;
+}
+
+/*
+ * Take one cluster of a chain in the map.  Returns 1 if @clus was free to
+ * take (and is now), 0 if another claim had it first.
+ */
+static int take(struct fk_check *ck, uint32_t clus)
+{
+	unsigned s = get_cs(ck, clus);
+
+	if (s == CS_OWNED || s == CS_SHARED)
+		return 0;
+	set_cs(ck, clus, CS_OWNED);
+	if (!(++ck->claimed % PROGRESS_STEP))
+		ck_progress(ck, "files", ck->claimed, ck->st.used_clus);
+	return 1;
+}
+
+/*
+ * Claim the chain from @start, at most @limit clusters.  A chain stops at
+ * its end, at a free or bad cluster, after a cluster whose value is
+ * reserved or out of range, or where it reaches a cluster already claimed
+ * (its own: a loop; another's: a cross-link, which marks the cluster
+ * SHARED).  Bounded: each step claims a new cluster.
+ */
+static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
+		       const struct run_before *before, struct claim *c)
+{
+	const struct fk_geom *g = ck->g;
+	uint32_t clus = start, val;
+	int err, is_own;
+
+	memset(c, 0, sizeof(*c));
+	c->next = start;
+	if (!fk_clus_valid(g, start)) {
+		c->why = STOP_START;
+		return 0;
+	}
+	for (;;) {
+		if (c->nclus == limit) {
+			c->why = STOP_LIMIT;
+			return 0;
+		}
+		if ((err = fk_fat_get(ck->vol, clus, &val)))
+			return err;
+		switch (fk_fat_class(g, val)) {
+		case FK_ENT_FREE:
+			c->why = STOP_FREE;
+			return 0;
+		case FK_ENT_BAD:
+			c->why = STOP_BAD;
+			return 0;
+		default:
+			break;
+		}
+		if (!take(ck, clus)) {
+			c->why = STOP_CROSS;
+			err = before ? in_chain(ck, before->first,
+						before->nclus + c->nclus, clus,
+						&is_own)
+				     : in_chain(ck, start, c->nclus, clus,
+						&is_own);
+			if (err)
+				return err;
+			if (is_own)
+				c->why = STOP_LOOP;
+			else
+				set_cs(ck, clus, CS_SHARED);
+			return 0;
+		}
+		c->nclus++;
+		c->last = clus;
+		c->next = val;
+		switch (fk_fat_class(g, val)) {
+		case FK_ENT_EOC:
+			c->why = STOP_EOC;
+			return 0;
+		case FK_ENT_NEXT:
+			clus = val;
+			break;
+		default:
+			c->why = STOP_VALUE;
+			return 0;
+		}
+	}
+}
+
+/* Claim as claim_chain() does, and keep what was claimed as a run of @who
+ * for the owners step. */
+int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+	     const struct entry_ref *who, const struct run_before *before,
+	     struct claim *c)
+{
+	int err = claim_chain(ck, start, limit, before, c);
+	struct run r = {start, c->nclus, *who};
+
+	if (err || !c->nclus)
+		return err;
+	return PUSH(ck->runs, r);
+}
+
+/* Remember a cross-link, so the owners step can name the first owner. */
+static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
+		       int is_dir, const char *path, const char *what)
+{
+	struct shared s = {clus, finding, is_dir, what, strdup(path), NO_RUN};
+
+	if (!s.later || PUSH(ck->shared, s)) {
+		free(s.later);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Report why the claim @c of the chain of the entry being checked
+ * stopped short, and plan the cut: the chain ends at its last good
+ * cluster (the later owner of a shared cluster loses the shared part).
+ * With nothing claimed, the caller decides (first cluster 0, or removal).
+ * Returns the finding's index through @idx.
+ */
+int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
+		     const char *path, const char *what, size_t *idx)
+{
+	const struct fk_geom *g = ck->g;
+	int err;
+
+	*idx = NONE;
+	switch (c->why) {
+	case STOP_EOC:
+	case STOP_LIMIT:
+		return 0;
+	case STOP_START:
+		*idx = ck_report(ck, FK_SEV_ERROR, "bad-start", path,
+				 "%sfirst cluster %u is out of range (2 to %u)",
+				 what, c->next, fk_clus_max(g));
+		return 0;
+	case STOP_FREE:
+	case STOP_BAD:
+		if (!c->last)
+			*idx = ck_report(
+				ck, FK_SEV_ERROR, "bad-link", path,
+				"%sfirst cluster %u is %s", what, c->next,
+				c->why == STOP_FREE ? "free" : "marked bad");
+		else
+			*idx = ck_report(ck, FK_SEV_ERROR, "bad-link", path,
+					 "%scluster %u links to %s cluster %u",
+					 what, c->last,
+					 c->why == STOP_FREE ? "free" : "bad",
+					 c->next);
+		break;
+	case STOP_VALUE:
+		if (fk_fat_class(g, c->next) == FK_ENT_RANGE)
+			*idx = ck_report(
+				ck, FK_SEV_ERROR, "bad-link", path,
+				"%scluster %u links to %u, past the last "
+				"cluster %u",
+				what, c->last, c->next, fk_clus_max(g));
+		else
+			*idx = ck_report(
+				ck, FK_SEV_ERROR, "bad-link", path,
+				"%scluster %u holds the reserved value "
+				"0x%X",
+				what, c->last, c->next);
+		break;
+	case STOP_LOOP:
+		*idx = ck_report(ck, FK_SEV_ERROR, "loop", path,
+				 "%scluster chain loops: cluster %u links back "
+				 "to %u",
+				 what, c->last, c->next);
+		break;
+	case STOP_CROSS:
+		/* The owners step names the first owner in the message. */
+		*idx = ck_report(ck, FK_SEV_ERROR, "cross-link", path,
+				 "%sshares cluster %u with another chain", what,
+				 c->next);
+		if ((err = note_shared(ck, c->next, *idx, is_dir, path, what)))
+			return err;
+		break;
+	}
+	if (!c->nclus)
+		return 0;
+	ck_set_fix(ck, *idx, "chain ended at cluster %u", c->last);
+	return ck_plan_fat(ck, c->last, fk_fat_eoc(g));
+}
+
+/* ---- preallocated tails ----------------------------------------------- */
+
+/* End @t's file where its size ends: FAT[last] = EOC, or first cluster 0. */
+static int cut_before_tail(struct fk_check *ck, const struct tail *t,
+			   size_t idx)
+{
+	struct ent_fix fix;
+
+	if (t->last) {
+		ck_set_fix(ck, idx, "chain ended at cluster %u", t->last);
+		return ck_plan_fat(ck, t->last, fk_fat_eoc(ck->g));
+	}
+	ck_set_fix(ck, idx, "first cluster set to 0");
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_SET;
+	fix.dir_clus = t->dir_clus;
+	fix.slot = t->slot;
+	fix.set_first = 1;
+	return ck_plan_entry(ck, &fix);
+}
+
+static int check_tail(struct fk_check *ck, struct tail *t,
+		      const struct claim *c)
+{
+	uint64_t len = (uint64_t)c->nclus * ck->g->clus_len;
+	size_t idx;
+	int err;
+
+	if (c->why != STOP_EOC) {
+		struct claim m = *c;
+
+		if (!m.nclus) /* the link that failed is the file's last */
+			m.last = t->last;
+		if ((err = ck_chain_problem(ck, &m, 0, t->path, "", &idx)))
+			return err;
+		if (!c->nclus && (err = cut_before_tail(ck, t, idx)))
+			return err;
+	}
+	if (!c->nclus)
+		return 0;
+	idx = ck_report(ck, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
+			"prealloc-tail", t->path,
+			"%u cluster%s (%llu bytes) %s chained past the end of "
+			"the file (a preallocated tail)",
+			c->nclus, ck_plural(c->nclus), (unsigned long long)len,
+			c->nclus == 1 ? "is" : "are");
+	if (!ck->o.trim_prealloc)
+		return 0;
+	t->is_trimmed = 1;
+	if ((err = cut_before_tail(ck, t, idx)))
+		return err;
+	ck_set_fix(ck, idx, "tail freed");
+	return 0;
+}
+
+/*
+ * Claim the tails (chain parts beyond what sizes need) after every file's
+ * needed part, so a tail that runs into another file's data loses, not
+ * the file; report them and plan trimming.
+ */
+int ck_walk_tails(struct fk_check *ck)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < ck->tails.n; i++) {
+		struct tail *t = &ck->tails.v[i];
+		struct claim c;
+
+		struct run_before before = {t->start, t->need};
+
+		if ((err = ck_claim(ck, t->first, UINT32_MAX, &t->who, &before,
+				    &c)))
+			return err;
+		t->nclus = c.nclus;
+		ck->st.tail_clus += c.nclus;
+		if ((err = check_tail(ck, t, &c)))
+			return err;
+	}
+	return 0;
+}
+
+/* ---- cross-link owners ---------------------------------------------------- */
+
+/*
+ * This step runs only after a cross-link, and only names owners: it
+ * reports nothing and plans no repair.  The first owner of a shared
+ * cluster is the first run, in claim order, that holds it; following each
+ * run's clusters again finds it without a second walk of the tree.  Then
+ * the owners' paths are rebuilt from their entry references, reading each
+ * directory on the way at most once.
+ */
+
+/* Is @dir an ancestor of (or the same as) @path? */
+static int is_ancestor(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	if (!strcmp(dir, "/"))
+		return 1;
+	return !strncmp(dir, path, n) && (path[n] == '/' || !path[n]);
+}
+
+static int cmp_shared(const void *a, const void *b)
+{
+	const struct shared *x = a, *y = b;
+
+	return x->clus < y->clus ? -1 : x->clus > y->clus;
+}
+
+/* Run @r claimed shared cluster @clus before any later run. */
+static void set_owner(struct fk_check *ck, uint32_t clus, uint32_t r)
+{
+	size_t lo = 0, hi = ck->shared.n;
+
+	while (lo < hi) { /* first record of @clus; sorted by cluster */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ck->shared.v[mid].clus < clus)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ck->shared.n && ck->shared.v[lo].clus == clus; lo++)
+		ck->shared.v[lo].owner = r;
+	set_cs(ck, clus, CS_OWNED); /* named: later runs do not count */
+}
+
+/* Follow every run again, in claim order, to the shared clusters. */
+static int follow_runs(struct fk_check *ck)
+{
+	size_t i;
+
+	for (i = 0; i < ck->runs.n; i++) {
+		const struct run *r = &ck->runs.v[i];
+		uint32_t clus = r->first, k, val;
+		int err;
+
+		for (k = 0;;) {
+			if (get_cs(ck, clus) == CS_SHARED)
+				set_owner(ck, clus, (uint32_t)i);
+			if (++k == r->nclus)
+				break;
+			if ((err = fk_fat_get(ck->vol, clus, &val)))
+				return err;
+			clus = val;
+		}
+	}
+	return 0;
+}
+
+/* The run of the directory holding run @r's entry; NO_RUN: the root. */
+static uint32_t parent_run(const struct fk_check *ck, uint32_t r)
+{
+	uint32_t dir = ck->runs.v[r].who.dir;
+
+	if (dir == ROOT_AREA || dir == NO_DIR ||
+	    ck->runs.v[dir].who.dir == NO_DIR)
+		return NO_RUN;
+	return dir;
+}
+
+static int cmp_name_run(const void *a, const void *b)
+{
+	const struct owner_name *x = a, *y = b;
+
+	return x->run < y->run ? -1 : x->run > y->run;
+}
+
+static int cmp_name_ref(const void *a, const void *b)
+{
+	const struct owner_name *x = a, *y = b;
+
+	if (x->who.dir != y->who.dir)
+		return x->who.dir < y->who.dir ? -1 : 1;
+	return x->who.slot < y->who.slot ? -1 : x->who.slot > y->who.slot;
+}
+
+static struct owner_name *find_name(struct owner_name *v, size_t n, uint32_t r)
+{
+	struct owner_name key = {r, {0, 0}, NULL, NULL};
+
+	return bsearch(&key, v, n, sizeof(*v), cmp_name_run);
+}
+
+/* Add @r to the names wanted (sorted by run, @n of them, @cap room). */
+static int want_name(struct owner_name **v, size_t *n, size_t *cap,
+		     const struct fk_check *ck, uint32_t r)
+{
+	struct owner_name o = {r, ck->runs.v[r].who, NULL, NULL};
+
+	if (FK_VEC_RESERVE(*v, *cap, *n + 1))
+		return -ENOMEM;
+	(*v)[(*n)++] = o;
+	return 0;
+}
+
+/* Sort by run and drop repeats. */
+static void unique_names(struct owner_name *v, size_t *n)
+{
+	size_t i, m = 0;
+
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_name_run);
+	for (i = 0; i < *n; i++)
+		if (!m || v[m - 1].run != v[i].run)
+			v[m++] = v[i];
+	*n = m;
+}
+
+/*
+ * The names of the entries @v[0..@n) of one directory, sorted by slot, in
+ * one read of it, with the limit the walk used.
+ */
+static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
+{
+	uint32_t dir = v[0].who.dir;
+	uint32_t first = 0, nclus = 0; /* the fixed root */
+	struct fk_dirent *ent = malloc(sizeof(*ent));
+	struct fk_dir *it;
+	size_t i = 0;
+	int r = 0, err;
+
+	if (!ent)
+		return -ENOMEM;
+	if (dir != ROOT_AREA) {
+		first = ck->runs.v[dir].first;
+		nclus = ck->runs.v[dir].nclus;
+	}
+	if ((err = ck_open_dir(ck, first, nclus, &it))) {
+		free(ent);
+		return err;
+	}
+	while (i < n && (r = fk_dir_next(it, ent, NULL)) == 1) {
+		for (; i < n && v[i].who.slot < ent->slot; i++)
+			;
+		for (; i < n && v[i].who.slot == ent->slot; i++)
+			if (!(v[i].name = strdup(ent->name))) {
+				err = -ENOMEM;
+				goto out;
+			}
+	}
+	if (i < n && r < 0)
+		err = r;
+out:
+	fk_dir_close(it);
+	free(ent);
+	return err;
+}
+
+/* The path of each owner in @v (sorted by run), parents first. */
+static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
+{
+	size_t i, j;
+	int err;
+
+	qsort(v, n, sizeof(*v), cmp_name_ref);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && v[j].who.dir == v[i].who.dir; j++)
+			;
+		if ((err = read_names(ck, v + i, j - i)))
+			return err;
+	}
+	qsort(v, n, sizeof(*v), cmp_name_run);
+	for (i = 0; i < n; i++) { /* a parent's run precedes its entries' */
+		uint32_t p = parent_run(ck, v[i].run);
+		const char *prefix = "";
+
+		if (p != NO_RUN) {
+			const struct owner_name *o = find_name(v, n, p);
+
+			prefix = o ? o->path : NULL;
+		}
+		if (!prefix || !v[i].name)
+			continue;
+		if (!(v[i].path = ck_format("%s/%s", prefix, v[i].name)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Rewrite each cross-link finding to name the first owner. */
+static int name_owners(struct fk_check *ck)
+{
+	LIST(struct owner_name, names) = {NULL, 0, 0};
+	size_t i, from;
+	int err = 0;
+
+	for (i = 0; i < ck->shared.n && !err; i++)
+		if (ck->shared.v[i].finding != NONE &&
+		    ck->shared.v[i].owner != NO_RUN &&
+		    ck->runs.v[ck->shared.v[i].owner].who.dir != NO_DIR)
+			err = want_name(&names.v, &names.n, &names.cap, ck,
+					ck->shared.v[i].owner);
+	/* Then their directories, level by level up to the root. */
+	for (from = 0; !err && from < names.n;) {
+		size_t n = names.n;
+
+		for (i = from; i < n && !err; i++) {
+			uint32_t p = parent_run(ck, names.v[i].run);
+
+			if (p != NO_RUN)
+				err = want_name(&names.v, &names.n, &names.cap,
+						ck, p);
+		}
+		from = n;
+	}
+	if (!err) {
+		unique_names(names.v, &names.n);
+		err = build_paths(ck, names.v, names.n);
+	}
+	for (i = 0; i < ck->shared.n && !err; i++) {
+		struct shared *s = &ck->shared.v[i];
+		const struct owner_name *o;
+		const char *owner = "/";
+		struct fk_finding *f;
+		char *msg;
+
+		if (s->finding == NONE || s->owner == NO_RUN)
+			continue;
+		if (ck->runs.v[s->owner].who.dir != NO_DIR) {
+			o = find_name(names.v, names.n, s->owner);
+			if (!o || !(owner = o->path))
+				continue;
+		}
+		f = &ck->finds.v[s->finding];
+		if (s->is_dir && is_ancestor(owner, s->later))
+			msg = ck_format(
+				"directory loop: shares cluster %u with "
+				"%s, which contains it",
+				s->clus, owner);
+		else
+			msg = ck_format("%sshares cluster %u with %s "
+					"(cross-linked)",
+					s->what, s->clus, owner);
+		if (!msg) {
+			err = -ENOMEM;
+			break;
+		}
+		free(f->msg);
+		f->msg = msg;
+	}
+	for (i = 0; i < names.n; i++) {
+		free(names.v[i].name);
+		free(names.v[i].path);
+	}
+	free(names.v);
+	return err;
+}
+
+/*
+ * Name the first owner of each shared cluster, if there is one.  Either
+ * way the map then holds only the lost clusters, as ALLOC.
+ */
+int ck_find_owners(struct fk_check *ck)
+{
+	int err;
+
+	if (!ck->shared.n) {
+		keep_alloc_only(ck);
+		return 0;
+	}
+	qsort(ck->shared.v, ck->shared.n, sizeof(*ck->shared.v), cmp_shared);
+	if ((err = follow_runs(ck)))
+		return err;
+	keep_alloc_only(ck);
+	return name_owners(ck);
+}
+
+/* ---- lost clusters ------------------------------------------------------- */
+
+/* Mark each lost cluster that another lost cluster links to (SHARED). */
+static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
+		       uint32_t n)
+{
+	struct fk_check *ck = arg;
+	const struct fk_geom *g = ck->g;
+	uint32_t i;
+
+	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n;
+	     i++) {
+		uint32_t v = vals[i];
+
+		if (get_cs(ck, first + i) != CS_FREE &&
+		    fk_fat_class(g, v) == FK_ENT_NEXT &&
+		    get_cs(ck, v) == CS_ALLOC)
+			set_cs(ck, v, CS_SHARED);
+	}
+	ck_progress(ck, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
+	return 0;
+}
+
+/* Follow a lost chain from @head, marking it visited (OWNED). */
+static int follow_lost(struct fk_check *ck, uint32_t head, uint32_t *len)
+{
+	uint32_t clus = head, val;
+	int err;
+
+	*len = 0;
+	for (;;) {
+		set_cs(ck, clus, CS_OWNED);
+		++*len;
+		if ((err = fk_fat_get(ck->vol, clus, &val)))
+			return err;
+		if (fk_fat_class(ck->g, val) != FK_ENT_NEXT ||
+		    get_cs(ck, val) != CS_SHARED)
+			return 0;
+		clus = val;
+	}
+}
+
+/*
+ * Count the lost clusters (the map's ALLOC ones), group them into chains
+ * by their links (heads first, then loops with no head), and report them.
+ * Afterwards every lost cluster is non-FREE in the map, for the repair.
+ */
+int ck_check_lost(struct fk_check *ck)
+{
+	const struct fk_geom *g = ck->g;
+	char list[256] = "";
+	uint32_t clus, len, max = fk_clus_max(g), nlisted = 0;
+	size_t idx, off = 0;
+	int err, round;
+
+	for (clus = FK_FIRST_CLUS; clus <= max; clus++)
+		if (get_cs(ck, clus) == CS_ALLOC) {
+			if (!ck->st.lost_clus++)
+				ck->first_lost = clus;
+		}
+	if (!ck->st.lost_clus)
+		return 0;
+	if ((err = fk_fat_scan(ck->vol, g->active_fat, mark_linked, ck)))
+		return err;
+	/* Round 0: chains from their heads; round 1: loops. */
+	for (round = 0; round < 2; round++)
+		for (clus = FK_FIRST_CLUS; clus <= max; clus++) {
+			unsigned s = get_cs(ck, clus);
+
+			if (s != (round ? CS_SHARED : CS_ALLOC))
+				continue;
+			if ((err = follow_lost(ck, clus, &len)))
+				return err;
+			ck->st.lost_chains++;
+			if (nlisted++ < LOST_LISTED && off < sizeof(list))
+				off += (size_t)snprintf(
+					list + off, sizeof(list) - off,
+					"%s%u (%u cluster%s)", off ? ", " : "",
+					clus, len, len == 1 ? "" : "s");
+		}
+	idx = ck_report(
+		ck, FK_SEV_ERROR, "lost", NULL,
+		"%u lost cluster%s (%llu bytes, owned by no file) in %u "
+		"chain%s, from %s%s",
+		ck->st.lost_clus, ck_plural(ck->st.lost_clus),
+		(unsigned long long)ck->st.lost_clus * g->clus_len,
+		ck->st.lost_chains, ck_plural(ck->st.lost_chains), list,
+		ck->st.lost_chains > LOST_LISTED ? ", ..." : "");
+	if (ck->is_tree_incomplete)
+		return 0; /* they might belong to what could not be read */
+	ck_set_fix(ck, idx, "freed");
+	ck->fix_lost = 1;
+	return 0;
+}

@@ -1,0 +1,280 @@
+/*
+ * check-fat.c: the checker's volume-level phases: the boot sector and its
+ * FAT32 backup, one pass over the FAT copies that builds the cluster map
+ * and compares the copies, the reserved entries FAT[0] and FAT[1], FSInfo,
+ * and the boot sector's label against the root's.
+ */
+#include "check-int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fat.h"
+#include "fsinfo.h"
+#include "volume.h"
+
+#define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
+
+/* ---- boot sector --------------------------------------------------------- */
+
+int ck_check_boot(struct fk_check *ck)
+{
+	const struct fk_geom *g = ck->g;
+	unsigned char *bak;
+	size_t idx, i, ndiff = 0, first = 0;
+	int err;
+
+	if (fk_volume_is_dirty(ck->vol)) {
+		idx = ck_report(ck, FK_SEV_ERROR, "dirty", NULL,
+				"the volume was not cleanly unmounted (dirty "
+				"flag in the boot sector)");
+		ck_set_fix(ck, idx, "flag cleared");
+		ck->fix_dirty = 1;
+	}
+	if (!g->has_bpb32)
+		return 0;
+	if (!g->backup_sec) {
+		/* fsck.fat counts this as damage (it creates one). */
+		ck_report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
+			  "FAT32 volume without a backup boot sector");
+		return 0;
+	}
+	if (!(bak = malloc(g->sec_len)))
+		return -ENOMEM;
+	if ((err = fk_volume_read_backup(ck->vol, bak))) {
+		free(bak);
+		return err;
+	}
+	for (i = 0; i < BS_COMPARE_LEN; i++)
+		if (bak[i] != ck->vol->boot[i] && !ndiff++)
+			first = i;
+	free(bak);
+	if (ndiff) {
+		idx = ck_report(
+			ck, FK_SEV_WARNING, "backup-boot", NULL,
+			"backup boot sector (sector %u) differs from the "
+			"boot sector in %zu byte%s, the first at offset %zu",
+			g->backup_sec, ndiff, ck_plural(ndiff), first);
+		ck_set_fix(ck, idx, "backup rewritten from the boot sector");
+		ck->fix_backup = 1;
+	}
+	return 0;
+}
+
+/* ---- FAT copies and the cluster map ------------------------------------ */
+
+static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
+		      uint32_t n)
+{
+	struct fk_check *ck = arg;
+	const struct fk_geom *g = ck->g;
+	uint32_t i = 0;
+
+	for (; i < n && first + i < FK_FIRST_CLUS; i++)
+		if (first + i == 0)
+			ck->fat0 = vals[i];
+		else
+			ck->fat1 = vals[i];
+	for (; i < n; i++) {
+		uint32_t clus = first + i;
+
+		switch (fk_fat_class(g, vals[i])) {
+		case FK_ENT_FREE:
+			ck->st.free_clus++;
+			if (!ck->first_free)
+				ck->first_free = clus;
+			break;
+		case FK_ENT_BAD:
+			ck->st.bad_clus++;
+			break;
+		default:
+			ck->st.used_clus++;
+			ck->map[clus >> 2] |=
+				(uint8_t)(CS_ALLOC << (clus & 3) * 2);
+		}
+	}
+	ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
+	return 0;
+}
+
+static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
+{
+	struct fk_check *ck = arg;
+
+	if (!ck->diffs[copy].nsecs++)
+		ck->diffs[copy].first = sec;
+	return 0;
+}
+
+/* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
+ * end-of-chain mark whose two top bits on FAT16/32 say "cleanly unmounted"
+ * and "no disk errors".  fsck.fat gives up on a FAT whose FAT[0] lacks
+ * those ones ("Both FATs appear to be corrupt"), but not on a media byte
+ * that differs from the boot sector's, which no reader compares. */
+static void check_reserved(struct fk_check *ck)
+{
+	const struct fk_geom *g = ck->g;
+	struct fk_fat_reserved r;
+	size_t idx;
+
+	fk_fat_reserved_judge(g, ck->fat0, ck->fat1, &r);
+	if (!r.is_fat0_ones) {
+		idx = ck_report(
+			ck, FK_SEV_ERROR, "fat0", NULL,
+			"FAT[0] is 0x%X: the bits above its media byte "
+			"are not all ones, so fsck.fat takes the FAT for "
+			"corrupt (expected 0x%X)",
+			ck->fat0, r.want0);
+		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
+		ck->fix_fat0 = 1;
+	} else if (!r.is_fat0_media) {
+		idx = ck_report(
+			ck, FK_SEV_WARNING, "media", NULL,
+			"FAT[0] is 0x%X, expected 0x%X (the boot sector's "
+			"media byte is 0x%02X)",
+			ck->fat0, r.want0, g->media);
+		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
+		ck->fix_fat0 = 1;
+	}
+	if (!r.is_clean) {
+		idx = ck_report(ck, FK_SEV_ERROR, "dirty", NULL,
+				"the volume was not cleanly unmounted "
+				"(clean-shutdown bit of FAT[1] is clear)");
+		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		ck->fix_fat1 = 1;
+	}
+	if (!r.is_noerr) {
+		idx = ck_report(
+			ck, FK_SEV_WARNING, "disk-error", NULL,
+			"FAT[1] records a disk I/O error (its hard-error "
+			"bit is clear)");
+		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		ck->fix_fat1 = 1;
+	}
+	if (!r.is_fat1_eoc) {
+		idx = ck_report(ck, FK_SEV_WARNING, "reserved-entry", NULL,
+				"FAT[1] is 0x%X, not an end-of-chain mark",
+				ck->fat1);
+		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		ck->fix_fat1 = 1;
+	}
+}
+
+int ck_scan_fats(struct fk_check *ck)
+{
+	const struct fk_geom *g = ck->g;
+	uint32_t c;
+	size_t idx;
+	int err;
+
+	err = fk_fat_scan_copies(ck->vol, g->active_fat, scan_block,
+				 g->is_mirrored ? scan_diff : NULL, ck);
+	if (err)
+		return err;
+	for (c = 0; c < g->nfats; c++) {
+		if (!ck->diffs[c].nsecs)
+			continue;
+		idx = ck_report(
+			ck, FK_SEV_ERROR, "fat-copies", NULL,
+			"FAT copy %u differs from copy %u in %u sector%s, "
+			"the first at sector %u of the copy",
+			c + 1, g->active_fat + 1, ck->diffs[c].nsecs,
+			ck_plural(ck->diffs[c].nsecs), ck->diffs[c].first);
+		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", c + 1,
+			   g->active_fat + 1);
+		ck->fix_copies = 1;
+	}
+	check_reserved(ck);
+	return 0;
+}
+
+/* ---- FSInfo -------------------------------------------------------------- */
+
+int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
+{
+	return hint == FK_FSINFO_UNKNOWN || fk_clus_valid(ck->g, hint);
+}
+
+int ck_check_fsinfo(struct fk_check *ck)
+{
+	struct fk_fsinfo *fsi = &ck->fsi;
+	size_t idx;
+	int err;
+
+	if ((err = fk_fsinfo_read(ck->vol, fsi)) || !fsi->is_present)
+		return err;
+	if (!fsi->is_lead_ok || !fsi->is_struc_ok || !fsi->is_trail_ok) {
+		idx = ck_report(ck, FK_SEV_ERROR, "fsinfo", NULL,
+				"FSInfo sector %u has bad signatures (%s%s%s)",
+				ck->g->fsinfo_sec,
+				fsi->is_lead_ok ? "" : " lead",
+				fsi->is_struc_ok ? "" : " struct",
+				fsi->is_trail_ok ? "" : " trail");
+		ck_set_fix(ck, idx, "FSInfo rewritten");
+		ck->fix_fsinfo = 1;
+		return 0; /* its counts mean nothing then */
+	}
+	if (fsi->free_count == FK_FSINFO_UNKNOWN) {
+		idx = ck_report(ck, FK_SEV_NOTE, "fsinfo-unset", NULL,
+				"FSInfo free count is not set; the FAT has %u "
+				"free clusters",
+				ck->st.free_clus);
+		ck_set_fix(ck, idx, "FSInfo free count set");
+		ck->fix_fsinfo = 1;
+	} else if (fsi->free_count != ck->st.free_clus) {
+		idx = ck_report(ck, FK_SEV_ERROR, "fsinfo", NULL,
+				"FSInfo free count is %u; the FAT has %u free "
+				"clusters",
+				fsi->free_count, ck->st.free_clus);
+		ck_set_fix(ck, idx, "FSInfo free count set");
+		ck->fix_fsinfo = 1;
+	}
+	if (!ck_fsinfo_hint_ok(ck, fsi->next_free)) {
+		idx = ck_report(ck, FK_SEV_WARNING, "fsinfo-hint", NULL,
+				"FSInfo next-free hint %u is not a cluster of "
+				"the volume (2 to %u)",
+				fsi->next_free, fk_clus_max(ck->g));
+		ck_set_fix(ck, idx, "FSInfo next-free hint set");
+		ck->fix_fsinfo = 1;
+	}
+	return 0;
+}
+
+/* ---- label -------------------------------------------------------------- */
+
+/* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
+void ck_check_label(struct fk_check *ck)
+{
+	static const unsigned char no_name[11] = "NO NAME    ";
+	const struct fk_geom *g = ck->g;
+	char root[12];
+	size_t idx, n;
+
+	if (!g->has_ext_bpb)
+		return;
+	if (!ck->has_root_label) {
+		if (!g->label[0] || !strcmp(g->label, "NO NAME"))
+			return;
+		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+				"the boot sector's label is '%s' but the root "
+				"directory has none",
+				g->label);
+		memcpy(ck->label, no_name, 11);
+	} else {
+		memcpy(root, ck->root_label, 11);
+		for (n = 11; n > 0 && (root[n - 1] == ' ' || !root[n - 1]); n--)
+			;
+		root[n] = '\0';
+		if (!strcmp(root, g->label))
+			return;
+		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+				"the boot sector's label is '%s' but the root "
+				"directory's is '%s'",
+				g->label, root);
+		memcpy(ck->label, ck->root_label, 11);
+	}
+	ck_set_fix(ck, idx, "boot sector label set to '%.11s'",
+		   (const char *)ck->label);
+	ck->fix_label = 1;
+}

@@ -1,0 +1,296 @@
+/*
+ * check-int.h: what the checker's files share, and nobody else may use.
+ *
+ *   check.c         public API, findings, repair plans, the order of phases
+ *   check-fat.c     boot sector, FAT copies and reserved entries, FSInfo,
+ *                   label
+ *   check-tree.c    the directory tree walk: entries, names, ".", "..",
+ *                   orphaned long-name slots
+ *   check-chain.c   claiming chains in the cluster map, tails, cross-link
+ *                   owners, lost clusters
+ *   check-repair.c  the repair steps, in write order
+ *
+ * A phase judges and plans: it records findings with ck_report(), says
+ * what the repair does with ck_set_fix(), and queues the change as data
+ * (ck_plan_fat(), ck_plan_entry(), or a fix_* flag in struct fk_check).
+ * Only check-repair.c writes, and it applies nothing it was not planned.
+ * A new repair: plan it where the damage is found, and apply it in the
+ * step of check-repair.c whose place in the write order it needs.
+ */
+#ifndef FATKIT_CHECK_INT_H
+#define FATKIT_CHECK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "fsinfo.h"
+#include "slot.h"
+#include "vec.h"
+
+struct fk_dir;
+struct fk_geom;
+
+#define NONE ((size_t)-1) /* no finding kept */
+
+/*
+ * Two bits per cluster.  While claiming: FREE (free or bad), ALLOC
+ * (allocated, not claimed yet), OWNED, SHARED (a second owner reached it).
+ * After the owners step only the lost clusters stay ALLOC (the rest are
+ * FREE); grouping them then reuses OWNED (visited) and SHARED (has a lost
+ * predecessor).
+ */
+enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
+
+/* How a claiming walk of a chain ended. */
+enum stop {
+	STOP_EOC,   /* end of chain */
+	STOP_LIMIT, /* claimed what was asked; @next continues the chain */
+	STOP_START, /* the first cluster is out of range */
+	STOP_FREE,  /* reached a free cluster (@next) */
+	STOP_BAD,   /* reached a cluster marked bad (@next) */
+	STOP_VALUE, /* @last holds a reserved or out-of-range value (@next) */
+	STOP_LOOP,  /* @last links back into the chain (@next) */
+	STOP_CROSS, /* @last links into another owner's cluster (@next) */
+};
+
+struct claim {
+	uint32_t nclus; /* clusters claimed */
+	uint32_t last;	/* last cluster claimed; 0: none */
+	uint32_t next;	/* the link (or first cluster) not followed */
+	enum stop why;
+};
+
+/* A FAT entry to rewrite (ending a chain). */
+struct fat_fix {
+	uint32_t clus;
+	uint32_t val;
+};
+
+enum ent_op {
+	EF_SET,	   /* new first cluster and/or size */
+	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
+	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
+	EF_UNHIDE, /* end markers in [slot, slot + nslots) become deleted */
+};
+
+/* A directory entry or slot change, applied after the FAT is flushed. */
+struct ent_fix {
+	enum ent_op op;
+	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
+	uint32_t slot;	   /* the short slot; the first (DELETE, UNHIDE) */
+	uint32_t nslots;   /* DELETE, UNHIDE: slots from @slot */
+	int set_first, set_size;
+	uint32_t first_clus, size;
+	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE */
+};
+
+#define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */
+#define NO_DIR	  (UINT32_MAX - 1) /* entry_ref.dir: the root chain itself */
+#define NO_RUN	  UINT32_MAX	   /* no run */
+
+/* The entry that owns a run: slot @slot of the directory whose own chain
+ * is run @dir (or ROOT_AREA, or NO_DIR for the FAT32 root's chain). */
+struct entry_ref {
+	uint32_t dir, slot;
+};
+
+/* Clusters one claim took, in the order claimed: following @nclus
+ * clusters from @first visits exactly them again. */
+struct run {
+	uint32_t first, nclus;
+	struct entry_ref who;
+};
+
+/* A chain part beyond what a file's size needs, claimed after the tree. */
+struct tail {
+	char *path;
+	struct entry_ref who;	 /* the file */
+	uint32_t dir_clus, slot; /* the file's entry */
+	uint32_t start;		 /* the file's first cluster */
+	uint32_t need;		 /* clusters its size needs */
+	uint32_t last;		 /* last cluster the size needs; 0: none */
+	uint32_t first;		 /* first cluster of the tail */
+	uint32_t nclus;		 /* tail clusters claimed */
+	int is_trimmed;		 /* freeing it is planned */
+};
+
+/* A cluster a later chain reached after another claimed it. */
+struct shared {
+	uint32_t clus;
+	size_t finding;	  /* the later owner's finding, or NONE */
+	int is_dir;	  /* the later owner is a directory */
+	const char *what; /* prefix of its message */
+	char *later;	  /* its path */
+	uint32_t owner;	  /* the first owner's run; NO_RUN: not found */
+};
+
+struct copy_diff {
+	uint32_t nsecs; /* sectors that differ from the read copy */
+	uint32_t first; /* the first of them */
+};
+
+#define LIST(type, name)                                                       \
+	struct {                                                               \
+		type *v;                                                       \
+		size_t n, cap;                                                 \
+	} name
+
+struct fk_check_family;
+
+struct fk_check {
+	/* Another family's checker (exFAT, check-exfat.c), chosen once by
+	   fk_check_new(); NULL: the FAT checker, and the fields below. */
+	const struct fk_check_family *fam;
+	void *fam_state;
+	struct fk_volume *vol;
+	const struct fk_geom *g;
+	struct fk_check_opts o;
+	struct fk_check_stats st;
+	uint8_t *map; /* 2 bits per cluster, enum cstate */
+	int is_nomem; /* a finding could not be kept for want of memory */
+	int is_tree_incomplete; /* never free lost clusters then */
+	LIST(struct fk_finding, finds);
+	LIST(struct fat_fix, fat_fixes);
+	LIST(struct ent_fix, ent_fixes);
+	LIST(struct tail, tails);
+	LIST(struct shared, shared);
+	LIST(struct run, runs); /* every claim, in order; 16 bytes each */
+	/* the path of the entry being checked ("" for the root) */
+	char *path;
+	size_t path_len, path_cap;
+	uint64_t claimed; /* clusters claimed, for progress */
+	/* FAT scan */
+	uint32_t fat0, fat1;
+	uint32_t first_free; /* 0: none */
+	struct copy_diff *diffs;
+	int fix_copies;
+	int fix_fat0, fix_fat1;
+	/* boot sector and FSInfo */
+	int fix_dirty, fix_backup, fix_label;
+	unsigned char label[11]; /* what the boot label becomes */
+	int fix_fsinfo;
+	struct fk_fsinfo fsi;
+	/* root directory label */
+	int has_root_label;
+	unsigned char root_label[11];
+	/* lost clusters */
+	int fix_lost;
+	uint32_t first_lost; /* 0: none */
+	/* what repairs freed, for FSInfo */
+	uint32_t freed;
+	uint32_t first_freed;
+};
+
+#define PUSH(list, item)                                                       \
+	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
+		 ? -ENOMEM                                                     \
+		 : ((list).v[(list).n++] = (item), 0))
+
+/* The part of a chain claimed before a claim that continues it (a tail). */
+struct run_before {
+	uint32_t first; /* the chain's first cluster */
+	uint32_t nclus; /* clusters of it claimed already */
+};
+
+/* ---- cluster map ---------------------------------------------------- */
+
+static inline unsigned get_cs(const struct fk_check *ck, uint32_t clus)
+{
+	return ck->map[clus >> 2] >> ((clus & 3) * 2) & 3;
+}
+
+static inline void set_cs(struct fk_check *ck, uint32_t clus, unsigned s)
+{
+	unsigned sh = (clus & 3) * 2;
+
+	ck->map[clus >> 2] =
+		(uint8_t)((ck->map[clus >> 2] & ~(3u << sh)) | s << sh);
+}
+
+/* ---- check.c: findings, plans, paths ------------------------------- */
+
+/* "s" for a plural count. */
+const char *ck_plural(uint64_t n);
+
+/* The path of the entry being checked ("/" for the root). */
+const char *ck_path(const struct fk_check *ck);
+
+/* A malloc()ed string, or NULL. */
+char *ck_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Record a finding about @path (NULL: the volume).  Every finding is
+ * counted; the first FK_CHECK_MAX_FINDINGS are kept.  Returns its index,
+ * or NONE when it was not kept.
+ */
+size_t ck_report(struct fk_check *ck, enum fk_sev sev, const char *code,
+		 const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Say what the repair will do about finding @idx (which may be NONE), and
+ * note that there is a repair. */
+void ck_set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Plan FAT[@clus] = @val, written before any entry.  0 or -ENOMEM. */
+int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val);
+
+/* Plan an entry change, applied after the FAT is flushed.  0 or -ENOMEM. */
+int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
+
+/* Tell the caller's progress hook (if any) how far @phase is. */
+void ck_progress(struct fk_check *ck, const char *phase, uint64_t done,
+		 uint64_t total);
+
+/* ---- check-fat.c: the volume's own structures ------------------------- */
+
+int ck_check_boot(struct fk_check *ck);
+/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1]. */
+int ck_scan_fats(struct fk_check *ck);
+int ck_check_fsinfo(struct fk_check *ck);
+/* After the tree (which finds the root's label entry). */
+void ck_check_label(struct fk_check *ck);
+int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint);
+
+/* ---- check-tree.c: the directory tree ---------------------------------- */
+
+/* Walk the tree from the root, claiming every chain: the one walk. */
+int ck_walk_root(struct fk_check *ck, struct fk_diag *diag);
+
+/* Open the directory at @first (0: the root), reading at most @nclus
+ * clusters of it (0: no limit), as the walk reads it. */
+int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
+		struct fk_dir **dir);
+
+/* ---- check-chain.c: chains and the cluster map ------------------------ */
+
+/*
+ * Claim the chain from @start for the entry @who, at most @limit clusters
+ * (@before: the part claimed earlier, for a tail).  @c says how it ended.
+ * The clusters taken are kept as a run for the owners step.  Returns 0 or
+ * -errno.
+ */
+int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+	     const struct entry_ref *who, const struct run_before *before,
+	     struct claim *c);
+
+/*
+ * Report why the claim @c of @path stopped short and plan the cut.
+ * @what prefixes the message ("", "directory ", "root directory ").
+ * Returns the finding's index through @idx.
+ */
+int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
+		     const char *path, const char *what, size_t *idx);
+
+/* After the tree: claim, report and plan the preallocated tails. */
+int ck_walk_tails(struct fk_check *ck);
+
+/* After the tree and tails: name each cross-link's first owner; leaves
+ * only the lost clusters in the map (as ALLOC).  Plans nothing. */
+int ck_find_owners(struct fk_check *ck);
+
+/* Last: count, group and report the lost clusters. */
+int ck_check_lost(struct fk_check *ck);
+
+#endif

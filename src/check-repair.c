@@ -1,0 +1,258 @@
+/*
+ * check-repair.c: the repair steps, in the contract's write order: FAT
+ * copies, FAT entries (flushed), directory entries, freed clusters, boot
+ * sector, FSInfo last.  Each step applies what the phases planned and
+ * nothing else; none of them judges the volume again.
+ */
+#include "check-int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "check-family.h"
+#include "device.h"
+#include "diag.h"
+#include "dir.h"
+#include "fat.h"
+#include "fsinfo.h"
+#include "slot.h"
+#include "volume.h"
+
+#define RESYNC_LEN (1u << 20) /* bytes per read when resyncing FATs */
+
+/* ---- repairs ------------------------------------------------------------- */
+
+/* Copy the runs of sectors where @dst differs from @src (the same range
+ * of two FAT copies), so a sparse image stays sparse. */
+static int resync_range(struct fk_check *ck, const unsigned char *src,
+			const unsigned char *dst, uint64_t dst_off, size_t len)
+{
+	uint32_t sec_len = ck->g->sec_len;
+	size_t i = 0, j;
+	int err;
+
+	while (i < len) {
+		if (!memcmp(src + i, dst + i, sec_len)) {
+			i += sec_len;
+			continue;
+		}
+		for (j = i + sec_len;
+		     j < len && memcmp(src + j, dst + j, sec_len); j += sec_len)
+			;
+		if ((err = fk_device_write(ck->vol->dev, dst_off + i, src + i,
+					   j - i)))
+			return err;
+		i = j;
+	}
+	return 0;
+}
+
+static int repair_fat_copies(struct fk_check *ck)
+{
+	const struct fk_geom *g = ck->g;
+	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len, off;
+	unsigned char *src = NULL, *dst = NULL;
+	uint32_t c;
+	int err = 0;
+
+	if (!ck->fix_copies)
+		return 0;
+	if (!(src = malloc(RESYNC_LEN)) || !(dst = malloc(RESYNC_LEN))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (off = 0; off < copy_len && !err; off += RESYNC_LEN) {
+		size_t len = copy_len - off < RESYNC_LEN
+				     ? (size_t)(copy_len - off)
+				     : RESYNC_LEN;
+
+		err = fk_device_read(
+			ck->vol->dev,
+			g->fat_off + g->active_fat * copy_len + off, src, len);
+		for (c = 0; c < g->nfats && !err; c++) {
+			uint64_t dst_off = g->fat_off + c * copy_len + off;
+
+			if (c == g->active_fat || !ck->diffs[c].nsecs)
+				continue;
+			if (!(err = fk_device_read(ck->vol->dev, dst_off, dst,
+						   len)))
+				err = resync_range(ck, src, dst, dst_off, len);
+		}
+	}
+out:
+	free(src);
+	free(dst);
+	return err;
+}
+
+static int repair_fat(struct fk_check *ck)
+{
+	size_t i;
+	int err;
+
+	if ((err = fk_fat_fix_reserved(ck->vol, ck->fix_fat0, ck->fix_fat1)))
+		return err;
+	for (i = 0; i < ck->fat_fixes.n; i++)
+		if ((err = fk_fat_put(ck->vol, ck->fat_fixes.v[i].clus,
+				      ck->fat_fixes.v[i].val)))
+			return err;
+	return fk_cache_flush(ck->vol->fat);
+}
+
+static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
+{
+	unsigned char e[FK_DIRENT_LEN];
+	struct fk_dirent ent;
+	uint32_t s;
+	int err;
+
+	switch (f->op) {
+	case EF_SET:
+		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
+			return err;
+		memset(&ent, 0, sizeof(ent));
+		fk_slot_unpack(ck->vol, e, &ent);
+		if (f->set_first)
+			ent.first_clus = f->first_clus;
+		if (f->set_size)
+			ent.size = f->size;
+		fk_slot_pack(ck->vol, &ent, e);
+		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot, e);
+	case EF_CREATE:
+		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
+			return err;
+		if (!fk_slot_is_free(e))
+			return 0; /* not free after all: leave it */
+		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
+					 f->slot_data);
+	case EF_DELETE:
+	case EF_UNHIDE:
+		for (s = 0; s < f->nslots; s++) {
+			uint32_t slot = f->slot + s;
+
+			if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, slot,
+						    e)))
+				return err;
+			if (f->op == EF_UNHIDE && !fk_slot_is_end(e))
+				continue;
+			fk_slot_delete(e);
+			if ((err = fk_dir_write_slot(ck->vol, f->dir_clus, slot,
+						     e)))
+				return err;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+static int repair_entries(struct fk_check *ck)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < ck->ent_fixes.n; i++)
+		if ((err = apply_entry(ck, &ck->ent_fixes.v[i])))
+			return err;
+	return 0;
+}
+
+static void count_freed(struct fk_check *ck, uint32_t clus, uint32_t n)
+{
+	ck->freed += n;
+	if (!ck->first_freed || clus < ck->first_freed)
+		ck->first_freed = clus;
+}
+
+/* Free @nclus clusters of a chain from @first (a trimmed tail). */
+static int free_chain(struct fk_check *ck, uint32_t first, uint32_t nclus)
+{
+	uint32_t clus = first, val, i;
+	int err;
+
+	for (i = 0; i < nclus; i++) {
+		if ((err = fk_fat_get(ck->vol, clus, &val)) ||
+		    (err = fk_fat_put(ck->vol, clus, 0)))
+			return err;
+		count_freed(ck, clus, 1);
+		if (fk_fat_class(ck->g, val) != FK_ENT_NEXT)
+			break;
+		clus = val;
+	}
+	return 0;
+}
+
+static int repair_free(struct fk_check *ck)
+{
+	uint32_t clus, max = fk_clus_max(ck->g), run;
+	size_t i;
+	int err;
+
+	for (i = 0; i < ck->tails.n; i++)
+		if (ck->tails.v[i].is_trimmed &&
+		    (err = free_chain(ck, ck->tails.v[i].first,
+				      ck->tails.v[i].nclus)))
+			return err;
+	for (clus = FK_FIRST_CLUS; ck->fix_lost && clus <= max; clus++) {
+		if (get_cs(ck, clus) == CS_FREE)
+			continue;
+		for (run = 1;
+		     clus + run <= max && get_cs(ck, clus + run) != CS_FREE;
+		     run++)
+			;
+		if ((err = fk_fat_fill(ck->vol, clus, run, 0)))
+			return err;
+		count_freed(ck, clus, run);
+		clus += run - 1;
+	}
+	return fk_cache_flush(ck->vol->fat);
+}
+
+static int repair_boot(struct fk_check *ck)
+{
+	if (!ck->fix_dirty && !ck->fix_label && !ck->fix_backup)
+		return 0;
+	return fk_volume_fix_boot(ck->vol, ck->fix_dirty,
+				  ck->fix_label ? ck->label : NULL, 1);
+}
+
+static int repair_fsinfo(struct fk_check *ck)
+{
+	uint32_t nfree = ck->st.free_clus + ck->freed;
+	uint32_t hint = ck->fsi.next_free;
+
+	if (!ck->fsi.is_present || (!ck->fix_fsinfo && !ck->freed))
+		return 0;
+	if (!ck_fsinfo_hint_ok(ck, hint) || !ck->fsi.is_lead_ok ||
+	    !ck->fsi.is_struc_ok || !ck->fsi.is_trail_ok) {
+		hint = ck->first_free;
+		if (ck->first_freed && (!hint || ck->first_freed < hint))
+			hint = ck->first_freed;
+		if (!hint)
+			hint = FK_FSINFO_UNKNOWN;
+	}
+	return fk_fsinfo_write(ck->vol, nfree, hint);
+}
+
+int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
+{
+	size_t i;
+	int err;
+
+	if (ck->fam)
+		return ck->fam->repair(ck->fam_state, diag);
+	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
+	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
+	    (err = repair_boot(ck)) || (err = repair_fsinfo(ck)) ||
+	    (err = fk_device_sync(ck->vol->dev))) {
+		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
+		return err;
+	}
+	for (i = 0; i < ck->finds.n; i++)
+		if (ck->finds.v[i].fix && !ck->finds.v[i].is_fixed) {
+			ck->finds.v[i].is_fixed = 1;
+			ck->st.fixed++;
+		}
+	return 0;
+}
