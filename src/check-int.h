@@ -164,7 +164,13 @@ struct salvage {
 		size_t n, cap;                                                 \
 	} name
 
+struct fk_check_family;
+
 struct fk_check {
+	/* Another family's checker (exFAT, check-exfat.c), chosen once by
+	   fk_check_new(); NULL: the FAT checker, and the fields below. */
+	const struct fk_check_family *fam;
+	void *fam_state;
 	struct fk_volume *vol;
 	const struct fk_geom *g;
 	struct fk_check_opts o;

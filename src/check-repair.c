@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "check-family.h"
 #include "device.h"
 #include "diag.h"
 #include "dir.h"
@@ -366,6 +367,8 @@ int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 	size_t i;
 	int err;
 
+	if (ck->fam)
+		return ck->fam->repair(ck->fam_state, diag);
 	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
 	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
 	    (err = repair_salvage(ck)) || (err = repair_boot(ck)) ||

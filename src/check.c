@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check-family.h"
 #include "check-int.h"
 #include "device.h"
 #include "diag.h"
@@ -125,13 +126,22 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
 	struct fk_check *ck;
-	size_t map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
+	size_t map_len;
+	int err;
 
-	/* The FAT family's checker: exFAT has its own rules (exfat.h). */
-	if (vol->fam != &fk_fat_family)
-		return -EOPNOTSUPP;
 	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
+	/* The family is chosen once: exFAT has its own checker. */
+	if (vol->fam != &fk_fat_family) {
+		ck->fam = &fk_check_exfat_family;
+		if ((err = ck->fam->new_state(vol, opts, &ck->fam_state))) {
+			free(ck);
+			return err;
+		}
+		*out = ck;
+		return 0;
+	}
+	map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
 	ck->vol = vol;
 	ck->g = &vol->g;
 	ck->o = *opts;
@@ -154,6 +164,11 @@ void fk_check_free(struct fk_check *ck)
 
 	if (!ck)
 		return;
+	if (ck->fam) {
+		ck->fam->free_state(ck->fam_state);
+		free(ck);
+		return;
+	}
 	for (i = 0; i < ck->finds.n; i++) {
 		free(ck->finds.v[i].path);
 		free(ck->finds.v[i].msg);
@@ -179,12 +194,16 @@ void fk_check_free(struct fk_check *ck)
 
 const struct fk_finding *fk_check_findings(const struct fk_check *ck, size_t *n)
 {
+	if (ck->fam)
+		return ck->fam->findings(ck->fam_state, n);
 	*n = ck->finds.n;
 	return ck->finds.v;
 }
 
 const struct fk_check_stats *fk_check_stats(const struct fk_check *ck)
 {
+	if (ck->fam)
+		return ck->fam->stats(ck->fam_state);
 	return &ck->st;
 }
 
@@ -212,6 +231,8 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
 	int err;
 
+	if (ck->fam)
+		return ck->fam->run(ck->fam_state, diag);
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))
 		goto fail;

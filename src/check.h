@@ -67,6 +67,18 @@ struct fk_check_stats {
 	int has_repairs;		  /* something is planned */
 };
 
+struct fk_volume_opts;
+
+/*
+ * Open the volume to check: as fk_volume_open(), except that an exFAT
+ * volume whose main boot region is damaged (beyond PercentInUse and the
+ * backup's own state) or does not open at all is opened through its
+ * backup region when that one is sound, so the check sees the volume
+ * that a repair restores.  Returns as fk_volume_open().
+ */
+int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
+		  struct fk_diag *diag);
+
 /*
  * Set up a check of @vol (which the caller keeps open until
  * fk_check_free()).  *@out is the caller's.  Returns 0, -ENOMEM, or

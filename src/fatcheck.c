@@ -102,7 +102,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE\n"
-		"Check a FAT12/16/32 volume fsck-style, and optionally repair it.\n"
+		"Check a FAT12/16/32 or exFAT volume fsck-style, and optionally repair it.\n"
 		"\n"
 		"  -r, --repair        apply safe repairs: resync FAT copies, fix FSInfo,\n"
 		"                      free lost clusters, cut chains at a loop or cross-link,\n"
@@ -129,6 +129,10 @@ static void usage(FILE *out)
 		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).\n"
 		"Each finding is a line 'error|warning|note: PATH: message'; a summary ends\n"
 		"the report.\n"
+		"exFAT: also the boot regions and their checksums, entry-set checksums and\n"
+		"name hashes, and the allocation bitmap against what the files own (-r\n"
+		"rewrites them); PercentInUse and VolumeDirty are warnings. A chain longer\n"
+		"than the file is an error there; --strict and --trim-prealloc do nothing.\n"
 		"Exit status (as fsck): 0 clean, 1 the repair wrote (errors corrected),\n"
 		"4 errors left uncorrected,\n"
 		"8 operational error, 16 usage error; 128 + N when signal N stopped a\n"
@@ -602,18 +606,9 @@ int main(int argc, char **argv)
 	/* A checker that does not repair holds nothing dirty. */
 	vo.batch_len = r.o.is_repair ? 4u << 20 : 0;
 	fk_json_init(&r.js, stdout);
-	if ((err = fk_volume_open(&vo, &vol, &diag))) {
+	if ((err = fk_check_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
 		fk_report_in(PROG, r.image, &diag, err);
-		free(image);
-		return FK_FSCK_OPERATIONAL;
-	}
-	if (vol->exfat) {
-		fk_diag_set(&diag, NULL,
-			    "exFAT checking is not supported yet (fatls lists "
-			    "exFAT volumes; fsck.exfat -n checks them)");
-		fk_report_in(PROG, r.image, &diag, -EOPNOTSUPP);
-		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}

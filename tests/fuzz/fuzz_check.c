@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	size_t i, n;
 
 	fuzz_image(data, len);
-	if (fuzz_open(0, &vol))
+	if (fuzz_open_check(0, &vol))
 		return 0;
 	if (vol->g.nclus > FUZZ_CHECK_MAX_CLUS) {
 		fk_volume_close(vol);

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	int err;
 
 	fuzz_image(data, len);
-	if (fuzz_open(1, &vol))
+	if (fuzz_open_check(1, &vol))
 		return 0;
 	if (vol->g.nclus > FUZZ_CHECK_MAX_CLUS) {
 		fk_volume_close(vol);
@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	    (err = fk_check_repair(ck, NULL)))
 		goto out_free; /* nothing to do, or refused: not our case */
 	fk_volume_close(vol);
-	if (fuzz_open(0, &vol)) {
+	if (fuzz_open_check(0, &vol)) {
 		fuzz_print_findings("first check", ck);
 		fprintf(stderr, "fuzz: the repaired volume does not open\n");
 		abort();

@@ -77,17 +77,30 @@ const char *fuzz_image(const uint8_t *data, size_t len)
 	return image_path;
 }
 
+static void fuzz_opts(int is_writer, struct fk_volume_opts *vo)
+{
+	memset(vo, 0, sizeof(*vo));
+	vo->dev.path = image_path;
+	vo->dev.has_off = 1; /* offset 0: fuzz FAT, not libblkid */
+	vo->dev.is_writer = is_writer;
+	vo->dev.force = 1; /* a memfd backs no loop device: skip /sys */
+	vo->batch_len = is_writer ? 4u << 20 : 0;
+}
+
 int fuzz_open(int is_writer, struct fk_volume **out)
 {
 	struct fk_volume_opts vo;
 
-	memset(&vo, 0, sizeof(vo));
-	vo.dev.path = image_path;
-	vo.dev.has_off = 1; /* offset 0: fuzz FAT, not libblkid */
-	vo.dev.is_writer = is_writer;
-	vo.dev.force = 1; /* a memfd backs no loop device: skip /sys */
-	vo.batch_len = is_writer ? 4u << 20 : 0;
+	fuzz_opts(is_writer, &vo);
 	return fk_volume_open(&vo, out, NULL);
+}
+
+int fuzz_open_check(int is_writer, struct fk_volume **out)
+{
+	struct fk_volume_opts vo;
+
+	fuzz_opts(is_writer, &vo);
+	return fk_check_open(&vo, out, NULL);
 }
 
 struct fk_check *fuzz_check(struct fk_volume *vol,

@@ -40,6 +40,8 @@ const char *fuzz_image(const uint8_t *data, size_t len);
  * volume starts at offset 0.
  */
 int fuzz_open(int is_writer, struct fk_volume **out);
+/* As fatcheck opens it: fk_check_open(). */
+int fuzz_open_check(int is_writer, struct fk_volume **out);
 
 /*
  * Check @vol with @opts (NULL: defaults).  Returns the check, or NULL

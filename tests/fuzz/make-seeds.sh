@@ -155,9 +155,10 @@ mkfs pa-file-in-way 128 -F 12 -S 512 -s 1 -r 16
 put pa-file-in-way /A "a file where a directory is wanted"
 keep pa-file-in-way fuzz_prealloc
 
-# exFAT (fuzz_ls and fuzz_check): 4 KiB alignment instead of mkfs.exfat's
-# 1 MiB keeps FAT, bitmap, up-case table and root within the first 30 KiB.
-exfat_targets=(fuzz_ls fuzz_check)
+# exFAT (fuzz_ls, fuzz_check and fuzz_repair): 4 KiB alignment instead of
+# mkfs.exfat's 1 MiB keeps FAT, bitmap, up-case table and root within the
+# first 30 KiB.
+exfat_targets=(fuzz_ls fuzz_check fuzz_repair)
 mkexfat() {
 	local name=$1 kib=$2
 	shift 2
@@ -185,10 +186,8 @@ keep exfat-files "${exfat_targets[@]}"
 mkexfat exfat-4k 4096 -c 4096
 exfill exfat-4k
 keep exfat-4k "${exfat_targets[@]}"
-for c in boot-checksum backup-differs set-checksum secondary-count \
-	name-length unknown-critical-secondary entry-type-80 chain-loop \
-	cross-link nofatchain-past-heap upcase-checksum bitmap-too-small \
-	directory-loop label-length; do
+# every damage the corruptor knows
+for c in $(python3 "$exfatref" corrupt --list | awk '{print $1}'); do
 	mkexfat "exfat-bad-$c" 2048 -c 512
 	exfill "exfat-bad-$c"
 	python3 "$exfatref" corrupt "$tmp/exfat-bad-$c.img" "$c" >/dev/null

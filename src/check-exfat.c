@@ -1,0 +1,2047 @@
+/*
+ * check-exfat.c: the checker's exFAT family.  The boot regions are judged
+ * from the defects exfat.c records; a walk of the directory tree then
+ * claims every stream (allocation bitmap, up-case table, directories,
+ * files) in an ownership map of one bit per cluster, so a loop or a
+ * second owner shows at the first shared cluster; the allocation bitmap
+ * (one more bit per cluster) is then compared with that map both ways.
+ * Two bits per cluster in all, plus one entry set per level of nesting.
+ *
+ * Repairs are planned while checking as small records (FAT links to end,
+ * entry sets to rewrite whole) and applied by fk_check_repair() in the
+ * order exFAT asks for: VolumeDirty set first; FAT links; bitmap bits a
+ * used cluster lacks; entry sets; bitmap bits nobody owns any more;
+ * boot region and PercentInUse; fsync; VolumeDirty cleared; fsync.  A
+ * crash anywhere leaves at worst bits set for clusters nobody owns, a
+ * chain shorter than its DataLength, or a stale checksum: all of which a
+ * second run repairs, and none of which hides or damages a file.
+ */
+#include "check-family.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "device.h"
+#include "diag.h"
+#include "dir.h"
+#include "endian.h"
+#include "exfat.h"
+#include "fat.h"
+#include "vec.h"
+#include "volume.h"
+
+#define NONE	      ((size_t)-1)
+#define STOPPED	      1		 /* a claim walk stopped on purpose */
+#define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
+
+/* Boot sector fields the repairs write (spec 3.1). */
+#define BS_VOL_FLAGS 106
+#define BS_PERCENT   112
+
+/* Entry fields (spec 7.4, 7.6, 7.7). */
+#define EN_TYPE	       0
+#define EN_SEC_COUNT   1  /* File: SecondaryCount */
+#define EN_SET_CSUM    2  /* File: SetChecksum */
+#define EN_GSF	       1  /* Stream: GeneralSecondaryFlags */
+#define EN_NAME_LEN    3  /* Stream: NameLength */
+#define EN_NAME_HASH   4  /* Stream: NameHash */
+#define EN_VDL	       8  /* Stream: ValidDataLength */
+#define EN_FIRST_CLUS  20 /* Stream, bitmap, up-case: FirstCluster */
+#define EN_DATA_LEN    24 /* Stream, bitmap, up-case: DataLength */
+#define EN_UPCASE_CSUM 4  /* up-case: TableChecksum */
+#define EN_LABEL_LEN   1  /* label: CharacterCount */
+#define EN_NAME	       2  /* File Name: 15 UTF-16 units */
+#define NAME_UNITS     15
+
+#define LIST(type, name)                                                       \
+	struct {                                                               \
+		type *v;                                                       \
+		size_t n, cap;                                                 \
+	} name
+
+#define PUSH(list, item)                                                       \
+	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
+		 ? -ENOMEM                                                     \
+		 : ((list).v[(list).n++] = (item), 0))
+
+struct fat_fix {
+	uint32_t clus, val;
+};
+
+/* An entry set rewritten whole: where each entry is, what it becomes. */
+struct set_fix {
+	uint32_t nents;
+	uint64_t *off;
+	unsigned char (*raw)[FK_EXFAT_ENT_LEN];
+};
+
+/* Why a claim stopped short of the stream's whole length. */
+enum cut {
+	CUT_NONE,  /* claimed it all (or the chain ended: see nclus) */
+	CUT_START, /* FirstCluster out of range */
+	CUT_LINK,  /* a free, bad, reserved or out-of-range link */
+	CUT_LOOP,  /* the chain runs into itself */
+	CUT_CROSS, /* the chain runs into another stream's cluster */
+	CUT_LONG,  /* more clusters than DataLength needs */
+	CUT_HEAP,  /* a NoFatChain run past the heap */
+};
+
+struct claim {
+	struct fk_exfat_check *x;
+	const struct fk_exfat_stream *s;
+	uint64_t need;	/* clusters wanted; 0: up to the end of chain */
+	uint64_t limit; /* most clusters accepted without a length */
+	uint32_t nclus; /* claimed */
+	uint32_t last;	/* last cluster claimed; 0: none */
+	uint32_t at;	/* the cluster a loop or cross-link reached */
+	enum cut why;
+	int is_special; /* the bitmap or up-case table: a broken chain is
+			   left as it is (ending it makes it no more usable,
+			   only shorter); one too long is ended */
+	struct fk_chain_info info;
+};
+
+struct fk_exfat_check {
+	struct fk_volume *vol;
+	const struct fk_geom *g;
+	const struct fk_exfat *ex;
+	struct fk_check_opts o;
+	struct fk_check_stats st;
+	int is_nomem;
+	LIST(struct fk_finding, finds);
+	LIST(struct fat_fix, fat_fixes);
+	LIST(struct set_fix, set_fixes);
+	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
+			 byte (clus - 2) / 8, the bitmap's own layout */
+	uint32_t nowned;
+	uint64_t claimed_step; /* for progress */
+	/* one entry set per level of nesting, allocated as needed */
+	struct fk_exfat_set *sets[FK_CHECK_MAX_DEPTH + 1];
+	char *path;
+	size_t path_len, path_cap;
+	int is_tree_incomplete; /* then never free bitmap bits */
+	/* the allocation bitmap */
+	int has_bitmap;
+	struct fk_exfat_stream bm_stream; /* its clusters, for writing */
+	uint64_t bm_need_len;		  /* ceil(ClusterCount / 8) */
+	uint32_t bm_nused;		  /* bits set on disk */
+	int is_bm_read;			  /* the bitmap could be read */
+	int fix_bits_set, fix_bits_clear;
+	/* boot region */
+	unsigned char *sec0; /* main boot sector as read */
+	unsigned char *backup;
+	struct fk_exfat_boot boot; /* both regions as judged by this check */
+	int restore_main, fix_main_csum, fix_backup;
+	int fix_percent;
+	uint8_t percent_want;
+	int has_upcase, has_label;
+	/* the up-case table as loaded by this check */
+	int is_upcase_loaded;
+	uint32_t upcase_csum;	   /* computed over the table on disk */
+	uint32_t upcase_nfix;	   /* letters a-z it maps wrongly */
+	unsigned char *upcase_raw; /* the mended table, when nfix */
+	uint64_t upcase_len;
+	struct fk_exfat_stream upcase_stream;
+	uint32_t upcase_csum_fixed; /* computed over the mended table */
+	int fix_upcase_table;
+};
+
+static void put_u64le(unsigned char *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* "s" for a plural count. */
+static const char *pl(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* ---- findings ------------------------------------------------------------ */
+
+static const char *cur_path(const struct fk_exfat_check *x)
+{
+	return x->path_len ? x->path : "/";
+}
+
+static char *vformat(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
+
+static char *vformat(const char *fmt, va_list ap)
+{
+	va_list aq;
+	char *s;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0 || !(s = malloc((size_t)n + 1)))
+		return NULL;
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+/*
+ * Record a finding about @path (NULL: the volume), as check.c does: all
+ * are counted, the first FK_CHECK_MAX_FINDINGS kept.  Returns its index
+ * or NONE.
+ */
+static size_t report(struct fk_exfat_check *x, enum fk_sev sev,
+		     const char *code, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static size_t report(struct fk_exfat_check *x, enum fk_sev sev,
+		     const char *code, const char *path, const char *fmt, ...)
+{
+	struct fk_finding f;
+	va_list ap;
+
+	if (sev == FK_SEV_ERROR)
+		x->st.errors++;
+	else if (sev == FK_SEV_WARNING)
+		x->st.warnings++;
+	else
+		x->st.notes++;
+	if (x->finds.n >= FK_CHECK_MAX_FINDINGS) {
+		x->st.unlisted++;
+		return NONE;
+	}
+	memset(&f, 0, sizeof(f));
+	f.sev = sev;
+	f.code = code;
+	va_start(ap, fmt);
+	f.msg = vformat(fmt, ap);
+	va_end(ap);
+	f.path = path ? strdup(path) : NULL;
+	if (!f.msg || (path && !f.path) || PUSH(x->finds, f)) {
+		free(f.msg);
+		free(f.path);
+		x->is_nomem = 1;
+		x->st.unlisted++;
+		return NONE;
+	}
+	return x->finds.n - 1;
+}
+
+static void set_fix(struct fk_exfat_check *x, size_t idx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Say what the repair does about finding @idx (which may be NONE). */
+static void set_fix(struct fk_exfat_check *x, size_t idx, const char *fmt, ...)
+{
+	va_list ap;
+
+	x->st.has_repairs = 1;
+	if (idx == NONE)
+		return;
+	va_start(ap, fmt);
+	free(x->finds.v[idx].fix);
+	if (!(x->finds.v[idx].fix = vformat(fmt, ap)))
+		x->is_nomem = 1;
+	va_end(ap);
+}
+
+static void progress(struct fk_exfat_check *x, const char *phase, uint64_t done,
+		     uint64_t total)
+{
+	if (x->o.progress)
+		x->o.progress(x->o.arg, phase, done, total);
+}
+
+/* ---- paths --------------------------------------------------------------- */
+
+static int push_name(struct fk_exfat_check *x, const char *name, size_t *old)
+{
+	size_t len = strlen(name);
+
+	if (FK_VEC_RESERVE(x->path, x->path_cap, x->path_len + len + 2))
+		return -ENOMEM;
+	*old = x->path_len;
+	x->path[x->path_len++] = '/';
+	memcpy(x->path + x->path_len, name, len + 1);
+	x->path_len += len;
+	return 0;
+}
+
+static void pop_name(struct fk_exfat_check *x, size_t old)
+{
+	x->path_len = old;
+	if (x->path)
+		x->path[old] = '\0';
+}
+
+/* ---- ownership ----------------------------------------------------------- */
+
+static int is_owned(const struct fk_exfat_check *x, uint32_t clus)
+{
+	uint32_t i = clus - FK_FIRST_CLUS;
+
+	return x->own[i / 8] >> (i % 8) & 1;
+}
+
+static void set_owned(struct fk_exfat_check *x, uint32_t clus)
+{
+	uint32_t i = clus - FK_FIRST_CLUS;
+
+	x->own[i / 8] |= (uint8_t)(1u << (i % 8));
+	x->nowned++;
+}
+
+/*
+ * Is @clus among the first @n clusters of @s?  Asked only when a claim
+ * meets a cluster owned already, to tell a loop from a cross-link.
+ */
+static int in_stream(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		     uint32_t n, uint32_t clus, int *err)
+{
+	uint32_t c = s->first_clus, i, val;
+
+	*err = 0;
+	if (s->is_no_fat_chain)
+		return clus >= c && clus - c < n;
+	for (i = 0; i < n && fk_clus_valid(x->g, c); i++) {
+		if (c == clus)
+			return 1;
+		if ((*err = fk_fat_get(x->vol, c, &val)))
+			return 0;
+		c = val;
+	}
+	return 0;
+}
+
+static int claim_run(void *arg, const struct fk_run *run)
+{
+	struct claim *c = arg;
+	struct fk_exfat_check *x = c->x;
+	uint32_t i, clus;
+	int err, is_in;
+
+	for (i = 0; i < run->nclus; i++) {
+		clus = run->first + i;
+		if ((c->need && c->nclus >= c->need) ||
+		    (!c->need && c->nclus >= c->limit)) {
+			c->why = CUT_LONG;
+			return STOPPED;
+		}
+		if (is_owned(x, clus)) {
+			is_in = in_stream(x, c->s, c->nclus, clus, &err);
+			if (err)
+				return err;
+			c->at = clus;
+			c->why = is_in ? CUT_LOOP : CUT_CROSS;
+			return STOPPED;
+		}
+		set_owned(x, clus);
+		c->nclus++;
+		c->last = clus;
+		if (++x->claimed_step % PROGRESS_STEP == 0)
+			progress(x, "files", x->nowned, x->g->nclus);
+	}
+	return 0;
+}
+
+/*
+ * Claim the clusters of @s: at most @need (0: to the end of its chain,
+ * but no more than @limit).  @c says how far it got and why it stopped.
+ * Returns 0 or -errno.
+ */
+static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		 uint64_t need, uint64_t limit, struct claim *c)
+{
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	c->x = x;
+	c->s = s;
+	c->need = need;
+	c->limit = limit;
+	if (!fk_clus_valid(x->g, s->first_clus)) {
+		c->why = CUT_START;
+		return 0;
+	}
+	err = fk_exfat_stream_walk(x->vol, s, claim_run, c, &c->info);
+	if (err < 0)
+		return err;
+	if (err == STOPPED || c->why != CUT_NONE)
+		return 0;
+	if (c->info.end == FK_ENT_EOC)
+		return 0;
+	c->why = s->is_no_fat_chain ? CUT_HEAP : CUT_LINK;
+	return 0;
+}
+
+/* claim() for the bitmap or the up-case table (see is_special). */
+static int claim_special(struct fk_exfat_check *x,
+			 const struct fk_exfat_stream *s, uint64_t need,
+			 struct claim *c)
+{
+	int err = claim(x, s, need, 0, c);
+
+	c->is_special = 1;
+	return err;
+}
+
+/* Does the repair end @c's FAT chain at its last claimed cluster? */
+static int is_fat_cut(const struct claim *c)
+{
+	return !c->s->is_no_fat_chain && c->nclus &&
+	       (c->why == CUT_LINK || c->why == CUT_LOOP ||
+		c->why == CUT_CROSS || c->why == CUT_LONG);
+}
+
+/*
+ * Report how @c fell short of @what (a stream of @path) and plan the FAT
+ * end of chain where it is cut.  Returns the finding or NONE (nothing
+ * wrong, or not kept) in *@idx, and 0 or -ENOMEM.
+ */
+static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
+		       const char *path, const char *what, size_t *idx)
+{
+	const struct fk_exfat_stream *s = c->s;
+	uint32_t max = fk_clus_max(x->g);
+	struct fat_fix f;
+
+	*idx = NONE;
+	switch (c->why) {
+	case CUT_NONE:
+		if (!c->need || c->nclus >= c->need)
+			return 0;
+		*idx = report(x, FK_SEV_ERROR, "short-chain", path,
+			      "%scluster chain of %u cluster%s is shorter "
+			      "than the %llu its length needs",
+			      what, c->nclus, pl(c->nclus),
+			      (unsigned long long)c->need);
+		return 0;
+	case CUT_START:
+		*idx = report(x, FK_SEV_ERROR, "bad-start", path,
+			      "%sfirst cluster %u is out of range (2 to %u)",
+			      what, s->first_clus, max);
+		return 0;
+	case CUT_LINK:
+		*idx = report(x, FK_SEV_ERROR, "bad-link", path,
+			      "%scluster %u links to %s 0x%X", what,
+			      c->info.last,
+			      c->info.end == FK_ENT_FREE  ? "a free entry"
+			      : c->info.end == FK_ENT_BAD ? "a bad cluster"
+							  : "the invalid value",
+			      c->info.end_val);
+		break;
+	case CUT_LOOP:
+		*idx = report(x, FK_SEV_ERROR, "loop", path,
+			      "%scluster chain loops: cluster %u links back "
+			      "to %u",
+			      what, c->last, c->at);
+		break;
+	case CUT_CROSS:
+		*idx = report(x, FK_SEV_ERROR, "cross-link", path,
+			      "%sshares cluster %u with another file or "
+			      "directory",
+			      what, c->at);
+		break;
+	case CUT_LONG:
+		if (c->need)
+			*idx = report(x, FK_SEV_ERROR, "long-chain", path,
+				      "%scluster chain is longer than the %llu "
+				      "cluster%s its length needs (exFAT "
+				      "cannot reserve space past it)",
+				      what, (unsigned long long)c->need,
+				      pl(c->need));
+		else
+			*idx = report(x, FK_SEV_ERROR, "dir-size", path,
+				      "%sdirectory is over %u MiB", what,
+				      FK_EXFAT_DIR_MAX_LEN >> 20);
+		break;
+	case CUT_HEAP:
+		*idx = report(x, FK_SEV_ERROR, "past-heap", path,
+			      "%scontiguous run from cluster %u runs past "
+			      "the last cluster %u",
+			      what, s->first_clus, max);
+		return 0;
+	}
+	if (!is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
+		return 0;
+	set_fix(x, *idx, "chain ended at cluster %u", c->last);
+	f.clus = c->last;
+	f.val = FK_EXFAT_EOC;
+	return PUSH(x->fat_fixes, f);
+}
+
+/* ---- entry sets ---------------------------------------------------------- */
+
+/* Mark every entry of @s unused, keeping 0x00 (end of directory) away. */
+static void delete_set(struct fk_exfat_set *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nents; i++) {
+		uint8_t t = s->raw[i][EN_TYPE] & 0x7F;
+
+		s->raw[i][EN_TYPE] = t ? t : 0x01;
+	}
+}
+
+/* Keep @s as it now is in the list of sets to rewrite. */
+static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
+{
+	struct set_fix f;
+
+	f.nents = s->nents;
+	f.off = calloc(s->nents, sizeof(*f.off));
+	f.raw = calloc(s->nents, sizeof(*f.raw));
+	if (!f.off || !f.raw || PUSH(x->set_fixes, f)) {
+		free(f.off);
+		free(f.raw);
+		return -ENOMEM;
+	}
+	memcpy(f.off, s->off, s->nents * sizeof(*f.off));
+	memcpy(f.raw, s->raw, s->nents * sizeof(*f.raw));
+	return 0;
+}
+
+static uint16_t name_unit(const struct fk_exfat_set *s, uint32_t i)
+{
+	return get_le16(
+		&s->raw[2 + i / NAME_UNITS][EN_NAME + i % NAME_UNITS * 2]);
+}
+
+static void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
+{
+	put_le16(&s->raw[2 + i / NAME_UNITS][EN_NAME + i % NAME_UNITS * 2], u);
+}
+
+/* Name units the set's File Name entries hold (after its stream). */
+static uint32_t name_room(const struct fk_exfat_set *s)
+{
+	uint32_t n = 0, i;
+
+	for (i = 2; i < s->nents && s->raw[i][EN_TYPE] == FK_EXFAT_T_NAME; i++)
+		n += NAME_UNITS;
+	return n;
+}
+
+/*
+ * A 64-bit hash of the first @n units of @s's name, up-cased: from the
+ * raw entries when @is_raw (a repair changed them), else from the units
+ * the iterator gathered.
+ */
+static uint64_t name_key(const struct fk_exfat_upcase *up,
+			 const struct fk_exfat_set *s, uint32_t n, int is_raw)
+{
+	uint64_t h = 14695981039346656037ull ^ n, w = 0;
+	uint32_t i;
+
+	if (s->name16_len < n)
+		is_raw = 1;
+	/* Four units to a multiply: names are hashed once per entry. */
+	for (i = 0; i < n; i++) {
+		uint16_t u = is_raw ? name_unit(s, i) : s->name16[i];
+
+		w = w << 16 | fk_exfat_upcase(up, u);
+		if (i % 4 == 3) {
+			h = (h ^ w) * 0x100000001B3ull;
+			h ^= h >> 29;
+			w = 0;
+		}
+	}
+	h = (h ^ w) * 0x100000001B3ull;
+	return h ^ h >> 32;
+}
+
+static int is_bad_unit(uint16_t u)
+{
+	return u < 0x20 || u == '"' || u == '*' || u == '/' || u == ':' ||
+	       u == '<' || u == '>' || u == '?' || u == '\\' || u == '|';
+}
+
+/*
+ * The names met in the directory being walked, for duplicates: an open
+ * addressing set of 64-bit hashes of the up-cased names (0 stands for
+ * an empty slot, so a name hashing to 0 is stored as 1).
+ */
+struct name_set {
+	uint64_t *v;
+	size_t n, cap; /* cap: a power of two, or 0 */
+};
+
+static int has_key(const struct name_set *ns, uint64_t key)
+{
+	size_t i;
+
+	if (!ns->cap)
+		return 0;
+	key = key ? key : 1;
+	for (i = (size_t)key & (ns->cap - 1); ns->v[i];
+	     i = (i + 1) & (ns->cap - 1))
+		if (ns->v[i] == key)
+			return 1;
+	return 0;
+}
+
+static void put_key(struct name_set *ns, uint64_t key)
+{
+	size_t i;
+
+	key = key ? key : 1;
+	for (i = (size_t)key & (ns->cap - 1); ns->v[i];
+	     i = (i + 1) & (ns->cap - 1))
+		if (ns->v[i] == key)
+			return;
+	ns->v[i] = key;
+	ns->n++;
+}
+
+static int add_key(struct name_set *ns, uint64_t key)
+{
+	if (2 * (ns->n + 1) > ns->cap) {
+		struct name_set big;
+		size_t i;
+
+		big.cap = ns->cap ? 2 * ns->cap : 64;
+		big.n = 0;
+		if (!(big.v = calloc(big.cap, sizeof(*big.v))))
+			return -ENOMEM;
+		for (i = 0; i < ns->cap; i++)
+			if (ns->v[i])
+				put_key(&big, ns->v[i]);
+		free(ns->v);
+		*ns = big;
+	}
+	put_key(ns, key);
+	return 0;
+}
+
+/* Recompute NameHash and SetChecksum of a file set being rewritten. */
+static void reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	uint16_t units[FK_EXFAT_NAME_MAX];
+	uint32_t i, n = s->raw[1][EN_NAME_LEN];
+
+	for (i = 0; i < n; i++)
+		units[i] = name_unit(s, i);
+	put_le16(&s->raw[1][EN_NAME_HASH],
+		 fk_exfat_name_hash(x->ex->upcase, units, n));
+	put_le16(&s->raw[0][EN_SET_CSUM],
+		 fk_exfat_set_checksum((const unsigned char(*)[32])s->raw,
+				       s->nents));
+}
+
+struct dirwalk {
+	struct name_set names;
+	int depth;
+};
+
+static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		    uint32_t nclus, int depth, struct fk_diag *diag);
+
+static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
+		  uint32_t nclus)
+{
+	struct fk_dirent ent;
+
+	if (!x->o.visit)
+		return;
+	memset(&ent, 0, sizeof(ent));
+	snprintf(ent.name, sizeof(ent.name), "%s", s->name);
+	ent.attr = (uint8_t)s->attr;
+	ent.first_clus = s->first_clus;
+	ent.size = s->data_len;
+	x->o.visit(x->o.arg, cur_path(x), &ent, nclus);
+}
+
+/*
+ * Name checks of a file set: the length against its File Name entries,
+ * characters the specification forbids.  Plans the rewrite in @s.
+ * Returns 1 when the set must go (no name left), else 0.
+ */
+static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
+		      const char *path, int *is_changed)
+{
+	uint32_t room = name_room(s), n = s->raw[1][EN_NAME_LEN], i, bad = 0;
+	size_t idx;
+
+	if (!n) {
+		idx = report(x, FK_SEV_ERROR, "bad-name", path,
+			     "entry set with an empty name");
+		set_fix(x, idx, "entry set removed");
+		return 1;
+	}
+	if (n > room || (s->defects & FK_EXS_COUNT)) {
+		uint32_t keep = n < room ? n : room;
+
+		for (i = 0; i < keep && name_unit(s, i); i++)
+			;
+		keep = i;
+		idx = report(x, FK_SEV_ERROR, "name-length", path,
+			     "NameLength %u but the set's File Name entries "
+			     "hold %u character%s",
+			     n, room, pl(room));
+		if (!keep) {
+			set_fix(x, idx, "entry set removed");
+			return 1;
+		}
+		set_fix(x, idx, "name cut to %u character%s", keep, pl(keep));
+		s->raw[1][EN_NAME_LEN] = (uint8_t)keep;
+		for (i = keep; i < room; i++)
+			put_name_unit(s, i, 0);
+		n = keep;
+		*is_changed = 1;
+	}
+	for (i = 0; i < n; i++)
+		if (is_bad_unit(name_unit(s, i))) {
+			put_name_unit(s, i, '_');
+			bad++;
+		}
+	if (bad) {
+		idx = report(x, FK_SEV_ERROR, "bad-name", path,
+			     "name holds %u character%s exFAT forbids", bad,
+			     pl(bad));
+		set_fix(x, idx, "replaced by '_'");
+		*is_changed = 1;
+	}
+	return 0;
+}
+
+/* Give @s a name no earlier entry of the directory has. */
+static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
+		      const struct dirwalk *w, uint64_t *key)
+{
+	static const char alt[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	uint32_t n = s->raw[1][EN_NAME_LEN];
+	uint16_t first = name_unit(s, 0);
+	size_t i;
+
+	for (i = 0; i < sizeof(alt) - 1; i++) {
+		put_name_unit(s, 0, (uint16_t)alt[i]);
+		*key = name_key(x->ex->upcase, s, n, 1);
+		if (!has_key(&w->names, *key))
+			return 1;
+	}
+	put_name_unit(s, 0, first);
+	return 0;
+}
+
+/* Judge one file or directory set; claim its stream; recurse. */
+static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
+		      struct fk_exfat_set *s, struct fk_diag *diag)
+{
+	const struct fk_geom *g = x->g;
+	int is_dir = (s->attr & FK_ATTR_DIR) != 0;
+	int is_changed = 0, is_gone = 0, err = 0;
+	const char *what = is_dir ? "directory: " : "";
+	struct fk_exfat_stream st;
+	struct claim c;
+	uint64_t need, new_len, key;
+	size_t old, idx;
+	uint32_t dead;
+
+	memset(&c, 0, sizeof(c));
+	dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_NAME_ENTRY |
+	       FK_EXS_CRITICAL;
+
+	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
+		return err;
+	if (is_dir)
+		x->st.dirs++;
+	else
+		x->st.files++;
+	if (s->defects & dead) {
+		idx = report(x, FK_SEV_ERROR, "entry-set", cur_path(x),
+			     "damaged entry set: %s",
+			     fk_exfat_set_reason(s->defects & dead));
+		set_fix(x, idx, "entry set removed");
+		is_gone = 1;
+		goto out;
+	}
+	if (s->defects & FK_EXS_CHECKSUM) {
+		idx = report(x, FK_SEV_ERROR, "set-checksum", cur_path(x),
+			     "SetChecksum 0x%04X, computed 0x%04X",
+			     s->csum_stored, s->csum_computed);
+		set_fix(x, idx, "checksum rewritten");
+		is_changed = 1;
+	}
+	if (check_name(x, s, cur_path(x), &is_changed)) {
+		is_gone = 1;
+		goto out;
+	}
+	if ((s->defects & FK_EXS_HASH) && x->is_upcase_loaded) {
+		idx = report(x, FK_SEV_ERROR, "name-hash", cur_path(x),
+			     "NameHash 0x%04X, computed 0x%04X", s->hash_stored,
+			     s->hash_computed);
+		set_fix(x, idx, "hash rewritten");
+		is_changed = 1;
+	}
+	if (s->defects & FK_EXS_ALLOC) {
+		idx = report(x, FK_SEV_ERROR, "alloc-flag", cur_path(x),
+			     "%sAllocationPossible and FirstCluster %u "
+			     "disagree",
+			     what, s->first_clus);
+		if (s->first_clus && s->data_len) {
+			set_fix(x, idx, "AllocationPossible set");
+			s->raw[1][EN_GSF] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;
+		} else {
+			set_fix(x, idx, "file made empty");
+			s->first_clus = 0;
+			s->data_len = 0;
+		}
+		is_changed = 1;
+	}
+	/* The stream: directories must fill whole clusters (spec 6.2). */
+	st.first_clus = s->first_clus;
+	st.data_len = s->data_len;
+	st.is_no_fat_chain = s->is_no_fat_chain;
+	need = fk_exfat_clus_needed(g, s->data_len);
+	if (is_dir && (s->defects & FK_EXS_BIG_DIR)) {
+		idx = report(x, FK_SEV_ERROR, "dir-size", cur_path(x),
+			     "directory DataLength %llu is not a whole "
+			     "number of clusters up to %u MiB",
+			     (unsigned long long)s->data_len,
+			     FK_EXFAT_DIR_MAX_LEN >> 20);
+		set_fix(x, idx, "DataLength set from the chain");
+		need = 0; /* take what the chain holds, then fix the length */
+		is_changed = 1;
+	}
+	new_len = s->data_len;
+	if (!is_dir && st.first_clus && !s->data_len) {
+		/* Nothing to walk a length against: the clusters go. */
+		idx = report(x, FK_SEV_ERROR, "long-chain", cur_path(x),
+			     "DataLength is 0 but FirstCluster is %u",
+			     st.first_clus);
+		set_fix(x, idx, "FirstCluster cleared");
+		st.first_clus = 0;
+		s->raw[1][EN_GSF] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+		is_changed = 1;
+	} else if (!st.first_clus && !s->data_len) {
+		c.nclus = 0;
+		if (is_dir) {
+			idx = report(x, FK_SEV_ERROR, "dir-size", cur_path(x),
+				     "directory without clusters");
+			set_fix(x, idx, "entry set removed");
+			is_gone = 1;
+			goto out;
+		}
+	} else {
+		if (!st.first_clus)
+			st.first_clus = 1; /* out of range: judged below */
+		if ((err = claim(x, &st, need,
+				 FK_EXFAT_DIR_MAX_LEN / g->clus_len, &c)) ||
+		    (err = judge_claim(x, &c, cur_path(x), what, &idx)))
+			goto out;
+		if (c.why != CUT_NONE || c.nclus < need || (is_dir && !need)) {
+			new_len = (uint64_t)c.nclus * g->clus_len;
+			if (new_len > s->data_len && need)
+				new_len = s->data_len;
+			if (!c.nclus && is_dir) {
+				set_fix(x, idx, "entry set removed");
+				is_gone = 1;
+				goto out;
+			}
+			if (!c.nclus)
+				set_fix(x, idx, "file made empty");
+			else if (new_len != s->data_len)
+				set_fix(x, idx, "%sDataLength set to %llu",
+					is_fat_cut(&c) ? "chain ended, " : "",
+					(unsigned long long)new_len);
+			if (new_len != s->data_len || !c.nclus)
+				is_changed = 1;
+			if (!c.nclus) {
+				st.first_clus = 0;
+				new_len = 0;
+				s->raw[1][EN_GSF] &=
+					(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+			}
+		}
+	}
+	if (is_changed || st.first_clus != s->first_clus ||
+	    new_len != s->data_len) {
+		put_le32(&s->raw[1][EN_FIRST_CLUS], st.first_clus);
+		put_u64le(&s->raw[1][EN_DATA_LEN], new_len);
+		is_changed = 1;
+	}
+	/* ValidDataLength: at most DataLength; all of it on a directory. */
+	if ((s->defects & FK_EXS_VDL) || s->valid_len > new_len ||
+	    (is_dir && s->valid_len != new_len)) {
+		if (s->defects & FK_EXS_VDL) {
+			idx = report(x, FK_SEV_ERROR, "valid-length",
+				     cur_path(x),
+				     "%sValidDataLength %llu %s DataLength "
+				     "%llu",
+				     what, (unsigned long long)s->valid_len,
+				     is_dir ? "is not" : "exceeds",
+				     (unsigned long long)s->data_len);
+			set_fix(x, idx, "ValidDataLength set to %llu",
+				(unsigned long long)new_len);
+		}
+		put_u64le(&s->raw[1][EN_VDL], is_dir || s->valid_len > new_len
+						      ? new_len
+						      : s->valid_len);
+		is_changed = 1;
+	}
+	/* Duplicates, through the volume's up-case table (spec 7.2). */
+	key = name_key(x->ex->upcase, s, s->raw[1][EN_NAME_LEN], is_changed);
+	if (has_key(&w->names, key)) {
+		idx = report(x, FK_SEV_ERROR, "duplicate", cur_path(x),
+			     "another entry of the directory has the same "
+			     "name (compared through the up-case table)");
+		if (rename_dup(x, s, w, &key)) {
+			set_fix(x, idx, "renamed");
+			is_changed = 1;
+		}
+	}
+	if ((err = add_key(&w->names, key)))
+		goto out;
+	visit(x, s, c.nclus);
+	if (is_changed) {
+		reseal(x, s);
+		if ((err = plan_set(x, s)))
+			goto out;
+		x->st.has_repairs = 1;
+	}
+	if (is_dir && st.first_clus) {
+		st.data_len = new_len;
+		err = walk_dir(x, &st, c.nclus, w->depth + 1, diag);
+	}
+	pop_name(x, old);
+	return err;
+out:
+	if (!err && is_gone) {
+		delete_set(s);
+		err = plan_set(x, s);
+		x->st.has_repairs = 1;
+	}
+	pop_name(x, old);
+	return err;
+}
+
+/* The allocation bitmap entry (spec 7.1). */
+static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	const struct fk_geom *g = x->g;
+	struct claim c;
+	size_t idx;
+	int err;
+
+	if (x->has_bitmap && x->ex->nbitmaps < 2) {
+		idx = report(x, FK_SEV_ERROR, "bitmap", NULL,
+			     "a second allocation bitmap entry");
+		set_fix(x, idx, "entry removed");
+		delete_set(s);
+		return plan_set(x, s);
+	}
+	if (x->has_bitmap) {
+		/* TexFAT's second bitmap: owned, never compared. */
+		struct fk_exfat_stream other = {s->first_clus, s->data_len, 0};
+
+		if ((err = claim_special(x, &other,
+					 fk_exfat_clus_needed(g, s->data_len),
+					 &c)))
+			return err;
+		return judge_claim(x, &c, NULL,
+				   "second allocation bitmap: ", &idx);
+	}
+	x->bm_need_len = ((uint64_t)g->nclus + 7) / 8;
+	x->bm_stream.first_clus = s->first_clus;
+	x->bm_stream.data_len = x->bm_need_len;
+	x->bm_stream.is_no_fat_chain = 0;
+	if ((err = claim_special(x, &x->bm_stream,
+				 fk_exfat_clus_needed(g, x->bm_need_len),
+				 &c)) ||
+	    (err = judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
+		return err;
+	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
+	    c.nclus < fk_exfat_clus_needed(g, x->bm_need_len)) {
+		/* XXX: rebuilding a bitmap elsewhere needs free clusters
+		 * found without one; refused for now. */
+		x->is_tree_incomplete = 1;
+		return 0;
+	}
+	if (!x->has_bitmap)
+		x->has_bitmap = 1;
+	if (s->data_len != x->bm_need_len) {
+		idx = report(x, FK_SEV_ERROR, "bitmap", NULL,
+			     "allocation bitmap DataLength %llu, the heap "
+			     "needs %llu",
+			     (unsigned long long)s->data_len,
+			     (unsigned long long)x->bm_need_len);
+		set_fix(x, idx, "DataLength set to %llu",
+			(unsigned long long)x->bm_need_len);
+		put_u64le(&s->raw[0][EN_DATA_LEN], x->bm_need_len);
+		if ((err = plan_set(x, s)))
+			return err;
+	}
+	return 0;
+}
+
+struct stream_read {
+	struct fk_exfat_check *x;
+	unsigned char *buf;
+	uint64_t len, done;
+};
+
+static int read_run(void *arg, const struct fk_run *run)
+{
+	struct stream_read *r = arg;
+	uint64_t n = (uint64_t)run->nclus * r->x->g->clus_len;
+	int err;
+
+	if (n > r->len - r->done)
+		n = r->len - r->done;
+	if ((err = fk_device_read(r->x->vol->dev,
+				  fk_clus_off(r->x->g, run->first),
+				  r->buf + r->done, (size_t)n)))
+		return err;
+	r->done += n;
+	return r->done >= r->len ? STOPPED : 0;
+}
+
+/* Read the first @len bytes of @s.  0, FK_ECORRUPT (shorter) or -errno. */
+static int read_stream(struct fk_exfat_check *x,
+		       const struct fk_exfat_stream *s, unsigned char *buf,
+		       uint64_t len)
+{
+	struct stream_read r = {x, buf, len, 0};
+	struct fk_chain_info info;
+	int err;
+
+	if (!len)
+		return 0;
+	err = fk_exfat_stream_walk(x->vol, s, read_run, &r, &info);
+	if (err < 0)
+		return err;
+	return r.done >= len ? 0 : FK_ECORRUPT;
+}
+
+#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
+
+/*
+ * Load the up-case table at @first_clus (@len bytes) afresh: its checksum
+ * as stored on disk into x->upcase_csum, and its map, with the letters
+ * a-z that the specification makes mandatory (7.2.5) mended where the
+ * raw table names them one by one, into the volume's table, which the
+ * entry-set iterator hashes names through.  x->upcase_raw keeps the
+ * mended raw table when there was something to mend.  Returns 0,
+ * FK_ECORRUPT (out of range, unreadable: the volume keeps its table) or
+ * -errno.
+ */
+static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
+		       uint64_t len)
+{
+	struct fk_exfat_upcase *up = x->vol->exfat->upcase;
+	struct fk_exfat_stream st = {first_clus, len, 0};
+	unsigned char *raw;
+	uint32_t at = 0, nfix = 0;
+	uint64_t k;
+	int err;
+
+	if (!len || len > UPCASE_MAX_LEN || len % 2 ||
+	    !fk_clus_valid(x->g, first_clus))
+		return FK_ECORRUPT;
+	if (!(raw = malloc((size_t)len)))
+		return -ENOMEM;
+	if ((err = read_stream(x, &st, raw, len))) {
+		free(raw);
+		return err;
+	}
+	x->upcase_csum = fk_exfat_upcase_checksum(raw, (size_t)len);
+	for (k = 0; k + 1 < len && at < 65536; k += 2) {
+		uint32_t v = get_le16(raw + k);
+
+		if (v == 0xFFFF && k + 3 < len) {
+			at += get_le16(raw + k + 2);
+			k += 2;
+			continue;
+		}
+		if (at >= 'a' && at <= 'z' && v != at - 0x20) {
+			put_le16(raw + k, at - 0x20);
+			nfix++;
+		}
+		at++;
+	}
+	memset(up, 0, sizeof(*up));
+	fk_exfat_upcase_expand(raw, (size_t)len, up);
+	up->first_clus = first_clus;
+	up->raw_len = len;
+	x->upcase_nfix = nfix;
+	if (nfix) {
+		x->upcase_raw = raw;
+		x->upcase_len = len;
+		x->upcase_stream = st;
+		x->upcase_csum_fixed =
+			fk_exfat_upcase_checksum(raw, (size_t)len);
+	} else {
+		free(raw);
+	}
+	x->is_upcase_loaded = 1;
+	return 0;
+}
+
+/* The up-case table entry (spec 7.2). */
+static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	struct fk_exfat_stream st;
+	struct claim c;
+	size_t idx;
+	uint32_t want;
+	int err;
+
+	if (x->has_upcase) {
+		idx = report(x, FK_SEV_ERROR, "upcase", NULL,
+			     "a second up-case table entry");
+		set_fix(x, idx, "entry removed");
+		delete_set(s);
+		return plan_set(x, s);
+	}
+	x->has_upcase = 1;
+	st.first_clus = s->first_clus;
+	st.data_len = s->data_len;
+	st.is_no_fat_chain = 0;
+	if ((err = claim_special(
+		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
+	    (err = judge_claim(x, &c, NULL, "up-case table: ", &idx)))
+		return err;
+	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
+	    x->vol->exfat->upcase->first_clus != s->first_clus) {
+		report(x, FK_SEV_ERROR, "upcase", NULL,
+		       "up-case table at cluster %u (%llu bytes) cannot be "
+		       "read; names are compared through ASCII only",
+		       s->first_clus, (unsigned long long)s->data_len);
+		return 0;
+	}
+	want = x->upcase_csum;
+	if (x->upcase_nfix) {
+		idx = report(x, FK_SEV_ERROR, "upcase", NULL,
+			     "up-case table maps %u of the letters a-z to "
+			     "something other than A-Z",
+			     x->upcase_nfix);
+		set_fix(x, idx, "letters mapped to A-Z, checksum rewritten");
+		want = x->upcase_csum_fixed;
+		x->fix_upcase_table = 1;
+	} else if (s->upcase_csum != want) {
+		idx = report(x, FK_SEV_ERROR, "upcase-checksum", NULL,
+			     "up-case TableChecksum 0x%08X, computed 0x%08X",
+			     s->upcase_csum, want);
+		set_fix(x, idx, "checksum rewritten");
+	}
+	if (s->upcase_csum != want) {
+		put_le32(&s->raw[0][EN_UPCASE_CSUM], want);
+		if ((err = plan_set(x, s)))
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * A bitmap or up-case entry (@type) marked unused in the root's first
+ * cluster, whose fields still make sense: into @s, restored in use.
+ * Returns 1 when found, 0 when not, or -errno.
+ */
+static int find_deleted(struct fk_exfat_check *x, uint8_t type,
+			struct fk_exfat_set *s)
+{
+	const struct fk_geom *g = x->g;
+	uint64_t off = fk_clus_off(g, g->root_clus);
+	unsigned char *buf = malloc(g->clus_len);
+	uint32_t i, first;
+	uint64_t len;
+	int err, found = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if ((err = fk_device_read(x->vol->dev, off, buf, g->clus_len))) {
+		free(buf);
+		return err;
+	}
+	for (i = 0; i < g->clus_len / FK_EXFAT_ENT_LEN && !found; i++) {
+		unsigned char *e = buf + (size_t)i * FK_EXFAT_ENT_LEN;
+
+		if (e[EN_TYPE] == FK_EXFAT_T_END)
+			break;
+		if (e[EN_TYPE] != (type & 0x7F))
+			continue;
+		first = get_le32(e + EN_FIRST_CLUS);
+		len = get_le32(e + EN_DATA_LEN) |
+		      (uint64_t)get_le32(e + EN_DATA_LEN + 4) << 32;
+		if (!fk_clus_valid(g, first) ||
+		    (type == FK_EXFAT_T_BITMAP &&
+		     len != ((uint64_t)g->nclus + 7) / 8) ||
+		    (type == FK_EXFAT_T_UPCASE &&
+		     (!len || len > UPCASE_MAX_LEN)))
+			continue;
+		memset(s, 0, sizeof(*s));
+		s->kind = type == FK_EXFAT_T_BITMAP ? FK_EXK_BITMAP
+						    : FK_EXK_UPCASE;
+		s->type = type;
+		s->nents = 1;
+		s->first_ent = i;
+		memcpy(s->raw[0], e, FK_EXFAT_ENT_LEN);
+		s->raw[0][EN_TYPE] = type;
+		s->off[0] = off + (uint64_t)i * FK_EXFAT_ENT_LEN;
+		s->first_clus = first;
+		s->data_len = len;
+		s->upcase_csum = get_le32(e + EN_UPCASE_CSUM);
+		found = 1;
+	}
+	free(buf);
+	return found;
+}
+
+/*
+ * Before the root is walked: the up-case table loaded afresh (names are
+ * judged through it), and a bitmap or up-case entry that was only marked
+ * unused brought back, as fsck.exfat cannot.
+ */
+static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	const struct fk_exfat_upcase *up = x->vol->exfat->upcase;
+	size_t idx;
+	int err, found;
+
+	if (!(up->defects & FK_EXU_MISSING) && up->raw_len) {
+		err = load_upcase(x, up->first_clus, up->raw_len);
+		if (err && err != FK_ECORRUPT)
+			return err;
+	} else {
+		if ((found = find_deleted(x, FK_EXFAT_T_UPCASE, s)) < 0)
+			return found;
+		err = found ? load_upcase(x, s->first_clus, s->data_len)
+			    : FK_ECORRUPT;
+		if (err && err != FK_ECORRUPT)
+			return err;
+		if (!err && x->upcase_csum == s->upcase_csum) {
+			idx = report(x, FK_SEV_ERROR, "upcase", NULL,
+				     "the up-case table entry is marked "
+				     "unused");
+			set_fix(x, idx, "entry restored");
+			if ((err = check_upcase_entry(x, s)) ||
+			    (err = plan_set(x, s)))
+				return err;
+		} else {
+			x->is_upcase_loaded = 0;
+		}
+	}
+	if (x->vol->exfat->nbitmaps)
+		return 0;
+	if ((found = find_deleted(x, FK_EXFAT_T_BITMAP, s)) <= 0)
+		return found;
+	idx = report(x, FK_SEV_ERROR, "bitmap", NULL,
+		     "the allocation bitmap entry is marked unused");
+	set_fix(x, idx, "entry restored");
+	if ((err = check_bitmap_entry(x, s)))
+		return err;
+	return x->has_bitmap ? plan_set(x, s) : 0;
+}
+
+static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
+			 int is_root)
+{
+	size_t idx;
+
+	if (!is_root) {
+		idx = report(x, FK_SEV_ERROR, "entry-set", cur_path(x),
+			     "a volume entry (type 0x%02X) outside the root",
+			     s->type);
+		set_fix(x, idx, "entry removed");
+		delete_set(s);
+		return plan_set(x, s);
+	}
+	switch (s->kind) {
+	case FK_EXK_BITMAP:
+		return check_bitmap_entry(x, s);
+	case FK_EXK_UPCASE:
+		return check_upcase_entry(x, s);
+	case FK_EXK_LABEL:
+		if (x->has_label || s->label_len > 11) {
+			idx = report(x, FK_SEV_ERROR, "label", NULL,
+				     x->has_label ? "a second volume label "
+						    "entry"
+						  : "volume label of %u "
+						    "characters (11 at most)",
+				     s->label_len);
+			if (x->has_label) {
+				set_fix(x, idx, "entry removed");
+				delete_set(s);
+			} else {
+				set_fix(x, idx, "cut to 11 characters");
+				s->raw[0][EN_LABEL_LEN] = 11;
+			}
+			x->has_label = 1;
+			return plan_set(x, s);
+		}
+		x->has_label = 1;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Walk the directory stored in @s (NULL: the root), whose @nclus clusters
+ * are claimed already.
+ */
+static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		    uint32_t nclus, int depth, struct fk_diag *diag)
+{
+	struct fk_exfat_dir *dir;
+	struct fk_exfat_set *set;
+	struct dirwalk w;
+	struct fk_diag d2 = {{0}, {0}};
+	size_t idx;
+	int err, r;
+
+	if (depth > FK_CHECK_MAX_DEPTH) {
+		fk_diag_set(diag, cur_path(x),
+			    "directories nested deeper than %d",
+			    FK_CHECK_MAX_DEPTH);
+		return FK_ECORRUPT;
+	}
+	if (!x->sets[depth] && !(x->sets[depth] = malloc(sizeof(*set))))
+		return -ENOMEM;
+	set = x->sets[depth];
+	memset(&w, 0, sizeof(w));
+	w.depth = depth;
+	if ((err = fk_exfat_dir_open(x->vol, s, &dir)))
+		return err;
+	fk_exfat_dir_set_limit(dir, nclus);
+	while ((r = fk_exfat_dir_next(dir, set, &d2)) == 1) {
+		switch (set->kind) {
+		case FK_EXK_FILE:
+			err = check_file(x, &w, set, diag);
+			break;
+		case FK_EXK_BITMAP:
+		case FK_EXK_UPCASE:
+		case FK_EXK_LABEL:
+		case FK_EXK_GUID:
+			err = check_special(x, set, !s);
+			break;
+		case FK_EXK_BENIGN:
+			break;
+		case FK_EXK_CRITICAL:
+			idx = report(x, FK_SEV_ERROR, "entry-set", cur_path(x),
+				     "unknown critical entry type 0x%02X",
+				     set->type);
+			set_fix(x, idx, "entry removed");
+			delete_set(set);
+			err = plan_set(x, set);
+			break;
+		case FK_EXK_ORPHAN:
+			idx = report(x, FK_SEV_ERROR, "orphan-entry",
+				     cur_path(x),
+				     "%u secondary entr%s without a file entry",
+				     set->nents, set->nents == 1 ? "y" : "ies");
+			set_fix(x, idx, "entries freed");
+			delete_set(set);
+			err = plan_set(x, set);
+			break;
+		}
+		if (err)
+			break;
+	}
+	if (!err && r < 0 && r != FK_ECORRUPT)
+		err = r;
+	else if (!err && r == FK_ECORRUPT) {
+		char msg[sizeof(d2.reason) + 64];
+
+		fk_diag_reason(&d2, r, msg, sizeof(msg));
+		report(x, FK_SEV_ERROR, "dir-read", cur_path(x),
+		       "directory cannot be read on: %s", msg);
+		x->is_tree_incomplete = 1;
+	}
+	fk_exfat_dir_close(dir);
+	free(w.names.v);
+	return err;
+}
+
+static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
+{
+	struct fk_exfat_stream root;
+	struct claim c;
+	size_t idx;
+	int err;
+
+	root.first_clus = x->g->root_clus;
+	root.data_len = 0;
+	root.is_no_fat_chain = 0;
+	if ((err = claim(x, &root, 0, FK_EXFAT_DIR_MAX_LEN / x->g->clus_len,
+			 &c)) ||
+	    (err = judge_claim(x, &c, "/", "root directory: ", &idx)))
+		return err;
+	if (!c.nclus) {
+		fk_diag_set(diag, NULL, "root directory has no clusters");
+		return FK_ECORRUPT;
+	}
+	if (!x->sets[1] && !(x->sets[1] = malloc(sizeof(*x->sets[1]))))
+		return -ENOMEM;
+	if ((err = prepare_root(x, x->sets[1])) ||
+	    (err = walk_dir(x, NULL, c.nclus, 0, diag)))
+		return err;
+	if (!x->has_bitmap)
+		report(x, FK_SEV_ERROR, "bitmap", NULL,
+		       "no usable allocation bitmap entry in the root");
+	if (!x->has_upcase)
+		report(x, FK_SEV_ERROR, "upcase", NULL,
+		       "no up-case table entry in the root");
+	return 0;
+}
+
+/* ---- allocation bitmap ----------------------------------------------- */
+
+/*
+ * One pass over the on-disk bitmap, a chunk at a time (never all of it in
+ * memory: with the ownership map that would be a third bit per cluster):
+ * PASS_COMPARE counts the differences; PASS_SET writes the sectors where
+ * an owned cluster lacks its bit; PASS_CLEAR makes every sector the
+ * ownership map.  Bits past ClusterCount in the last byte are ignored and
+ * written as 0.
+ */
+enum bm_pass { PASS_COMPARE, PASS_SET, PASS_CLEAR };
+
+struct bm_walk {
+	struct fk_exfat_check *x;
+	enum bm_pass pass;
+	uint64_t done; /* bitmap bytes behind the runs walked */
+	unsigned char *buf;
+	uint32_t nmiss, nleak, first_miss, first_leak, nused;
+};
+
+#define BM_CHUNK (256u << 10)
+
+/* Byte @at of the ownership map, as the bitmap should hold it. */
+static unsigned own_byte(const struct fk_exfat_check *x, uint64_t at)
+{
+	uint64_t nbits = x->g->nclus;
+	unsigned v = x->own[at];
+
+	if ((at + 1) * 8 > nbits)
+		v &= (1u << (nbits - at * 8)) - 1;
+	return v;
+}
+
+/* Byte @at of the bitmap with its bits past ClusterCount dropped. */
+static unsigned disk_byte(const struct fk_exfat_check *x, uint64_t at,
+			  unsigned b)
+{
+	uint64_t nbits = x->g->nclus;
+
+	if ((at + 1) * 8 > nbits)
+		b &= (1u << (nbits - at * 8)) - 1;
+	return b;
+}
+
+static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len)
+{
+	struct fk_exfat_check *x = w->x;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t base = (uint32_t)((at + i) * 8) + FK_FIRST_CLUS;
+		unsigned o, b, miss, leak;
+
+		/* Equal whole words go fast (none reaches past the end). */
+		if (i + 8 <= len && (at + i + 8) * 8 <= x->g->nclus) {
+			uint64_t ow, bw;
+
+			memcpy(&ow, x->own + at + i, 8);
+			memcpy(&bw, w->buf + i, 8);
+			if (ow == bw) {
+				w->nused += (uint32_t)__builtin_popcountll(bw);
+				i += 8;
+				continue;
+			}
+		}
+		o = own_byte(x, at + i);
+		b = disk_byte(x, at + i, w->buf[i]);
+		miss = o & ~b;
+		leak = b & ~o;
+		w->nused += (uint32_t)__builtin_popcount(b);
+		if (miss) {
+			if (!w->nmiss)
+				w->first_miss =
+					base + (uint32_t)__builtin_ctz(miss);
+			w->nmiss += (uint32_t)__builtin_popcount(miss);
+		}
+		if (leak) {
+			if (!w->nleak)
+				w->first_leak =
+					base + (uint32_t)__builtin_ctz(leak);
+			w->nleak += (uint32_t)__builtin_popcount(leak);
+		}
+		i++;
+	}
+}
+
+/* Write the sectors of the chunk at bitmap byte @at whose bits change. */
+static int write_chunk(struct bm_walk *w, uint64_t at, size_t len, uint64_t off)
+{
+	struct fk_exfat_check *x = w->x;
+	uint32_t sec_len = x->g->sec_len;
+	size_t pos, i, n;
+	int err;
+
+	for (pos = 0; pos < len; pos += sec_len) {
+		int is_diff = 0;
+
+		n = len - pos < sec_len ? len - pos : sec_len;
+		for (i = 0; i < n; i++) {
+			unsigned char *b = w->buf + pos + i;
+			unsigned o = own_byte(x, at + pos + i);
+			unsigned v =
+				w->pass == PASS_SET
+					? o | disk_byte(x, at + pos + i, *b)
+					: o;
+
+			if (v != *b) {
+				*b = (unsigned char)v;
+				is_diff = 1;
+			}
+		}
+		if (is_diff && (err = fk_device_write(x->vol->dev, off + pos,
+						      w->buf + pos, sec_len)))
+			return err;
+	}
+	return 0;
+}
+
+static int bm_run(void *arg, const struct fk_run *run)
+{
+	struct bm_walk *w = arg;
+	struct fk_exfat_check *x = w->x;
+	uint64_t len = (uint64_t)run->nclus * x->g->clus_len, pos, at;
+	uint64_t off = fk_clus_off(x->g, run->first);
+	size_t n, rd;
+	int err;
+
+	for (pos = 0; pos < len && w->done + pos < x->bm_need_len; pos += n) {
+		at = w->done + pos;
+		n = (size_t)(len - pos < BM_CHUNK ? len - pos : BM_CHUNK);
+		rd = n;
+		if (at + n > x->bm_need_len)
+			n = (size_t)(x->bm_need_len - at);
+		/* whole sectors are read (and written back) */
+		rd = (n + x->g->sec_len - 1) / x->g->sec_len * x->g->sec_len;
+		if ((err = fk_device_read(x->vol->dev, off + pos, w->buf, rd)))
+			return err;
+		if (w->pass == PASS_COMPARE)
+			compare_chunk(w, at, n);
+		else if ((err = write_chunk(w, at, n, off + pos)))
+			return err;
+	}
+	w->done += len;
+	return 0;
+}
+
+static int bitmap_pass(struct fk_exfat_check *x, struct bm_walk *w,
+		       enum bm_pass pass)
+{
+	struct fk_chain_info info;
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->x = x;
+	w->pass = pass;
+	if (!(w->buf = malloc(BM_CHUNK)))
+		return -ENOMEM;
+	err = fk_exfat_stream_walk(x->vol, &x->bm_stream, bm_run, w, &info);
+	free(w->buf);
+	w->buf = NULL;
+	if (err < 0)
+		return err;
+	/* the bitmap's own chain was judged when it was claimed */
+	return 0;
+}
+
+static int check_bitmap(struct fk_exfat_check *x)
+{
+	const struct fk_geom *g = x->g;
+	unsigned pct, want, lo, hi;
+	struct bm_walk w;
+	size_t idx;
+	int err;
+
+	x->st.used_clus = x->nowned;
+	x->st.free_clus = g->nclus - x->nowned;
+	if (!x->has_bitmap)
+		return 0;
+	if ((err = bitmap_pass(x, &w, PASS_COMPARE)))
+		return err;
+	x->is_bm_read = 1;
+	x->bm_nused = w.nused;
+	if (w.nmiss) {
+		idx = report(x, FK_SEV_ERROR, "bitmap-free", NULL,
+			     "%u cluster%s in use %s marked free in the "
+			     "allocation bitmap, the first %u",
+			     w.nmiss, pl(w.nmiss), w.nmiss == 1 ? "is" : "are",
+			     w.first_miss);
+		set_fix(x, idx, "bit%s set", pl(w.nmiss));
+		x->fix_bits_set = 1;
+	}
+	if (w.nleak) {
+		x->st.lost_clus = w.nleak;
+		idx = report(x, FK_SEV_ERROR, "lost", NULL,
+			     "%u cluster%s marked in the allocation bitmap "
+			     "%s owned by nothing, the first %u",
+			     w.nleak, pl(w.nleak), w.nleak == 1 ? "is" : "are",
+			     w.first_leak);
+		if (!x->is_tree_incomplete) {
+			set_fix(x, idx, "bit%s cleared", pl(w.nleak));
+			x->fix_bits_clear = 1;
+		}
+	}
+	/* PercentInUse is a hint (spec 3.1.16) that Linux never updates
+	 * and mkfs.exfat rounds: floor and ceiling both pass. */
+	pct = x->boot.percent_in_use;
+	lo = fk_exfat_percent(w.nused, g->nclus);
+	hi = g->nclus && (uint64_t)w.nused * 100 % g->nclus ? lo + 1 : lo;
+	want = fk_exfat_percent(x->is_tree_incomplete ? w.nused : x->nowned,
+				g->nclus);
+	if (pct <= 100 && pct != lo && pct != hi) {
+		idx = report(x, FK_SEV_WARNING, "percent-in-use", NULL,
+			     "PercentInUse %u%%, the allocation bitmap says "
+			     "%u%%",
+			     pct, lo);
+		set_fix(x, idx, "set to %u%%", want);
+		x->fix_percent = 1;
+	} else if (pct != 0xFF && pct != want &&
+		   (x->fix_bits_set || x->fix_bits_clear)) {
+		x->fix_percent = 1; /* keep the hint true after a repair */
+	}
+	/* A main region restored from the backup gets the backup's hint. */
+	if (x->restore_main && x->backup[BS_PERCENT] != want)
+		x->fix_percent = 1;
+	x->percent_want = (uint8_t)want;
+	return 0;
+}
+
+/* ---- boot region --------------------------------------------------------- */
+
+static const uint32_t boot_bits[] = {
+	FK_EXB_SIGNATURE,  FK_EXB_JUMP,	      FK_EXB_MBZ,     FK_EXB_SEC_SHIFT,
+	FK_EXB_CLUS_SHIFT, FK_EXB_NFATS,      FK_EXB_FAT_OFF, FK_EXB_FAT_LEN,
+	FK_EXB_HEAP_OFF,   FK_EXB_NCLUS,      FK_EXB_VOL_LEN, FK_EXB_ROOT_CLUS,
+	FK_EXB_REVISION,   FK_EXB_ACTIVE_FAT, FK_EXB_PERCENT, FK_EXB_CHECKSUM,
+	FK_EXB_EXT_SIG,	   FK_EXB_TRUNCATED,
+};
+
+/*
+ * The boot regions, read and judged afresh (the volume's copy is as it
+ * was at open: the check after a repair must see the repair).
+ */
+static int check_boot(struct fk_exfat_check *x)
+{
+	const struct fk_exfat_boot *b = &x->boot;
+	uint32_t sec_len = x->g->sec_len, main_bad, i;
+	size_t idx, region_len = (size_t)FK_EXFAT_REGION_SECS * sec_len;
+	struct fk_exfat_boot bb;
+	unsigned char *both;
+	int err, is_backup_ok;
+
+	x->sec0 = malloc(sec_len);
+	x->backup = malloc(region_len);
+	both = malloc(2 * region_len);
+	if (!x->sec0 || !x->backup || !both) {
+		free(both);
+		return -ENOMEM;
+	}
+	if ((err = fk_device_read(x->vol->dev, 0, both, 2 * region_len))) {
+		free(both);
+		return err;
+	}
+	memcpy(x->sec0, both, sec_len);
+	memcpy(x->backup, both + region_len, region_len);
+	fk_exfat_boot_parse(both, 2 * region_len, fk_device_len(x->vol->dev),
+			    &x->boot, NULL);
+	free(both);
+	fk_exfat_boot_parse(x->backup, region_len, fk_device_len(x->vol->dev),
+			    &bb, NULL);
+	is_backup_ok =
+		!(bb.defects & ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM)) &&
+		(1u << bb.sec_shift) == sec_len;
+	/* PercentInUse is outside the checksum, and set from the bitmap by
+	 * any repair that finds it wrong (check_bitmap()). */
+	main_bad = b->defects &
+		   ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT);
+	for (i = 0; i < sizeof(boot_bits) / sizeof(boot_bits[0]); i++) {
+		if (!(b->defects & boot_bits[i]))
+			continue;
+		idx = report(x, FK_SEV_ERROR, "boot", NULL,
+			     "main boot region: %s",
+			     fk_exfat_boot_reason(boot_bits[i]));
+		if (boot_bits[i] == FK_EXB_PERCENT) {
+			set_fix(x, idx, "set from the allocation bitmap");
+			x->fix_percent = 1;
+		} else if (is_backup_ok)
+			set_fix(x, idx, "restored from the backup region");
+		else if (boot_bits[i] == FK_EXB_CHECKSUM &&
+			 main_bad == FK_EXB_CHECKSUM)
+			set_fix(x, idx, "checksum rewritten");
+	}
+	if (main_bad && is_backup_ok)
+		x->restore_main = 1;
+	else if (main_bad == FK_EXB_CHECKSUM)
+		x->fix_main_csum = 1;
+	/* A main region that is sound, or will be once its checksum is
+	 * rewritten, is the model for a bad backup. */
+	if ((!main_bad || x->fix_main_csum) &&
+	    (b->defects & (FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM))) {
+		idx = report(x, FK_SEV_ERROR, "backup-boot", NULL,
+			     "backup boot region %s",
+			     b->defects & FK_EXB_BACKUP_CHECKSUM
+				     ? "has a wrong checksum"
+				     : "differs from the main one");
+		set_fix(x, idx, "rewritten from the main region");
+		x->fix_backup = 1;
+	}
+	if (b->vol_flags & FK_EXFAT_FLAG_DIRTY) {
+		/* A warning: Linux sets it while mounted, and a card pulled
+		 * out keeps it; the checks below say whether harm was done. */
+		idx = report(x, FK_SEV_WARNING, "dirty", NULL,
+			     "VolumeDirty is set: the volume was not cleanly "
+			     "unmounted");
+		set_fix(x, idx, "flag cleared");
+	}
+	if (b->vol_flags & FK_EXFAT_FLAG_MEDIA_FAIL)
+		report(x, FK_SEV_WARNING, "media-failure", NULL,
+		       "MediaFailure is set: a driver met I/O errors on "
+		       "this medium");
+	if (x->restore_main || x->fix_main_csum || x->fix_backup)
+		x->st.has_repairs = 1;
+	return 0;
+}
+
+/*
+ * FAT[0] and FAT[1] (spec 4.1.1, 4.1.2): the media descriptor under all
+ * ones, and all ones.  No reader uses them, but they are the spec's, and
+ * a FAT whose first entries are not even that is suspect as a whole.
+ */
+static int check_fat_reserved(struct fk_exfat_check *x)
+{
+	struct fat_fix f;
+	uint32_t v0, v1;
+	size_t idx;
+	int err;
+
+	if ((err = fk_fat_get(x->vol, 0, &v0)) ||
+	    (err = fk_fat_get(x->vol, 1, &v1)))
+		return err == FK_ECORRUPT ? 0 : err;
+	if (v0 >> 8 != 0xFFFFFF) {
+		idx = report(x, FK_SEV_ERROR, "fat0", NULL,
+			     "FatEntry[0] is 0x%08X, not 0xFFFFFFF8", v0);
+		set_fix(x, idx, "set to 0xFFFFFFF8");
+		f.clus = 0;
+		f.val = 0xFFFFFFF8u;
+		if ((err = PUSH(x->fat_fixes, f)))
+			return err;
+	}
+	if (v1 != FK_EXFAT_EOC) {
+		idx = report(x, FK_SEV_ERROR, "fat0", NULL,
+			     "FatEntry[1] is 0x%08X, not 0xFFFFFFFF", v1);
+		set_fix(x, idx, "set to 0xFFFFFFFF");
+		f.clus = 1;
+		f.val = FK_EXFAT_EOC;
+		return PUSH(x->fat_fixes, f);
+	}
+	return 0;
+}
+
+/* ---- family entry points ---------------------------------------------- */
+
+static int new_state(struct fk_volume *vol, const struct fk_check_opts *opts,
+		     void **state)
+{
+	struct fk_exfat_check *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	x->vol = vol;
+	x->g = &vol->g;
+	x->ex = vol->exfat;
+	x->o = *opts;
+	/* Whole words, for the bitmap passes; calloc's pages are touched
+	   only where clusters are owned. */
+	x->own = calloc(((size_t)vol->g.nclus + 63) / 64, 8);
+	x->percent_want = 0xFF; /* "not known", while no bitmap says */
+	x->path = calloc(1, 64);
+	x->path_cap = 64;
+	if (!x->own || !x->path) {
+		free(x->own);
+		free(x->path);
+		free(x);
+		return -ENOMEM;
+	}
+	*state = x;
+	return 0;
+}
+
+static void free_state(void *state)
+{
+	struct fk_exfat_check *x = state;
+	size_t i;
+
+	if (!x)
+		return;
+	for (i = 0; i < x->finds.n; i++) {
+		free(x->finds.v[i].path);
+		free(x->finds.v[i].msg);
+		free(x->finds.v[i].fix);
+	}
+	for (i = 0; i < x->set_fixes.n; i++) {
+		free(x->set_fixes.v[i].off);
+		free(x->set_fixes.v[i].raw);
+	}
+	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++)
+		free(x->sets[i]);
+	free(x->finds.v);
+	free(x->fat_fixes.v);
+	free(x->set_fixes.v);
+	free(x->own);
+	free(x->path);
+	free(x->sec0);
+	free(x->backup);
+	free(x->upcase_raw);
+	free(x);
+}
+
+static int run(void *state, struct fk_diag *diag)
+{
+	struct fk_exfat_check *x = state;
+	int err;
+
+	if ((err = check_boot(x)) || (err = check_fat_reserved(x)))
+		goto fail;
+	progress(x, "files", 0, x->g->nclus);
+	if ((err = walk_root(x, diag)) || (err = check_bitmap(x)))
+		goto fail;
+	if (x->is_nomem) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	return 0;
+fail:
+	fk_diag_subject(diag, fk_device_path(x->vol->dev));
+	return err;
+}
+
+static const struct fk_finding *findings(const void *state, size_t *n)
+{
+	const struct fk_exfat_check *x = state;
+
+	*n = x->finds.n;
+	return x->finds.v;
+}
+
+static const struct fk_check_stats *stats(const void *state)
+{
+	const struct fk_exfat_check *x = state;
+
+	return &x->st;
+}
+
+/* ---- repairs ------------------------------------------------------------- */
+
+/* Write VolumeFlags (with @is_dirty) and PercentInUse into sector 0. */
+static int write_flags(struct fk_exfat_check *x, int is_dirty)
+{
+	uint16_t f = get_le16(x->sec0 + BS_VOL_FLAGS);
+
+	f = is_dirty ? (uint16_t)(f | FK_EXFAT_FLAG_DIRTY)
+		     : (uint16_t)(f & ~FK_EXFAT_FLAG_DIRTY);
+	put_le16(x->sec0 + BS_VOL_FLAGS, f);
+	if (x->fix_percent)
+		x->sec0[BS_PERCENT] = x->percent_want;
+	return fk_device_write(x->vol->dev, 0, x->sec0, x->g->sec_len);
+}
+
+static int repair_fat(struct fk_exfat_check *x)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < x->fat_fixes.n; i++)
+		if ((err = fk_fat_put(x->vol, x->fat_fixes.v[i].clus,
+				      x->fat_fixes.v[i].val)))
+			return err;
+	return x->fat_fixes.n ? fk_cache_flush(x->vol->fat) : 0;
+}
+
+/* Bring the on-disk bitmap to the ownership map (see bitmap_pass()). */
+static int repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass)
+{
+	struct bm_walk w;
+
+	return bitmap_pass(x, &w, pass);
+}
+
+/* The mended up-case table, through its clusters, before its entry. */
+static int write_run(void *arg, const struct fk_run *run)
+{
+	struct stream_read *r = arg;
+	uint64_t n = (uint64_t)run->nclus * r->x->g->clus_len;
+	int err;
+
+	if (n > r->len - r->done)
+		n = r->len - r->done;
+	if ((err = fk_device_write(r->x->vol->dev,
+				   fk_clus_off(r->x->g, run->first),
+				   r->buf + r->done, (size_t)n)))
+		return err;
+	r->done += n;
+	return r->done >= r->len ? STOPPED : 0;
+}
+
+static int repair_upcase(struct fk_exfat_check *x)
+{
+	struct stream_read r = {x, x->upcase_raw, x->upcase_len, 0};
+	struct fk_chain_info info;
+	int err;
+
+	if (!x->fix_upcase_table)
+		return 0;
+	err = fk_exfat_stream_walk(x->vol, &x->upcase_stream, write_run, &r,
+				   &info);
+	return err < 0 ? err : 0;
+}
+
+static int repair_sets(struct fk_exfat_check *x)
+{
+	size_t i;
+	uint32_t j, k;
+	int err;
+
+	for (i = 0; i < x->set_fixes.n; i++) {
+		const struct set_fix *f = &x->set_fixes.v[i];
+
+		/* Adjacent entries in one write; a set spans clusters. */
+		for (j = 0; j < f->nents; j = k) {
+			for (k = j + 1;
+			     k < f->nents &&
+			     f->off[k] == f->off[k - 1] + FK_EXFAT_ENT_LEN;
+			     k++)
+				;
+			if ((err = fk_device_write(
+				     x->vol->dev, f->off[j], f->raw[j],
+				     (size_t)(k - j) * FK_EXFAT_ENT_LEN)))
+				return err;
+		}
+	}
+	return 0;
+}
+
+static int repair_boot(struct fk_exfat_check *x)
+{
+	uint32_t sec_len = x->g->sec_len, i, sum;
+	size_t len = (size_t)FK_EXFAT_REGION_SECS * sec_len;
+	unsigned char *r;
+	int err = 0;
+
+	if (!x->restore_main && !x->fix_main_csum && !x->fix_backup)
+		return 0;
+	if (!(r = malloc(len)))
+		return -ENOMEM;
+	if (x->restore_main) {
+		/* The backup, with the flags this run keeps (dirty). */
+		memcpy(r, x->backup, len);
+		memcpy(r + BS_VOL_FLAGS, x->sec0 + BS_VOL_FLAGS, 2);
+		memcpy(x->sec0, r, sec_len);
+		err = fk_device_write(x->vol->dev, 0, r, len);
+	} else if ((err = fk_device_read(x->vol->dev, 0, r, len))) {
+		/* nothing */
+	} else {
+		memcpy(r, x->sec0, sec_len);
+		sum = fk_exfat_boot_checksum(r, sec_len, FK_EXFAT_CSUM_SEC);
+		for (i = 0; i < sec_len / 4; i++)
+			put_le32(r + FK_EXFAT_CSUM_SEC * sec_len + i * 4, sum);
+		if (x->fix_main_csum)
+			err = fk_device_write(
+				x->vol->dev,
+				(uint64_t)FK_EXFAT_CSUM_SEC * sec_len,
+				r + FK_EXFAT_CSUM_SEC * sec_len, sec_len);
+		if (!err && x->fix_backup) {
+			/* The backup keeps no dirty flag of ours. */
+			put_le16(r + BS_VOL_FLAGS,
+				 (uint16_t)(get_le16(r + BS_VOL_FLAGS) &
+					    ~FK_EXFAT_FLAG_DIRTY));
+			err = fk_device_write(x->vol->dev,
+					      (uint64_t)FK_EXFAT_BACKUP_SEC *
+						      sec_len,
+					      r, len);
+		}
+	}
+	free(r);
+	return err;
+}
+
+static int repair(void *state, struct fk_diag *diag)
+{
+	struct fk_exfat_check *x = state;
+	struct fk_device *dev = x->vol->dev;
+	size_t i;
+	int err;
+
+	/* Spec 3.1.13.2: dirty while the metadata is inconsistent. */
+	if ((err = write_flags(x, 1)) || (err = fk_device_sync(dev)) ||
+	    (err = repair_fat(x)) ||
+	    (x->fix_bits_set && (err = repair_bitmap(x, PASS_SET))) ||
+	    (err = repair_upcase(x)) || (err = repair_sets(x)) ||
+	    (x->fix_bits_clear && (err = repair_bitmap(x, PASS_CLEAR))) ||
+	    (err = repair_boot(x)) || (err = fk_device_sync(dev)) ||
+	    (err = write_flags(x, 0)) || (err = fk_device_sync(dev))) {
+		fk_diag_subject(diag, fk_device_path(dev));
+		return err;
+	}
+	for (i = 0; i < x->finds.n; i++)
+		if (x->finds.v[i].fix && !x->finds.v[i].is_fixed) {
+			x->finds.v[i].is_fixed = 1;
+			x->st.fixed++;
+		}
+	return 0;
+}
+
+/* Main-region defects that a sound backup is not preferred over. */
+#define BOOT_MINOR (FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT)
+
+int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
+		  struct fk_diag *diag)
+{
+	struct fk_volume_opts bo = *opts;
+	struct fk_volume *vol;
+	int err;
+
+	err = fk_volume_open(opts, &vol, diag);
+	if (err && err != FK_ECORRUPT)
+		return err;
+	if (!err) {
+		if (!vol->exfat || !(vol->exfat->boot.defects & ~BOOT_MINOR)) {
+			*out = vol;
+			return 0;
+		}
+		/* A writer's lock is the open's own: one open at a time. */
+		fk_volume_close(vol);
+	}
+	/* The repair restores the main region from a sound backup: check
+	 * the volume the backup describes, or a second run would see
+	 * another one (another root, say). */
+	bo.is_exfat_backup = 1;
+	if (!fk_volume_open(&bo, &vol, NULL)) {
+		if (!(vol->exfat->boot.defects & ~BOOT_MINOR)) {
+			*out = vol;
+			return 0;
+		}
+		fk_volume_close(vol);
+	}
+	if (err)
+		return err; /* the main region's reason stays in @diag */
+	return fk_volume_open(opts, out, diag);
+}
+
+const struct fk_check_family fk_check_exfat_family = {
+	.new_state = new_state,
+	.free_state = free_state,
+	.run = run,
+	.repair = repair,
+	.findings = findings,
+	.stats = stats,
+};

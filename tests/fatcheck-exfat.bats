@@ -1,0 +1,398 @@
+#!/usr/bin/env bats
+# fatcheck-exfat.bats: fatcheck on exFAT, held to its issue and its man page.
+# Images come from mkfs.exfat (exfatprogs) and are populated and damaged by
+# helpers/exfatref.py, a reader, writer, checker and corruptor written from
+# Microsoft's exFAT specification that shares no code with fatkit. Judges:
+# fsck.exfat -n where it sees the damage, `exfatref.py verify` where it does
+# not (leaked bitmap bits, PercentInUse, VolumeDirty, ...), and byte
+# comparisons of the files the damage did not touch.
+
+load helpers/common
+
+ref()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
+}
+
+# mkexfat FILE SIZE CLUSTER: a fresh exFAT image file.
+mkexfat()
+{
+	rm -f "$1"
+	truncate -s "$2" "$1" && mkfs.exfat -c "$3" -L card "$1" >/dev/null
+}
+
+fsck_exfat_clean()
+{
+	local out
+	if ! out=$(timeout 20 fsck.exfat -n "$1" 2>&1); then
+		echo "fsck.exfat -n $1 is not clean:" >&2
+		echo "$out" | head -20 >&2
+		return 1
+	fi
+}
+
+# populate IMG CS: long Unicode names, a deep tree, fragmented, NoFatChain
+# and FAT-chained files, an empty file, ValidDataLength < DataLength, and
+# a directory spanning clusters; FILES lists what cat_all compares.
+FILES=(/frag.bin /nofat.bin /chained.bin /vdl.bin /empty "/Éé dir/ΣΊΣΥΦΟΣ/name.txt")
+populate()
+{
+	local img=$1 cs=$2 i
+	{
+		echo "put /frag.bin --size $((3 * cs + 100)) --fragmented"
+		echo "put /nofat.bin --size $((5 * cs)) --nofatchain --pattern 0x42"
+		echo "put /chained.bin --size $((2 * cs + 5)) --fatchain"
+		echo "put /empty --size 0"
+		echo "put /vdl.bin --size $((3 * cs)) --vdl 1000"
+		echo "put '/Éé dir/ΣΊΣΥΦΟΣ/name.txt' --size 777"
+		echo "put '/$("$FK_PYTHON" -c 'print(("Ωμέγα-ünï-名前-" * 30)[:200])')' --size 100"
+		echo "put '$(printf '/lvl%d' $(seq 1 12))/deep.txt' --size 300"
+		for i in $(seq 1 40); do echo "put '/many/file $i.txt' --size 10"; done
+	} | ref batch "$img"
+}
+
+# sums IMG: one line per file of FILES: its SHA-256 as exfatref reads it
+# (one interpreter for all of them: `exfatref.py cat` with the file
+# redirected into a hash).
+sums()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "${FILES[@]}" <<'PY'
+import hashlib, io, sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2])
+for path in sys.argv[3:]:
+    buf = io.BytesIO()
+    real = sys.stdout
+    sys.stdout = io.TextIOWrapper(buf)
+    try:
+        r.cmd_cat(v, path)
+        sys.stdout.flush()
+        digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    except r.Fatal as ex:
+        digest = "unreadable: %s" % ex
+    finally:
+        sys.stdout = real
+    print(digest, path)
+PY
+}
+
+setup_file()
+{
+	cd "$BATS_FILE_TMPDIR" || return 1
+	mkexfat base.img 32M 4096 && populate base.img 4096 &&
+		sums base.img >base.sums
+}
+
+use()
+{
+	cp "$BATS_FILE_TMPDIR/base.img" img && cp "$BATS_FILE_TMPDIR/base.sums" img.sums
+}
+
+# ---- clean volumes ----------------------------------------------------------
+
+@test "fatcheck exFAT: clean mkfs.exfat images, 512 B to 1 MiB clusters, populated, exit 0 and -r writes nothing" {
+	local cs size sum
+	for cs in 512:8M 4096:32M 32768:64M 1048576:256M; do
+		size=${cs#*:} cs=${cs%:*}
+		mkexfat c.img "$size" "$cs"
+		run -0 fatcheck c.img
+		assert_output --partial "c.img: exFAT, "
+		populate c.img "$cs"
+		ref verify c.img
+		run -0 fatcheck c.img
+		refute_output --partial "error:"
+		sum=$(sha256sum <c.img)
+		run -0 fatcheck -r c.img
+		[ "$(sha256sum <c.img)" = "$sum" ]
+	done
+}
+
+@test "fatcheck exFAT: a volume in an MBR partition is found by itself and with -P 1 and @@1M" {
+	truncate -s 34M d.img
+	printf 'label: dos\nstart=2048, type=7\n' |
+		sfdisk --no-reread --no-tell-kernel --label dos d.img >/dev/null 2>&1
+	mkexfat p.img 33M 4096
+	populate p.img 4096
+	dd if=p.img of=d.img bs=1M seek=1 conv=notrunc,sparse status=none
+	run -0 fatcheck d.img
+	run -0 fatcheck -P 1 d.img
+	run -0 fatcheck d.img@@1M
+	ref corrupt d.img@@1M bitmap-leak
+	run -4 fatcheck d.img
+	assert_output --partial "error: d.img: 3 clusters marked in the allocation bitmap are owned by nothing"
+	run -1 fatcheck -r -P 1 d.img
+	run -0 ref verify -W d.img@@1M
+	run -0 fatcheck d.img
+}
+
+@test "fatcheck exFAT: 4096-byte sectors (losetup -b 4096): clean, then damage found and mended" {
+	local dev c
+	[ "$(id -u)" -eq 0 ] || skip "needs root for losetup"
+	truncate -s 64M s4k.img
+	dev=$(losetup -b 4096 -f --show s4k.img 2>/dev/null) || skip "losetup -b 4096 failed"
+	if ! mkfs.exfat -c 32768 "$dev" >/dev/null 2>&1; then
+		losetup -d "$dev"
+		skip "mkfs.exfat on $dev failed"
+	fi
+	losetup -d "$dev"
+	run -0 ref info s4k.img
+	assert_line sector_size=4096
+	populate s4k.img 32768
+	run -0 fatcheck s4k.img
+	cp s4k.img s4k.base
+	for c in boot-checksum backup-differs sector-shift cross-link bitmap-leak name-hash; do
+		cp s4k.base s4k.img
+		ref corrupt s4k.img "$c" >/dev/null
+		run -4 fatcheck s4k.img
+		run -1 fatcheck -r s4k.img
+		run -0 fatcheck s4k.img
+		run -0 ref verify -W s4k.img
+		fsck_exfat_clean s4k.img
+	done
+}
+
+# ---- every corruption case ------------------------------------------------
+
+# corruption_cases CS SIZE: for every case of the corruptor, on a populated
+# volume: fatcheck flags it (exit 4, or a warning for the warning cases);
+# fatcheck -r mends it, after which fsck.exfat -n and exfatref verify -W are
+# clean, the files the damage did not touch read back the same, and a second
+# fatcheck exits 0.
+corruption_cases()
+{
+	local cs=$1 size=$2 name fsck warn out frc failed=0
+	mkexfat cb.img "$size" "$cs"
+	populate cb.img "$cs"
+	sums cb.img >cb.sums
+	while read -r name fsck warn _; do
+		cp cb.img c.img
+		ref corrupt c.img "$name" >/dev/null
+		frc=0
+		out=$(timeout 20 fatcheck c.img 2>&1) || frc=$?
+		if [ "$warn" = warn=1 ]; then
+			[[ $frc -eq 0 && $out == *"warning: "* ]] ||
+				{ echo "$name: no warning (exit $frc): $out"; failed=1; }
+		else
+			[[ $frc -eq 4 && $out == *"error: "* ]] ||
+				{ echo "$name: not flagged (exit $frc): $out"; failed=1; continue; }
+		fi
+		# The judges agree that there is damage.
+		if [ "$fsck" = fsck=yes ]; then
+			timeout 20 fsck.exfat -n c.img >/dev/null 2>&1 &&
+				{ echo "$name: fsck.exfat -n sees no damage"; failed=1; }
+		else
+			ref verify -W c.img >/dev/null &&
+				{ echo "$name: exfatref verify sees no damage"; failed=1; }
+		fi
+		frc=0
+		out=$(timeout 20 fatcheck -r c.img 2>&1) || frc=$?
+		if [[ $frc -ne 1 && ! ($warn == warn=1 && $frc -eq 0) ]]; then
+			echo "$name: fatcheck -r exits $frc: $out"
+			failed=1
+			continue
+		fi
+		fsck_exfat_clean c.img || { echo "$name: fsck.exfat after -r"; failed=1; }
+		out=$(ref verify -W c.img) || { echo "$name: verify after -r: $out"; failed=1; }
+		sums c.img | diff - cb.sums >/dev/null ||
+			{ echo "$name: files changed"; sums c.img | diff - cb.sums; failed=1; }
+		out=$(timeout 20 fatcheck c.img 2>&1) ||
+			{ echo "$name: second fatcheck: $out"; failed=1; }
+	done < <(ref corrupt --list | grep -E "${CASES:-.}" |
+		sed 's/ warn=1/ warn=1/; t; s/^\([^ ]* [^ ]*\)/\1 warn=0/')
+	return "$failed"
+}
+
+@test "fatcheck exFAT: every corruption case is flagged and -r mends it (4 KiB clusters)" {
+	corruption_cases 4096 16M
+}
+
+@test "fatcheck exFAT: the chain and bitmap corruption cases on 32 KiB clusters" {
+	CASES='^(chain-|cross-link|first-cluster|nofatchain|bitmap-|directory-loop|secondary-count|name-length)'
+	corruption_cases 32768 32M
+}
+
+# ---- output -----------------------------------------------------------------
+
+@test "fatcheck exFAT: findings and their repairs, in text and --json" {
+	use
+	ref corrupt img bitmap-leak
+	ref corrupt img volume-dirty
+	ref corrupt img set-checksum
+	run -4 fatcheck img
+	assert_line --partial "warning: img: VolumeDirty is set"
+	assert_line --regexp "^error: /corrupt-sum: SetChecksum 0x[0-9A-F]{4}, computed 0x[0-9A-F]{4}$"
+	assert_line --partial "img: exFAT, "
+	run -4 fatcheck --json img
+	"$FK_PYTHON" - "$output" <<'EOF'
+import json, sys
+d = json.loads(sys.argv[1])
+codes = {f["code"]: f for f in d["findings"]}
+assert codes["dirty"]["severity"] == "warning", codes
+assert codes["lost"]["severity"] == "error"
+assert codes["set-checksum"]["path"] == "/corrupt-sum"
+assert d["summary"]["fat_type"] == "exFAT", d["summary"]
+assert d["summary"]["lost_clusters"] == 3
+assert d["summary"]["exit_status"] == 4
+EOF
+	run -1 fatcheck -r --json img
+	"$FK_PYTHON" -c 'import json,sys; d=json.loads(sys.argv[1]); assert all(f["fixed"] for f in d["findings"]), d' "$output"
+	run -0 fatcheck img
+	run -0 ref verify -W img
+	fsck_exfat_clean img
+	sums img | diff - img.sums
+}
+
+@test "fatcheck exFAT: -v lists every file checked" {
+	use
+	run -0 fatcheck -v img
+	assert_line --regexp "^checked: /nofat.bin \(20480 bytes, 5 clusters\)$"
+	assert_line --regexp "^checked: /many/ \(1 cluster\)$"
+}
+
+# ---- crash safety -----------------------------------------------------------
+
+# several_faults: ./img with damage that takes every kind of repair write.
+several_faults()
+{
+	use
+	ref corrupt img cross-link >/dev/null
+	ref corrupt img bitmap-leak >/dev/null
+	ref corrupt img bitmap-missing >/dev/null
+	ref corrupt img name-hash >/dev/null
+	ref corrupt img backup-differs >/dev/null
+	ref corrupt img percent-in-use >/dev/null
+}
+
+@test "fatcheck exFAT -r: a crash after any write, then another -r, leaves fsck.exfat clean and other files intact" {
+	local n crashed
+	for n in $(seq 1 40); do
+		several_faults
+		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+		# 99: the crash (a -DFK_FAULT_INJECTION build); else it finished
+		[[ $status -eq 99 || $status -eq 1 ]]
+		crashed=$status
+		run fatcheck -r img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck img
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		sums img | diff - img.sums
+		[ "$crashed" -eq 99 ] || break
+	done
+}
+
+@test "fatcheck exFAT -r: a failed write is one error line and exit 12; a later -r finishes the job" {
+	local n
+	for n in 1 2 3 4 5 6 8 10; do
+		several_faults
+		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+		if [ "$status" -eq 1 ]; then
+			break # not a fault-injection build, or fewer writes
+		fi
+		[ "$status" -eq 12 ]
+		[[ $stderr == "fatcheck: img: Input/output error" ]]
+		# 0 when only the last write (VolumeDirty cleared) failed:
+		# a warning, which -r still mends
+		run fatcheck -r img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck img
+		refute_output --partial "warning:"
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		sums img | diff - img.sums
+	done
+}
+
+# ---- damage the corruptor has no case for -----------------------------------
+
+# exdamage IMG CASE: damage ./IMG through exfatref's writer objects.
+exdamage()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+img, case = sys.argv[2], sys.argv[3]
+v = r.Volume(img, write=True)
+cs = v.csize
+if case == "empty-with-cluster":
+    # DataLength 0, FirstCluster and its bitmap bit still set
+    e, cl = v.put("/x-empty", cs, b"", vdl=0)
+    e.set_stream(dl=0, vdl=0)
+    v.rewrite_set(e)
+elif case == "nofat-overlap":
+    # a NoFatChain file whose run starts inside another file's
+    a, acl = v.put("/x-a", 3 * cs, b"", vdl=0, chain=False)
+    b, bcl = v.put("/x-b", 2 * cs, b"", vdl=0, chain=False)
+    b.set_stream(first=acl[1])
+    v.rewrite_set(b)
+elif case == "fat-reserved":
+    v.fat_set(0, 0x12345678)
+    v.fat_set(1, 0)
+v.flush()
+v.f.close()
+PY
+}
+
+@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1]" {
+	local c
+	for c in empty-with-cluster nofat-overlap fat-reserved; do
+		use
+		exdamage img "$c"
+		run -4 fatcheck img
+		[[ $c != empty-with-cluster ]] ||
+			assert_line --regexp "^error: /x-empty: DataLength is 0 but FirstCluster is [0-9]+$"
+		[[ $c != nofat-overlap ]] ||
+			assert_line --regexp "^error: /x-b: shares cluster [0-9]+ with another file or directory"
+		[[ $c != fat-reserved ]] ||
+			assert_line "error: img: FatEntry[1] is 0x00000000, not 0xFFFFFFFF"
+		run -1 fatcheck -r img
+		run -0 fatcheck img
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		sums img | diff - img.sums
+	done
+}
+
+# ---- memory -----------------------------------------------------------------
+
+@test "fatcheck exFAT: memory stays within 2 bits per cluster plus buffers on a full 1 TiB volume" {
+	local rss nclus
+	truncate -s 1T big.img
+	mkfs.exfat -c 32K big.img >/dev/null
+	# one NoFatChain file over every free cluster: each ownership bit and
+	# each bitmap bit is 1 (exfatref's writer would try to hold 1 TiB of
+	# data, so the file is made by hand)
+	"$FK_PYTHON" - "$FATKIT_HELPERS" big.img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+e, cl = v.put("/huge", v.csize, b"", vdl=0, chain=False)
+e.set_stream(dl=(v.nclus + 2 - cl[0]) * v.csize, vdl=0)
+v.rewrite_set(e)
+bm = v.load_bitmap()
+for c in range(cl[0], v.nclus + 2):
+    if (c - 2) % 8 == 0:
+        break
+    v.set_bit(c, 1)
+start = (cl[0] - 2 + 7) // 8
+bm[start:] = b"\xff" * (len(bm) - start)
+if v.nclus % 8:
+    bm[v.nclus // 8] &= (1 << (v.nclus % 8)) - 1
+v.bitmap_dirty = True
+v.flush()
+v.f.close()
+PY
+	nclus=$(od -An -tu4 -j92 -N4 big.img | tr -d ' ') # ClusterCount
+	rss=$(/usr/bin/time -f %M fatcheck big.img 2>&1 >/dev/null | tail -n 1)
+	echo "peak RSS $rss KiB for $nclus clusters"
+	# 2 bits per cluster is nclus / 4 bytes; buffers and the program 4 MiB
+	# (the sanitizers' shadow memory would not fit that bound)
+	if ! ldd "$FATKIT_BUILD/fatcheck" | grep -q libasan; then
+		[ "$rss" -le $((nclus / 4 / 1024 + 4096)) ]
+	fi
+	run -0 fatcheck big.img
+	assert_output --partial "$nclus/$nclus clusters used; 0 errors"
+}
