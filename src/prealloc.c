@@ -849,9 +849,15 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 
 	memset(res, 0, sizeof(*res));
 	memset(&op, 0, sizeof(op));
-	/* FAT slots and chains only: exFAT preallocation is a later step. */
-	if (vol->fam != &fk_fat_family)
-		return -EOPNOTSUPP;
+	/* The family was chosen at open: exFAT has its own plan and commit. */
+	if (vol->fam == &fk_exfat_family)
+		return fk_exfat_prealloc(vol, reqs, n, opts, res, diag);
+	if (opts->lazy) {
+		fk_diag_set(diag, NULL,
+			    "--lazy is for exFAT volumes only (FAT has no "
+			    "valid data length)");
+		return -EINVAL;
+	}
 	op.vol = vol;
 	op.o = opts;
 	fk_dir_stamp(&op.stamp, opts->now, opts->now_is_utc);
