@@ -65,6 +65,7 @@ struct fk_exfat_dir {
 	uint32_t pos;	    /* next entry in the buffer */
 	uint32_t clus;	    /* cluster in the buffer */
 	uint32_t idx;	    /* index in the directory of the next entry */
+	uint32_t saved, power, lam; /* Brent's loop check, as fk_chain_walk() */
 	int is_done, is_root, seen_end, keep_going;
 	int has_back; /* one entry given back (not a secondary) */
 	unsigned char back[FK_EXFAT_ENT_LEN];
@@ -96,8 +97,13 @@ int fk_exfat_dir_open(struct fk_volume *vol, const struct fk_exfat_stream *s,
 	dir->max_clus = dir->s.data_len
 				? fk_exfat_clus_needed(g, dir->s.data_len)
 				: FK_EXFAT_DIR_MAX_LEN / g->clus_len;
+	/* No directory has more distinct clusters than the volume. */
+	if (dir->max_clus > g->nclus)
+		dir->max_clus = g->nclus;
 	if (!dir->max_clus)
 		dir->max_clus = 1;
+	dir->saved = dir->s.first_clus;
+	dir->power = dir->lam = 1;
 	if (!dir->s.first_clus)
 		dir->is_done = 1;
 	*out = dir;
@@ -171,12 +177,30 @@ static int load(struct fk_exfat_dir *dir, struct fk_diag *diag)
 		if (c != FK_ENT_NEXT)
 			return chain_break(dir, c, val, diag);
 		clus = val;
+		/* A loop is one error after about 2 (mu + lam) clusters,
+		 * not a read of 256 MiB of the same few clusters. */
+		if (clus == dir->saved) {
+			dir->stats.chain.is_loop = 1;
+			dir->stats.chain.end_val = clus;
+			fk_diag_set(diag, NULL,
+				    "directory chain loops: cluster %" PRIu32
+				    " links back to %" PRIu32,
+				    dir->clus, clus);
+			return FK_ECORRUPT;
+		}
+		if (dir->lam == dir->power) {
+			dir->saved = clus;
+			dir->power *= 2;
+			dir->lam = 0;
+		}
+		dir->lam++;
 	}
 	if (dir->stats.nclus == dir->max_clus) {
 		dir->stats.chain.end = FK_ENT_RANGE;
 		fk_diag_set(diag, NULL,
-			    "directory is over %u MiB (a looping chain?)",
-			    FK_EXFAT_DIR_MAX_LEN >> 20);
+			    "directory is longer than %" PRIu64
+			    " clusters (%u MiB, or the volume)",
+			    dir->max_clus, FK_EXFAT_DIR_MAX_LEN >> 20);
 		return FK_ECORRUPT;
 	}
 	if (!fk_clus_valid(g, clus)) {

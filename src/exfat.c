@@ -407,8 +407,62 @@ void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g)
 	memcpy(g->oem, b->fs_name, 9);
 }
 
-int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
+/* Where the backup region starts: the sector size whose sector 12 holds
+ * an exFAT boot sector that says it has that size. */
+static int find_backup(struct fk_volume *vol, uint64_t dev_len,
+		       unsigned char *bs, struct fk_diag *diag)
+{
+	unsigned shift;
+	int err;
+
+	for (shift = 9; shift <= 12; shift++) {
+		uint64_t off = (uint64_t)FK_EXFAT_BACKUP_SEC << shift;
+
+		if (off + 512 > dev_len)
+			break;
+		if ((err = fk_device_read(vol->dev, off, bs, 512)))
+			return err;
+		if (fk_exfat_detect(bs) && bs[EB_SEC_SHIFT] == shift)
+			return 0;
+	}
+	fk_diag_set(diag, NULL, "no exFAT backup boot sector at sector 12");
+	return FK_ECORRUPT;
+}
+
+/* The geometry from the backup region alone (is_backup_boot). */
+static int read_backup(struct fk_volume *vol, uint64_t dev_len,
 		       struct fk_diag *diag)
+{
+	struct fk_exfat *ex = vol->exfat;
+	unsigned char bs[512], *region;
+	uint32_t sec_len;
+	size_t len;
+	int err;
+
+	if ((err = find_backup(vol, dev_len, bs, diag)))
+		return err;
+	sec_len = 1u << bs[EB_SEC_SHIFT];
+	len = (size_t)FK_EXFAT_REGION_SECS * sec_len;
+	if (!(region = calloc(1, len)))
+		return -ENOMEM;
+	err = fk_device_read(vol->dev, (uint64_t)FK_EXFAT_BACKUP_SEC * sec_len,
+			     region, len);
+	if (!err)
+		err = fk_exfat_boot_parse(region, len, dev_len, &ex->boot,
+					  diag);
+	if (!err && !(vol->boot = malloc(sec_len)))
+		err = -ENOMEM;
+	if (!err) {
+		memcpy(vol->boot, region, sec_len);
+		fk_exfat_boot_geom(&ex->boot, &vol->g);
+		ex->is_backup_boot = 1;
+	}
+	free(region);
+	return err;
+}
+
+int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
+		       int is_backup, struct fk_diag *diag)
 {
 	uint64_t dev_len = fk_device_len(vol->dev);
 	struct fk_exfat *ex = calloc(1, sizeof(*ex));
@@ -420,6 +474,8 @@ int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 	if (!ex)
 		return -ENOMEM;
 	vol->exfat = ex;
+	if (is_backup)
+		return read_backup(vol, dev_len, diag);
 	/* The shift decides how much to read; judged again below. */
 	if (first[EB_SEC_SHIFT] < 9 || first[EB_SEC_SHIFT] > 12)
 		return fk_exfat_boot_parse(first, 512, dev_len, &ex->boot,
@@ -835,14 +891,13 @@ int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag)
 		}
 		take_special(ex, set);
 	}
-	if (err < 0) {
-		char why[sizeof(diag->reason)] = "";
-
+	/* A broken root is the listing's error and the checker's finding,
+	 * not a volume that cannot be opened. */
+	if (err == FK_ECORRUPT) {
+		ex->root_err = err;
 		if (diag)
-			memcpy(why, diag->reason, sizeof(why));
-		if (err == FK_ECORRUPT)
-			fk_diag_set(diag, NULL, "root directory: %s",
-				    why[0] ? why : "cannot be read");
+			diag->reason[0] = '\0';
+	} else if (err < 0) {
 		goto out;
 	}
 	err = 0;

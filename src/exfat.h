@@ -402,6 +402,10 @@ struct fk_exfat {
 	uint8_t label_len;
 	unsigned char guid[16];
 	uint32_t root_defects; /* FK_EXU_* / special-entry trouble seen */
+	int root_err;	       /* FK_ECORRUPT: the root's chain broke while
+				  mounting (its special entries may be
+				  missing); 0 otherwise */
+	int is_backup_boot;    /* geometry taken from the backup region */
 };
 
 /*
@@ -446,9 +450,12 @@ struct fk_exfat_dir_stats {
 };
 
 /*
- * Open the directory stored in @s for entry-set iteration (@s NULL: the
- * root, chained from FirstClusterOfRootDirectory to its end).  @is_root
- * decides whether special entries are expected.  *@out is the caller's,
+ * Open the directory stored in @s for entry-set iterator (@s NULL: the
+ * root, chained from FirstClusterOfRootDirectory to its end).  Special
+ * entries found outside the root (first cluster not the root's) get
+ * FK_EXS_ROOT_ONLY.  The walk reads at most ceil(DataLength / cluster)
+ * clusters (the root: 256 MiB), never more than the volume has, and stops
+ * at a chain loop (Brent, as fk_chain_walk()).  *@out is the caller's,
  * freed by fk_exfat_dir_close().  Returns 0, -ENOMEM.
  */
 int fk_exfat_dir_open(struct fk_volume *vol, const struct fk_exfat_stream *s,
@@ -500,11 +507,20 @@ const char *fk_exfat_set_reason(uint32_t defects);
  * reason); a bad checksum or a differing backup is left in the defect bits
  * for the program to warn about.  fk_exfat_mount() runs once the FAT cache
  * exists: it scans the root for its special entries and loads the up-case
- * table (a damaged one: the fallback, with its defects kept).  Returns 0,
- * FK_ECORRUPT (the root cannot be read, no bitmap), -ENOMEM or -errno.
+ * table (a damaged one: the fallback, with its defects kept).  A root that
+ * cannot be read to its end (a broken or looping chain) is not a failure:
+ * vol->exfat->root_err says so and the listing reports it.  Returns 0,
+ * -ENOMEM or -errno.
+ *
+ * With @is_backup (fk_volume_opts.is_exfat_backup), the geometry comes
+ * from the backup boot region (sectors 12-23 of whichever sector size
+ * holds an exFAT boot sector there) and vol->exfat->is_backup_boot is set;
+ * vol->exfat->boot then describes the backup (no backup comparison), and
+ * the main region is the caller's to read and judge with
+ * fk_exfat_boot_parse().
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       struct fk_diag *diag);
+		       int is_backup, struct fk_diag *diag);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

@@ -281,7 +281,8 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 	return 0;
 }
 
-static int read_boot(struct fk_volume *vol, struct fk_diag *diag)
+static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
+		     struct fk_diag *diag)
 {
 	uint64_t vol_len = fk_device_len(vol->dev);
 	unsigned char first[512];
@@ -296,9 +297,10 @@ static int read_boot(struct fk_volume *vol, struct fk_diag *diag)
 	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
 		return err;
 	/* The family is chosen here, once; nothing else asks again. */
-	if (fk_exfat_detect(first)) {
+	if (fk_exfat_detect(first) || opts->is_exfat_backup) {
 		vol->fam = &fk_exfat_family;
-		return fk_exfat_read_boot(vol, first, diag);
+		return fk_exfat_read_boot(vol, first, opts->is_exfat_backup,
+					  diag);
 	}
 	vol->fam = &fk_fat_family;
 	if ((err = fk_volume_parse(first, sizeof(first), vol_len, &g, diag)))
@@ -324,7 +326,7 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		goto out_free;
 	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
 		goto out_close;
-	if ((err = read_boot(vol, diag)))
+	if ((err = read_boot(vol, opts, diag)))
 		goto out_close;
 	lay.sec_len = vol->g.sec_len;
 	lay.fat_off = vol->g.fat_off;

@@ -64,8 +64,11 @@ struct fk_geom {
 
 struct fk_volume_opts {
 	struct fk_device_opts dev;
-	size_t batch_len; /* dirty FAT bytes held before a flush */
-	int is_sync;	  /* fsync after every flush the budget forces */
+	size_t batch_len;    /* dirty FAT bytes held before a flush */
+	int is_sync;	     /* fsync after every flush the budget forces */
+	int is_exfat_backup; /* exFAT: take the geometry from the backup boot
+				region, whatever the main one holds (for a
+				checker that restores the main region) */
 };
 
 struct fk_volume {
