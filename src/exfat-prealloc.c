@@ -863,6 +863,17 @@ static int plan_clusters(struct xop *op, struct fk_diag *diag)
 		uint32_t need = need_of(op, fp), tail = tail_of(&fp->old);
 
 		fk_diag_set(diag, fp->path, NULL);
+		if (op->o->per_cluster) {
+			/* Linux's old way: one cluster per step, from the
+			 * last one. */
+			for (; need; need--) {
+				if ((err = fk_alloc_plan(op->alloc, tail, 1, 0,
+							 &fp->add, diag)))
+					return err;
+				tail = tail_of(&fp->add);
+			}
+			continue;
+		}
 		if (need && (err = fk_alloc_plan(op->alloc, tail, need, flags,
 						 &fp->add, diag)))
 			return err;
@@ -1193,11 +1204,53 @@ static int write_fat(struct xop *op, int *nwrites)
 					  fp->old.runs[0].nclus,
 					  fp->add.runs[0].first)))
 			return err;
-		if ((err = put_chain(op, &fp->add)))
+		if (!op->o->per_cluster && (err = put_chain(op, &fp->add)))
 			return err;
 		(*nwrites)++;
 	}
 	return fk_cache_flush(op->vol->fat);
+}
+
+/*
+ * --per-cluster: the one-cluster-at-a-time way of Linux's allocator
+ * before batching, for comparison.  Each new cluster's bitmap bit is set
+ * and flushed, then, for a file that ends up chained, its FAT entry (end
+ * of chain) and the link from the cluster before, each flushed: with
+ * --sync, each flush is synchronous.
+ */
+static int write_per_cluster(struct xop *op)
+{
+	uint32_t eoc = fk_fat_eoc(&op->vol->g);
+	size_t i, r;
+	int err;
+
+	for (i = 0; i < op->nfiles; i++) {
+		const struct xfile *fp = &op->files[i];
+		uint32_t prev = 0, c;
+
+		for (r = 0; r < fp->add.nruns; r++) {
+			const struct fk_run *run = &fp->add.runs[r];
+
+			for (c = run->first; c < run->first + run->nclus; c++) {
+				if (is_stopping(op))
+					return -EINTR;
+				if ((err = bitmap_put(op, c, 1, 1)) ||
+				    (err = fk_cache_flush(op->bmc)))
+					return err;
+				if (fp->is_nfc)
+					continue;
+				if ((err = fk_fat_put(op->vol, c, eoc)) ||
+				    (err = fk_cache_flush(op->vol->fat)))
+					return err;
+				if (prev &&
+				    ((err = fk_fat_put(op->vol, prev, c)) ||
+				     (err = fk_cache_flush(op->vol->fat))))
+					return err;
+				prev = c;
+			}
+		}
+	}
+	return 0;
 }
 
 /*
@@ -1254,7 +1307,7 @@ static int write_bitmap(struct xop *op, int is_used)
 	for (i = 0; i < op->ndirs; i++)
 		if ((err = bitmap_plan(op, &op->dirs[i]->growth, is_used)))
 			return err;
-	for (i = 0; i < op->nfiles; i++)
+	for (i = 0; i < op->nfiles && !(is_used && op->o->per_cluster); i++)
 		if ((err = bitmap_plan(op, &op->files[i].add, is_used)))
 			return err;
 	return fk_cache_flush(op->bmc);
@@ -1349,7 +1402,9 @@ static int commit(struct xop *op, struct fk_prealloc_result *res)
 		return err;
 	if (is_stopping(op))
 		return -EINTR;
-	if ((err = write_bitmap(op, 1)) || (err = barrier(op)))
+	if ((err = write_bitmap(op, 1)) ||
+	    (op->o->per_cluster && (err = write_per_cluster(op))) ||
+	    (err = barrier(op)))
 		return err;
 	if ((err = zero_new(op, res)))
 		return err;
@@ -1553,6 +1608,14 @@ static void op_free(struct xop *op)
 	fk_exfat_bitmap_free(&op->bm);
 }
 
+/* When a cache flush fsyncs: --per-cluster --sync after every flush. */
+static enum fk_cache_sync sync_mode(const struct fk_prealloc_opts *o)
+{
+	if (o->sync != FK_SYNC_BATCH)
+		return FK_CACHE_NOSYNC;
+	return o->per_cluster ? FK_CACHE_SYNC_COPY : FK_CACHE_SYNC_BUDGET;
+}
+
 /* Refusals exFAT alone makes, before anything is read. */
 static int refuse_opts(const struct fk_prealloc_opts *o, struct fk_diag *diag)
 {
@@ -1561,12 +1624,6 @@ static int refuse_opts(const struct fk_prealloc_opts *o, struct fk_diag *diag)
 			    "-n/--keep-size cannot be expressed on exFAT "
 			    "(clusters past the size are damage or leaks "
 			    "there); the image is left untouched");
-		return -EOPNOTSUPP;
-	}
-	if (o->per_cluster) {
-		fk_diag_set(diag, NULL,
-			    "--per-cluster is not supported on exFAT yet; the "
-			    "image is left untouched");
 		return -EOPNOTSUPP;
 	}
 	return 0;
@@ -1593,6 +1650,13 @@ int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 			    "TexFAT volumes (two FATs) are not supported for "
 			    "writing; the image is left untouched");
 		return -EOPNOTSUPP;
+	}
+	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {
+		/* Linux refuses to mount it: writing would hide the damage. */
+		fk_diag_set(diag, NULL, "%s",
+			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
+		err = FK_ECORRUPT;
+		goto out_corrupt;
 	}
 	make_stamp(&op, opts->now, opts->now_is_utc);
 	op.was_dirty =
@@ -1629,12 +1693,8 @@ int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 			err = interrupted(&op, 0, diag);
 		goto out;
 	}
-	fk_cache_set_sync(vol->fat, opts->sync == FK_SYNC_BATCH
-					    ? FK_CACHE_SYNC_BUDGET
-					    : FK_CACHE_NOSYNC);
-	fk_cache_set_sync(op.bmc, opts->sync == FK_SYNC_BATCH
-					  ? FK_CACHE_SYNC_BUDGET
-					  : FK_CACHE_NOSYNC);
+	fk_cache_set_sync(vol->fat, sync_mode(opts));
+	fk_cache_set_sync(op.bmc, sync_mode(opts));
 	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
 	io = fk_device_stats(vol->dev);
 	writes_before = io->write_calls + io->zero_calls;

@@ -273,6 +273,37 @@ default_run()
 	assert_output "fatprealloc: img:/new/f: No such file or directory (parent directory 'new' is missing; -p creates it)"
 }
 
+@test "fatprealloc on exFAT: --per-cluster writes one bitmap sector per cluster and ends where the batched run ends" {
+	local m p
+	for m in "" --per-cluster; do
+		mkex img$m 16M 512
+		ref put img$m /a --size 1000
+		ref put img$m /b --size 10
+		ref put img$m /c --size 700 --fragmented
+		run -0 fatprealloc --json $m img$m /a 20000 /c 5000 /n 30000
+		clean img$m
+		data_ok img$m /a 20000 1000
+	done
+	# the same files, one bitmap sector write per new cluster
+	[ "$(json_stat "$output" bitmap_sectors_written)" = "$(json_stat "$output" clusters)" ]
+	(($(json_stat "$output" fat_sectors_written) > 40))
+	[ "$(field img--per-cluster /n nofatchain)" = 1 ]
+	[ "$(field img--per-cluster /a nofatchain)" = 0 ]
+	for p in /a /c /n; do
+		[ "$(field img $p size)" = "$(field img--per-cluster $p size)" ]
+	done
+}
+
+@test "fatprealloc on exFAT: a boot region with a bad checksum is refused (one line), the image untouched" {
+	local sha
+	mkex img 16M 4096
+	printf '\x01' | dd of=img bs=1 seek=200 conv=notrunc status=none
+	sha=$(img_sha img)
+	run -1 fatprealloc img /a 1K
+	[[ $output == "fatprealloc: img: "*"checksum"*"run 'fatcheck -r img'" ]]
+	[ "$(img_sha img)" = "$sha" ]
+}
+
 @test "fatprealloc on exFAT: fsync counts (default: one before VolumeDirty is cleared, one after; --no-sync: none)" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	mkex img 16M 4096
