@@ -99,6 +99,7 @@ struct xdir {
 	struct fk_exfat_stream s; /* as its entry says (the root: chain) */
 	uint32_t *clus;		  /* cluster of each directory cluster */
 	uint32_t nclus;
+	uint32_t cap_clus;  /* clusters @buf, @is_dirty and @clus hold */
 	unsigned char *buf; /* the whole directory */
 	uint32_t nents;
 	uint8_t *is_dirty; /* per sector */
@@ -349,11 +350,15 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 	if ((err = fk_exfat_stream_walk(op->vol, &d->s, collect_clus, d,
 					&info)))
 		goto out;
-	if (info.end != FK_ENT_EOC && !(d->s.is_no_fat_chain && !info.end)) {
-		if (!d->s.is_no_fat_chain) {
-			err = fk_chain_error(&info, diag);
-			goto out;
-		}
+	if (!d->s.is_no_fat_chain && info.end != FK_ENT_EOC) {
+		err = fk_chain_error(&info, diag);
+		goto out;
+	}
+	if (d->s.is_no_fat_chain && info.end == FK_ENT_RANGE) {
+		fk_diag_set(diag, NULL,
+			    "contiguous directory runs past the last cluster");
+		err = FK_ECORRUPT;
+		goto out;
 	}
 	if (!d->nclus ||
 	    (uint64_t)d->nclus * g->clus_len > FK_EXFAT_DIR_MAX_LEN) {
@@ -448,6 +453,7 @@ static int dir_get(struct xop *op, const struct fk_exfat_stream *s,
 	(*out)->parent = parent;
 	(*out)->parent_name = parent_name;
 	(*out)->old_nclus = (*out)->nclus;
+	(*out)->cap_clus = (*out)->nclus;
 	(*out)->is_nfc = (*out)->s.is_no_fat_chain;
 	op->dirs[op->ndirs++] = *out;
 	return 0;
@@ -477,16 +483,25 @@ static int grow_dir(struct xop *op, struct xdir *d, struct fk_diag *diag)
 		return err;
 	c = d->growth.runs[d->growth.nruns - 1].first +
 	    d->growth.runs[d->growth.nruns - 1].nclus - 1;
-	if (!(buf = realloc(d->buf, len)))
-		return -ENOMEM;
-	d->buf = buf;
-	if (!(dirty = realloc(d->is_dirty,
-			      (size_t)(d->nclus + 1) * g->clus_secs)))
-		return -ENOMEM;
-	d->is_dirty = dirty;
-	if (!(clus = realloc(d->clus, (size_t)(d->nclus + 1) * sizeof(*clus))))
-		return -ENOMEM;
-	d->clus = clus;
+	if (d->nclus == d->cap_clus) {
+		/* Doubling: thousands of new files in one directory cost
+		 * the same per file at the end as at the start. */
+		uint32_t cap = d->cap_clus * 2;
+
+		if ((uint64_t)cap * g->clus_len > FK_EXFAT_DIR_MAX_LEN)
+			cap = (uint32_t)(FK_EXFAT_DIR_MAX_LEN / g->clus_len);
+		len = (size_t)cap * g->clus_len;
+		if (!(buf = realloc(d->buf, len)))
+			return -ENOMEM;
+		d->buf = buf;
+		if (!(dirty = realloc(d->is_dirty, (size_t)cap * g->clus_secs)))
+			return -ENOMEM;
+		d->is_dirty = dirty;
+		if (!(clus = realloc(d->clus, (size_t)cap * sizeof(*clus))))
+			return -ENOMEM;
+		d->clus = clus;
+		d->cap_clus = cap;
+	}
 	memset(d->buf + (size_t)d->nclus * g->clus_len, 0, g->clus_len);
 	memset(d->is_dirty + (size_t)d->nclus * g->clus_secs, 0, g->clus_secs);
 	d->clus[d->nclus++] = c;
@@ -608,6 +623,7 @@ static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
 		return err;
 	d->clus[0] = d->growth.runs[0].first;
 	d->nclus = 1;
+	d->cap_clus = 1;
 	d->nents = g->clus_len / FK_EXFAT_ENT_LEN;
 	d->is_nfc = 1;
 	d->s.first_clus = d->clus[0];
@@ -892,7 +908,6 @@ static int plan_clusters(struct xop *op, struct fk_diag *diag)
 /* Sizes and layout after the run. */
 static void settle(struct xop *op)
 {
-	uint64_t clus_len = op->vol->g.clus_len;
 	size_t i;
 
 	for (i = 0; i < op->nfiles; i++) {
@@ -913,7 +928,6 @@ static void settle(struct xop *op)
 			     (fp->is_new || fp->was_nfc || !fp->old.nclus);
 		if (!fp->new_len)
 			fp->is_nfc = 0;
-		(void)clus_len;
 	}
 }
 
@@ -1121,6 +1135,14 @@ static int bitmap_put(struct xop *op, uint32_t first, uint32_t nclus,
 		uint64_t sec_end = ((uint64_t)sec + 1) * sec_len * 8;
 		unsigned char *p;
 
+		if (i % ((uint64_t)sec_len * 8) == 0 && end >= sec_end) {
+			/* The run covers the whole sector: no read first. */
+			if ((err = fk_cache_get_fresh(op->bmc, sec, &p)))
+				return err;
+			memset(p, is_used ? 0xff : 0, sec_len);
+			i = sec_end;
+			continue;
+		}
 		if ((err = fk_cache_get_dirty(op->bmc, sec, &p)))
 			return err;
 		for (; i < end && i < sec_end; i++) {

@@ -229,6 +229,17 @@ default_run()
 	[[ $output == *"--lazy is for exFAT volumes only"* ]]
 }
 
+@test "fatprealloc on exFAT: a file already large enough is left as it is and nothing is written (not even VolumeDirty)" {
+	local sha
+	mkex img 16M 4096
+	ref put img /a.bin --size 50000
+	sha=$(img_sha img)
+	run -0 fatprealloc -v img /a.bin 1000 /A.BIN 50000
+	assert_output "unchanged /a.bin: size 50000 -> 50000, 0 new clusters, 1 fragment
+unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
+	[ "$(img_sha img)" = "$sha" ]
+}
+
 @test "fatprealloc on exFAT: names are matched through the up-case table (the same file in any case, once)" {
 	mkex img 16M 4096
 	ref put img /Straße.TXT --size 10
