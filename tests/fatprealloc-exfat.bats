@@ -180,6 +180,18 @@ default_run()
 	clean img
 }
 
+@test "fatprealloc on exFAT: a file with a FAT chain grows by linking its last cluster to the new ones" {
+	mkex img 16M 4096
+	ref put img /frag.bin --size 9000 --fragmented
+	ref put img /after.bin --size 100
+	ref junk img
+	run -0 fatprealloc img /frag.bin 40000
+	[ "$(field img /frag.bin nofatchain)" = 0 ]
+	[ "$(field img /frag.bin size)" = 40000 ]
+	data_ok img /frag.bin 40000 9000
+	clean img
+}
+
 @test "fatprealloc on exFAT: --lazy raises DataLength only (ValidDataLength kept, nothing zeroed)" {
 	mkex img 16M 4096
 	populate img 4096
