@@ -120,6 +120,33 @@ int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
 	return 0;
 }
 
+int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
+		       struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	uint32_t w;
+	int err;
+
+	if ((err = alloc_new(nclus, hint, &a)))
+		return err;
+	/* Map bit c is used bit c - 2: a word of the map takes the top two
+	 * bits of the used word before it and the rest of its own. */
+	for (w = 0; w < a->nwords; w++) {
+		uint64_t lo = w ? used[w - 1] >> 62 : 3;
+		uint64_t hi =
+			(uint64_t)w * WORD_BITS < nclus ? used[w] << 2 : 0;
+		uint64_t bits = ~(hi | lo);
+		uint64_t first = (uint64_t)w * WORD_BITS;
+
+		if (first + WORD_BITS > a->end)
+			bits &= ((uint64_t)1 << (a->end - first)) - 1;
+		a->free_map[w] = bits;
+		a->nfree += (uint32_t)__builtin_popcountll(bits);
+	}
+	*out = a;
+	return 0;
+}
+
 void fk_alloc_close(struct fk_alloc *a)
 {
 	if (!a)

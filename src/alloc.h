@@ -43,6 +43,13 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out);
  */
 int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
 		      struct fk_alloc **out);
+/*
+ * An allocator over exFAT's allocation bitmap as loaded in memory: bit
+ * (c - 2) of @used set when cluster c is in use ((@nclus + 63) / 64 words,
+ * bits past @nclus clear).  A word at a time.  Returns 0 or -ENOMEM.
+ */
+int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
+		       struct fk_alloc **out);
 void fk_alloc_close(struct fk_alloc *alloc);
 
 /* Free clusters not yet planned. */

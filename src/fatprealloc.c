@@ -74,13 +74,15 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE PATH SIZE [PATH SIZE]...\n"
 		"Give each file at least SIZE bytes of allocated clusters in a FAT12/16/32\n"
-		"volume, without mounting it.  By default the file's size becomes SIZE and\n"
-		"the new region reads as zeros.  All pairs are one operation: if any is\n"
-		"refused, the image is left unchanged.\n"
+		"or exFAT volume, without mounting it.  By default the file's size becomes\n"
+		"SIZE and the new region reads as zeros.  All pairs are one operation: if\n"
+		"any is refused, the image is left unchanged.\n"
 		"\n"
 		"  -n, --keep-size     reserve only (FALLOC_FL_KEEP_SIZE): size unchanged, no data\n"
-		"                      written; see the man page for caveats\n"
+		"                      written; see the man page for caveats (refused on exFAT)\n"
 		"      --no-zero       do not zero the new region\n"
+		"      --lazy          exFAT: raise the size only, keep ValidDataLength (instant;\n"
+		"                      some readers mishandle it: see the man page)\n"
 		"  -p, --parents       create missing parent directories\n"
 		"  -c, --contiguous    new clusters must be one contiguous run\n"
 		"  -s, --sync          fsync after every batch flush (like -o sync)\n"
@@ -111,6 +113,7 @@ static void usage(FILE *out)
 
 enum {
 	OPT_NO_ZERO = 256,
+	OPT_LAZY,
 	OPT_NO_SYNC,
 	OPT_BATCH,
 	OPT_PER_CLUSTER,
@@ -131,6 +134,9 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		break;
 	case OPT_NO_ZERO:
 		o->core.no_zero = 1;
+		break;
+	case OPT_LAZY:
+		o->core.lazy = 1;
 		break;
 	case 'p':
 		o->core.parents = 1;
@@ -192,6 +198,7 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 	static const struct option longs[] = {
 		{"keep-size", no_argument, NULL, 'n'},
 		{"no-zero", no_argument, NULL, OPT_NO_ZERO},
+		{"lazy", no_argument, NULL, OPT_LAZY},
 		{"parents", no_argument, NULL, 'p'},
 		{"contiguous", no_argument, NULL, 'c'},
 		{"sync", no_argument, NULL, 's'},
@@ -397,6 +404,8 @@ static void print_json(struct fk_volume *vol,
 	fk_json_u64(&js, "fragments", res->new_frags);
 	fk_json_u64(&js, "directories_created", res->dirs_created);
 	fk_json_u64(&js, "fat_sectors_written", cs->secs_written);
+	if (vol->exfat)
+		fk_json_u64(&js, "bitmap_sectors_written", res->bitmap_secs);
 	fk_json_u64(&js, "fat_flushes", cs->flushes);
 	fk_json_u64(&js, "write_calls", io->write_calls);
 	fk_json_u64(&js, "bytes_written", io->bytes_written);
@@ -437,6 +446,9 @@ static void print_stats(struct fk_volume *vol,
 	printf("clusters: %" PRIu32 "\n", res->new_clus);
 	printf("fragments: %" PRIu32 "\n", res->new_frags);
 	printf("fat sectors written: %" PRIu64 "\n", cs->secs_written);
+	if (vol->exfat)
+		printf("bitmap sectors written: %" PRIu64 "\n",
+		       res->bitmap_secs);
 	printf("write calls: %" PRIu64 "\n", io->write_calls);
 	printf("bytes written: %" PRIu64 "\n", io->bytes_written);
 	printf("bytes zeroed: %" PRIu64 "\n", io->bytes_zeroed);
@@ -456,7 +468,7 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 		const struct fk_prealloc_file *f = &res->files[i];
 
 		fprintf(out,
-			"%s %s: size %" PRIu32 " -> %" PRIu32 ", %" PRIu32
+			"%s %s: size %" PRIu64 " -> %" PRIu64 ", %" PRIu32
 			" new cluster%s, %zu fragment%s\n",
 			(is_dry ? plan : done)[f->action], f->path, f->old_size,
 			f->size, f->new_clus, f->new_clus == 1 ? "" : "s",
@@ -530,19 +542,12 @@ int main(int argc, char **argv)
 		o.core.progress_arg = &meter;
 	}
 	vo.dev.is_writer = !o.core.dry_run;
+	o.core.batch_len = vo.batch_len;
 	clock_gettime(CLOCK_MONOTONIC, &meter.t0);
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
 		fk_report_in(PROG, argv[optind], &diag, err);
 		status = FK_EXIT_FAIL;
 		goto out_free;
-	}
-	if (vol->exfat) {
-		fk_diag_set(&diag, NULL,
-			    "exFAT preallocation is not supported yet; the "
-			    "image is left untouched");
-		fk_report_in(PROG, argv[optind], &diag, -EOPNOTSUPP);
-		status = FK_EXIT_FAIL;
-		goto out_close;
 	}
 	if (!o.core.dry_run) {
 		o.core.stop = &caught;
@@ -566,7 +571,6 @@ int main(int argc, char **argv)
 	if (!err && caught)
 		status = fk_exit_signal(caught);
 	fk_prealloc_result_free(&res);
-out_close:
 	fk_volume_close(vol);
 out_free:
 	free_pairs(reqs, n);

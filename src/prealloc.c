@@ -688,9 +688,8 @@ static int rollback(struct op *op)
 	return err;
 }
 
-/* The arguments that make fatcheck find this volume again. */
-static const char *check_args(const struct fk_volume *vol,
-			      const struct fk_prealloc_opts *opts)
+const char *fk_prealloc_check_args(const struct fk_volume *vol,
+				   const struct fk_prealloc_opts *opts)
 {
 	if (opts->check_args)
 		return opts->check_args;
@@ -712,7 +711,8 @@ static int interrupted(struct op *op, int undo_err, struct fk_diag *diag)
 		fk_diag_set(diag, image,
 			    "interrupted, and freeing the new clusters failed "
 			    "(%s); run 'fatcheck -r %s'",
-			    strerror(-undo_err), check_args(op->vol, op->o));
+			    strerror(-undo_err),
+			    fk_prealloc_check_args(op->vol, op->o));
 	else
 		fk_diag_set(diag, image, "interrupted; nothing was changed");
 	return -EINTR;
@@ -818,7 +818,7 @@ static void hint_repair(struct fk_volume *vol,
 			struct fk_diag *diag)
 {
 	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
-		       check_args(vol, opts));
+		       fk_prealloc_check_args(vol, opts));
 }
 
 /*
@@ -842,7 +842,7 @@ static void hint_lost(struct fk_volume *vol,
 		       "run 'fatcheck -r %s'",
 		       fsi.free_count, fsi.free_count - nfree,
 		       fsi.free_count - nfree == 1 ? " is" : "s are",
-		       check_args(vol, opts));
+		       fk_prealloc_check_args(vol, opts));
 }
 
 int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
@@ -858,9 +858,15 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 
 	memset(res, 0, sizeof(*res));
 	memset(&op, 0, sizeof(op));
-	/* FAT slots and chains only: exFAT preallocation is a later step. */
-	if (vol->fam != &fk_fat_family)
-		return -EOPNOTSUPP;
+	/* The family was chosen at open: exFAT has its own plan and commit. */
+	if (vol->fam == &fk_exfat_family)
+		return fk_exfat_prealloc(vol, reqs, n, opts, res, diag);
+	if (opts->lazy) {
+		fk_diag_set(diag, NULL,
+			    "--lazy is for exFAT volumes only (FAT has no "
+			    "valid data length)");
+		return -EINVAL;
+	}
 	op.vol = vol;
 	op.o = opts;
 	fk_dir_stamp(&op.stamp, opts->now, opts->now_is_utc);

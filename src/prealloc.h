@@ -38,10 +38,14 @@ enum fk_sync_mode {
 struct fk_prealloc_opts {
 	int keep_size;	 /* -n: chain only, size and data untouched */
 	int no_zero;	 /* --no-zero */
+	int lazy;	 /* --lazy (exFAT): raise DataLength only, keep
+			    ValidDataLength, write no data */
 	int parents;	 /* -p */
 	int contiguous;	 /* -c */
 	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
 	int dry_run;
+	size_t batch_len; /* dirty bitmap bytes held before a flush
+			     (exFAT; the FAT cache has its own) */
 	enum fk_sync_mode sync;
 	int64_t now;	   /* timestamp for new and changed entries */
 	const char *image; /* IMAGE as the user named it, for messages;
@@ -69,7 +73,7 @@ enum fk_file_action {
 struct fk_prealloc_file {
 	const char *path; /* borrowed from the request */
 	enum fk_file_action action;
-	uint32_t old_size, size; /* bytes, as the entry says */
+	uint64_t old_size, size; /* bytes, as the entry says */
 	uint32_t first_clus;
 	uint32_t new_clus;    /* clusters added */
 	struct fk_plan chain; /* the whole chain after the run */
@@ -84,15 +88,24 @@ struct fk_prealloc_result {
 				  the order they are created */
 	uint32_t dirs_created; /* entries in @dirs */
 	uint64_t zeroed;       /* bytes made to read as zeros */
+	uint64_t bitmap_secs;  /* exFAT allocation bitmap sectors written */
 };
+
+/*
+ * The fatcheck arguments that reach this volume again, for "run
+ * 'fatcheck -r ...'" hints: @opts->check_args, else IMAGE as named.
+ */
+const char *fk_prealloc_check_args(const struct fk_volume *vol,
+				   const struct fk_prealloc_opts *opts);
 
 /*
  * Carry out @n requests on @vol (opened for writing unless dry_run).
  * Returns 0, or -errno with @diag naming the path: -ENOENT (missing parent
  * without -p), -ENOTDIR, -EISDIR, -EFBIG, -EINVAL (bad name), -ENOSPC
- * (need and free in @diag), FK_ECORRUPT, -EOPNOTSUPP (an exFAT volume: not
- * yet).  Every refusal comes before the
- * first write.  @res is filled either way; free it with
+ * (need and free in @diag), FK_ECORRUPT, -EOPNOTSUPP (an option or
+ * layout the exFAT side cannot express or write: -n, a fragmented
+ * bitmap, TexFAT).  Every refusal comes before the first write.  On exFAT
+ * the run goes to fk_exfat_prealloc().  @res is filled either way; free it with
  * fk_prealloc_result_free().
  *
  * -EINTR: *@opts->stop was set.  The run stops at the next safe point:
@@ -110,5 +123,14 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag);
 void fk_prealloc_result_free(struct fk_prealloc_result *res);
+
+/*
+ * fk_prealloc() for the exFAT family (exfat-prealloc.c): the same
+ * contract, exFAT's write order (VolumeDirty, FAT chains of fragmented
+ * files, bitmap, zeros, entry sets, PercentInUse, VolumeDirty cleared).
+ */
+int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
+		      size_t n, const struct fk_prealloc_opts *opts,
+		      struct fk_prealloc_result *res, struct fk_diag *diag);
 
 #endif

@@ -233,6 +233,67 @@ static void check_map_edges(void)
 	   "from_map: no free cluster: next free is unknown (0x%X)", next);
 }
 
+/*
+ * fk_alloc_from_used() (exFAT's bitmap, bit c - 2 per cluster, a word at
+ * a time) against fk_alloc_from_map() (bit c, bit by bit) on pseudo-random
+ * maps whose sizes straddle word edges: the same free count and the same
+ * plan of every free cluster.
+ */
+static void check_from_used(void)
+{
+	static const uint32_t sizes[] = {1,   61,  62,	63,  64,  65,
+					 126, 127, 128, 129, 1000};
+	uint64_t used[20], map[20];
+	uint32_t seed = 12345;
+	size_t k;
+
+	for (k = 0; k < NROWS(sizes); k++) {
+		uint32_t nclus = sizes[k], c;
+		struct fk_alloc *a = NULL, *b = NULL;
+		struct fk_plan pa = {NULL, 0, 0, 0}, pb = {NULL, 0, 0, 0};
+		int same = 1;
+		size_t r;
+
+		memset(used, 0, sizeof(used));
+		memset(map, 0, sizeof(map));
+		for (c = 0; c < nclus; c++) {
+			seed = seed * 1103515245u + 12345u;
+			if (seed >> 16 & 1)
+				used[c / 64] |= (uint64_t)1 << (c % 64);
+			else
+				map[(c + 2) / 64] |= (uint64_t)1
+						     << ((c + 2) % 64);
+		}
+		if (fk_alloc_from_used(used, nclus, 2, &a) ||
+		    fk_alloc_from_map(map, nclus, 2, &b)) {
+			OK(0, "from_used: set up %u clusters", nclus);
+			fk_alloc_close(a);
+			fk_alloc_close(b);
+			continue;
+		}
+		OK(fk_alloc_nfree(a) == fk_alloc_nfree(b),
+		   "from_used: %u clusters: %u free, as the bit-by-bit map "
+		   "says (%u)",
+		   nclus, fk_alloc_nfree(a), fk_alloc_nfree(b));
+		if (fk_alloc_nfree(b)) {
+			fk_alloc_plan(a, 0, fk_alloc_nfree(b), 0, &pa, NULL);
+			fk_alloc_plan(b, 0, fk_alloc_nfree(b), 0, &pb, NULL);
+		}
+		same = pa.nruns == pb.nruns && pa.nclus == pb.nclus;
+		for (r = 0; same && r < pa.nruns; r++)
+			same = pa.runs[r].first == pb.runs[r].first &&
+			       pa.runs[r].nclus == pb.runs[r].nclus;
+		OK(same,
+		   "from_used: %u clusters: the same plan of every free "
+		   "cluster",
+		   nclus);
+		fk_plan_free(&pa);
+		fk_plan_free(&pb);
+		fk_alloc_close(a);
+		fk_alloc_close(b);
+	}
+}
+
 void suite_alloc_policy(void)
 {
 	size_t i;
@@ -241,4 +302,5 @@ void suite_alloc_policy(void)
 		check_policy_row(&policy_rows[i]);
 	check_sequence();
 	check_map_edges();
+	check_from_used();
 }

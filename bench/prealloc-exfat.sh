@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# bench/prealloc-exfat.sh: fatprealloc on exFAT against the targets of the
+# exFAT preallocation issue, on sparse mkfs.exfat images (4.5 GiB, clusters
+# of 512 B and 4 KiB), each run on a fresh copy (cp --sparse=always, not
+# timed).  Times are fatprealloc's own --json "seconds" (open to exit of the
+# core, process start-up excluded), the median of PX_REPS runs.
+#
+#   bench/prealloc-exfat.sh [BUILD_DIR]      (default: build/)
+#
+# Rows: the seed table's shapes (16 x 1M, 16 x 16M, 16 x 256M, 128 x 4K,
+# 128 x 128K, 128 x 1M), --sync and --no-sync, batched against
+# --per-cluster (a --per-cluster cell over PX_MAX_SECS is measured on
+# fewer clusters and compared per cluster).  --lazy, as the FAT rows use -n:
+# the allocation alone, no data written.  Then the targets: 5,000 new
+# files in one directory (the last 1,000 against the first 1,000), and a
+# default (zeroed) 256 MiB file on exFAT against FAT32 in the same run.
+#
+# Environment: PX_REPS (5), PX_MAX_SECS (20), PX_ONLY (a cluster size).
+# Prints a Markdown section on stdout; bench/RESULTS.md holds the last one.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD=$(realpath "${1:-build}")
+PA=$BUILD/fatprealloc
+OUT=bench/out
+REPS=${PX_REPS:-5}
+MAX_SECS=${PX_MAX_SECS:-20}
+SIZES=${PX_ONLY:-512 4096}
+ROWS=("16 1M" "16 16M" "16 256M" "128 4K" "128 128K" "128 1M")
+export SOURCE_DATE_EPOCH=1700000000 LC_ALL=C.UTF-8 TZ=UTC
+
+[[ -x $PA ]] || {
+	echo "prealloc-exfat.sh: $PA is missing: run make" >&2
+	exit 1
+}
+mkdir -p "$OUT"
+WORK=$OUT/px-work.img
+trap 'rm -f "$WORK"' EXIT
+
+bytes()
+{
+	numfmt --from=iec "$1"
+}
+
+# run IMG_SRC ARGS...: fresh copy, one run; prints "seconds clusters
+# bitmap_sectors fat_sectors fsyncs".
+run()
+{
+	local src=$1
+	shift
+	rm -f "$WORK"
+	cp --sparse=always "$src" "$WORK"
+	"$PA" --json "$@" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["stats"]
+print(j["seconds"], j["clusters"], j.get("bitmap_sectors_written", 0),
+      j["fat_sectors_written"], j["fsyncs"])'
+}
+
+# median ARGS...: REPS runs; the line of the median time.
+median()
+{
+	local i
+	for ((i = 0; i < REPS; i++)); do
+		run "$@"
+	done | sort -g | sed -n "$(((REPS + 1) / 2))p"
+}
+
+pairs()
+{
+	local i
+	for ((i = 1; i <= $1; i++)); do
+		printf ' /f%d %s' "$i" "$2"
+	done
+}
+
+fmt()
+{
+	python3 -c '
+import sys
+s = float(sys.argv[1])
+print("%.3g s" % s if s >= 1 else "%.3g ms" % (s * 1e3) if s >= 1e-3 else "%.3g us" % (s * 1e6))' "$1"
+}
+
+per()
+{
+	python3 -c '
+import sys
+s = float(sys.argv[1]) / float(sys.argv[2])
+print("%.3g ms" % (s * 1e3) if s >= 1e-3 else "%.3g us" % (s * 1e6) if s >= 1e-6 else "%.3g ns" % (s * 1e9))' "$1" "$2"
+}
+
+echo "## fatprealloc on exFAT"
+echo
+echo "\`bench/prealloc-exfat.sh ${1:-build}\` ($(date -u +%Y-%m-%d), $(nproc) CPUs, shared;"
+echo "median of $REPS runs; \`--lazy\`: the allocation alone)."
+echo
+echo "| cluster | mode | files x length | clusters | per-cluster: time | per cluster | batched: time | per cluster | bitmap / FAT sectors | speedup |"
+echo "|---:|:---|:---|---:|---:|---:|---:|---:|---:|---:|"
+for cs in $SIZES; do
+	img=$OUT/px-$cs.img
+	if [[ ! -f $img ]]; then
+		truncate -s 4608M "$img"
+		mkfs.exfat -c "$cs" "$img" >/dev/null
+	fi
+	for sync in --sync --no-sync; do
+		# calibration: --per-cluster cost per cluster on one file
+		probe=$([[ $sync == --sync ]] && echo 256 || echo 16384)
+		read -r psecs pclus _ < <(run "$img" --lazy --per-cluster $sync "$WORK" /probe $((probe * cs)))
+		for row in "${ROWS[@]}"; do
+			read -r files len <<<"$row"
+			lenb=$(bytes "$len")
+			# shellcheck disable=SC2046
+			read -r bsecs bclus bbm bfat _ < <(median "$img" --lazy $sync "$WORK" $(pairs "$files" "$lenb"))
+			need=$(python3 -c "print($psecs / $pclus * $bclus)")
+			pf=$files pl=$lenb note=""
+			if python3 -c "import sys; sys.exit(not $need > $MAX_SECS)"; then
+				# fewer clusters, compared per cluster
+				pl=$((probe * cs))
+				pf=1
+				note=" (per-cluster: 1 x $(numfmt --to=iec "$pl"))"
+			fi
+			# shellcheck disable=SC2046
+			read -r csecs cclus _ < <(REPS=1 median "$img" --lazy --per-cluster $sync "$WORK" $(pairs "$pf" "$pl"))
+			speed=$(python3 -c "print('%.3g' % (($csecs / $cclus) / ($bsecs / $bclus)))")
+			echo "| $cs B | $sync | $files x $len$note | $bclus | $(fmt "$csecs") | $(per "$csecs" "$cclus") | $(fmt "$bsecs") | $(per "$bsecs" "$bclus") | $bbm / $bfat | **${speed}x** |"
+		done
+	done
+done
+
+echo
+echo "5,000 new files in one directory (4 KiB clusters, default mode, -p):"
+echo
+img=$OUT/px-4096.img
+[[ -f $img ]] || {
+	truncate -s 4608M "$img"
+	mkfs.exfat -c 4096 "$img" >/dev/null
+}
+# CPU time (user + system of the child), sizes taking turns in each of 11
+# repetitions: on a shared machine the wall time of a 50 ms run is noise.
+for n in 1 1000 4000 5000; do
+	for ((i = 1; i <= n; i++)); do printf ' /many/file-%05d.dat 1K' "$i"; done >"$OUT/px-many-$n"
+done
+for ((rep = 0; rep < 11; rep++)); do
+	for n in 1 1000 4000 5000; do
+		rm -f "$WORK"
+		cp --sparse=always "$img" "$WORK"
+		# shellcheck disable=SC2046
+		python3 -c '
+import resource, subprocess, sys
+subprocess.run(sys.argv[2:], check=True, stdout=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(sys.argv[1], r.ru_utime + r.ru_stime)' "$n" "$PA" -p "$WORK" $(cat "$OUT/px-many-$n")
+	done
+done >"$OUT/px-many.tsv"
+python3 - "$OUT/px-many.tsv" <<'EOF2'
+import collections, statistics, sys
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    n, c = line.split()
+    t[int(n)].append(float(c))
+m = {n: statistics.median(v) for n, v in t.items()}
+print("| files | CPU time (median of %d) |\n|---:|---:|" % len(t[1]))
+for n in sorted(m):
+    print("| %d | %.2f ms |" % (n, m[n] * 1e3))
+first, last = m[1000] - m[1], m[5000] - m[4000]
+print("\nFirst 1,000 files: %.2f ms; last 1,000: %.2f ms; ratio **%.2f** (target: at most 1.1)." % (
+    first * 1e3, last * 1e3, last / first))
+EOF2
+rm -f "$OUT"/px-many-*
+
+echo
+echo "A default (zeroed) 256 MiB file, exFAT against FAT32 in the same run (4 KiB clusters):"
+echo
+fat=$OUT/px-fat32.img
+if [[ ! -f $fat ]]; then
+	truncate -s 4608M "$fat"
+	mkfs.fat -F 32 -s 8 "$fat" >/dev/null
+fi
+read -r ex _ < <(median "$img" "$WORK" /z.bin 256M)
+read -r f32 _ < <(median "$fat" "$WORK" /z.bin 256M)
+echo "| volume | time |"
+echo "|:---|---:|"
+echo "| exFAT | $(fmt "$ex") |"
+echo "| FAT32 | $(fmt "$f32") |"

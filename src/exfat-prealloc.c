@@ -1,0 +1,1743 @@
+/*
+ * exfat-prealloc.c: fatprealloc's exFAT family.  The same contract as the
+ * FAT side in prealloc.c (resolve, plan, validate everything, then commit
+ * in a crash-safe order; a refusal writes nothing), with exFAT's own
+ * structures: the free map comes from the allocation bitmap (one pass), a
+ * contiguous file gets NoFatChain and no FAT writes, and entry sets carry
+ * ValidDataLength, a SetChecksum and a NameHash through the volume's
+ * up-case table.
+ *
+ * Write order (the specification's section 8.1, plus our batching):
+ *   1. VolumeDirty set (if it was clear);
+ *   2. FAT chains, only for files that end up fragmented (and the links of
+ *      a NoFatChain run that grows past a gap);
+ *   3. allocation bitmap, through the bounded dirty-sector cache;
+ *   4. zeroing of the new region (from the old ValidDataLength);
+ *   5. entry sets (the commit point: from here the new clusters are owned);
+ *   6. PercentInUse;
+ *   7. VolumeDirty cleared (only if this run set it).
+ * A crash before 5 leaves at worst bitmap bits nobody owns with VolumeDirty
+ * set; a signal before 5 clears those bits again (rollback).  --sync puts
+ * an fsync at each ordering point; the default syncs once before
+ * VolumeDirty is cleared and once after.
+ *
+ * Directories are held in memory while the run plans (a directory is at
+ * most 256 MiB by the specification, and in practice a few clusters), so
+ * free entry slots and names are found without rereading it: a name
+ * index per directory, deleted runs first, then the free run at the end.
+ */
+#include "exfat.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "cache.h"
+#include "device.h"
+#include "diag.h"
+#include "endian.h"
+#include "fat.h"
+#include "names.h"
+#include "prealloc.h"
+#include "vec.h"
+#include "volume.h"
+
+/* Boot sector fields rewritten here (spec 3.1.13, 3.1.16). */
+#define EB_VOL_FLAGS 106
+#define EB_PERCENT   112
+/* File directory entry (7.4). */
+#define FE_COUNT    1
+#define FE_CSUM	    2
+#define FE_ATTR	    4
+#define FE_CTIME    8
+#define FE_MTIME    12
+#define FE_ATIME    16
+#define FE_CTIME_MS 20
+#define FE_MTIME_MS 21
+#define FE_CTIME_TZ 22
+#define FE_MTIME_TZ 23
+#define FE_ATIME_TZ 24
+/* Stream Extension (7.6). */
+#define SE_FLAGS     1
+#define SE_NAME_LEN  3
+#define SE_NAME_HASH 4
+#define SE_VDL	     8
+#define SE_FIRST     20
+#define SE_LEN	     24
+/* File Name (7.7). */
+#define FN_NAME	 2
+#define FN_UNITS 15
+
+#define ATTR_DIR     0x10
+#define ATTR_ARCHIVE 0x20
+#define NBUCKETS     1024 /* name index buckets per directory */
+#define NO_TAG	     UINT32_MAX
+
+/* A name in a directory, for lookups and duplicates. */
+struct xname {
+	uint16_t *name16;
+	uint32_t len;	/* UTF-16 units */
+	uint32_t idx;	/* entry index of the primary */
+	uint32_t nents; /* entries of the set */
+	uint32_t next;	/* next in the bucket, or NO_TAG */
+	uint32_t tag;	/* file plan index, or NO_TAG */
+	uint32_t defects;
+	uint16_t attr;
+	struct fk_exfat_stream s;
+	uint64_t valid_len;
+};
+
+/* A free run of entry slots before the end marker (deleted sets). */
+struct xhole {
+	uint32_t idx, n;
+};
+
+struct xdir {
+	struct fk_exfat_stream s; /* as its entry says (the root: chain) */
+	uint32_t *clus;		  /* cluster of each directory cluster */
+	uint32_t nclus;
+	uint32_t cap_clus;  /* clusters @buf, @is_dirty and @clus hold */
+	unsigned char *buf; /* the whole directory */
+	uint32_t nents;
+	uint8_t *is_dirty; /* per sector */
+	uint32_t end_idx;  /* first slot of the free run at the end */
+	struct xhole *holes;
+	size_t nholes, cap_holes;
+	struct xname *names;
+	size_t nnames, cap_names;
+	uint32_t bucket[NBUCKETS];
+	struct fk_plan growth; /* clusters the run adds (zeroed) */
+	uint32_t old_nclus;    /* clusters before the run */
+	struct xdir *parent;   /* NULL: the root */
+	uint32_t parent_name;  /* its entry in @parent's names */
+	int is_nfc;	       /* NoFatChain after the run */
+	int is_new;	       /* -p creates it (its clusters: growth) */
+	char *path;	       /* a new directory's path */
+};
+
+struct xfile {
+	struct xdir *d;
+	uint32_t name_i; /* in d->names */
+	const char *path;
+	uint64_t want;
+	uint64_t old_len, old_vdl, new_len, new_vdl;
+	struct fk_plan old, add;
+	int is_new, was_nfc, is_nfc;
+};
+
+struct xop {
+	struct fk_volume *vol;
+	const struct fk_prealloc_opts *o;
+	struct fk_alloc *alloc;
+	struct fk_exfat_bitmap bm;
+	struct fk_cache *bmc; /* the bitmap's sectors */
+	uint64_t bm_off;      /* byte offset of the bitmap */
+	struct xdir **dirs;
+	size_t ndirs, cap_dirs;
+	struct xfile *files;
+	size_t nfiles;
+	size_t *file_of;
+	uint32_t stamp_ts; /* exFAT timestamp for what the run writes */
+	uint8_t stamp_ms10, stamp_tz;
+	int was_dirty; /* VolumeDirty was set before the run */
+	int set_dirty; /* this run set it */
+	int is_linked; /* entry sets written: no rollback */
+};
+
+static int is_stopping(const struct xop *op)
+{
+	return op->o->stop && *op->o->stop;
+}
+
+/* ---- time ----------------------------------------------------------------- */
+
+static int days_of(const struct tm *tm)
+{
+	return tm->tm_year * 366 + tm->tm_yday;
+}
+
+/* The exFAT timestamp (7.4.8), 10 ms increment and UTC offset of @t. */
+static void make_stamp(struct xop *op, int64_t t, int is_utc)
+{
+	time_t tt = (time_t)t;
+	struct tm l, g;
+	long off = 0;
+
+	gmtime_r(&tt, &g);
+	if (is_utc) {
+		l = g;
+	} else {
+		localtime_r(&tt, &l);
+		/* No tm_gmtoff in POSIX: the difference of the two. */
+		off = (long)(l.tm_hour - g.tm_hour) * 3600 +
+		      (long)(l.tm_min - g.tm_min) * 60;
+		if (days_of(&l) != days_of(&g))
+			off += (l.tm_year > g.tm_year ||
+				(l.tm_year == g.tm_year &&
+				 l.tm_yday > g.tm_yday))
+				       ? 86400
+				       : -86400;
+	}
+	if (l.tm_year < 80) {
+		memset(&l, 0, sizeof(l));
+		l.tm_year = 80;
+		l.tm_mday = 1;
+	} else if (l.tm_year > 207) {
+		l.tm_year = 207;
+	}
+	op->stamp_ts =
+		(uint32_t)((l.tm_year - 80) << 25 | (l.tm_mon + 1) << 21 |
+			   l.tm_mday << 16 | l.tm_hour << 11 | l.tm_min << 5 |
+			   l.tm_sec / 2);
+	op->stamp_ms10 = (uint8_t)(l.tm_sec % 2 * 100);
+	op->stamp_tz = (uint8_t)(0x80 | ((off / 900) & 0x7f));
+}
+
+/* ---- directories ---------------------------------------------------------- */
+
+static uint64_t ent_off(const struct xop *op, const struct xdir *d,
+			uint32_t idx)
+{
+	const struct fk_geom *g = &op->vol->g;
+	uint64_t pos = (uint64_t)idx * FK_EXFAT_ENT_LEN;
+
+	return fk_clus_off(g, d->clus[pos / g->clus_len]) + pos % g->clus_len;
+}
+
+static unsigned char *ent_at(struct xdir *d, uint32_t idx)
+{
+	return d->buf + (size_t)idx * FK_EXFAT_ENT_LEN;
+}
+
+static void mark_dirty(const struct xop *op, struct xdir *d, uint32_t idx,
+		       uint32_t n)
+{
+	uint32_t sec_len = op->vol->g.sec_len;
+	uint64_t lo = (uint64_t)idx * FK_EXFAT_ENT_LEN;
+	uint64_t hi = (uint64_t)(idx + n) * FK_EXFAT_ENT_LEN;
+	uint64_t s;
+
+	for (s = lo / sec_len; s < (hi + sec_len - 1) / sec_len; s++)
+		d->is_dirty[s] = 1;
+}
+
+static void xdir_free(struct xdir *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->nnames; i++)
+		free(d->names[i].name16);
+	free(d->names);
+	fk_plan_free(&d->growth);
+	free(d->path);
+	free(d->holes);
+	free(d->clus);
+	free(d->buf);
+	free(d->is_dirty);
+	free(d);
+}
+
+static int collect_clus(void *arg, const struct fk_run *run)
+{
+	struct xdir *d = arg;
+	uint32_t i, *p;
+
+	p = realloc(d->clus, ((size_t)d->nclus + run->nclus) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	d->clus = p;
+	for (i = 0; i < run->nclus; i++)
+		d->clus[d->nclus++] = run->first + i;
+	return 0;
+}
+
+static uint32_t bucket_of(uint16_t hash)
+{
+	return hash % NBUCKETS;
+}
+
+static int name_push(struct xdir *d, const struct xname *nm)
+{
+	struct xname *slot;
+
+	if (FK_VEC_RESERVE(d->names, d->cap_names, d->nnames + 1))
+		return -ENOMEM;
+	slot = &d->names[d->nnames];
+	*slot = *nm;
+	return (int)d->nnames++;
+}
+
+static void name_index(struct xop *op, struct xdir *d, uint32_t i)
+{
+	struct xname *nm = &d->names[i];
+	uint32_t b = bucket_of(fk_exfat_name_hash(op->vol->exfat->upcase,
+						  nm->name16, nm->len));
+
+	nm->next = d->bucket[b];
+	d->bucket[b] = i;
+}
+
+/* The name @name16 in @d, or NO_TAG. */
+static uint32_t name_find(const struct xop *op, const struct xdir *d,
+			  const uint16_t *name16, uint32_t len)
+{
+	const struct fk_exfat_upcase *up = op->vol->exfat->upcase;
+	uint32_t i = d->bucket[bucket_of(fk_exfat_name_hash(up, name16, len))];
+
+	for (; i != NO_TAG; i = d->names[i].next)
+		if (!fk_exfat_name_cmp(up, d->names[i].name16, d->names[i].len,
+				       name16, len))
+			return i;
+	return NO_TAG;
+}
+
+/* Free slots: deleted runs before the end marker, the run after it. */
+static int find_slots(struct xdir *d, const struct fk_exfat_dir_stats *st,
+		      struct fk_diag *diag)
+{
+	uint32_t i, run = 0;
+
+	d->end_idx = st->end_ent < d->nents ? st->end_ent : d->nents;
+	for (i = d->end_idx; i < d->nents; i++)
+		if (ent_at(d, i)[0] != FK_EXFAT_T_END) {
+			fk_diag_set(diag, NULL,
+				    "directory has entries after its end "
+				    "marker");
+			return FK_ECORRUPT;
+		}
+	for (i = 0; i <= d->end_idx; i++) {
+		if (i < d->end_idx && !(ent_at(d, i)[0] & FK_EXFAT_IN_USE)) {
+			run++;
+			continue;
+		}
+		if (run) {
+			if (FK_VEC_RESERVE(d->holes, d->cap_holes,
+					   d->nholes + 1))
+				return -ENOMEM;
+			d->holes[d->nholes].idx = i - run;
+			d->holes[d->nholes++].n = run;
+			run = 0;
+		}
+	}
+	return 0;
+}
+
+/* Read directory @s (NULL: the root) with its sets and free slots. */
+static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
+		     struct xdir **out, struct fk_diag *diag)
+{
+	const struct fk_geom *g = &op->vol->g;
+	struct fk_exfat_set *set = NULL;
+	struct fk_exfat_dir *it = NULL;
+	struct fk_chain_info info;
+	struct xdir *d = calloc(1, sizeof(*d));
+	uint32_t i;
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	memset(d->bucket, 0xff, sizeof(d->bucket));
+	if (s) {
+		d->s = *s;
+	} else {
+		d->s.first_clus = g->root_clus;
+	}
+	if ((err = fk_exfat_stream_walk(op->vol, &d->s, collect_clus, d,
+					&info)))
+		goto out;
+	if (!d->s.is_no_fat_chain && info.end != FK_ENT_EOC) {
+		err = fk_chain_error(&info, diag);
+		goto out;
+	}
+	if (d->s.is_no_fat_chain && info.end == FK_ENT_RANGE) {
+		fk_diag_set(diag, NULL,
+			    "contiguous directory runs past the last cluster");
+		err = FK_ECORRUPT;
+		goto out;
+	}
+	if (!d->nclus ||
+	    (uint64_t)d->nclus * g->clus_len > FK_EXFAT_DIR_MAX_LEN) {
+		fk_diag_set(diag, NULL,
+			    "directory has no clusters or is "
+			    "over 256 MiB");
+		err = FK_ECORRUPT;
+		goto out;
+	}
+	if (!s)
+		d->s.data_len = (uint64_t)d->nclus * g->clus_len;
+	d->nents =
+		(uint32_t)((uint64_t)d->nclus * g->clus_len / FK_EXFAT_ENT_LEN);
+	if (!(d->buf = malloc((size_t)d->nclus * g->clus_len)) ||
+	    !(d->is_dirty = calloc((size_t)d->nclus * g->clus_secs, 1)) ||
+	    !(set = malloc(sizeof(*set)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < d->nclus; i++)
+		if ((err = fk_device_read(
+			     op->vol->dev, fk_clus_off(g, d->clus[i]),
+			     d->buf + (size_t)i * g->clus_len, g->clus_len)))
+			goto out;
+	if ((err = fk_exfat_dir_open(op->vol, s, &it)))
+		goto out;
+	while ((err = fk_exfat_dir_next(it, set, diag)) == 1) {
+		struct xname nm;
+		int k;
+
+		if (set->kind != FK_EXK_FILE)
+			continue;
+		memset(&nm, 0, sizeof(nm));
+		nm.len = set->name16_len;
+		nm.idx = set->first_ent;
+		nm.nents = set->nents;
+		nm.tag = NO_TAG;
+		nm.defects = set->defects;
+		nm.attr = set->attr;
+		nm.s.first_clus = set->first_clus;
+		nm.s.data_len = set->data_len;
+		nm.s.is_no_fat_chain = set->is_no_fat_chain;
+		nm.valid_len = set->valid_len;
+		if (nm.idx + nm.nents > d->nents) {
+			err = FK_ECORRUPT;
+			break;
+		}
+		if (!(nm.name16 = calloc(nm.len + 1, sizeof(uint16_t)))) {
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(nm.name16, set->name16, nm.len * sizeof(uint16_t));
+		if ((k = name_push(d, &nm)) < 0) {
+			free(nm.name16);
+			err = k;
+			break;
+		}
+		name_index(op, d, (uint32_t)k);
+	}
+	if (err < 0)
+		goto out;
+	err = find_slots(d, fk_exfat_dir_stats(it), diag);
+out:
+	fk_exfat_dir_close(it);
+	free(set);
+	if (err) {
+		xdir_free(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+/* The directory whose first cluster is @s's (NULL: the root). */
+static int dir_get(struct xop *op, const struct fk_exfat_stream *s,
+		   struct xdir *parent, uint32_t parent_name, struct xdir **out,
+		   struct fk_diag *diag)
+{
+	uint32_t first = s ? s->first_clus : op->vol->g.root_clus;
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if (op->dirs[i]->s.first_clus == first) {
+			*out = op->dirs[i];
+			return 0;
+		}
+	if (FK_VEC_RESERVE(op->dirs, op->cap_dirs, op->ndirs + 1))
+		return -ENOMEM;
+	if ((err = xdir_load(op, s, out, diag)))
+		return err;
+	(*out)->parent = parent;
+	(*out)->parent_name = parent_name;
+	(*out)->old_nclus = (*out)->nclus;
+	(*out)->cap_clus = (*out)->nclus;
+	(*out)->is_nfc = (*out)->s.is_no_fat_chain;
+	op->dirs[op->ndirs++] = *out;
+	return 0;
+}
+
+/*
+ * One more zeroed cluster for @d, after its last one when that is free
+ * (a NoFatChain directory stays one), else from the allocator (its chain
+ * is then written out).  Memory only, as every plan.
+ */
+static int grow_dir(struct xop *op, struct xdir *d, struct fk_diag *diag)
+{
+	const struct fk_geom *g = &op->vol->g;
+	uint32_t tail = d->clus[d->nclus - 1], c;
+	size_t len = (size_t)(d->nclus + 1) * g->clus_len;
+	unsigned char *buf;
+	uint8_t *dirty;
+	uint32_t *clus;
+	int err;
+
+	if (len > FK_EXFAT_DIR_MAX_LEN) {
+		fk_diag_detail(diag, NULL,
+			       "the directory is at its 256 MiB limit");
+		return -ENOSPC;
+	}
+	if ((err = fk_alloc_plan(op->alloc, tail, 1, 0, &d->growth, diag)))
+		return err;
+	c = d->growth.runs[d->growth.nruns - 1].first +
+	    d->growth.runs[d->growth.nruns - 1].nclus - 1;
+	if (d->nclus == d->cap_clus) {
+		/* Doubling: thousands of new files in one directory cost
+		 * the same per file at the end as at the start. */
+		uint32_t cap = d->cap_clus * 2;
+
+		if ((uint64_t)cap * g->clus_len > FK_EXFAT_DIR_MAX_LEN)
+			cap = (uint32_t)(FK_EXFAT_DIR_MAX_LEN / g->clus_len);
+		len = (size_t)cap * g->clus_len;
+		if (!(buf = realloc(d->buf, len)))
+			return -ENOMEM;
+		d->buf = buf;
+		if (!(dirty = realloc(d->is_dirty, (size_t)cap * g->clus_secs)))
+			return -ENOMEM;
+		d->is_dirty = dirty;
+		if (!(clus = realloc(d->clus, (size_t)cap * sizeof(*clus))))
+			return -ENOMEM;
+		d->clus = clus;
+		d->cap_clus = cap;
+	}
+	memset(d->buf + (size_t)d->nclus * g->clus_len, 0, g->clus_len);
+	memset(d->is_dirty + (size_t)d->nclus * g->clus_secs, 0, g->clus_secs);
+	d->clus[d->nclus++] = c;
+	d->nents += g->clus_len / FK_EXFAT_ENT_LEN;
+	if (c != tail + 1)
+		d->is_nfc = 0;
+	return 0;
+}
+
+/*
+ * Would a set of @n entries at @idx span clusters that are not adjacent
+ * on disk?  Then it would take two writes, and a crash between them would
+ * leave half a set.
+ */
+static int is_split(const struct xop *op, const struct xdir *d, uint32_t idx,
+		    uint32_t n)
+{
+	uint32_t per = op->vol->g.clus_len / FK_EXFAT_ENT_LEN;
+	uint32_t k;
+
+	for (k = idx / per; k < (idx + n - 1) / per; k++)
+		if (d->clus[k + 1] != d->clus[k] + 1)
+			return 1;
+	return 0;
+}
+
+/*
+ * @n free slots in @d for a new set: a deleted run that is long enough,
+ * else the free run at the end, grown by zeroed clusters as needed.  A
+ * set never spans two clusters apart on disk (see is_split()): the rest
+ * of the cluster is filled with deleted entries instead (an end marker
+ * there would hide the set after it).  Returns 0, -ENOSPC or -ENOMEM.
+ */
+static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
+		      struct fk_diag *diag)
+{
+	uint32_t per = op->vol->g.clus_len / FK_EXFAT_ENT_LEN;
+	size_t i;
+	int err;
+
+	for (i = 0; i < d->nholes; i++)
+		if (d->holes[i].n >= n &&
+		    !is_split(op, d, d->holes[i].idx, n)) {
+			*idx = d->holes[i].idx;
+			d->holes[i].idx += n;
+			d->holes[i].n -= n;
+			return 0;
+		}
+	for (;;) {
+		uint32_t next;
+
+		while (d->end_idx + n > d->nents)
+			if ((err = grow_dir(op, d, diag)))
+				return err;
+		if (!is_split(op, d, d->end_idx, n))
+			break;
+		next = (d->end_idx / per + 1) * per;
+		mark_dirty(op, d, d->end_idx, next - d->end_idx);
+		for (; d->end_idx < next; d->end_idx++)
+			ent_at(d, d->end_idx)[0] =
+				FK_EXFAT_T_FILE & ~FK_EXFAT_IN_USE;
+	}
+	*idx = d->end_idx;
+	d->end_idx += n;
+	return 0;
+}
+
+/* ---- resolving ------------------------------------------------------------ */
+
+static int to_name16(const char *name, uint16_t *out, uint32_t *len)
+{
+	size_t n;
+	int err;
+
+	if ((err = fk_name_check(name)))
+		return err;
+	if ((err = fk_utf8_to_utf16(name, out, FK_EXFAT_NAME_MAX, &n)))
+		return err;
+	*len = (uint32_t)n;
+	return 0;
+}
+
+/* A set whose name matched: is it sound enough to change or enter? */
+static int judge_set(const struct xname *nm, struct fk_diag *diag)
+{
+	if (!(nm->defects & (FK_EXFAT_SET_FATAL | FK_EXS_CHECKSUM |
+			     FK_EXS_HASH | FK_EXS_VDL | FK_EXS_ALLOC)))
+		return 0;
+	fk_diag_set(diag, NULL, "%s", fk_exfat_set_reason(nm->defects));
+	return FK_ECORRUPT;
+}
+
+/*
+ * -p: plan directory @name16 in @pd, one zeroed cluster, NoFatChain,
+ * DataLength = ValidDataLength = its allocation; *@i is its name in @pd.
+ */
+static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
+		      uint32_t len16, const char *path, size_t path_len,
+		      uint32_t *i, struct fk_diag *diag)
+{
+	const struct fk_geom *g = &op->vol->g;
+	struct xdir *d;
+	struct xname nm;
+	int k, err;
+
+	if (FK_VEC_RESERVE(op->dirs, op->cap_dirs, op->ndirs + 1) ||
+	    !(d = calloc(1, sizeof(*d))))
+		return -ENOMEM;
+	memset(d->bucket, 0xff, sizeof(d->bucket));
+	op->dirs[op->ndirs++] = d; /* freed with the run from here on */
+	d->is_new = 1;
+	d->parent = pd;
+	if (!(d->path = strndup(path, path_len)) ||
+	    !(d->clus = malloc(sizeof(*d->clus))) ||
+	    !(d->buf = calloc(1, g->clus_len)) ||
+	    !(d->is_dirty = calloc(g->clus_secs, 1)))
+		return -ENOMEM;
+	if ((err = fk_alloc_plan(op->alloc, 0, 1, 0, &d->growth, diag)))
+		return err;
+	d->clus[0] = d->growth.runs[0].first;
+	d->nclus = 1;
+	d->cap_clus = 1;
+	d->nents = g->clus_len / FK_EXFAT_ENT_LEN;
+	d->is_nfc = 1;
+	d->s.first_clus = d->clus[0];
+	d->s.data_len = g->clus_len;
+	d->s.is_no_fat_chain = 1;
+	memset(&nm, 0, sizeof(nm));
+	nm.len = len16;
+	nm.nents = 2 + (len16 + FN_UNITS - 1) / FN_UNITS;
+	nm.attr = ATTR_DIR;
+	nm.tag = NO_TAG;
+	nm.s = d->s;
+	nm.valid_len = g->clus_len;
+	if ((err = take_slots(op, pd, nm.nents, &nm.idx, diag)))
+		return err;
+	if (!(nm.name16 = calloc(len16 + 1, sizeof(uint16_t))))
+		return -ENOMEM;
+	memcpy(nm.name16, name16, len16 * sizeof(uint16_t));
+	if ((k = name_push(pd, &nm)) < 0) {
+		free(nm.name16);
+		return k;
+	}
+	*i = (uint32_t)k;
+	d->parent_name = *i;
+	name_index(op, pd, *i);
+	return 0;
+}
+
+static int resolve_parent(struct xop *op, const char *path, struct xdir **dp,
+			  uint16_t *leaf, uint32_t *leaf_len, int *is_dir_form,
+			  struct fk_diag *diag)
+{
+	char comp[FK_NAME_MAX];
+	uint16_t name16[FK_EXFAT_NAME_MAX + 1];
+	const char *p = path, *next, *start;
+	struct fk_exfat_stream cur, *at = NULL;
+	struct xdir *parent = NULL;
+	uint32_t len16, i, parent_name = 0;
+	size_t len;
+	int err;
+
+	if (*p != '/')
+		return -EINVAL;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		for (next = p + len; *next == '/'; next++)
+			;
+		if ((err = dir_get(op, at, at ? parent : NULL, parent_name, dp,
+				   diag)))
+			return err;
+		if (!*next)
+			break;
+		if (len >= sizeof(comp))
+			return -ENAMETOOLONG;
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		start = p;
+		p = next;
+		if (!strcmp(comp, ".") || !strcmp(comp, ".."))
+			return -EINVAL;
+		if ((err = to_name16(comp, name16, &len16)))
+			return err;
+		i = name_find(op, *dp, name16, len16);
+		if (i == NO_TAG && !op->o->parents) {
+			fk_diag_detail(diag, NULL,
+				       "parent directory '%s' is missing; -p "
+				       "creates it",
+				       comp);
+			return -ENOENT;
+		}
+		if (i == NO_TAG &&
+		    (err = dir_create(op, *dp, name16, len16, path,
+				      (size_t)(start - path) + len, &i, diag)))
+			return err;
+		if ((err = judge_set(&(*dp)->names[i], diag)))
+			return err;
+		if (!((*dp)->names[i].attr & ATTR_DIR))
+			return -ENOTDIR;
+		cur = (*dp)->names[i].s;
+		at = &cur;
+		parent = *dp;
+		parent_name = i;
+	}
+	len = strcspn(p, "/");
+	*is_dir_form = p[len] == '/' || !len;
+	*leaf_len = 0;
+	if (!len)
+		return 0;
+	if (len >= sizeof(comp))
+		return -ENAMETOOLONG;
+	memcpy(comp, p, len);
+	comp[len] = '\0';
+	return to_name16(comp, leaf, leaf_len);
+}
+
+static int collect_run(void *arg, const struct fk_run *run)
+{
+	return fk_plan_add(arg, run->first, run->nclus);
+}
+
+/* An existing file's clusters: exactly what its DataLength needs. */
+static int load_chain(struct xop *op, struct xfile *fp, const struct xname *nm,
+		      struct fk_diag *diag)
+{
+	struct fk_chain_info info;
+	uint64_t need = fk_exfat_clus_needed(&op->vol->g, nm->s.data_len);
+	int err;
+
+	if (!nm->s.first_clus) {
+		if (nm->s.data_len) {
+			fk_diag_set(diag, NULL,
+				    "file has a size but no first cluster");
+			return FK_ECORRUPT;
+		}
+		return 0;
+	}
+	if ((err = fk_exfat_stream_walk(op->vol, &nm->s, collect_run, &fp->old,
+					&info)))
+		return err;
+	if (!nm->s.is_no_fat_chain && info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	if (nm->s.is_no_fat_chain && info.end == FK_ENT_RANGE) {
+		fk_diag_set(diag, NULL,
+			    "contiguous file runs past the last "
+			    "cluster");
+		return FK_ECORRUPT;
+	}
+	if (fp->old.nclus != need) {
+		fk_diag_set(diag, NULL,
+			    "cluster chain (%" PRIu32 " clusters) does not "
+			    "match the file size (%" PRIu64 " needed)",
+			    fp->old.nclus, need);
+		return FK_ECORRUPT;
+	}
+	return 0;
+}
+
+static int resolve(struct xop *op, size_t r, const struct fk_prealloc_req *req,
+		   struct fk_diag *diag)
+{
+	uint16_t leaf[FK_EXFAT_NAME_MAX + 1];
+	struct xfile *fp;
+	struct xdir *d;
+	struct xname nm;
+	uint32_t len16, i;
+	int is_dir_form, err, k;
+
+	if (req->len > (uint64_t)op->vol->g.nclus * op->vol->g.clus_len) {
+		fk_diag_detail(diag, NULL, "larger than the whole volume");
+		return -EFBIG;
+	}
+	if ((err = resolve_parent(op, req->path, &d, leaf, &len16, &is_dir_form,
+				  diag)))
+		return err;
+	if (!len16)
+		return -EISDIR; /* "/" is the root */
+	i = name_find(op, d, leaf, len16);
+	if (i != NO_TAG) {
+		struct xname *found = &d->names[i];
+
+		if ((err = judge_set(found, diag)))
+			return err;
+		if (found->attr & ATTR_DIR)
+			return -EISDIR;
+		if (is_dir_form)
+			return -ENOTDIR;
+		if (found->tag != NO_TAG) { /* the same file again */
+			fp = &op->files[found->tag];
+			if (req->len > fp->want)
+				fp->want = req->len;
+			op->file_of[r] = found->tag;
+			return 0;
+		}
+		fp = &op->files[op->nfiles];
+		memset(fp, 0, sizeof(*fp));
+		fp->old_len = found->s.data_len;
+		fp->old_vdl = found->valid_len;
+		fp->was_nfc = found->s.is_no_fat_chain;
+		if ((err = load_chain(op, fp, found, diag))) {
+			fk_plan_free(&fp->old);
+			return err;
+		}
+	} else if (is_dir_form) {
+		return -ENOENT;
+	} else {
+		uint32_t nents = 2 + (len16 + FN_UNITS - 1) / FN_UNITS;
+
+		memset(&nm, 0, sizeof(nm));
+		if ((err = take_slots(op, d, nents, &nm.idx, diag)))
+			return err;
+		nm.len = len16;
+		nm.nents = nents;
+		nm.attr = ATTR_ARCHIVE;
+		if (!(nm.name16 = calloc(len16 + 1, sizeof(uint16_t))))
+			return -ENOMEM;
+		memcpy(nm.name16, leaf, len16 * sizeof(uint16_t));
+		if ((k = name_push(d, &nm)) < 0) {
+			free(nm.name16);
+			return k;
+		}
+		i = (uint32_t)k;
+		name_index(op, d, i);
+		fp = &op->files[op->nfiles];
+		memset(fp, 0, sizeof(*fp));
+		fp->is_new = 1;
+	}
+	fp->d = d;
+	fp->name_i = i;
+	fp->path = req->path;
+	fp->want = req->len;
+	d->names[i].tag = (uint32_t)op->nfiles;
+	op->file_of[r] = op->nfiles++;
+	return 0;
+}
+
+/* ---- planning ------------------------------------------------------------- */
+
+static uint32_t need_of(const struct xop *op, const struct xfile *fp)
+{
+	uint64_t want = fk_exfat_clus_needed(&op->vol->g, fp->want);
+
+	return want > fp->old.nclus ? (uint32_t)(want - fp->old.nclus) : 0;
+}
+
+static uint32_t tail_of(const struct fk_plan *p)
+{
+	return p->nruns ? p->runs[p->nruns - 1].first +
+				  p->runs[p->nruns - 1].nclus - 1
+			: 0;
+}
+
+static int plan_clusters(struct xop *op, struct fk_diag *diag)
+{
+	unsigned flags = op->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint64_t total = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->nfiles; i++) {
+		total += need_of(op, &op->files[i]);
+		if (total > fk_alloc_nfree(op->alloc)) {
+			fk_diag_detail(diag, op->files[i].path,
+				       "need %llu cluster%s, %u free",
+				       (unsigned long long)total,
+				       total == 1 ? "" : "s",
+				       fk_alloc_nfree(op->alloc));
+			return -ENOSPC;
+		}
+	}
+	for (i = 0; i < op->nfiles; i++) {
+		struct xfile *fp = &op->files[i];
+		uint32_t need = need_of(op, fp), tail = tail_of(&fp->old);
+
+		fk_diag_set(diag, fp->path, NULL);
+		if (op->o->per_cluster) {
+			/* Linux's old way: one cluster per step, from the
+			 * last one. */
+			for (; need; need--) {
+				if ((err = fk_alloc_plan(op->alloc, tail, 1, 0,
+							 &fp->add, diag)))
+					return err;
+				tail = tail_of(&fp->add);
+			}
+			continue;
+		}
+		if (need && (err = fk_alloc_plan(op->alloc, tail, need, flags,
+						 &fp->add, diag)))
+			return err;
+		/* -c: the whole file in one run, old clusters included. */
+		if (op->o->contiguous && need && fp->old.nclus &&
+		    fp->add.runs[0].first != tail + 1) {
+			fk_diag_detail(diag, NULL,
+				       "no free clusters right after the file "
+				       "for one contiguous run");
+			return -ENOSPC;
+		}
+	}
+	return 0;
+}
+
+/* Sizes and layout after the run. */
+static void settle(struct xop *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->nfiles; i++) {
+		struct xfile *fp = &op->files[i];
+		size_t nruns = fp->old.nruns + fp->add.nruns;
+
+		fp->new_len = fp->want > fp->old_len ? fp->want : fp->old_len;
+		if (fp->new_len == fp->old_len)
+			fp->new_vdl = fp->old_vdl;
+		else
+			fp->new_vdl = op->o->lazy ? fp->old_vdl : fp->new_len;
+		/* One run (the last old one and the first new one merge when
+		 * adjacent): NoFatChain, as long as the file had it. */
+		if (fp->old.nruns && fp->add.nruns &&
+		    fp->add.runs[0].first == tail_of(&fp->old) + 1)
+			nruns--;
+		fp->is_nfc = nruns <= 1 &&
+			     (fp->is_new || fp->was_nfc || !fp->old.nclus);
+		if (!fp->new_len)
+			fp->is_nfc = 0;
+	}
+}
+
+/* ---- entry sets ----------------------------------------------------------- */
+
+static void put_stamps(const struct xop *op, unsigned char *e, int is_new)
+{
+	if (is_new) {
+		put_le32(e + FE_CTIME, op->stamp_ts);
+		e[FE_CTIME_MS] = op->stamp_ms10;
+		e[FE_CTIME_TZ] = op->stamp_tz;
+	}
+	put_le32(e + FE_MTIME, op->stamp_ts);
+	e[FE_MTIME_MS] = op->stamp_ms10;
+	e[FE_MTIME_TZ] = op->stamp_tz;
+	put_le32(e + FE_ATIME, op->stamp_ts);
+	e[FE_ATIME_TZ] = op->stamp_tz;
+}
+
+static void put_checksum(struct xdir *d, uint32_t idx, uint32_t nents)
+{
+	uint16_t sum = fk_exfat_set_checksum(
+		(const unsigned char(*)[FK_EXFAT_ENT_LEN])ent_at(d, idx),
+		nents);
+
+	put_le16(ent_at(d, idx) + FE_CSUM, sum);
+}
+
+/*
+ * A new set for @nm in @d's buffer: File, Stream Extension and File Name
+ * entries, times and name hash; the stream's fields are the caller's.
+ */
+static void new_set(struct xop *op, struct xdir *d, const struct xname *nm)
+{
+	unsigned char *e = ent_at(d, nm->idx), *se = e + FK_EXFAT_ENT_LEN;
+	uint32_t k, u;
+
+	memset(e, 0, (size_t)nm->nents * FK_EXFAT_ENT_LEN);
+	e[0] = FK_EXFAT_T_FILE;
+	e[FE_COUNT] = (uint8_t)(nm->nents - 1);
+	put_le16(e + FE_ATTR, nm->attr);
+	se[0] = FK_EXFAT_T_STREAM;
+	se[SE_NAME_LEN] = (uint8_t)nm->len;
+	put_le16(se + SE_NAME_HASH, fk_exfat_name_hash(op->vol->exfat->upcase,
+						       nm->name16, nm->len));
+	for (k = 2; k < nm->nents; k++) {
+		unsigned char *fn = e + (size_t)k * FK_EXFAT_ENT_LEN;
+
+		fn[0] = FK_EXFAT_T_NAME;
+		for (u = 0; u < FN_UNITS; u++) {
+			uint32_t at = (k - 2) * FN_UNITS + u;
+
+			put_le16(fn + FN_NAME + 2 * u,
+				 at < nm->len ? nm->name16[at] : 0);
+		}
+	}
+	put_stamps(op, e, 1);
+}
+
+/* Write @fp's new or changed set into its directory's buffer. */
+static void build_set(struct xop *op, struct xfile *fp)
+{
+	struct xdir *d = fp->d;
+	struct xname *nm = &d->names[fp->name_i];
+	unsigned char *e = ent_at(d, nm->idx), *se = e + FK_EXFAT_ENT_LEN;
+	uint32_t first = fp->old.nruns	 ? fp->old.runs[0].first
+			 : fp->add.nruns ? fp->add.runs[0].first
+					 : 0;
+
+	if (fp->is_new) {
+		new_set(op, d, nm);
+	} else {
+		put_le16(e + FE_ATTR,
+			 (uint16_t)(get_le16(e + FE_ATTR) | ATTR_ARCHIVE));
+		put_stamps(op, e, 0);
+	}
+	se[SE_FLAGS] = (uint8_t)((se[SE_FLAGS] & ~FK_EXFAT_GSF_NO_FAT_CHAIN) |
+				 FK_EXFAT_GSF_ALLOC_POSSIBLE |
+				 (fp->is_nfc ? FK_EXFAT_GSF_NO_FAT_CHAIN : 0));
+	put_le64(se + SE_VDL, fp->new_vdl);
+	put_le32(se + SE_FIRST, first);
+	put_le64(se + SE_LEN, fp->new_len);
+	put_checksum(d, nm->idx, nm->nents);
+	mark_dirty(op, d, nm->idx, nm->nents);
+}
+
+/* Does the run change @fp's entry? */
+static int is_changed(const struct xfile *fp)
+{
+	return fp->is_new || fp->add.nclus || fp->new_len != fp->old_len ||
+	       fp->is_nfc != fp->was_nfc;
+}
+
+/* A grown subdirectory's entry: its new length and layout. */
+static void build_dir_set(struct xop *op, struct xdir *d)
+{
+	struct xdir *pd = d->parent;
+	struct xname *nm = &pd->names[d->parent_name];
+	unsigned char *e = ent_at(pd, nm->idx), *se = e + FK_EXFAT_ENT_LEN;
+	uint64_t len = (uint64_t)d->nclus * op->vol->g.clus_len;
+
+	if (d->is_new) {
+		new_set(op, pd, nm);
+		put_le32(se + SE_FIRST, d->clus[0]);
+	} else {
+		put_stamps(op, e, 0);
+	}
+	se[SE_FLAGS] = (uint8_t)((se[SE_FLAGS] & ~FK_EXFAT_GSF_NO_FAT_CHAIN) |
+				 FK_EXFAT_GSF_ALLOC_POSSIBLE |
+				 (d->is_nfc ? FK_EXFAT_GSF_NO_FAT_CHAIN : 0));
+	put_le64(se + SE_VDL, len);
+	put_le64(se + SE_LEN, len);
+	put_checksum(pd, nm->idx, nm->nents);
+	mark_dirty(op, pd, nm->idx, nm->nents);
+}
+
+static void build_sets(struct xop *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->nfiles; i++)
+		if (is_changed(&op->files[i]))
+			build_set(op, &op->files[i]);
+	for (i = 0; i < op->ndirs; i++)
+		if (op->dirs[i]->growth.nclus && op->dirs[i]->parent)
+			build_dir_set(op, op->dirs[i]);
+}
+
+/* Dirty sectors of every directory, adjacent ones in one write. */
+static int write_dirs(struct xop *op)
+{
+	const struct fk_geom *g = &op->vol->g;
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++) {
+		struct xdir *d = op->dirs[i];
+		uint32_t nsecs = d->nclus * g->clus_secs, s = 0;
+
+		while (s < nsecs) {
+			uint64_t off, len;
+			uint32_t first = s;
+
+			if (!d->is_dirty[s]) {
+				s++;
+				continue;
+			}
+			off = ent_off(op, d,
+				      (uint32_t)((uint64_t)s * g->sec_len /
+						 FK_EXFAT_ENT_LEN));
+			len = g->sec_len;
+			for (s++;
+			     s < nsecs && d->is_dirty[s] &&
+			     ent_off(op, d,
+				     (uint32_t)((uint64_t)s * g->sec_len /
+						FK_EXFAT_ENT_LEN)) == off + len;
+			     s++)
+				len += g->sec_len;
+			if ((err = fk_device_write(op->vol->dev, off,
+						   d->buf + (size_t)first *
+								    g->sec_len,
+						   (size_t)len)))
+				return err;
+			memset(d->is_dirty + first, 0, s - first);
+		}
+	}
+	return 0;
+}
+
+/* ---- commit --------------------------------------------------------------- */
+
+static int barrier(struct xop *op)
+{
+	if (op->o->sync == FK_SYNC_BATCH)
+		return fk_device_sync(op->vol->dev);
+	return 0;
+}
+
+static int write_boot(struct xop *op)
+{
+	return fk_device_write(op->vol->dev, 0, op->vol->boot,
+			       op->vol->g.sec_len);
+}
+
+static void set_flags(struct xop *op, int is_dirty)
+{
+	unsigned char *b = op->vol->boot;
+	uint16_t flags = get_le16(b + EB_VOL_FLAGS);
+
+	flags = is_dirty ? (uint16_t)(flags | FK_EXFAT_FLAG_DIRTY)
+			 : (uint16_t)(flags & ~FK_EXFAT_FLAG_DIRTY);
+	put_le16(b + EB_VOL_FLAGS, flags);
+}
+
+/* Set or clear bits of @nclus clusters from @first in the bitmap cache. */
+static int bitmap_put(struct xop *op, uint32_t first, uint32_t nclus,
+		      int is_used)
+{
+	uint32_t sec_len = op->vol->g.sec_len;
+	uint64_t i = first - FK_FIRST_CLUS, end = i + nclus;
+	int err;
+
+	while (i < end) {
+		uint32_t sec = (uint32_t)(i / 8 / sec_len);
+		uint64_t sec_end = ((uint64_t)sec + 1) * sec_len * 8;
+		unsigned char *p;
+
+		if (i % ((uint64_t)sec_len * 8) == 0 && end >= sec_end) {
+			/* The run covers the whole sector: no read first. */
+			if ((err = fk_cache_get_fresh(op->bmc, sec, &p)))
+				return err;
+			memset(p, is_used ? 0xff : 0, sec_len);
+			i = sec_end;
+			continue;
+		}
+		if ((err = fk_cache_get_dirty(op->bmc, sec, &p)))
+			return err;
+		for (; i < end && i < sec_end; i++) {
+			unsigned char *byte = p + (i / 8) % sec_len;
+			unsigned char bit = (unsigned char)(1u << (i % 8));
+
+			if (i % 8 == 0 && end - i >= 8 && i + 8 <= sec_end) {
+				*byte = is_used ? 0xff : 0;
+				i += 7;
+				continue;
+			}
+			*byte = is_used ? (unsigned char)(*byte | bit)
+					: (unsigned char)(*byte & ~bit);
+		}
+	}
+	return 0;
+}
+
+/* @plan as one unlinked chain ending in end-of-chain (in the cache). */
+static int put_chain(struct xop *op, const struct fk_plan *plan)
+{
+	uint32_t eoc = fk_fat_eoc(&op->vol->g);
+	size_t r;
+	int err;
+
+	for (r = 0; r < plan->nruns; r++)
+		if ((err = fk_fat_put_run(
+			     op->vol, plan->runs[r].first, plan->runs[r].nclus,
+			     r + 1 < plan->nruns ? plan->runs[r + 1].first
+						 : eoc)))
+			return err;
+	return 0;
+}
+
+/*
+ * Step 2: fresh directory clusters zeroed first (a crash never leaves a
+ * reachable cluster of old bytes), then, in the FAT, the chains of
+ * fragmented files and grown directories, unreachable from anything, and
+ * the links of a NoFatChain run that becomes a chain (meaningless until
+ * its entry clears NoFatChain).  Links from existing chains wait for
+ * step 5.  *@nwrites counts what was written.
+ */
+static int write_fat(struct xop *op, int *nwrites)
+{
+	const struct fk_geom *g = &op->vol->g;
+	size_t i, r;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		for (r = 0; r < op->dirs[i]->growth.nruns; r++) {
+			const struct fk_run *run = &op->dirs[i]->growth.runs[r];
+
+			if ((err = fk_device_zero(
+				     op->vol->dev, fk_clus_off(g, run->first),
+				     (uint64_t)run->nclus * g->clus_len)))
+				return err;
+			(*nwrites)++;
+		}
+	if (*nwrites && (err = barrier(op)))
+		return err;
+	for (i = 0; i < op->ndirs; i++) {
+		struct xdir *d = op->dirs[i];
+
+		if (d->is_nfc || !d->growth.nclus)
+			continue;
+		if (d->s.is_no_fat_chain && d->old_nclus &&
+		    (err = fk_fat_put_run(op->vol, d->clus[0], d->old_nclus,
+					  d->growth.runs[0].first)))
+			return err;
+		if ((err = put_chain(op, &d->growth)))
+			return err;
+		(*nwrites)++;
+	}
+	for (i = 0; i < op->nfiles; i++) {
+		const struct xfile *fp = &op->files[i];
+
+		if (fp->is_nfc || !fp->add.nclus)
+			continue;
+		if (fp->old.nclus && fp->was_nfc &&
+		    (err = fk_fat_put_run(op->vol, fp->old.runs[0].first,
+					  fp->old.runs[0].nclus,
+					  fp->add.runs[0].first)))
+			return err;
+		if (!op->o->per_cluster && (err = put_chain(op, &fp->add)))
+			return err;
+		(*nwrites)++;
+	}
+	return fk_cache_flush(op->vol->fat);
+}
+
+/*
+ * --per-cluster: the one-cluster-at-a-time way of Linux's allocator
+ * before batching, for comparison.  Each new cluster's bitmap bit is set
+ * and flushed, then, for a file that ends up chained, its FAT entry (end
+ * of chain) and the link from the cluster before, each flushed: with
+ * --sync, each flush is synchronous.
+ */
+static int write_per_cluster(struct xop *op)
+{
+	uint32_t eoc = fk_fat_eoc(&op->vol->g);
+	size_t i, r;
+	int err;
+
+	for (i = 0; i < op->nfiles; i++) {
+		const struct xfile *fp = &op->files[i];
+		uint32_t prev = 0, c;
+
+		for (r = 0; r < fp->add.nruns; r++) {
+			const struct fk_run *run = &fp->add.runs[r];
+
+			for (c = run->first; c < run->first + run->nclus; c++) {
+				if (is_stopping(op))
+					return -EINTR;
+				if ((err = bitmap_put(op, c, 1, 1)) ||
+				    (err = fk_cache_flush(op->bmc)))
+					return err;
+				if (fp->is_nfc)
+					continue;
+				if ((err = fk_fat_put(op->vol, c, eoc)) ||
+				    (err = fk_cache_flush(op->vol->fat)))
+					return err;
+				if (prev &&
+				    ((err = fk_fat_put(op->vol, prev, c)) ||
+				     (err = fk_cache_flush(op->vol->fat))))
+					return err;
+				prev = c;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Step 5a, the commit point: old chain ends (chained files, chained
+ * directories) link to their new clusters.  *@nlinks counts them.
+ */
+static int write_links(struct xop *op, int *nlinks)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++) {
+		const struct xdir *d = op->dirs[i];
+
+		if (d->is_nfc || !d->growth.nclus || d->s.is_no_fat_chain)
+			continue;
+		if ((err = fk_fat_put(op->vol, d->clus[d->old_nclus - 1],
+				      d->growth.runs[0].first)))
+			return err;
+		(*nlinks)++;
+	}
+	for (i = 0; i < op->nfiles; i++) {
+		const struct xfile *fp = &op->files[i];
+
+		if (fp->is_nfc || !fp->add.nclus || !fp->old.nclus ||
+		    fp->was_nfc)
+			continue;
+		if ((err = fk_fat_put(op->vol, tail_of(&fp->old),
+				      fp->add.runs[0].first)))
+			return err;
+		(*nlinks)++;
+	}
+	return fk_cache_flush(op->vol->fat);
+}
+
+static int bitmap_plan(struct xop *op, const struct fk_plan *plan, int is_used)
+{
+	size_t r;
+	int err;
+
+	for (r = 0; r < plan->nruns; r++)
+		if ((err = bitmap_put(op, plan->runs[r].first,
+				      plan->runs[r].nclus, is_used)))
+			return err;
+	return 0;
+}
+
+/* Step 3: every new cluster's bit, one flush. */
+static int write_bitmap(struct xop *op, int is_used)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = bitmap_plan(op, &op->dirs[i]->growth, is_used)))
+			return err;
+	for (i = 0; i < op->nfiles && !(is_used && op->o->per_cluster); i++)
+		if ((err = bitmap_plan(op, &op->files[i].add, is_used)))
+			return err;
+	return fk_cache_flush(op->bmc);
+}
+
+/* Bytes [@from, @to) of @fp's clusters (old then new) as zeros. */
+static int zero_range(struct xop *op, const struct xfile *fp, uint64_t from,
+		      uint64_t to, uint64_t *done, uint64_t total)
+{
+	const struct fk_geom *g = &op->vol->g;
+	uint64_t at = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < fp->old.nruns + fp->add.nruns && at < to; i++) {
+		const struct fk_run *r =
+			i < fp->old.nruns ? &fp->old.runs[i]
+					  : &fp->add.runs[i - fp->old.nruns];
+		uint64_t len = (uint64_t)r->nclus * g->clus_len;
+		uint64_t lo = from > at ? from : at;
+		uint64_t hi = to < at + len ? to : at + len;
+
+		while (lo < hi) {
+			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
+							     : FK_ZERO_CHUNK;
+
+			if (is_stopping(op))
+				return -EINTR;
+			if ((err = fk_device_zero(
+				     op->vol->dev,
+				     fk_clus_off(g, r->first) + (lo - at), n)))
+				return err;
+			lo += n;
+			*done += n;
+			if (op->o->progress)
+				op->o->progress(op->o->progress_arg, *done,
+						total);
+		}
+		at += len;
+	}
+	return 0;
+}
+
+/*
+ * Step 4: from the old ValidDataLength to the end of the last cluster, so
+ * the slack reads as zeros too (a reader that ignores ValidDataLength).
+ */
+static int zero_new(struct xop *op, struct fk_prealloc_result *res)
+{
+	uint64_t total = 0, done = 0, clus_len = op->vol->g.clus_len;
+	size_t i;
+	int pass, err;
+
+	if (op->o->no_zero || op->o->lazy)
+		return 0;
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < op->nfiles; i++) {
+			const struct xfile *fp = &op->files[i];
+			uint64_t to = (fp->new_len + clus_len - 1) / clus_len *
+				      clus_len;
+
+			if (fp->new_len == fp->old_len || to <= fp->old_vdl)
+				continue;
+			if (!pass)
+				total += to - fp->old_vdl;
+			else if ((err = zero_range(op, fp, fp->old_vdl, to,
+						   &done, total)))
+				return err;
+		}
+	res->zeroed = done;
+	return 0;
+}
+
+static int commit(struct xop *op, struct fk_prealloc_result *res)
+{
+	unsigned char *b = op->vol->boot;
+	uint32_t nused = op->bm.nused;
+	int err, nfat = 0, nlinks = 0;
+	size_t i;
+
+	if (is_stopping(op))
+		return -EINTR;
+	if (!op->was_dirty) {
+		set_flags(op, 1);
+		op->set_dirty = 1;
+		if ((err = write_boot(op)) || (err = barrier(op)))
+			return err;
+	}
+	if (is_stopping(op))
+		return -EINTR;
+	if ((err = write_fat(op, &nfat)) || (nfat && (err = barrier(op))))
+		return err;
+	if (is_stopping(op))
+		return -EINTR;
+	if ((err = write_bitmap(op, 1)) ||
+	    (op->o->per_cluster && (err = write_per_cluster(op))) ||
+	    (err = barrier(op)))
+		return err;
+	if ((err = zero_new(op, res)))
+		return err;
+	if (res->zeroed && (err = barrier(op)))
+		return err;
+	if (is_stopping(op))
+		return -EINTR;
+	op->is_linked = 1;
+	if ((err = write_links(op, &nlinks)) || (nlinks && (err = barrier(op))))
+		return err;
+	build_sets(op);
+	if ((err = write_dirs(op)))
+		return err;
+	for (i = 0; i < op->nfiles; i++)
+		nused += op->files[i].add.nclus;
+	for (i = 0; i < op->ndirs; i++)
+		nused += op->dirs[i]->growth.nclus;
+	if (b[EB_PERCENT] != 0xff &&
+	    b[EB_PERCENT] != fk_exfat_percent(nused, op->vol->g.nclus)) {
+		if ((err = barrier(op)))
+			return err;
+		b[EB_PERCENT] = (unsigned char)fk_exfat_percent(
+			nused, op->vol->g.nclus);
+		if ((err = write_boot(op)))
+			return err;
+	}
+	if (op->o->sync != FK_SYNC_NEVER &&
+	    (err = fk_device_sync(op->vol->dev)))
+		return err;
+	if (!op->set_dirty)
+		return 0;
+	set_flags(op, 0);
+	if ((err = write_boot(op)))
+		return err;
+	if (op->o->sync != FK_SYNC_NEVER)
+		return fk_device_sync(op->vol->dev);
+	return 0;
+}
+
+/*
+ * Before the commit point: clear the bitmap bits the run set and clear
+ * VolumeDirty if this run set it.  Nothing reaches the new clusters yet,
+ * and FAT entries of clusters the bitmap calls free mean nothing
+ * (spec 7.1.5), so the new chains need no undoing.
+ */
+static int rollback(struct xop *op)
+{
+	int err;
+
+	fk_cache_discard(op->vol->fat);
+	fk_cache_discard(op->bmc);
+	if ((err = write_bitmap(op, 0)))
+		return err;
+	if (op->o->sync != FK_SYNC_NEVER &&
+	    (err = fk_device_sync(op->vol->dev)))
+		return err;
+	if (op->set_dirty) {
+		set_flags(op, 0);
+		if ((err = write_boot(op)))
+			return err;
+		if (op->o->sync != FK_SYNC_NEVER)
+			err = fk_device_sync(op->vol->dev);
+	}
+	return err;
+}
+
+static int interrupted(struct xop *op, int undo_err, struct fk_diag *diag)
+{
+	const char *image =
+		op->o->image ? op->o->image : fk_device_path(op->vol->dev);
+
+	if (op->is_linked)
+		fk_diag_set(diag, image,
+			    "interrupted after the commit point; the run was "
+			    "completed");
+	else if (undo_err)
+		fk_diag_set(diag, image,
+			    "interrupted, and freeing the new clusters failed "
+			    "(%s); run 'fatcheck -r %s'",
+			    strerror(-undo_err),
+			    fk_prealloc_check_args(op->vol, op->o));
+	else
+		fk_diag_set(diag, image, "interrupted; nothing was changed");
+	return -EINTR;
+}
+
+/* ---- result --------------------------------------------------------------- */
+
+static int fill_result(struct xop *op, const struct fk_prealloc_req *reqs,
+		       size_t n, struct fk_prealloc_result *res)
+{
+	size_t i, k;
+
+	if (!(res->files = calloc(n ? n : 1, sizeof(*res->files))) ||
+	    !(res->dirs = calloc(op->ndirs ? op->ndirs : 1, sizeof(char *))))
+		return -ENOMEM;
+	for (i = 0; i < op->ndirs; i++)
+		if (op->dirs[i]->path) { /* the result takes it over */
+			res->dirs[res->dirs_created++] = op->dirs[i]->path;
+			op->dirs[i]->path = NULL;
+		}
+	res->nfiles = n;
+	for (i = 0; i < op->ndirs; i++)
+		res->new_clus += op->dirs[i]->growth.nclus;
+	for (i = 0; i < op->nfiles; i++) {
+		res->new_clus += op->files[i].add.nclus;
+		res->new_frags += (uint32_t)op->files[i].add.nruns;
+	}
+	for (i = 0; i < n; i++) {
+		const struct xfile *fp = &op->files[op->file_of[i]];
+		struct fk_prealloc_file *f = &res->files[i];
+
+		f->path = reqs[i].path;
+		f->action = fp->is_new	     ? FK_FILE_CREATED
+			    : is_changed(fp) ? FK_FILE_GROWN
+					     : FK_FILE_UNCHANGED;
+		f->old_size = fp->old_len;
+		f->size = fp->new_len;
+		f->new_clus = fp->add.nclus;
+		for (k = 0; k < fp->old.nruns + fp->add.nruns; k++) {
+			const struct fk_run *r =
+				k < fp->old.nruns
+					? &fp->old.runs[k]
+					: &fp->add.runs[k - fp->old.nruns];
+
+			if (fk_plan_add(&f->chain, r->first, r->nclus))
+				return -ENOMEM;
+		}
+		f->first_clus = f->chain.nruns ? f->chain.runs[0].first : 0;
+	}
+	return 0;
+}
+
+static int has_changes(const struct xop *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->nfiles; i++)
+		if (is_changed(&op->files[i]))
+			return 1;
+	return 0;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+/* The bitmap as a cache region: it must be one run of clusters. */
+static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
+{
+	const struct fk_geom *g = &op->vol->g;
+	struct fk_exfat_stream s = {op->bm.first_clus, op->bm.data_len, 0};
+	struct fk_cache_layout lay;
+	struct fk_chain_info info;
+	struct fk_plan runs = {NULL, 0, 0, 0};
+	int err;
+
+	if (op->bm.is_short) {
+		fk_diag_set(diag, NULL,
+			    "allocation bitmap is too short; run "
+			    "fatcheck");
+		return FK_ECORRUPT;
+	}
+	if ((err = fk_exfat_stream_walk(op->vol, &s, collect_run, &runs,
+					&info)))
+		goto out;
+	if (runs.nruns != 1) {
+		fk_diag_set(diag, NULL,
+			    "allocation bitmap is fragmented; fatprealloc "
+			    "writes only a contiguous one");
+		err = -EOPNOTSUPP;
+		goto out;
+	}
+	op->bm_off = fk_clus_off(g, runs.runs[0].first);
+	memset(&lay, 0, sizeof(lay));
+	lay.sec_len = g->sec_len;
+	lay.fat_off = op->bm_off;
+	lay.fat_secs =
+		(uint32_t)((op->bm.data_len + g->sec_len - 1) / g->sec_len);
+	lay.nfats = 1;
+	lay.is_mirrored = 1;
+	err = fk_cache_new(op->vol->dev, &lay, batch_len, FK_CACHE_NOSYNC,
+			   &op->bmc);
+out:
+	fk_plan_free(&runs);
+	return err;
+}
+
+static void op_free(struct xop *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->ndirs; i++)
+		xdir_free(op->dirs[i]);
+	for (i = 0; i < op->nfiles; i++) {
+		fk_plan_free(&op->files[i].old);
+		fk_plan_free(&op->files[i].add);
+	}
+	free(op->dirs);
+	free(op->files);
+	free(op->file_of);
+	fk_cache_free(op->bmc);
+	fk_alloc_close(op->alloc);
+	fk_exfat_bitmap_free(&op->bm);
+}
+
+/* When a cache flush fsyncs: --per-cluster --sync after every flush. */
+static enum fk_cache_sync sync_mode(const struct fk_prealloc_opts *o)
+{
+	if (o->sync != FK_SYNC_BATCH)
+		return FK_CACHE_NOSYNC;
+	return o->per_cluster ? FK_CACHE_SYNC_COPY : FK_CACHE_SYNC_BUDGET;
+}
+
+/* Refusals exFAT alone makes, before anything is read. */
+static int refuse_opts(const struct fk_prealloc_opts *o, struct fk_diag *diag)
+{
+	if (o->keep_size) {
+		fk_diag_set(diag, NULL,
+			    "-n/--keep-size cannot be expressed on exFAT "
+			    "(clusters past the size are damage or leaks "
+			    "there); the image is left untouched");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
+		      size_t n, const struct fk_prealloc_opts *opts,
+		      struct fk_prealloc_result *res, struct fk_diag *diag)
+{
+	const struct fk_io_stats *io;
+	uint64_t writes_before;
+	struct xop op;
+	size_t i;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	memset(&op, 0, sizeof(op));
+	op.vol = vol;
+	op.o = opts;
+	if ((err = refuse_opts(opts, diag)))
+		return err;
+	if (vol->g.nfats != 1) {
+		fk_diag_set(diag, NULL,
+			    "TexFAT volumes (two FATs) are not supported for "
+			    "writing; the image is left untouched");
+		return -EOPNOTSUPP;
+	}
+	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {
+		/* Linux refuses to mount it: writing would hide the damage. */
+		fk_diag_set(diag, NULL, "%s",
+			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
+		err = FK_ECORRUPT;
+		goto out_corrupt;
+	}
+	make_stamp(&op, opts->now, opts->now_is_utc);
+	op.was_dirty =
+		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
+	op.files = calloc(n ? n : 1, sizeof(*op.files));
+	op.file_of = calloc(n ? n : 1, sizeof(*op.file_of));
+	if (!op.files || !op.file_of) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if ((err = fk_exfat_bitmap_load_active(vol, &op.bm, diag)) ||
+	    (err = open_bitmap(&op, opts->batch_len, diag)) ||
+	    (err = fk_alloc_from_used(op.bm.bits, vol->g.nclus, FK_FIRST_CLUS,
+				      &op.alloc))) {
+		if (err == FK_ECORRUPT)
+			goto out_corrupt;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		fk_diag_set(diag, reqs[i].path, NULL);
+		if ((err = resolve(&op, i, &reqs[i], diag))) {
+			if (err == FK_ECORRUPT)
+				goto out_corrupt;
+			goto out;
+		}
+	}
+	if ((err = plan_clusters(&op, diag)))
+		goto out;
+	settle(&op);
+	if ((err = fill_result(&op, reqs, n, res)))
+		goto out;
+	if (opts->dry_run || !has_changes(&op)) {
+		if (is_stopping(&op))
+			err = interrupted(&op, 0, diag);
+		goto out;
+	}
+	fk_cache_set_sync(vol->fat, sync_mode(opts));
+	fk_cache_set_sync(op.bmc, sync_mode(opts));
+	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
+	io = fk_device_stats(vol->dev);
+	writes_before = io->write_calls + io->zero_calls;
+	err = commit(&op, res);
+	res->bitmap_secs = fk_cache_stats(op.bmc)->secs_written;
+	if (err && !op.is_linked) {
+		int undo_err = io->write_calls + io->zero_calls == writes_before
+				       ? 0
+				       : rollback(&op);
+
+		if (err == -EINTR)
+			err = interrupted(&op, undo_err, diag);
+	} else if (is_stopping(&op)) {
+		err = err ? err : interrupted(&op, 0, diag);
+	}
+	goto out;
+out_corrupt:
+	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
+		       fk_prealloc_check_args(vol, opts));
+out:
+	op_free(&op);
+	return err;
+}
