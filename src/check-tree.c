@@ -556,8 +556,10 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 				what & DUP_LONG && ent->has_lfn
 					? ", its long name deleted"
 					: "");
-	} else if (lfn_first == ent->slot) {
-		goto out; /* nothing to write (or every name taken) */
+	} else if (long_name == NULL || long_name == ent->name) {
+		/* nothing renamed (or every name taken) and no long name
+		 * re-attached: nothing to write */
+		goto out;
 	}
 	fix.op = EF_NAME;
 	fix.dir_clus = d->first;
