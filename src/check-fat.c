@@ -77,14 +77,25 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 		else
 			ck->fat1 = vals[i];
 	for (; i < n; i++) {
-		uint32_t clus = first + i;
+		uint32_t clus = first + i, nfree = 0;
 
-		switch (fk_fat_class(g, vals[i])) {
-		case FK_ENT_FREE:
-			ck->st.free_clus++;
+		/* Most of a FAT is free: four entries a test. */
+		while (i + nfree + 4 <= n &&
+		       !(vals[i + nfree] | vals[i + nfree + 1] |
+			 vals[i + nfree + 2] | vals[i + nfree + 3]))
+			nfree += 4;
+		while (i + nfree < n && !vals[i + nfree])
+			nfree++;
+		if (nfree) {
+			ck->st.free_clus += nfree;
 			if (!ck->first_free)
 				ck->first_free = clus;
-			break;
+			i += nfree - 1;
+			continue;
+		}
+		switch (ck_class(ck, vals[i])) {
+		case FK_ENT_FREE:
+			break; /* counted above */
 		case FK_ENT_BAD:
 			ck->st.bad_clus++;
 			break;

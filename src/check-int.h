@@ -24,9 +24,11 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "fat.h"
 #include "fsinfo.h"
 #include "slot.h"
 #include "vec.h"
+#include "volume.h"
 
 struct fk_dir;
 struct fk_geom;
@@ -141,8 +143,9 @@ struct fk_check {
 	const struct fk_geom *g;
 	struct fk_check_opts o;
 	struct fk_check_stats st;
-	uint8_t *map; /* 2 bits per cluster, enum cstate */
-	int is_nomem; /* a finding could not be kept for want of memory */
+	uint8_t *map;	/* 2 bits per cluster, enum cstate */
+	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
+	int is_nomem;	/* a finding could not be kept for want of memory */
 	int is_tree_incomplete; /* never free lost clusters then */
 	LIST(struct fk_finding, finds);
 	LIST(struct fat_fix, fat_fixes);
@@ -200,6 +203,14 @@ static inline void set_cs(struct fk_check *ck, uint32_t clus, unsigned s)
 
 	ck->map[clus >> 2] =
 		(uint8_t)((ck->map[clus >> 2] & ~(3u << sh)) | s << sh);
+}
+
+/* fk_fat_class() with its common case, a link, inline. */
+static inline enum fk_ent_class ck_class(const struct fk_check *ck,
+					 uint32_t val)
+{
+	return val - FK_FIRST_CLUS < ck->nlink ? FK_ENT_NEXT
+					       : fk_fat_class(ck->g, val);
 }
 
 /* ---- check.c: findings, plans, paths ------------------------------- */

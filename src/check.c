@@ -123,13 +123,18 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
 	struct fk_check *ck = calloc(1, sizeof(*ck));
-	size_t map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
+	/* Whole 64-bit words, for the lost-cluster count. */
+	size_t map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
+	uint32_t top = fk_clus_max(&vol->g);
 
 	if (!ck)
 		return -ENOMEM;
 	ck->vol = vol;
 	ck->g = &vol->g;
 	ck->o = *opts;
+	if (top >= fk_fat_bad(&vol->g)) /* never on a volume mkfs makes */
+		top = fk_fat_bad(&vol->g) - 1;
+	ck->nlink = top - FK_FIRST_CLUS + 1;
 	ck->map = calloc(map_len, 1);
 	ck->diffs = calloc(vol->g.nfats, sizeof(*ck->diffs));
 	ck->path = calloc(1, 64);

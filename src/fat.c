@@ -429,6 +429,43 @@ int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val)
 	return err;
 }
 
+int fk_fat_get_links(struct fk_volume *vol, uint32_t clus, uint32_t *vals,
+		     uint32_t max)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	/* Values a batch goes on through: links that are links on every
+	 * width (fk_fat_class() judges them, this only stops early). */
+	uint32_t top = fk_clus_max(&vol->g) < ops->bad ? fk_clus_max(&vol->g)
+						       : ops->bad - 1;
+	unsigned shift = (unsigned)__builtin_ctz(vol->g.sec_len);
+	const unsigned char *data;
+	uint32_t n = 0, lo, per, val;
+	int err;
+
+	if (ops == &fat12_ops) { /* entries straddle sectors: one a call */
+		if ((err = fk_fat_get(vol, clus, vals)))
+			return err;
+		return 1;
+	}
+	if (clus > fk_clus_max(&vol->g))
+		return FK_ECORRUPT;
+	shift -= ops->load_len == 4 ? 2 : 1; /* entries per sector, log2 */
+	per = 1u << shift;
+	lo = clus >> shift << shift;
+	if ((err = fk_cache_get(vol->fat, clus >> shift, &data)))
+		return err;
+	for (;;) {
+		val = ops->load_len == 4
+			      ? get_le32(data + 4 * (clus - lo)) & FAT32_MASK
+			      : get_le16(data + 2 * (clus - lo));
+		vals[n++] = val;
+		if (n == max || val - FK_FIRST_CLUS > top - FK_FIRST_CLUS ||
+		    val - lo >= per)
+			return (int)n;
+		clus = val;
+	}
+}
+
 /* Store the bytes of @raw for entry @clus, sector by sector. */
 static int store_raw(struct fk_volume *vol, uint32_t clus, uint32_t raw)
 {
