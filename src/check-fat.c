@@ -73,9 +73,18 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 
 	for (; i < n && first + i < FK_FIRST_CLUS; i++)
 		if (first + i == 0)
-			ck->fat0 = vals[i];
+			ck->fat0 = vals ? vals[i] : 0;
 		else
-			ck->fat1 = vals[i];
+			ck->fat1 = vals ? vals[i] : 0;
+	if (!vals) { /* all free */
+		if (i < n) {
+			ck->st.free_clus += n - i;
+			if (!ck->first_free)
+				ck->first_free = first + i;
+		}
+		ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
+		return 0;
+	}
 	for (; i < n; i++) {
 		uint32_t clus = first + i, nfree = 0;
 

@@ -171,8 +171,9 @@ int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
  * copy.  @diff (if not NULL) is called once for each sector (0-based, in
  * the copy) where copy @other differs from @copy, in ascending order per
  * copy; only the bytes that hold entries 0 .. nclus + 1 are compared, as
- * fsck.fat does.  Returns 0, a non-zero value from @fn or @diff, or
- * -errno.  Memory: two read buffers.
+ * fsck.fat does.  @fn may get NULL for @vals: all @n entries are 0.
+ * Returns 0, a non-zero value from @fn or @diff, or -errno.  Memory: two
+ * read buffers.
  */
 int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 		       int (*fn)(void *arg, uint32_t first,
