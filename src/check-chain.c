@@ -82,22 +82,6 @@ static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
 }
 
 /*
- * Take one cluster of a chain in the map.  Returns 1 if @clus was free to
- * take (and is now), 0 if another claim had it first.
- */
-static int take(struct fk_check *ck, uint32_t clus)
-{
-	unsigned s = get_cs(ck, clus);
-
-	if (s == CS_OWNED || s == CS_SHARED)
-		return 0;
-	set_cs(ck, clus, CS_OWNED);
-	if (!(++ck->claimed % PROGRESS_STEP))
-		ck_progress(ck, "files", ck->claimed, ck->st.used_clus);
-	return 1;
-}
-
-/*
  * Claim the chain from @start, at most @limit clusters.  A chain stops at
  * its end, at a free or bad cluster, after a cluster whose value is
  * reserved or out of range, or where it reaches a cluster already claimed
@@ -109,71 +93,89 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 {
 	uint32_t clus = start, val, vals[LINKS_BATCH];
 	uint32_t nvals = 0, at = 0; /* vals[at] is the entry of clus */
+	/* In locals while the loop runs: stores into the map may alias
+	 * anything behind a pointer. */
+	uint8_t *map = ck->map;
+	uint64_t claimed = ck->claimed;
+	uint32_t nclus = 0, last = 0, next = start;
+	enum stop why = STOP_EOC; /* as left on an error */
 	enum fk_ent_class cls;
-	int err, is_own;
+	int err = 0, is_own;
 
-	memset(c, 0, sizeof(*c));
-	c->next = start;
 	if (!fk_clus_valid(ck->g, start)) {
-		c->why = STOP_START;
-		return 0;
+		why = STOP_START;
+		goto out;
 	}
 	for (;;) {
-		if (c->nclus == limit) {
-			c->why = STOP_LIMIT;
-			return 0;
+		unsigned sh = (clus & 3) * 2, s;
+
+		if (nclus == limit) {
+			why = STOP_LIMIT;
+			goto out;
 		}
 		if (at == nvals) {
-			uint32_t want = limit - c->nclus;
+			uint32_t want = limit - nclus;
 
 			err = fk_fat_get_links(
 				ck->vol, clus, vals,
 				want < LINKS_BATCH ? want : LINKS_BATCH);
 			if (err < 0)
-				return err;
+				goto out;
 			nvals = (uint32_t)err;
+			err = 0;
 			at = 0;
 		}
 		val = vals[at++];
 		cls = ck_class(ck, val);
 		if (cls == FK_ENT_FREE) {
-			c->why = STOP_FREE;
-			return 0;
+			why = STOP_FREE;
+			goto out;
 		}
 		if (cls == FK_ENT_BAD) {
-			c->why = STOP_BAD;
-			return 0;
+			why = STOP_BAD;
+			goto out;
 		}
-		if (!take(ck, clus)) {
-			c->why = STOP_CROSS;
+		/* Take @clus unless a claim (this one or another) has it. */
+		s = map[clus >> 2] >> sh & 3;
+		if (s == CS_OWNED || s == CS_SHARED) {
+			why = STOP_CROSS;
 			err = before ? in_chain(ck, before->first,
-						before->nclus + c->nclus, clus,
+						before->nclus + nclus, clus,
 						&is_own)
-				     : in_chain(ck, start, c->nclus, clus,
+				     : in_chain(ck, start, nclus, clus,
 						&is_own);
 			if (err)
-				return err;
+				goto out;
 			if (is_own)
-				c->why = STOP_LOOP;
+				why = STOP_LOOP;
 			else
 				set_cs(ck, clus, CS_SHARED);
-			return 0;
+			goto out;
 		}
-		c->nclus++;
-		c->last = clus;
-		c->next = val;
-		switch (cls) {
-		case FK_ENT_EOC:
-			c->why = STOP_EOC;
-			return 0;
-		case FK_ENT_NEXT:
-			clus = val;
-			break;
-		default:
-			c->why = STOP_VALUE;
-			return 0;
+		map[clus >> 2] = (uint8_t)((map[clus >> 2] & ~(3u << sh)) |
+					   CS_OWNED << sh);
+		if (!(++claimed % PROGRESS_STEP))
+			ck_progress(ck, "files", claimed, ck->st.used_clus);
+		nclus++;
+		last = clus;
+		next = val;
+		if (cls == FK_ENT_EOC) {
+			why = STOP_EOC;
+			goto out;
 		}
+		if (cls != FK_ENT_NEXT) {
+			why = STOP_VALUE;
+			goto out;
+		}
+		clus = val;
 	}
+out:
+	ck->claimed = claimed;
+	c->nclus = nclus;
+	c->last = last;
+	c->next = next;
+	c->why = why;
+	return err;
 }
 
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who
