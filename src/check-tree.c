@@ -26,8 +26,19 @@ struct dup {
 struct name_key {
 	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
-	char *name; /* the finder's copy */
+	uint32_t name; /* offset of the name in the finder's buffer */
 };
+
+/* The names of one directory and a table of the first key per name. */
+struct name_set {
+	LIST(struct name_key, keys);
+	char *buf; /* the names, each ending in '\0' */
+	size_t buf_len, buf_cap;
+	uint32_t *table; /* key index or NO_KEY, open addressing */
+	size_t table_mask;
+};
+
+#define NO_KEY UINT32_MAX
 
 /* Directory being walked. */
 struct dirctx {
@@ -429,24 +440,13 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	return err;
 }
 
-static int cmp_key(const void *a, const void *b)
+/* Same slot: the order of the names' keys (hash, then name). */
+static int cmp_dup_key(const struct name_set *ns, const struct name_key *x,
+		       const struct name_key *y)
 {
-	const struct name_key *x = a, *y = b;
-	int c;
-
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
-	/* Equal hashes need not be equal names: equal names sit together. */
-	if ((c = fk_name_compare(x->name, y->name)))
-		return c;
-	return x->slot < y->slot ? -1 : x->slot > y->slot;
-}
-
-static int cmp_dup(const void *a, const void *b)
-{
-	const struct dup *x = a, *y = b;
-
-	return x->later < y->later ? -1 : x->later > y->later;
+	return fk_name_compare(ns->buf + x->name, ns->buf + y->name);
 }
 
 /* Open the directory at @first (0: the root), reading at most @nclus
@@ -464,18 +464,77 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 	return 0;
 }
 
-static int add_key(struct name_key **v, size_t *n, size_t *cap,
-		   const char *name, uint32_t slot)
+static int add_key(struct name_set *ns, const char *name, uint32_t slot)
 {
-	char *copy = strdup(name);
+	size_t len = strlen(name) + 1;
+	struct name_key k = {fk_name_hash(name), slot, (uint32_t)ns->buf_len};
 
-	if (!copy || FK_VEC_RESERVE(*v, *cap, *n + 1)) {
-		free(copy);
+	if (ns->buf_len + len > UINT32_MAX ||
+	    FK_VEC_RESERVE(ns->buf, ns->buf_cap, ns->buf_len + len))
 		return -ENOMEM;
+	memcpy(ns->buf + ns->buf_len, name, len);
+	ns->buf_len += len;
+	return PUSH(ns->keys, k);
+}
+
+/* The key of the first entry with the name of key @i, entering @i when
+ * it is the first. */
+static uint32_t first_key(struct name_set *ns, uint32_t i)
+{
+	const struct name_key *k = &ns->keys.v[i];
+	size_t h = (size_t)k->hash & ns->table_mask;
+
+	for (; ns->table[h] != NO_KEY; h = (h + 1) & ns->table_mask) {
+		const struct name_key *o = &ns->keys.v[ns->table[h]];
+
+		if (o->hash == k->hash &&
+		    !fk_name_compare(ns->buf + o->name, ns->buf + k->name))
+			return ns->table[h];
 	}
-	(*v)[*n].hash = fk_name_hash(name);
-	(*v)[*n].slot = slot;
-	(*v)[(*n)++].name = copy;
+	ns->table[h] = i;
+	return i;
+}
+
+/*
+ * Pair each key with the first key of its name.  Keys come in slot
+ * order, so the pairs come sorted by the later slot; an entry whose short
+ * and long names both repeat others' gets two pairs, put in the order
+ * of their keys (hash, then name), as the lookup in is_dup() expects.
+ */
+static int pair_dups(struct name_set *ns, struct dup **out, size_t *nout)
+{
+	LIST(struct dup, dups) = {NULL, 0, 0};
+	size_t tsize = 2, i;
+	uint32_t prev = NO_KEY; /* the key of the last pair */
+	int err = 0;
+
+	while (tsize < 2 * ns->keys.n)
+		tsize <<= 1;
+	if (!(ns->table = malloc(tsize * sizeof(*ns->table))))
+		return -ENOMEM;
+	memset(ns->table, 0xff, tsize * sizeof(*ns->table)); /* NO_KEY */
+	ns->table_mask = tsize - 1;
+	for (i = 0; !err && i < ns->keys.n; i++) {
+		uint32_t j = first_key(ns, (uint32_t)i);
+		struct dup dp = {ns->keys.v[i].slot, ns->keys.v[j].slot};
+
+		if (dp.later == dp.earlier)
+			continue; /* the first, or an entry's other name */
+		err = PUSH(dups, dp);
+		if (!err && prev != NO_KEY &&
+		    ns->keys.v[prev].slot == dp.later &&
+		    cmp_dup_key(ns, &ns->keys.v[prev], &ns->keys.v[i]) > 0) {
+			dups.v[dups.n - 1] = dups.v[dups.n - 2];
+			dups.v[dups.n - 2] = dp;
+		}
+		prev = (uint32_t)i;
+	}
+	if (err) {
+		free(dups.v);
+		return err;
+	}
+	*out = dups.v;
+	*nout = dups.n;
 	return 0;
 }
 
@@ -488,11 +547,9 @@ static int add_key(struct name_key **v, size_t *n, size_t *cap,
 static int find_dups(struct fk_check *ck, struct dirctx *d,
 		     struct fk_diag *diag)
 {
-	LIST(struct name_key, keys) = {NULL, 0, 0};
-	LIST(struct dup, dups) = {NULL, 0, 0};
+	struct name_set ns = {{NULL, 0, 0}, NULL, 0, 0, NULL, 0};
 	struct fk_dirent ent;
 	struct fk_dir *dir;
-	size_t i, run = 0;
 	int r, err;
 
 	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
@@ -500,46 +557,24 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
 		if (fk_dirent_is_dot(&ent) || is_label(&ent))
 			continue;
-		if ((err = add_key(&keys.v, &keys.n, &keys.cap, ent.short_name,
-				   ent.slot)))
+		if ((err = add_key(&ns, ent.short_name, ent.slot)))
 			break;
 		/* The long name only when it is another name than the short. */
 		if (ent.has_lfn && fk_name_compare(ent.name, ent.short_name) &&
-		    (err = add_key(&keys.v, &keys.n, &keys.cap, ent.name,
-				   ent.slot)))
+		    (err = add_key(&ns, ent.name, ent.slot)))
 			break;
 	}
 	fk_dir_close(dir);
 	if (!err && r)
 		err = r; /* -errno or FK_ECORRUPT */
-	if (!err && keys.n)
-		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_key);
-	for (i = 1; !err && i < keys.n; i++) {
-		struct dup dp;
-
-		if (keys.v[i].hash != keys.v[run].hash ||
-		    fk_name_compare(keys.v[i].name, keys.v[run].name)) {
-			run = i;
-			continue;
-		}
-		if (keys.v[i].slot == keys.v[run].slot)
-			continue; /* an entry's long and short name */
-		dp.later = keys.v[i].slot;
-		dp.earlier = keys.v[run].slot;
-		err = PUSH(dups, dp);
-	}
-	for (i = 0; i < keys.n; i++)
-		free(keys.v[i].name);
-	free(keys.v);
-	if (err) {
-		free(dups.v);
-		return err;
-	}
-	if (dups.n)
-		qsort(dups.v, dups.n, sizeof(*dups.v), cmp_dup);
-	d->dups = dups.v;
-	d->ndups = dups.n;
-	return 0;
+	if (!err && ns.keys.n > UINT32_MAX / 2)
+		err = -ENOMEM;
+	if (!err && ns.keys.n)
+		err = pair_dups(&ns, &d->dups, &d->ndups);
+	free(ns.table);
+	free(ns.buf);
+	free(ns.keys.v);
+	return err;
 }
 
 /*
