@@ -140,20 +140,13 @@ static void fat32_decode_block(const unsigned char *p, uint32_t first,
 		vals[i] = get_le32(p) & FAT32_MASK;
 }
 
-/* Are the @len bytes at @p all zero?  Eight bytes a load: byte-wise
- * get_le32() calls per entry were the scan's bottleneck. */
+/* Are the @len bytes at @p all zero?  The first is, and each equals the
+ * one before: libc's memcmp() is vectorized and stops at the first
+ * difference, where a loop of ours took a load per 8 bytes (and
+ * byte-wise get_le32() calls per entry were once the scan's bottleneck). */
 static int is_zero(const unsigned char *p, size_t len)
 {
-	uint64_t any = 0, w;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, 8);
-		any |= w;
-	}
-	for (; i < len; i++)
-		any |= p[i];
-	return !any;
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
 }
 
 /* A map word with the low @m (1 to 64) bits set. */
