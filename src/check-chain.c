@@ -668,18 +668,23 @@ static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 	return 0;
 }
 
-/* Follow a lost chain from @head, marking it visited (OWNED). */
-static int follow_lost(struct fk_check *ck, uint32_t head, uint32_t *len)
+/* Follow a lost chain from @head, marking it visited (OWNED).  It ends
+ * where its link leaves the lost clusters not yet visited (@lc->last). */
+static int follow_lost(struct fk_check *ck, uint32_t head,
+		       struct lost_chain *lc)
 {
 	uint32_t clus = head, val;
 	int err;
 
-	*len = 0;
+	memset(lc, 0, sizeof(*lc));
+	lc->head = head;
 	for (;;) {
 		set_cs(ck, clus, CS_OWNED);
-		++*len;
+		lc->nclus++;
 		if ((err = fk_fat_get(ck->vol, clus, &val)))
 			return err;
+		lc->last = clus;
+		lc->last_val = val;
 		if (fk_fat_class(ck->g, val) != FK_ENT_NEXT ||
 		    get_cs(ck, val) != CS_SHARED)
 			return 0;
@@ -696,7 +701,8 @@ int ck_check_lost(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	char list[256] = "";
-	uint32_t clus, len, max = fk_clus_max(g), nlisted = 0;
+	struct lost_chain lc;
+	uint32_t clus, max = fk_clus_max(g), nlisted = 0;
 	size_t idx, off = 0, i, n;
 	uint64_t w;
 	int err, round;
@@ -726,14 +732,17 @@ int ck_check_lost(struct fk_check *ck)
 
 			if (s != (round ? CS_SHARED : CS_ALLOC))
 				continue;
-			if ((err = follow_lost(ck, clus, &len)))
+			if ((err = follow_lost(ck, clus, &lc)))
 				return err;
 			ck->st.lost_chains++;
+			if (ck->o.salvage && (err = PUSH(ck->lost, lc)))
+				return err;
 			if (nlisted++ < LOST_LISTED && off < sizeof(list))
 				off += (size_t)snprintf(
 					list + off, sizeof(list) - off,
 					"%s%u (%u cluster%s)", off ? ", " : "",
-					clus, len, len == 1 ? "" : "s");
+					clus, lc.nclus,
+					lc.nclus == 1 ? "" : "s");
 		}
 	idx = ck_report(
 		ck, FK_SEV_ERROR, "lost", NULL,
@@ -745,6 +754,8 @@ int ck_check_lost(struct fk_check *ck)
 		ck->st.lost_chains > LOST_LISTED ? ", ..." : "");
 	if (ck->is_tree_incomplete)
 		return 0; /* they might belong to what could not be read */
+	if (ck->o.salvage)
+		return ck_plan_salvage(ck, idx);
 	ck_set_fix(ck, idx, "freed");
 	ck->fix_lost = 1;
 	return 0;

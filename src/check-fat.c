@@ -15,6 +15,7 @@
 #include "volume.h"
 
 #define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
+#define NEW_BACKUP_SEC 6   /* where a missing backup boot sector goes */
 
 /* ---- boot sector --------------------------------------------------------- */
 
@@ -36,8 +37,16 @@ int ck_check_boot(struct fk_check *ck)
 		return 0;
 	if (!g->backup_sec) {
 		/* fsck.fat counts this as damage (it creates one). */
-		ck_report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
-			  "FAT32 volume without a backup boot sector");
+		idx = ck_report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
+				"FAT32 volume without a backup boot sector");
+		/* Sector 6, where every formatter puts it, when the
+		 * reserved area holds it and FSInfo is elsewhere. */
+		if (g->rsvd_secs > NEW_BACKUP_SEC &&
+		    g->fsinfo_sec != NEW_BACKUP_SEC) {
+			ck_set_fix(ck, idx, "backup written to sector %u",
+				   NEW_BACKUP_SEC);
+			ck->fix_new_backup = NEW_BACKUP_SEC;
+		}
 		return 0;
 	}
 	if (!(bak = malloc(g->sec_len)))

@@ -8,6 +8,7 @@
  *                   orphaned long-name slots
  *   check-chain.c   claiming chains in the cluster map, tails, cross-link
  *                   owners, lost clusters
+ *   check-salvage.c --salvage: plans FOUND.000 files for lost chains
  *   check-repair.c  the repair steps, in write order
  *
  * A phase judges and plans: it records findings with ck_report(), says
@@ -23,7 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc.h"
 #include "check.h"
+#include "dir.h"
 #include "fat.h"
 #include "fsinfo.h"
 #include "slot.h"
@@ -70,21 +73,28 @@ struct fat_fix {
 };
 
 enum ent_op {
-	EF_SET,	   /* new first cluster and/or size */
-	EF_DELETE, /* mark slots [slot, slot + nslots) deleted */
-	EF_CREATE, /* write @slot_data into a free slot ("." or "..") */
-	EF_UNHIDE, /* end markers in [slot, slot + nslots) become deleted */
+	EF_SET,	    /* new first cluster and/or size */
+	EF_DELETE,  /* mark slots [slot, slot + nslots) deleted */
+	EF_CREATE,  /* write @slot_data into a free slot ("." or "..") */
+	EF_NAME,    /* slots [slot, slot + nslots): long-name slots, then the
+		      short slot; @set_name: its name becomes @name and @nt;
+		      then the long-name slots' checksums match it */
+	EF_REBUILD, /* write @slot_data into @slot if it still holds @old */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
 struct ent_fix {
 	enum ent_op op;
 	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
-	uint32_t slot;	   /* the short slot; the first (DELETE, UNHIDE) */
-	uint32_t nslots;   /* DELETE, UNHIDE: slots from @slot */
+	uint32_t slot;	   /* the short slot; the first (DELETE) */
+	uint32_t nslots;   /* DELETE: slots from @slot */
 	int set_first, set_size;
 	uint32_t first_clus, size;
-	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE */
+	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE, REBUILD */
+	unsigned char old[FK_DIRENT_LEN];	/* REBUILD */
+	int set_name;				/* NAME */
+	unsigned char name[11];			/* NAME: the new short name */
+	uint8_t nt;				/* NAME: its NT flags */
 };
 
 #define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */
@@ -132,6 +142,24 @@ struct copy_diff {
 	uint32_t first; /* the first of them */
 };
 
+/* A lost chain, as the lost-cluster step grouped it (--salvage). */
+struct lost_chain {
+	uint32_t head, nclus;
+	uint32_t last;	   /* its last cluster */
+	uint32_t last_val; /* what the FAT holds there */
+	int is_saved;	   /* a FOUND.nnn file is planned for it */
+};
+
+/* What --salvage plans: files in /FOUND.nnn for the lost chains. */
+struct salvage {
+	struct fk_alloc *alloc;	  /* free clusters, for the directory */
+	struct fk_dirplan *root;  /* the root (FOUND.nnn's entry, if new) */
+	struct fk_dirplan *found; /* FOUND.nnn */
+	struct fk_plan own;	  /* a new FOUND.nnn's first cluster */
+	uint32_t nsaved;	  /* chains saved */
+	uint32_t nfree;		  /* free clusters before the plan */
+};
+
 #define LIST(type, name)                                                       \
 	struct {                                                               \
 		type *v;                                                       \
@@ -147,6 +175,7 @@ struct fk_check {
 	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
 	int is_nomem;	/* a finding could not be kept for want of memory */
 	int is_tree_incomplete; /* never free lost clusters then */
+	int is_root_cut;	/* the FAT32 root's chain stops short */
 	LIST(struct fk_finding, finds);
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct ent_fix, ent_fixes);
@@ -165,6 +194,7 @@ struct fk_check {
 	int fix_fat0, fix_fat1;
 	/* boot sector and FSInfo */
 	int fix_dirty, fix_backup, fix_label;
+	uint32_t fix_new_backup; /* write a backup boot sector here; 0: no */
 	unsigned char label[11]; /* what the boot label becomes */
 	int fix_fsinfo;
 	struct fk_fsinfo fsi;
@@ -174,6 +204,10 @@ struct fk_check {
 	/* lost clusters */
 	int fix_lost;
 	uint32_t first_lost; /* 0: none */
+	/* --salvage */
+	LIST(struct lost_chain, lost);
+	struct salvage sv;
+	struct fk_dirent stamp; /* times for what the salvage creates */
 	/* what repairs freed, for FSInfo */
 	uint32_t freed;
 	uint32_t first_freed;
@@ -295,7 +329,19 @@ int ck_walk_tails(struct fk_check *ck);
  * only the lost clusters in the map (as ALLOC).  Plans nothing. */
 int ck_find_owners(struct fk_check *ck);
 
-/* Last: count, group and report the lost clusters. */
+/* Last: count, group and report the lost clusters; plan to free them,
+ * or with --salvage to save them (ck_plan_salvage()). */
 int ck_check_lost(struct fk_check *ck);
+
+/* ---- check-salvage.c: lost chains become files -------------------------- */
+
+/*
+ * Plan /FOUND.nnn/FILEnnnn.CHK files for the chains in ck->lost (the
+ * lost finding is @idx): mend each saved chain's end, leave only the
+ * chains not saved in the map for the free step, and say in the
+ * finding's fix what happens to each.  0 or -ENOMEM/-errno.
+ */
+int ck_plan_salvage(struct fk_check *ck, size_t idx);
+void ck_salvage_free(struct fk_check *ck);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * check-repair.c: the repair steps, in the contract's write order: FAT
- * copies, FAT entries (flushed), directory entries, freed clusters, boot
- * sector, FSInfo last.  Each step applies what the phases planned and
+ * copies, FAT entries (flushed), directory entries, freed clusters,
+ * salvaged chains, boot sector, FSInfo last.  Each step applies what the phases planned and
  * nothing else; none of them judges the volume again.
  */
 #include "check-int.h"
@@ -14,12 +14,15 @@
 #include "device.h"
 #include "diag.h"
 #include "dir.h"
+#include "dirplan.h"
 #include "fat.h"
 #include "fsinfo.h"
+#include "names.h"
 #include "slot.h"
 #include "volume.h"
 
-#define RESYNC_LEN (1u << 20) /* bytes per read when resyncing FATs */
+#define RESYNC_LEN	 (1u << 20) /* bytes per read when resyncing FATs */
+#define BS32_BK_BOOT_SEC 50	    /* BPB_BkBootSec */
 
 /* ---- repairs ------------------------------------------------------------- */
 
@@ -100,6 +103,63 @@ static int repair_fat(struct fk_check *ck)
 	return fk_cache_flush(ck->vol->fat);
 }
 
+/*
+ * A short entry's new name, and its long-name slots' checksums made to
+ * match it.  Slots that lie together on the volume go in one write (a
+ * name within one cluster: all of it at once).  Else the short slot goes
+ * first, then the long-name slots: a crash in between leaves a long name
+ * whose checksum alone is wrong, which the next run re-attaches.  Nothing
+ * is written unless the slots still hold a long name and a short entry.
+ */
+static int apply_name(struct fk_check *ck, const struct ent_fix *f)
+{
+	unsigned char e[FK_LFN_MAX_ORD + 1][FK_DIRENT_LEN];
+	uint64_t off[FK_LFN_MAX_ORD + 1];
+	uint32_t s, k, n = f->nslots, last = n - 1;
+	uint8_t sum;
+	int err;
+
+	if (!n || n > FK_LFN_MAX_ORD + 1)
+		return 0;
+	for (s = 0; s < n; s++)
+		if ((err = fk_dir_slot_off(ck->vol, f->dir_clus, f->slot + s,
+					   &off[s])) ||
+		    (err = fk_device_read(ck->vol->dev, off[s], e[s],
+					  FK_DIRENT_LEN)))
+			return err;
+	if (fk_slot_is_free(e[last]) || fk_slot_is_lfn(e[last]))
+		return 0;
+	for (s = 0; s < last; s++)
+		if (fk_slot_is_free(e[s]) || !fk_slot_is_lfn(e[s]))
+			return 0;
+	if (f->set_name) {
+		memcpy(e[last], f->name, 11);
+		e[last][12] = f->nt;
+	}
+	sum = fk_lfn_checksum(e[last]);
+	for (s = 0; s < last; s++)
+		e[s][13] = sum;
+	if (off[last] != off[0] + (uint64_t)last * FK_DIRENT_LEN) {
+		if (f->set_name &&
+		    (err = fk_device_write(ck->vol->dev, off[last], e[last],
+					   FK_DIRENT_LEN)))
+			return err;
+		n = last;
+	}
+	/* The rest in runs of adjacent slots. */
+	for (s = 0; s < n; s = k) {
+		for (k = s + 1;
+		     k < n &&
+		     off[k] == off[s] + (uint64_t)(k - s) * FK_DIRENT_LEN;
+		     k++)
+			;
+		if ((err = fk_device_write(ck->vol->dev, off[s], e[s],
+					   (size_t)(k - s) * FK_DIRENT_LEN)))
+			return err;
+	}
+	return 0;
+}
+
 static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 {
 	unsigned char e[FK_DIRENT_LEN];
@@ -126,16 +186,22 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 			return 0; /* not free after all: leave it */
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
 					 f->slot_data);
+	case EF_NAME:
+		return apply_name(ck, f);
+	case EF_REBUILD:
+		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
+			return err;
+		if (memcmp(e, f->old, sizeof(e)))
+			return 0; /* changed since: leave it */
+		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot,
+					 f->slot_data);
 	case EF_DELETE:
-	case EF_UNHIDE:
 		for (s = 0; s < f->nslots; s++) {
 			uint32_t slot = f->slot + s;
 
 			if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, slot,
 						    e)))
 				return err;
-			if (f->op == EF_UNHIDE && !fk_slot_is_end(e))
-				continue;
 			fk_slot_delete(e);
 			if ((err = fk_dir_write_slot(ck->vol, f->dir_clus, slot,
 						     e)))
@@ -208,23 +274,84 @@ static int repair_free(struct fk_check *ck)
 	return fk_cache_flush(ck->vol->fat);
 }
 
+/*
+ * --salvage: the FAT already ends each saved chain (the fat step).  New
+ * directory clusters (a new FOUND.nnn, growth) are chained and flushed,
+ * written whole, then linked and flushed; last the entries in blocks that
+ * existed.  A crash before the last write leaves lost clusters, which the
+ * next run saves again.
+ */
+static int repair_salvage(struct fk_check *ck)
+{
+	struct salvage *sv = &ck->sv;
+	int err;
+
+	if (!sv->nsaved)
+		return 0;
+	if ((err = fk_alloc_write_chain(sv->alloc, ck->vol, &sv->own)) ||
+	    (err = fk_alloc_write_chain(sv->alloc, ck->vol,
+					fk_dirplan_growth(sv->found))) ||
+	    (err = fk_alloc_write_chain(sv->alloc, ck->vol,
+					fk_dirplan_growth(sv->root))) ||
+	    (err = fk_cache_flush(ck->vol->fat)))
+		return err;
+	if ((err = fk_dirplan_write_fresh(sv->found)) ||
+	    (err = fk_dirplan_write_fresh(sv->root)))
+		return err;
+	if ((err = fk_dirplan_link(sv->found)) ||
+	    (err = fk_dirplan_link(sv->root)) ||
+	    (err = fk_cache_flush(ck->vol->fat)))
+		return err;
+	if ((err = fk_dirplan_write_changes(sv->found)))
+		return err;
+	return fk_dirplan_write_changes(sv->root);
+}
+
+/* A missing FAT32 backup boot sector: the copy is written first, then the
+ * boot sector that names it (BPB_BkBootSec, offset 50). */
+static int repair_new_backup(struct fk_check *ck)
+{
+	struct fk_volume *vol = ck->vol;
+	uint32_t sec = ck->fix_new_backup;
+	int err;
+
+	if (!sec)
+		return 0;
+	vol->boot[BS32_BK_BOOT_SEC] = (unsigned char)sec;
+	vol->boot[BS32_BK_BOOT_SEC + 1] = (unsigned char)(sec >> 8);
+	if ((err = fk_device_write(vol->dev, (uint64_t)sec * vol->g.sec_len,
+				   vol->boot, vol->g.sec_len)))
+		return err;
+	vol->g.backup_sec = sec;
+	return 0;
+}
+
 static int repair_boot(struct fk_check *ck)
 {
-	if (!ck->fix_dirty && !ck->fix_label && !ck->fix_backup)
+	int err;
+
+	if (!ck->fix_dirty && !ck->fix_label && !ck->fix_backup &&
+	    !ck->fix_new_backup)
 		return 0;
+	if ((err = repair_new_backup(ck)))
+		return err;
 	return fk_volume_fix_boot(ck->vol, ck->fix_dirty,
 				  ck->fix_label ? ck->label : NULL, 1);
 }
 
 static int repair_fsinfo(struct fk_check *ck)
 {
-	uint32_t nfree = ck->st.free_clus + ck->freed;
+	uint32_t used =
+		ck->sv.nsaved ? ck->sv.nfree - fk_alloc_nfree(ck->sv.alloc) : 0;
+	uint32_t nfree = ck->st.free_clus + ck->freed - used;
 	uint32_t hint = ck->fsi.next_free;
 
-	if (!ck->fsi.is_present || (!ck->fix_fsinfo && !ck->freed))
+	if (!ck->fsi.is_present || (!ck->fix_fsinfo && !ck->freed && !used))
 		return 0;
-	if (!ck_fsinfo_hint_ok(ck, hint) || !ck->fsi.is_lead_ok ||
-	    !ck->fsi.is_struc_ok || !ck->fsi.is_trail_ok) {
+	if (used) /* the hint may name a cluster FOUND.nnn took */
+		hint = fk_alloc_next_free(ck->sv.alloc);
+	else if (!ck_fsinfo_hint_ok(ck, hint) || !ck->fsi.is_lead_ok ||
+		 !ck->fsi.is_struc_ok || !ck->fsi.is_trail_ok) {
 		hint = ck->first_free;
 		if (ck->first_freed && (!hint || ck->first_freed < hint))
 			hint = ck->first_freed;
@@ -241,8 +368,8 @@ int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 
 	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
 	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
-	    (err = repair_boot(ck)) || (err = repair_fsinfo(ck)) ||
-	    (err = fk_device_sync(ck->vol->dev))) {
+	    (err = repair_salvage(ck)) || (err = repair_boot(ck)) ||
+	    (err = repair_fsinfo(ck)) || (err = fk_device_sync(ck->vol->dev))) {
 		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 		return err;
 	}

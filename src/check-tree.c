@@ -2,7 +2,10 @@
  * check-tree.c: the directory tree walk.  One walk, depth first, reads
  * each directory once (plus once to hash its names for duplicates),
  * claims every entry's chain, and checks names, "." and "..", entries
- * past the end marker and orphaned long-name slots.
+ * past the end marker and orphaned long-name slots.  It plans the names
+ * the repair gives: new short names (unique against every name of the
+ * directory, kept from that hashing pass when a rename may come),
+ * re-attached long names, and "." and ".." written anew.
  */
 #include "check-int.h"
 
@@ -18,27 +21,29 @@
 #include "vec.h"
 #include "volume.h"
 
-/* The same name twice in one directory: slot numbers of both. */
+/* The same name twice in one directory: slot numbers of both, and which
+ * of the later entry's names an earlier entry has. */
 struct dup {
 	uint32_t later, earlier;
+	unsigned what; /* DUP_SHORT | DUP_LONG */
 };
+
+#define DUP_SHORT 1u
+#define DUP_LONG  2u
 
 struct name_key {
 	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
-	uint32_t name; /* offset of the name in the finder's buffer */
+	int is_long;
+	char *name; /* the finder's copy */
 };
 
-/* The names of one directory and a table of the first key per name. */
-struct name_set {
-	LIST(struct name_key, keys);
-	char *buf; /* the names, each ending in '\0' */
-	size_t buf_len, buf_cap;
-	uint32_t *table; /* key index or NO_KEY, open addressing */
-	size_t table_mask;
+/* A name this run gives an entry (a new short name, a re-attached long
+ * name): taken for every later choice in the directory. */
+struct given {
+	uint32_t slot;
+	char *name;
 };
-
-#define NO_KEY UINT32_MAX
 
 /* Directory being walked. */
 struct dirctx {
@@ -52,15 +57,23 @@ struct dirctx {
 	const struct fk_dirent *self; /* the entry naming it; NULL: root */
 	struct dup *dups;
 	size_t ndups;
+	/* Every name of the directory, sorted by hash, kept only when an
+	 * entry may be renamed; and the names this run gives. */
+	struct name_key *keys;
+	size_t nkeys;
+	LIST(struct given, given);
 	int has_dot, has_dotdot;
-	int has_hidden;
-	uint32_t end_slot, hidden_last;
 	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
 	enum fk_lfn_orphan orphan_why;	 /* reported, and why */
-	uint32_t damaged_first; /* long-name slots the next entry does */
-	uint32_t damaged_n;	/* not match (FK_LFN_ORPHAN_ENTRY) */
-	uint32_t ent_first;	/* first slot of the entry being checked */
-	size_t fixes_from;	/* entry fixes planned before this walk */
+	uint32_t damaged_first;	 /* long-name slots the next entry does */
+	uint32_t damaged_n;	 /* not match (FK_LFN_ORPHAN_ENTRY, _SUM) */
+	int is_damaged_sum;	 /* ... a complete name (FK_LFN_ORPHAN_SUM) */
+	size_t sum_find;	 /* the finding about them (_SUM); or NONE */
+	uint32_t reattach_first; /* the entry being checked follows a */
+	uint32_t reattach_n;	 /* complete name whose checksum is wrong */
+	size_t reattach_find;
+	uint32_t ent_first; /* first slot of the entry being checked */
+	size_t fixes_from;  /* entry fixes planned before this walk */
 };
 
 /* An EF_SET of @ent in @d, with nothing set yet. */
@@ -154,7 +167,7 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 			return 0;
 		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
 				"file size is %u bytes but it has no clusters",
-				ent->size);
+				(uint32_t)ent->size);
 		ck_set_fix(ck, idx, "size set to 0");
 		fix.set_size = 1;
 		return ck_plan_entry(ck, &fix);
@@ -190,7 +203,8 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
 				"file size is %u bytes but its chain holds %u "
 				"cluster%s (%llu bytes)",
-				ent->size, c.nclus, ck_plural(c.nclus),
+				(uint32_t)ent->size, c.nclus,
+				ck_plural(c.nclus),
 				(unsigned long long)c.nclus * clus_len);
 		fix.set_size = 1;
 		fix.size = c.nclus * clus_len;
@@ -216,7 +230,7 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 		idx = ck_report(ck, FK_SEV_ERROR, "dir-size", ck_path(ck),
 				"directory has a size (%u bytes); "
 				"directories must have 0",
-				ent->size);
+				(uint32_t)ent->size);
 		ck_set_fix(ck, idx, "size set to 0");
 		entry_set(&fix, d, ent);
 		fix.set_size = 1;
@@ -257,8 +271,140 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 	return walk_dir(ck, &child, diag);
 }
 
-/* Does an earlier entry have the name of the one in @slot?  Which: @earlier. */
-static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
+/* ---- new names ----------------------------------------------------------- */
+
+/* Is @name a name of an entry of @d other than the one in @slot, or one
+ * this run gives it? */
+static int name_taken(const struct dirctx *d, const char *name, uint32_t slot)
+{
+	uint64_t h = fk_name_hash(name);
+	size_t lo = 0, hi = d->nkeys, i;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->keys[mid].hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < d->nkeys && d->keys[i].hash == h; i++)
+		if (d->keys[i].slot != slot &&
+		    fk_name_equal(d->keys[i].name, name))
+			return 1;
+	for (i = 0; i < d->given.n; i++)
+		if (d->given.v[i].slot != slot &&
+		    fk_name_equal(d->given.v[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int give_name(struct dirctx *d, const char *name, uint32_t slot)
+{
+	struct given g = {slot, strdup(name)};
+
+	if (!g.name || PUSH(d->given, g)) {
+		free(g.name);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+struct taken_arg {
+	const struct dirctx *d;
+	uint32_t slot;
+};
+
+static int short_taken(const void *arg, const unsigned char raw[11])
+{
+	const struct taken_arg *t = arg;
+	char shown[40];
+
+	fk_short_display(raw, 0, shown, sizeof(shown));
+	return name_taken(t->d, shown, t->slot);
+}
+
+/*
+ * A new short name for @ent, valid and unique in @d: from @long_name as a
+ * writer makes an alias, when there is one; else the name it shows, when
+ * that has a valid 8.3 form (lower case through the NT flags, or upper
+ * case); else the first free FSCK0000.REN, FSCK0001.REN, ...  Returns 0,
+ * or -EEXIST when all of those are taken.
+ */
+static int new_short(const struct dirctx *d, const struct fk_dirent *ent,
+		     const char *long_name, unsigned char raw[11], uint8_t *nt)
+{
+	struct taken_arg t = {d, ent->slot};
+	unsigned k;
+	int i;
+
+	if (long_name &&
+	    fk_short_choose(long_name, short_taken, &t, raw, nt) >= 0)
+		return 0;
+	if (!long_name) {
+		if (fk_short_fit(ent->short_name, raw, nt) == FK_SHORT_EXACT &&
+		    !short_taken(&t, raw))
+			return 0;
+		memcpy(raw, ent->raw, 11);
+		raw[0] = fk_slot_name_first(raw);
+		for (i = 0; i < 11; i++)
+			if (raw[i] >= 'a' && raw[i] <= 'z')
+				raw[i] = (unsigned char)(raw[i] - 32);
+		fk_slot_escape_name(raw);
+		*nt = 0;
+		if (fk_short_is_valid(raw) && !short_taken(&t, raw))
+			return 0;
+	}
+	*nt = 0;
+	for (k = 0; k < 10000; k++) {
+		char base[16];
+
+		snprintf(base, sizeof(base), "FSCK%04u", k);
+		memcpy(raw, base, 8);
+		memcpy(raw + 8, "REN", 3);
+		if (!short_taken(&t, raw))
+			return 0;
+	}
+	return -EEXIST;
+}
+
+/*
+ * The long name held by the @n slots from @first (a complete name in
+ * sequence, as the directory reader found it), in UTF-8.  Returns 1 with
+ * @out filled, 0 when it is no name a long name may be, or -errno.
+ */
+static int read_long_name(struct fk_check *ck, const struct dirctx *d,
+			  uint32_t first, uint32_t n, char *out, size_t len)
+{
+	uint16_t units[FK_LFN_MAX_ORD * FK_LFN_CHARS];
+	unsigned char e[FK_DIRENT_LEN];
+	struct fk_lfn_slot l;
+	size_t nu = 0;
+	uint32_t s;
+	int err;
+
+	if (!n || n > FK_LFN_MAX_ORD)
+		return 0;
+	for (s = 0; s < n; s++) {
+		if ((err = fk_dir_read_slot(ck->vol, d->first, first + s, e)))
+			return err == FK_ECORRUPT ? 0 : err;
+		fk_slot_lfn_unpack(e, &l);
+		if (!fk_slot_is_lfn(e) || l.ord != n - s)
+			return 0;
+		memcpy(units + (l.ord - 1) * FK_LFN_CHARS, l.units,
+		       sizeof(l.units));
+	}
+	while (nu < n * FK_LFN_CHARS && units[nu] && nu < FK_LFN_MAX)
+		nu++;
+	if (!nu || fk_utf16_to_utf8(units, nu, out, len) || fk_name_check(out))
+		return 0;
+	return 1;
+}
+
+/* Does an earlier entry have a name of the one in @slot?  Which entry:
+ * @earlier; which names: the DUP_* bits returned (0: none). */
+static unsigned find_dup(const struct dirctx *d, uint32_t slot,
+			 uint32_t *earlier)
 {
 	size_t lo = 0, hi = d->ndups;
 
@@ -267,7 +413,7 @@ static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
 
 		if (d->dups[mid].later == slot) {
 			*earlier = d->dups[mid].earlier;
-			return 1;
+			return d->dups[mid].what;
 		}
 		if (d->dups[mid].later < slot)
 			lo = mid + 1;
@@ -277,33 +423,213 @@ static int find_dup(const struct dirctx *d, uint32_t slot, uint32_t *earlier)
 	return 0;
 }
 
-static void check_names(struct fk_check *ck, const struct dirctx *d,
-			const struct fk_dirent *ent)
+/*
+ * Long-name slots before @ent whose only fault is their checksum: keep
+ * the name when it is a sound one that no other entry of @d has (it is
+ * then @ent's long name, copied to @name); else delete them.  Returns 1
+ * when kept, 0 when not, or -errno.
+ */
+static int reattach(struct fk_check *ck, struct dirctx *d,
+		    const struct fk_dirent *ent, char *name, size_t len)
+{
+	uint32_t first = d->reattach_first, n = d->reattach_n;
+	size_t idx = d->reattach_find;
+	int r;
+
+	d->reattach_n = 0;
+	if ((r = read_long_name(ck, d, first, n, name, len)) < 0)
+		return r;
+	if (r && !name_taken(d, name, ent->slot)) {
+		ck_set_fix(ck, idx,
+			   "checksum rewritten: the long name '%s' is "
+			   "re-attached to '%s'",
+			   name, ent->short_name);
+		return give_name(d, name, ent->slot) ? -ENOMEM : 1;
+	}
+	ck_set_fix(ck, idx, "slot%s deleted%s", ck_plural(n),
+		   r ? " (another entry has that name)" : "");
+	return plan_erase(ck, d->first, first, n) ? -ENOMEM : 0;
+}
+
+/*
+ * A short name that is not valid, or that an earlier entry has, gets a
+ * new one (new_short()); a long name an earlier entry has is dropped.  Of
+ * two entries with one name, the later is renamed: the earlier keeps the
+ * name every reader already shows for it.  Long-name slots stay, their
+ * checksums rewritten for the new name; the data, times and attributes
+ * stay.
+ */
+static int check_names(struct fk_check *ck, struct dirctx *d,
+		       const struct fk_dirent *ent)
 {
 	const char *path = ck_path(ck);
+	char *long_name = NULL, *kept;
 	enum fk_short_verdict verdict;
-	uint32_t earlier;
+	size_t bad = NONE, dup = NONE;
+	uint32_t earlier, lfn_first = ent->slot;
+	unsigned what;
+	struct ent_fix fix;
+	unsigned char raw[11];
+	char shown[40];
+	uint8_t nt;
+	int r, err = 0;
 
 	/* Slots that do not match it were orphans (d->ent_first is before
 	 * the entry then); what is left is a name that does not decode. */
-	if (ent->is_lfn_damaged && d->ent_first + ent->nslots == ent->slot + 1)
-		ck_report(ck, FK_SEV_WARNING, "long-name", path,
-			  "its long name is empty or not valid UTF-16; it is "
-			  "listed by its short name");
+	if (ent->is_lfn_damaged &&
+	    d->ent_first + ent->nslots == ent->slot + 1) {
+		size_t idx = ck_report(ck, FK_SEV_WARNING, "long-name", path,
+				       "its long name is empty or not valid "
+				       "UTF-16; it is listed by its short "
+				       "name");
+
+		/* What every reader shows already: the short name alone. */
+		ck_set_fix(ck, idx, "long-name slots deleted");
+		if (plan_erase(ck, d->first, d->ent_first,
+			       ent->slot - d->ent_first))
+			ck->is_nomem = 1;
+	}
+	if (ent->has_lfn) {
+		long_name = (char *)ent->name;
+		lfn_first = d->ent_first;
+	} else if (d->reattach_n) {
+		if (!(kept = malloc(FK_NAME_MAX)))
+			return -ENOMEM;
+		lfn_first = d->reattach_first;
+		if ((r = reattach(ck, d, ent, kept, FK_NAME_MAX)) <= 0) {
+			free(kept);
+			if (r < 0)
+				return r;
+			lfn_first = ent->slot;
+		} else {
+			long_name = kept;
+		}
+	}
 	verdict = fk_short_check(ent->raw);
 	if (verdict == FK_SHORT_BAD)
-		ck_report(ck, FK_SEV_ERROR, "bad-name", path,
-			  "short name '%s' holds characters FAT does not allow",
-			  ent->short_name);
+		bad = ck_report(ck, FK_SEV_ERROR, "bad-name", path,
+				"short name '%s' holds characters FAT does "
+				"not allow",
+				ent->short_name);
 	else if (verdict == FK_SHORT_ODD)
-		ck_report(ck, FK_SEV_WARNING, "short-name", path,
-			  "short name '%s' is not a valid 8.3 name",
-			  ent->short_name);
-	if (find_dup(d, ent->slot, &earlier))
-		ck_report(ck, FK_SEV_ERROR, "duplicate", path,
-			  "another entry of this directory (slot %u) has the "
-			  "same name (names are compared ignoring case)",
-			  earlier);
+		bad = ck_report(ck, FK_SEV_WARNING, "short-name", path,
+				"short name '%s' is not a valid 8.3 name",
+				ent->short_name);
+	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
+	if (what)
+		dup = ck_report(ck, FK_SEV_ERROR, "duplicate", path,
+				"another entry of this directory (slot %u) has "
+				"the same name (names are compared ignoring "
+				"case)",
+				earlier);
+	if (what & DUP_LONG && ent->has_lfn) {
+		/* Its long name is the earlier entry's: only its short
+		 * name is left to tell them apart. */
+		if ((err = plan_erase(ck, d->first, lfn_first,
+				      ent->slot - lfn_first)))
+			goto out;
+		ck_set_fix(ck, dup, "this later entry's long name deleted");
+		long_name = NULL;
+		lfn_first = ent->slot;
+	}
+	memset(&fix, 0, sizeof(fix));
+	if (is_label(ent))
+		goto out; /* a label's bytes are its text, not a file name */
+	if ((verdict != FK_SHORT_VALID || what & DUP_SHORT) &&
+	    !new_short(d, ent, long_name, raw, &nt)) {
+		fk_short_display(raw, nt, shown, sizeof(shown));
+		if ((err = give_name(d, shown, ent->slot)))
+			goto out;
+		fix.set_name = 1;
+		if (bad != NONE && nt && !long_name)
+			ck_set_fix(ck, bad,
+				   "stored in upper case with the NT "
+				   "lower-case flags (still shown as '%s')",
+				   shown);
+		else if (bad != NONE)
+			ck_set_fix(ck, bad, "renamed to '%s'%s", shown,
+				   long_name ? " (its long name kept)" : "");
+		if (what & DUP_SHORT)
+			ck_set_fix(
+				ck, dup, "this later entry renamed to '%s'%s%s",
+				shown, long_name ? " (its long name kept)" : "",
+				what & DUP_LONG && ent->has_lfn
+					? ", its long name deleted"
+					: "");
+	} else if (lfn_first == ent->slot) {
+		goto out; /* nothing to write (or every name taken) */
+	}
+	fix.op = EF_NAME;
+	fix.dir_clus = d->first;
+	fix.slot = lfn_first;
+	fix.nslots = ent->slot - lfn_first + 1;
+	memcpy(fix.name, raw, 11);
+	fix.nt = nt;
+	err = ck_plan_entry(ck, &fix);
+out:
+	if (long_name != ent->name)
+		free(long_name);
+	return err;
+}
+
+/* The "." (@dot) or ".." entry of @d, as mkfs and every writer make it:
+ * the directory bit, its start cluster, the times of @d's own entry. */
+static void dot_slot(struct fk_check *ck, const struct dirctx *d, int dot,
+		     unsigned char e[FK_DIRENT_LEN])
+{
+	struct fk_dirent ent;
+
+	memset(&ent, 0, sizeof(ent));
+	fk_slot_set_dot(dot ? FK_DOT : FK_DOT_DOT, ent.raw);
+	ent.attr = FK_ATTR_DIR;
+	ent.first_clus = dot ? d->first : d->parent;
+	if (d->self) {
+		ent.mtime = d->self->mtime;
+		ent.mdate = d->self->mdate;
+		ent.ctime = d->self->ctime;
+		ent.cdate = d->self->cdate;
+		ent.adate = d->self->adate;
+		ent.ctime_cs = d->self->ctime_cs;
+	}
+	memset(e, 0, FK_DIRENT_LEN);
+	fk_slot_pack(ck->vol, &ent, e);
+}
+
+/* Slot 0 (".") or 1 ("..") of @d holds a damaged form of it: rewrite it
+ * whole, if it still holds what was read when the repair comes. */
+static int rebuild_dot(struct fk_check *ck, struct dirctx *d, uint32_t slot,
+		       size_t idx)
+{
+	struct ent_fix fix;
+	int err;
+
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_REBUILD;
+	fix.dir_clus = d->first;
+	fix.slot = slot;
+	if ((err = fk_dir_read_slot(ck->vol, d->first, slot, fix.old)))
+		return err == FK_ECORRUPT ? 0 : err;
+	dot_slot(ck, d, !slot, fix.slot_data);
+	if (slot)
+		d->has_dotdot = 1;
+	else
+		d->has_dot = 1;
+	ck_set_fix(ck, idx, "'%s' rebuilt", slot ? ".." : ".");
+	return ck_plan_entry(ck, &fix);
+}
+
+/* Is @ent, in slot 0 or 1 of a subdirectory, what is left of "." or ".."
+ * there: a name FAT does not allow that starts with a dot, or a directory
+ * entry with the start cluster "." or ".." would have? */
+static int is_damaged_dot(const struct dirctx *d, const struct fk_dirent *ent)
+{
+	if (d->is_root || ent->slot > 1 || ent->nslots != 1 ||
+	    fk_dirent_is_dot(ent) || is_label(ent))
+		return 0;
+	if (fk_slot_name_first(ent->raw) == '.')
+		return 1;
+	return (ent->attr & FK_ATTR_DIR) &&
+	       ent->first_clus == (ent->slot ? d->parent : d->first);
 }
 
 /* "." must be the first slot of a subdirectory and name it; ".." the
@@ -323,11 +649,26 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 		ck_set_fix(ck, idx, "entry removed");
 		return plan_delete(ck, d, ent);
 	}
-	if (ent->slot != (dot ? 0u : 1u) || !(ent->attr & FK_ATTR_DIR)) {
-		ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
-			  "'%s' entry in slot %u%s", name, ent->slot,
-			  ent->attr & FK_ATTR_DIR ? "" : " is not a directory");
-		return 0;
+	if (is_damaged_dot(d, ent)) {
+		idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+				"'%s' entry is damaged: slot %u holds '%s'",
+				ent->slot ? ".." : ".", ent->slot,
+				ent->short_name);
+		return rebuild_dot(ck, d, ent->slot, idx);
+	}
+	if (ent->slot <= 1 &&
+	    (ent->slot != (dot ? 0u : 1u) || !(ent->attr & FK_ATTR_DIR))) {
+		idx = ck_report(
+			ck, FK_SEV_ERROR, "dot", ck_path(ck),
+			"'%s' entry in slot %u%s", name, ent->slot,
+			ent->attr & FK_ATTR_DIR ? "" : " is not a directory");
+		return rebuild_dot(ck, d, ent->slot, idx);
+	}
+	if (ent->slot != (dot ? 0u : 1u)) {
+		idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+				"'%s' entry in slot %u", name, ent->slot);
+		ck_set_fix(ck, idx, "entry removed");
+		return plan_delete(ck, d, ent);
 	}
 	if (dot)
 		d->has_dot = 1;
@@ -368,7 +709,6 @@ static int will_delete(const struct fk_check *ck, const struct dirctx *d,
 /* A missing "." or "..": recreate it when its slot is or will be free. */
 static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 {
-	struct fk_dirent ent;
 	struct ent_fix fix;
 	unsigned char e[FK_DIRENT_LEN];
 	size_t idx;
@@ -381,36 +721,75 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 		return err == FK_ECORRUPT ? 0 : err;
 	if (!fk_slot_is_free(e) && !will_delete(ck, d, dot ? 0 : 1))
 		return 0;
-	memset(&ent, 0, sizeof(ent));
-	fk_slot_set_dot(dot ? FK_DOT : FK_DOT_DOT, ent.raw);
-	ent.attr = FK_ATTR_DIR;
-	ent.first_clus = dot ? d->first : d->parent;
-	if (d->self) {
-		ent.mtime = d->self->mtime;
-		ent.mdate = d->self->mdate;
-		ent.ctime = d->self->ctime;
-		ent.cdate = d->self->cdate;
-		ent.adate = d->self->adate;
-	}
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_CREATE;
 	fix.dir_clus = d->first;
 	fix.slot = dot ? 0 : 1;
-	memset(fix.slot_data, 0, sizeof(fix.slot_data));
-	fk_slot_pack(ck->vol, &ent, fix.slot_data);
+	dot_slot(ck, d, dot, fix.slot_data);
 	ck_set_fix(ck, idx, "'%s' created", dot ? "." : "..");
 	return ck_plan_entry(ck, &fix);
+}
+
+/*
+ * An entry past the directory's end marker: Linux and fsck.fat read on
+ * and see it, Windows and mtools stop at the marker and do not.  Its slots
+ * are freed (0xE5), so every reader agrees the directory ends at the
+ * marker.  Its chain (and, for a directory, everything under it) is not
+ * claimed: those clusters are lost clusters from here on, which this run
+ * frees or, with --salvage, saves as FOUND.000 files.
+ */
+static int hidden_entry(struct fk_check *ck, const struct dirctx *d,
+			const struct fk_dirent *ent)
+{
+	const char *what = is_label(ent)	       ? "volume label"
+			   : (ent->attr & FK_ATTR_DIR) ? "directory"
+						       : "file";
+	size_t idx;
+
+	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
+			"%s '%s' (slot %u) lies past the directory's end "
+			"marker: Linux and fsck.fat see it, Windows and mtools "
+			"do not%s",
+			what, ent->name, ent->slot,
+			ent->first_clus ? "; its clusters count as lost" : "");
+	ck_set_fix(ck, idx, "entry '%s' freed", ent->name);
+	return plan_delete(ck, d, ent);
+}
+
+/* Long-name slots before an entry that cannot have a long name ("." or
+ * "..", a label): deleted, as other orphans are. */
+static int drop_reattach(struct fk_check *ck, struct dirctx *d)
+{
+	uint32_t n = d->reattach_n;
+
+	d->reattach_n = 0;
+	ck_set_fix(ck, d->reattach_find, "slot%s deleted", ck_plural(n));
+	return plan_erase(ck, d->first, d->reattach_first, n);
 }
 
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent, int is_hidden,
 		      struct fk_diag *diag)
 {
-	size_t old, idx;
+	size_t old;
 	int err;
 
-	if (fk_dirent_is_dot(ent))
+	if (d->reattach_n &&
+	    (fk_dirent_is_dot(ent) || is_label(ent) ||
+	     is_damaged_dot(d, ent)) &&
+	    (err = drop_reattach(ck, d)))
+		return err;
+	if (fk_dirent_is_dot(ent) || is_damaged_dot(d, ent))
 		return check_dot(ck, d, ent);
+	if (is_hidden) { /* a label too: no reader that stops has it */
+		if (d->reattach_n && (err = drop_reattach(ck, d)))
+			return err;
+		if ((err = push_name(ck, ent->name, &old)))
+			return err;
+		err = hidden_entry(ck, d, ent);
+		pop_name(ck, old);
+		return err;
+	}
 	if (is_label(ent)) {
 		if (d->is_root && !ck->has_root_label) {
 			ck->has_root_label = 1;
@@ -422,15 +801,9 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	}
 	if ((err = push_name(ck, ent->name, &old)))
 		return err;
-	check_names(ck, d, ent);
-	if (is_hidden) {
-		idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
-				"entry lies past the directory's end marker: "
-				"Linux and fsck.fat see it, Windows and mtools "
-				"do not");
-		ck_set_fix(ck, idx, "end marker before it cleared");
-		d->has_hidden = 1;
-		d->hidden_last = ent->slot;
+	if ((err = check_names(ck, d, ent))) {
+		pop_name(ck, old);
+		return err;
 	}
 	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
 		err = walk_subdir(ck, d, ent, diag);
@@ -440,13 +813,24 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	return err;
 }
 
-/* Same slot: the order of the names' keys (hash, then name). */
-static int cmp_dup_key(const struct name_set *ns, const struct name_key *x,
-		       const struct name_key *y)
+static int cmp_key(const void *a, const void *b)
 {
+	const struct name_key *x = a, *y = b;
+	int c;
+
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
-	return fk_name_compare(ns->buf + x->name, ns->buf + y->name);
+	/* Equal hashes need not be equal names: equal names sit together. */
+	if ((c = fk_name_compare(x->name, y->name)))
+		return c;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static int cmp_dup(const void *a, const void *b)
+{
+	const struct dup *x = a, *y = b;
+
+	return x->later < y->later ? -1 : x->later > y->later;
 }
 
 /* Open the directory at @first (0: the root), reading at most @nclus
@@ -464,77 +848,19 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 	return 0;
 }
 
-static int add_key(struct name_set *ns, const char *name, uint32_t slot)
+static int add_key(struct name_key **v, size_t *n, size_t *cap,
+		   const char *name, uint32_t slot, int is_long)
 {
-	size_t len = strlen(name) + 1;
-	struct name_key k = {fk_name_hash(name), slot, (uint32_t)ns->buf_len};
+	char *copy = strdup(name);
 
-	if (ns->buf_len + len > UINT32_MAX ||
-	    FK_VEC_RESERVE(ns->buf, ns->buf_cap, ns->buf_len + len))
+	if (!copy || FK_VEC_RESERVE(*v, *cap, *n + 1)) {
+		free(copy);
 		return -ENOMEM;
-	memcpy(ns->buf + ns->buf_len, name, len);
-	ns->buf_len += len;
-	return PUSH(ns->keys, k);
-}
-
-/* The key of the first entry with the name of key @i, entering @i when
- * it is the first. */
-static uint32_t first_key(struct name_set *ns, uint32_t i)
-{
-	const struct name_key *k = &ns->keys.v[i];
-	size_t h = (size_t)k->hash & ns->table_mask;
-
-	for (; ns->table[h] != NO_KEY; h = (h + 1) & ns->table_mask) {
-		const struct name_key *o = &ns->keys.v[ns->table[h]];
-
-		if (o->hash == k->hash &&
-		    !fk_name_compare(ns->buf + o->name, ns->buf + k->name))
-			return ns->table[h];
 	}
-	ns->table[h] = i;
-	return i;
-}
-
-/*
- * Pair each key with the first key of its name.  Keys come in slot
- * order, so the pairs come sorted by the later slot; an entry whose short
- * and long names both repeat others' gets two pairs, put in the order
- * of their keys (hash, then name), as the lookup in is_dup() expects.
- */
-static int pair_dups(struct name_set *ns, struct dup **out, size_t *nout)
-{
-	LIST(struct dup, dups) = {NULL, 0, 0};
-	size_t tsize = 2, i;
-	uint32_t prev = NO_KEY; /* the key of the last pair */
-	int err = 0;
-
-	while (tsize < 2 * ns->keys.n)
-		tsize <<= 1;
-	if (!(ns->table = malloc(tsize * sizeof(*ns->table))))
-		return -ENOMEM;
-	memset(ns->table, 0xff, tsize * sizeof(*ns->table)); /* NO_KEY */
-	ns->table_mask = tsize - 1;
-	for (i = 0; !err && i < ns->keys.n; i++) {
-		uint32_t j = first_key(ns, (uint32_t)i);
-		struct dup dp = {ns->keys.v[i].slot, ns->keys.v[j].slot};
-
-		if (dp.later == dp.earlier)
-			continue; /* the first, or an entry's other name */
-		err = PUSH(dups, dp);
-		if (!err && prev != NO_KEY &&
-		    ns->keys.v[prev].slot == dp.later &&
-		    cmp_dup_key(ns, &ns->keys.v[prev], &ns->keys.v[i]) > 0) {
-			dups.v[dups.n - 1] = dups.v[dups.n - 2];
-			dups.v[dups.n - 2] = dp;
-		}
-		prev = (uint32_t)i;
-	}
-	if (err) {
-		free(dups.v);
-		return err;
-	}
-	*out = dups.v;
-	*nout = dups.n;
+	(*v)[*n].hash = fk_name_hash(name);
+	(*v)[*n].slot = slot;
+	(*v)[*n].is_long = is_long;
+	(*v)[(*n)++].name = copy;
 	return 0;
 }
 
@@ -547,41 +873,86 @@ static int pair_dups(struct name_set *ns, struct dup **out, size_t *nout)
 static int find_dups(struct fk_check *ck, struct dirctx *d,
 		     struct fk_diag *diag)
 {
-	struct name_set ns = {{NULL, 0, 0}, NULL, 0, 0, NULL, 0};
+	LIST(struct name_key, keys) = {NULL, 0, 0};
+	LIST(struct dup, dups) = {NULL, 0, 0};
 	struct fk_dirent ent;
 	struct fk_dir *dir;
-	int r, err;
+	size_t i, run = 0;
+	int r, err, is_keep = 0;
 
 	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
 		return err;
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
 		if (fk_dirent_is_dot(&ent) || is_label(&ent))
 			continue;
-		if ((err = add_key(&ns, ent.short_name, ent.slot)))
+		if ((err = add_key(&keys.v, &keys.n, &keys.cap, ent.short_name,
+				   ent.slot, 0)))
 			break;
 		/* The long name only when it is another name than the short. */
 		if (ent.has_lfn && fk_name_compare(ent.name, ent.short_name) &&
-		    (err = add_key(&ns, ent.name, ent.slot)))
+		    (err = add_key(&keys.v, &keys.n, &keys.cap, ent.name,
+				   ent.slot, 1)))
 			break;
+		/* A name may be given here: keep the keys to choose it. */
+		if (ent.is_lfn_damaged || !fk_short_is_valid(ent.raw))
+			is_keep = 1;
 	}
 	fk_dir_close(dir);
 	if (!err && r)
 		err = r; /* -errno or FK_ECORRUPT */
-	if (!err && ns.keys.n > UINT32_MAX / 2)
-		err = -ENOMEM;
-	if (!err && ns.keys.n)
-		err = pair_dups(&ns, &d->dups, &d->ndups);
-	free(ns.table);
-	free(ns.buf);
-	free(ns.keys.v);
-	return err;
+	if (!err && keys.n)
+		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_key);
+	for (i = 1; !err && i < keys.n; i++) {
+		struct dup dp;
+
+		if (keys.v[i].hash != keys.v[run].hash ||
+		    fk_name_compare(keys.v[i].name, keys.v[run].name)) {
+			run = i;
+			continue;
+		}
+		if (keys.v[i].slot == keys.v[run].slot)
+			continue; /* an entry's long and short name */
+		dp.later = keys.v[i].slot;
+		dp.earlier = keys.v[run].slot;
+		dp.what = keys.v[i].is_long ? DUP_LONG : DUP_SHORT;
+		err = PUSH(dups, dp);
+	}
+	if (err || !(is_keep || dups.n)) {
+		for (i = 0; i < keys.n; i++)
+			free(keys.v[i].name);
+		free(keys.v);
+		keys.v = NULL;
+		keys.n = 0;
+	}
+	if (err) {
+		free(dups.v);
+		return err;
+	}
+	if (dups.n) {
+		size_t o = 0;
+
+		/* One record per later entry, with both its names' bits. */
+		qsort(dups.v, dups.n, sizeof(*dups.v), cmp_dup);
+		for (i = 1; i < dups.n; i++) {
+			if (dups.v[i].later == dups.v[o].later)
+				dups.v[o].what |= dups.v[i].what;
+			else
+				dups.v[++o] = dups.v[i];
+		}
+		dups.n = o + 1;
+	}
+	d->dups = dups.v;
+	d->ndups = dups.n;
+	d->keys = keys.v;
+	d->nkeys = keys.n;
+	return 0;
 }
 
 /*
  * One finding for a run of orphaned long-name slots, whatever made
- * them orphans: fsck.fat reports every case.  It deletes the slots a free
- * slot or another complete name follows, and so does the repair; the
- * others it leaves for a person, and so (for now) does the repair.
+ * them orphans: fsck.fat reports every case.  The repair deletes them,
+ * but for a complete name whose only fault is its checksum, which
+ * check_names() re-attaches to the entry after it when it can.
  */
 static void report_orphans(struct fk_check *ck, struct dirctx *d)
 {
@@ -590,6 +961,7 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		[FK_LFN_ORPHAN_RESTART] = "another long name starts after",
 		[FK_LFN_ORPHAN_BROKEN] = "out of sequence",
 		[FK_LFN_ORPHAN_ENTRY] = "the next entry does not match",
+		[FK_LFN_ORPHAN_SUM] = "the next entry does not match",
 	};
 	uint32_t first = d->orphan_first, n = d->orphan_n;
 	char range[32];
@@ -610,11 +982,14 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 	 * leaves runs out of sequence; but deleting a run makes the one
 	 * before it "followed by a free slot", which a second repair would
 	 * then delete.  One run settles it: out-of-sequence slots, which no
-	 * reader joins to any name, are deleted too.  Slots whose only
-	 * fault is the next entry's checksum stay (they may be re-attached).
+	 * reader joins to any name, are deleted too.  A complete name
+	 * whose only fault is the next entry's checksum is judged with that
+	 * entry (check_names(): re-attached or deleted).
 	 */
-	if (d->orphan_why == FK_LFN_ORPHAN_ENTRY)
+	if (d->orphan_why == FK_LFN_ORPHAN_SUM) {
+		d->sum_find = idx;
 		return;
+	}
 	ck_set_fix(ck, idx, "slot%s deleted", ck_plural(n));
 	if (plan_erase(ck, d->first, first, n))
 		ck->is_nomem = 1;
@@ -627,9 +1002,10 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 {
 	struct dirctx *d = arg;
 
-	if (why == FK_LFN_ORPHAN_ENTRY) {
+	if (why == FK_LFN_ORPHAN_ENTRY || why == FK_LFN_ORPHAN_SUM) {
 		d->damaged_first = first;
 		d->damaged_n = n;
+		d->is_damaged_sum = why == FK_LFN_ORPHAN_SUM;
 	}
 	if (d->orphan_n && d->orphan_why == why &&
 	    d->orphan_first + d->orphan_n == first) {
@@ -645,19 +1021,9 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 /* After the entries: what the directory as a whole showed. */
 static int dir_after(struct fk_check *ck, struct dirctx *d)
 {
-	struct ent_fix fix;
 	int err;
 
 	report_orphans(ck, d);
-	if (d->has_hidden) {
-		memset(&fix, 0, sizeof(fix));
-		fix.op = EF_UNHIDE;
-		fix.dir_clus = d->first;
-		fix.slot = d->end_slot;
-		fix.nslots = d->hidden_last - d->end_slot + 1;
-		if ((err = ck_plan_entry(ck, &fix)))
-			return err;
-	}
 	if (d->is_root)
 		return 0;
 	if (!d->has_dot && (err = missing_dot(ck, d, 1)))
@@ -671,10 +1037,12 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 {
 	struct fk_dirent *ent = malloc(sizeof(*ent));
 	struct fk_dir *dir = NULL;
+	size_t i;
 	int r = 0, err;
 
 	if (!ent)
 		return -ENOMEM;
+	d->sum_find = NONE;
 	if ((err = find_dups(ck, d, diag)))
 		goto out;
 	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
@@ -687,13 +1055,19 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 
 		report_orphans(ck, d); /* the slots before this entry */
 		d->ent_first = ent->slot + 1 - ent->nslots;
+		d->reattach_n = 0;
 		if (ent->is_lfn_damaged && d->damaged_n &&
-		    d->damaged_first + d->damaged_n == ent->slot)
+		    d->damaged_first + d->damaged_n == ent->slot) {
 			d->ent_first = d->damaged_first;
+			if (d->is_damaged_sum) {
+				d->reattach_first = d->damaged_first;
+				d->reattach_n = d->damaged_n;
+				d->reattach_find = d->sum_find;
+			}
+		}
 		d->damaged_n = 0;
+		d->sum_find = NONE;
 
-		if (st->after_end && !d->has_hidden)
-			d->end_slot = st->end_slot;
 		if ((err = walk_entry(ck, d, ent, st->after_end > 0, diag)))
 			goto out;
 	}
@@ -709,6 +1083,13 @@ out:
 	fk_dir_close(dir);
 	free(d->dups);
 	d->dups = NULL;
+	for (i = 0; i < d->nkeys; i++)
+		free(d->keys[i].name);
+	free(d->keys);
+	d->keys = NULL;
+	for (i = 0; i < d->given.n; i++)
+		free(d->given.v[i].name);
+	free(d->given.v);
 	free(ent);
 	return err;
 }
@@ -733,6 +1114,7 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 		if ((err = ck_chain_problem(ck, &c, 1, "/", "root directory ",
 					    &idx)))
 			return err;
+		ck->is_root_cut = c.why != STOP_EOC;
 		if (!c.nclus) {
 			ck->is_tree_incomplete = 1;
 			return 0;

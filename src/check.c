@@ -1,7 +1,7 @@
 /*
  * check.c: the checker's public side and its spine.  fk_check_run() runs
  * the phases in order (boot sector, FAT copies, FSInfo, the tree, tails,
- * label, owners, lost clusters); the findings list, the repair plans and
+ * label, owners, lost clusters and their salvage); the findings list, the repair plans and
  * the current path are kept here for every phase to use.  The phases live
  * in check-fat.c, check-tree.c and check-chain.c, the repair steps in
  * check-repair.c; check-int.h is what they share.
@@ -17,6 +17,8 @@
 #include "check-int.h"
 #include "device.h"
 #include "diag.h"
+#include "dir.h"
+#include "family.h"
 #include "volume.h"
 
 /* "s" for a plural count. */
@@ -122,12 +124,15 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f)
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
-	struct fk_check *ck = calloc(1, sizeof(*ck));
+	struct fk_check *ck;
 	/* Whole 64-bit words, for the lost-cluster count. */
 	size_t map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
 	uint32_t top = fk_clus_max(&vol->g);
 
-	if (!ck)
+	/* The FAT family's checker: exFAT has its own rules (exfat.h). */
+	if (vol->fam != &fk_fat_family)
+		return -EOPNOTSUPP;
+	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
 	ck->vol = vol;
 	ck->g = &vol->g;
@@ -139,6 +144,7 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 	ck->diffs = calloc(vol->g.nfats, sizeof(*ck->diffs));
 	ck->path = calloc(1, 64);
 	ck->path_cap = 64;
+	fk_dir_stamp(&ck->stamp, opts->now, 0);
 	if (!ck->map || !ck->diffs || !ck->path) {
 		fk_check_free(ck);
 		return -ENOMEM;
@@ -168,6 +174,8 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->tails.v);
 	free(ck->shared.v);
 	free(ck->runs.v);
+	free(ck->lost.v);
+	ck_salvage_free(ck);
 	free(ck->path);
 	free(ck->map);
 	free(ck->diffs);

@@ -41,6 +41,8 @@ struct fk_finding {
 struct fk_check_opts {
 	int is_strict;	   /* preallocated tails are errors */
 	int trim_prealloc; /* plan to free preallocated tails */
+	int salvage;	   /* save lost chains as /FOUND.000/FILEnnnn.CHK */
+	int64_t now;	   /* timestamp for what a salvage creates */
 	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
 	 */
 	void (*progress)(void *arg, const char *phase, uint64_t done,
@@ -67,7 +69,8 @@ struct fk_check_stats {
 
 /*
  * Set up a check of @vol (which the caller keeps open until
- * fk_check_free()).  *@out is the caller's.  Returns 0 or -ENOMEM.
+ * fk_check_free()).  *@out is the caller's.  Returns 0, -ENOMEM, or
+ * -EOPNOTSUPP on an exFAT volume (this is the FAT family's checker).
  */
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out);
@@ -92,10 +95,14 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
  *               cross-links, bad links and where trimmed tails begin;
  *               flushed, so every copy has it before an entry changes;
  *   entries:    sizes, first clusters, "." and "..", entries that alias
- *               another directory removed, end markers before hidden
- *               entries cleared;
+ *               another directory removed, entries hidden past an end
+ *               marker freed;
  *   free:       free trimmed tails and lost clusters, which nothing can
  *               reach any more (a crash leaves at worst lost clusters);
+ *   salvage:    with --salvage, lost chains (mended by the fat step)
+ *               become files in /FOUND.nnn: new directory clusters
+ *               chained and written first, then linked, then the entries
+ *               in blocks that existed (a crash leaves lost clusters);
  *   boot:       dirty flag, label, backup boot sector;
  *   fsinfo:     free count and next-free hint, last.
  * On success each finding with a fix is marked fixed.  Returns 0 or

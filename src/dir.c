@@ -15,11 +15,12 @@
 
 #include "diag.h"
 #include "fat.h"
+#include "family.h"
 #include "volume.h"
 
 #define ROOT_BLOCK_SECS 8 /* fixed-root sectors read at a time */
 
-struct fk_dir {
+struct fat_dir {
 	struct fk_volume *vol;
 	int is_fixed_root;
 	uint32_t first_clus;
@@ -66,9 +67,9 @@ uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
 	return fk_dir_resolve(vol, ent->first_clus);
 }
 
-int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
+static int fat_open(struct fk_volume *vol, uint32_t clus, struct fat_dir **out)
 {
-	struct fk_dir *dir = calloc(1, sizeof(*dir));
+	struct fat_dir *dir = calloc(1, sizeof(*dir));
 	uint32_t len = vol->g.clus_len;
 
 	if (!dir)
@@ -87,7 +88,7 @@ int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
 	return 0;
 }
 
-void fk_dir_close(struct fk_dir *dir)
+static void fat_close(struct fat_dir *dir)
 {
 	if (!dir)
 		return;
@@ -95,32 +96,8 @@ void fk_dir_close(struct fk_dir *dir)
 	free(dir);
 }
 
-void fk_dir_keep_going(struct fk_dir *dir)
-{
-	dir->keep_going = 1;
-}
-
-void fk_dir_on_orphan(struct fk_dir *dir,
-		      void (*fn)(void *arg, uint32_t first, uint32_t n,
-				 enum fk_lfn_orphan why),
-		      void *arg)
-{
-	dir->on_orphan = fn;
-	dir->orphan_arg = arg;
-}
-
-void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus)
-{
-	dir->max_clus = nclus;
-}
-
-const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
-{
-	return &dir->stats;
-}
-
 /* Next cluster of a chained directory; 0 at its end. */
-static int next_clus(struct fk_dir *dir, uint32_t *clus, struct fk_diag *diag)
+static int next_clus(struct fat_dir *dir, uint32_t *clus, struct fk_diag *diag)
 {
 	struct fk_volume *vol = dir->vol;
 	uint32_t val;
@@ -159,7 +136,7 @@ static int is_zero_slot(const unsigned char *e)
  * few entries in 32 KiB or 64 KiB clusters is mostly such slots, and the
  * checker reads each directory twice.
  */
-static void skip_zero_tail(struct fk_dir *dir)
+static void skip_zero_tail(struct fat_dir *dir)
 {
 	uint32_t n = 0;
 
@@ -172,7 +149,7 @@ static void skip_zero_tail(struct fk_dir *dir)
 }
 
 /* Load the next block; sets is_done at the end of the directory. */
-static int load_block(struct fk_dir *dir, struct fk_diag *diag)
+static int load_block(struct fat_dir *dir, struct fk_diag *diag)
 {
 	struct fk_volume *vol = dir->vol;
 	const struct fk_geom *g = &vol->g;
@@ -231,7 +208,7 @@ static int load_block(struct fk_dir *dir, struct fk_diag *diag)
 	return 0;
 }
 
-static void orphan(struct fk_dir *dir, uint32_t first, uint32_t n,
+static void orphan(struct fat_dir *dir, uint32_t first, uint32_t n,
 		   enum fk_lfn_orphan why)
 {
 	dir->stats.orphan_lfn += n;
@@ -239,7 +216,7 @@ static void orphan(struct fk_dir *dir, uint32_t first, uint32_t n,
 		dir->on_orphan(dir->orphan_arg, first, n, why);
 }
 
-static void lfn_drop(struct fk_dir *dir, enum fk_lfn_orphan why)
+static void lfn_drop(struct fat_dir *dir, enum fk_lfn_orphan why)
 {
 	if (dir->lfn_next)
 		orphan(dir, dir->lfn_first, (uint32_t)dir->lfn_slots, why);
@@ -249,13 +226,13 @@ static void lfn_drop(struct fk_dir *dir, enum fk_lfn_orphan why)
 
 /* Why a pending name is dropped when another long-name slot comes: a
  * complete one is orphaned (fsck.fat deletes it), a partial one broken. */
-static enum fk_lfn_orphan interrupted(const struct fk_dir *dir)
+static enum fk_lfn_orphan interrupted(const struct fat_dir *dir)
 {
 	return dir->lfn_next == -1 ? FK_LFN_ORPHAN_RESTART
 				   : FK_LFN_ORPHAN_BROKEN;
 }
 
-static void lfn_take(struct fk_dir *dir, const unsigned char *e)
+static void lfn_take(struct fat_dir *dir, const unsigned char *e)
 {
 	struct fk_lfn_slot l;
 	int ord;
@@ -286,7 +263,7 @@ static void lfn_take(struct fk_dir *dir, const unsigned char *e)
 }
 
 /* Attach the pending long name to @ent if it belongs to it. */
-static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
+static void lfn_finish(struct fat_dir *dir, struct fk_dirent *ent)
 {
 	size_t n = 0;
 
@@ -295,7 +272,8 @@ static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
 		return;
 	if (dir->lfn_next != -1 || dir->lfn_sum != fk_lfn_checksum(ent->raw)) {
 		ent->is_lfn_damaged = 1;
-		lfn_drop(dir, FK_LFN_ORPHAN_ENTRY);
+		lfn_drop(dir, dir->lfn_next == -1 ? FK_LFN_ORPHAN_SUM
+						  : FK_LFN_ORPHAN_ENTRY);
 		return;
 	}
 	while (n < (size_t)dir->lfn_slots * FK_LFN_CHARS && dir->lfn[n] != 0 &&
@@ -310,7 +288,7 @@ static void lfn_finish(struct fk_dir *dir, struct fk_dirent *ent)
 	dir->lfn_slots = 0;
 }
 
-static void fill_entry(struct fk_dir *dir, const unsigned char *e,
+static void fill_entry(struct fat_dir *dir, const unsigned char *e,
 		       struct fk_dirent *ent)
 {
 	/* Every field is set below: no memset of the 800-byte entry, which
@@ -329,7 +307,8 @@ static void fill_entry(struct fk_dir *dir, const unsigned char *e,
 		memcpy(ent->name, ent->short_name, sizeof(ent->short_name));
 }
 
-int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
+static int fat_next(struct fat_dir *dir, struct fk_dirent *ent,
+		    struct fk_diag *diag)
 {
 	int err;
 
@@ -386,6 +365,151 @@ int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
 	}
 }
 
+/* ---- the FAT family, and the calls that go through vol->fam -------------- */
+
+/* An open directory of either family. */
+struct fk_dir {
+	const struct fk_family *fam;
+	void *impl;		   /* struct fat_dir, or the exFAT iterator */
+	struct fk_dir_stats stats; /* what the FAT-only calls see on exFAT */
+};
+
+static int fat_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
+			void **impl)
+{
+	struct fat_dir *dir;
+	int err;
+
+	if ((err = fat_open(vol, dent ? fk_dirent_dir_clus(vol, dent) : 0,
+			    &dir)))
+		return err;
+	*impl = dir;
+	return 0;
+}
+
+static int fat_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
+{
+	return fat_next(impl, ent, diag);
+}
+
+static void fat_dir_close(void *impl)
+{
+	fat_close(impl);
+}
+
+static int fat_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		    struct fk_chain_info *info)
+{
+	return fk_chain_walk(vol, ent->first_clus, fn, arg, info);
+}
+
+static int fat_match(const struct fk_volume *vol, const char *name,
+		     const struct fk_dirent *ent)
+{
+	(void)vol;
+	return fk_name_equal(name, ent->name) ||
+	       fk_name_equal(name, ent->short_name);
+}
+
+const struct fk_family fk_fat_family = {
+	.name = "FAT",
+	.dir_open = fat_dir_open,
+	.dir_next = fat_dir_next,
+	.dir_close = fat_dir_close,
+	.walk = fat_walk,
+	.match = fat_match,
+};
+
+int fk_dir_open_ent(struct fk_volume *vol, const struct fk_dirent *dent,
+		    struct fk_dir **out)
+{
+	struct fk_dir *dir = calloc(1, sizeof(*dir));
+	int err;
+
+	if (!dir)
+		return -ENOMEM;
+	dir->fam = vol->fam;
+	if ((err = dir->fam->dir_open(vol, dent, &dir->impl))) {
+		free(dir);
+		return err;
+	}
+	*out = dir;
+	return 0;
+}
+
+int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
+{
+	struct fk_dirent dent;
+
+	memset(&dent, 0, sizeof(dent));
+	dent.attr = FK_ATTR_DIR;
+	dent.first_clus = clus;
+	return fk_dir_open_ent(vol, &dent, out);
+}
+
+void fk_dir_close(struct fk_dir *dir)
+{
+	if (!dir)
+		return;
+	dir->fam->dir_close(dir->impl);
+	free(dir);
+}
+
+int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
+{
+	return dir->fam->dir_next(dir->impl, ent, diag);
+}
+
+int fk_dirent_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+		   int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		   struct fk_chain_info *info)
+{
+	return vol->fam->walk(vol, ent, fn, arg, info);
+}
+
+/* The FAT family's slot-level calls; nothing to do on exFAT. */
+static struct fat_dir *fat_of(struct fk_dir *dir)
+{
+	return dir->fam == &fk_fat_family ? dir->impl : NULL;
+}
+
+void fk_dir_keep_going(struct fk_dir *dir)
+{
+	struct fat_dir *d = fat_of(dir);
+
+	if (d)
+		d->keep_going = 1;
+}
+
+void fk_dir_on_orphan(struct fk_dir *dir,
+		      void (*fn)(void *arg, uint32_t first, uint32_t n,
+				 enum fk_lfn_orphan why),
+		      void *arg)
+{
+	struct fat_dir *d = fat_of(dir);
+
+	if (d) {
+		d->on_orphan = fn;
+		d->orphan_arg = arg;
+	}
+}
+
+void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus)
+{
+	struct fat_dir *d = fat_of(dir);
+
+	if (d)
+		d->max_clus = nclus;
+}
+
+const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
+{
+	return dir->fam == &fk_fat_family
+		       ? &((const struct fat_dir *)dir->impl)->stats
+		       : &dir->stats;
+}
+
 void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
 {
 	time_t tt = (time_t)t;
@@ -416,20 +540,20 @@ static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
 	ent->first_clus = fk_dir_resolve(vol, 0);
 }
 
-/* Find @name in directory @clus. */
-static int find_in(struct fk_volume *vol, uint32_t clus, const char *name,
-		   struct fk_dirent *ent, struct fk_diag *diag)
+/* Find @name in the directory @parent describes; @ent gets the entry. */
+static int find_in(struct fk_volume *vol, const struct fk_dirent *parent,
+		   const char *name, struct fk_dirent *ent,
+		   struct fk_diag *diag)
 {
 	struct fk_dir *dir;
 	int err;
 
-	if ((err = fk_dir_open(vol, clus, &dir)))
+	if ((err = fk_dir_open_ent(vol, parent, &dir)))
 		return err;
 	while ((err = fk_dir_next(dir, ent, diag)) == 1) {
 		if (ent->attr & FK_ATTR_VOLUME)
 			continue;
-		if (fk_name_equal(name, ent->name) ||
-		    fk_name_equal(name, ent->short_name))
+		if (vol->fam->match(vol, name, ent))
 			break;
 	}
 	fk_dir_close(dir);
@@ -440,6 +564,7 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 		  struct fk_dirent *ent, struct fk_diag *diag)
 {
 	char comp[FK_NAME_MAX];
+	struct fk_dirent parent;
 	const char *p = path;
 	int err;
 
@@ -468,8 +593,8 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 		 * POSIX and mtools (only root_entry() names an entry "/"). */
 		if (!strcmp(comp, "..") && !strcmp(ent->name, "/"))
 			continue;
-		if ((err = find_in(vol, fk_dirent_dir_clus(vol, ent), comp, ent,
-				   diag)))
+		parent = *ent;
+		if ((err = find_in(vol, &parent, comp, ent, diag)))
 			return err;
 		if (!strcmp(comp, "..") && ent->first_clus == 0)
 			root_entry(vol, ent);
@@ -477,7 +602,7 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 }
 
 /* Volume offset of slot @slot of directory @dir_clus, following its chain. */
-static int slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+int fk_dir_slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		    uint64_t *off)
 {
 	const struct fk_geom *g = &vol->g;
@@ -513,7 +638,7 @@ int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 	uint64_t off;
 	int err;
 
-	if ((err = slot_off(vol, dir_clus, slot, &off)))
+	if ((err = fk_dir_slot_off(vol, dir_clus, slot, &off)))
 		return err;
 	return fk_device_read(vol->dev, off, e, FK_DIRENT_LEN);
 }
@@ -524,7 +649,7 @@ int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 	uint64_t off;
 	int err;
 
-	if ((err = slot_off(vol, dir_clus, slot, &off)))
+	if ((err = fk_dir_slot_off(vol, dir_clus, slot, &off)))
 		return err;
 	return fk_device_write(vol->dev, off, e, FK_DIRENT_LEN);
 }

@@ -2,13 +2,17 @@
  * dir.h: directories.  Iterating the slots of the FAT12/16 fixed root or
  * of a cluster-chained directory, assembling VFAT long names, looking up
  * paths, and packing and unpacking short slots (dirplan.c plans and
- * writes new entries).
+ * writes new entries).  Open, next, lookup and walks go through the
+ * volume's family (family.h), so they work on exFAT too; the slot-level
+ * calls (keep_going, orphans, limits, stats, raw slots) are the FAT
+ * family's and do nothing on exFAT (its checker uses exfat.h).
  */
 #ifndef FATKIT_DIR_H
 #define FATKIT_DIR_H
 
 #include <stdint.h>
 
+#include "fat.h"
 #include "names.h"
 #include "slot.h"
 
@@ -18,18 +22,27 @@ struct fk_dir;
 
 #define FK_DIR_MAX_ENTS 65536 /* a directory holds at most 2 MiB of slots */
 
-/* One directory entry, with its long name when it has a sound one. */
+/*
+ * One directory entry, with its long name when it has a sound one.  On
+ * exFAT it is a file entry set: no 8.3 name (short_name is "", raw is
+ * spaces), the set's first entry in off/slot and its entries in nslots.
+ */
 struct fk_dirent {
 	char name[FK_NAME_MAX]; /* long name, else the short display */
-	char short_name[40];	/* 8.3 display form, UTF-8 */
+	char short_name[40];	/* 8.3 display form, UTF-8; "" on exFAT */
 	unsigned char raw[11];	/* the short name as stored */
 	uint8_t attr;
 	uint8_t nt; /* NT lower-case flags */
 	uint32_t first_clus;
-	uint32_t size;	       /* bytes, as the entry says */
+	uint64_t size;	       /* bytes, as the entry says (DataLength) */
+	uint64_t valid_len;    /* exFAT ValidDataLength; size on FAT */
+	int is_no_fat_chain;   /* exFAT: one run, FAT entries unused */
 	uint16_t mtime, mdate; /* FAT date and time words */
 	uint16_t ctime, cdate, adate;
 	uint8_t ctime_cs;   /* creation time, 10 ms units */
+	uint8_t mtime_cs;   /* exFAT modification time, 10 ms units */
+	int8_t mtime_tz;    /* exFAT UTC offset, 15-minute units */
+	int has_mtime_tz;   /* mtime_tz is valid (else local time) */
 	uint64_t off;	    /* volume byte offset of the short slot */
 	uint32_t slot;	    /* index of the short slot in the dir */
 	uint32_t nslots;    /* slots used, long-name slots included */
@@ -54,7 +67,22 @@ struct fk_dir_stats {
  * -ENOMEM.  Reading checks the chain as it goes.
  */
 int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out);
+/*
+ * Open the directory @dent describes (NULL: the root); what exFAT needs,
+ * whose directories have a length and may be NoFatChain runs.
+ */
+int fk_dir_open_ent(struct fk_volume *vol, const struct fk_dirent *dent,
+		    struct fk_dir **out);
 void fk_dir_close(struct fk_dir *dir);
+
+/*
+ * Walk the clusters of @ent's data as fk_chain_walk() does: a FAT chain,
+ * or on exFAT a NoFatChain file's one run of ceil(size / cluster)
+ * clusters, whose FAT entries are never read.  Returns as fk_chain_walk().
+ */
+int fk_dirent_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+		   int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		   struct fk_chain_info *info);
 
 /*
  * Next entry (deleted slots and long-name slots are folded away; "." and
@@ -83,8 +111,11 @@ enum fk_lfn_orphan {
 				  fsck.fat deletes */
 	FK_LFN_ORPHAN_BROKEN,  /* out of sequence: fsck.fat leaves them,
 				  fatcheck -r deletes them */
-	FK_LFN_ORPHAN_ENTRY,   /* the entry after them has another checksum,
-				  or the name is unfinished: left too */
+	FK_LFN_ORPHAN_ENTRY,   /* the name is unfinished when an entry
+				  comes: fatcheck -r deletes them */
+	FK_LFN_ORPHAN_SUM,     /* a complete name in sequence, but the entry
+				  after it has another checksum: fatcheck -r
+				  re-attaches it */
 };
 
 /*
@@ -125,6 +156,9 @@ int fk_dir_read_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		     unsigned char e[FK_DIRENT_LEN]);
 int fk_dir_write_slot(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
 		      const unsigned char e[FK_DIRENT_LEN]);
+/* The volume byte offset of that slot, as the two above find it. */
+int fk_dir_slot_off(struct fk_volume *vol, uint32_t dir_clus, uint32_t slot,
+		    uint64_t *off);
 
 /*
  * The first cluster of directory @clus, where 0 names the root (as ".."

@@ -66,6 +66,7 @@ struct fk_dirplan {
 	uint8_t *used;	     /* per slot (at most FK_DIR_MAX_ENTS) */
 	uint32_t first_free; /* no free slot below this */
 	uint32_t end_slot;   /* one past the last slot in use */
+	int is_keep;	     /* fk_dirplan_open_keep() */
 	struct dp_ent *ents;
 	uint32_t nents;
 	size_t cap_ents;
@@ -303,7 +304,12 @@ static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
 {
 	uint32_t to = st->zero_from < dp->nslots ? st->zero_from : dp->nslots;
 
-	if (st->after_end) {
+	if (st->after_end && dp->is_keep) {
+		/* The caller frees them first: slots skipped from the
+		 * marker on are deleted, theirs too, so Windows sees a new
+		 * entry placed after them. */
+		dp->end_slot = st->end_slot;
+	} else if (st->after_end) {
 		fk_diag_set(diag, NULL,
 			    "live entries hidden after the end-of-directory "
 			    "marker (slot %u)",
@@ -316,6 +322,17 @@ static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
 	if (to > st->end_slot)
 		memset(dp->used + st->end_slot, 1, to - st->end_slot);
 	return 0;
+}
+
+/* fk_dirplan_open_keep(): long-name slots that belong to no entry stay. */
+static void keep_orphans(void *arg, uint32_t first, uint32_t n,
+			 enum fk_lfn_orphan why)
+{
+	struct fk_dirplan *dp = arg;
+
+	(void)why;
+	if (first < dp->nslots && n <= dp->nslots - first)
+		mark_used(dp, first, n);
 }
 
 static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
@@ -333,6 +350,8 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 	fk_dir_keep_going(dir);
 	if (!dp->is_fixed_root)
 		fk_dir_set_limit(dir, dp->nblocks);
+	if (dp->is_keep)
+		fk_dir_on_orphan(dir, keep_orphans, dp);
 	while ((err = fk_dir_next(dir, &ent, diag)) == 1) {
 		unsigned char slot[FK_DIRENT_LEN];
 
@@ -361,20 +380,33 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 	return 0;
 }
 
-int fk_dirplan_open(struct fk_volume *vol, uint32_t clus,
-		    struct fk_dirplan **out, struct fk_diag *diag)
+static int open_plan(struct fk_volume *vol, uint32_t clus, int is_keep,
+		     struct fk_dirplan **out, struct fk_diag *diag)
 {
 	struct fk_dirplan *dp = dp_new(vol, clus);
 	int err;
 
 	if (!dp)
 		return -ENOMEM;
+	dp->is_keep = is_keep;
 	if ((err = scan(dp, diag))) {
 		fk_dirplan_close(dp);
 		return err;
 	}
 	*out = dp;
 	return 0;
+}
+
+int fk_dirplan_open(struct fk_volume *vol, uint32_t clus,
+		    struct fk_dirplan **out, struct fk_diag *diag)
+{
+	return open_plan(vol, clus, 0, out, diag);
+}
+
+int fk_dirplan_open_keep(struct fk_volume *vol, uint32_t clus,
+			 struct fk_dirplan **out, struct fk_diag *diag)
+{
+	return open_plan(vol, clus, 1, out, diag);
 }
 
 void fk_dirplan_close(struct fk_dirplan *dp)

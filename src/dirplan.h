@@ -27,6 +27,16 @@ int fk_dirplan_open(struct fk_volume *vol, uint32_t clus,
 		    struct fk_dirplan **out, struct fk_diag *diag);
 
 /*
+ * As fk_dirplan_open(), for a repair that settles the directory's damage
+ * before it writes: long-name slots that belong to no entry count as
+ * taken (a repair may re-attach them), and live entries past the end
+ * marker are not refused but taken to be freed first (a new entry placed
+ * past the marker deletes the slots from the marker on, theirs too).
+ */
+int fk_dirplan_open_keep(struct fk_volume *vol, uint32_t clus,
+			 struct fk_dirplan **out, struct fk_diag *diag);
+
+/*
  * Plan a new, empty directory in cluster @clus (already planned by the
  * caller) whose parent starts at @parent_clus (0 for the root), with its
  * "." and ".." entries stamped with @times' dates and times.

@@ -102,6 +102,20 @@ static uint32_t fat32_encode(uint32_t raw, uint32_t clus, uint32_t val)
 	return (raw & FAT32_KEEP) | (val & FAT32_MASK);
 }
 
+/* exFAT entries are all 32 bits: nothing reserved, nothing kept. */
+static uint32_t exfat_decode(uint32_t raw, uint32_t clus)
+{
+	(void)clus;
+	return raw;
+}
+
+static uint32_t exfat_encode(uint32_t raw, uint32_t clus, uint32_t val)
+{
+	(void)raw;
+	(void)clus;
+	return val;
+}
+
 /* ---- whole blocks ---------------------------------------------------------- */
 
 /* Entry @i of a FAT12 block that starts at an even cluster. */
@@ -138,6 +152,16 @@ static void fat32_decode_block(const unsigned char *p, uint32_t first,
 	(void)first;
 	for (i = 0; i < n; i++, p += 4)
 		vals[i] = get_le32(p) & FAT32_MASK;
+}
+
+static void exfat_decode_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint32_t *vals)
+{
+	uint32_t i;
+
+	(void)first;
+	for (i = 0; i < n; i++, p += 4)
+		vals[i] = get_le32(p);
 }
 
 /* Are the @len bytes at @p all zero?  The first is, and each equals the
@@ -245,6 +269,26 @@ static uint32_t fat32_free_block(const unsigned char *p, uint32_t first,
 	return free_groups(p, first, n, map, kept, 256, fat32_free_word);
 }
 
+static uint64_t exfat_free_word(const unsigned char *p, uint32_t m,
+				uint32_t *kept)
+{
+	uint64_t word = 0;
+	uint32_t j;
+
+	(void)kept;
+	if (is_zero(p, 4 * (size_t)m))
+		return all_bits(m);
+	for (j = 0; j < m; j++)
+		word |= (uint64_t)(get_le32(p + 4 * j) == 0) << j;
+	return word;
+}
+
+static uint32_t exfat_free_block(const unsigned char *p, uint32_t first,
+				 uint32_t n, uint64_t *map, uint32_t *kept)
+{
+	return free_groups(p, first, n, map, kept, 256, exfat_free_word);
+}
+
 static void fat16_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
 			      uint32_t step, int is_fresh)
 {
@@ -267,6 +311,16 @@ static void fat32_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
 	}
 	for (k = 0; k < cnt; k++, p += 4, val += step)
 		put_le32(p, (get_le32(p) & FAT32_KEEP) | val);
+}
+
+static void exfat_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
+			      uint32_t step, int is_fresh)
+{
+	uint32_t k;
+
+	(void)is_fresh;
+	for (k = 0; k < cnt; k++, p += 4, val += step)
+		put_le32(p, val);
 }
 
 static const struct fat_ops fat12_ops = {
@@ -316,11 +370,32 @@ static const struct fat_ops fat32_ops = {
 	.noerr = 0x04000000,
 };
 
+/*
+ * exFAT (spec 4.1): 0xFFFFFFF7 bad, 0xFFFFFFFF the end of a chain; the
+ * values between are neither (FK_ENT_RESERVED).  FAT[1] has no state
+ * bits.  The free state of a cluster is the allocation bitmap's, not the
+ * FAT's: a zero entry is "free" here only as a chain link.
+ */
+static const struct fat_ops exfat_ops = {
+	.entry_off = fat32_off,
+	.load_len = 4,
+	.decode = exfat_decode,
+	.encode = exfat_encode,
+	.decode_block = exfat_decode_block,
+	.free_block = exfat_free_block,
+	.store_block = exfat_store_block,
+	.is_streamed = 1,
+	.eoc_min = 0xffffffff,
+	.bad = 0xfffffff7,
+	.mask = 0xffffffff,
+};
+
 /* The only place that looks at the width. */
 static const struct fat_ops *ops_of(const struct fk_geom *g)
 {
 	return g->type == FK_FAT12   ? &fat12_ops
 	       : g->type == FK_FAT16 ? &fat16_ops
+	       : g->type == FK_EXFAT ? &exfat_ops
 				     : &fat32_ops;
 }
 
@@ -448,9 +523,9 @@ int fk_fat_get_links(struct fk_volume *vol, uint32_t clus, uint32_t *vals,
 	if ((err = fk_cache_get(vol->fat, clus >> shift, &data)))
 		return err;
 	for (;;) {
-		val = ops->load_len == 4
-			      ? get_le32(data + 4 * (clus - lo)) & FAT32_MASK
-			      : get_le16(data + 2 * (clus - lo));
+		val = (ops->load_len == 4 ? get_le32(data + 4 * (clus - lo))
+					  : get_le16(data + 2 * (clus - lo))) &
+		      ops->mask;
 		vals[n++] = val;
 		if (n == max || val - FK_FIRST_CLUS > top - FK_FIRST_CLUS ||
 		    val - lo >= per)

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "cli.h"
+#include "device.h"
 #include "diag.h"
 #include "dir.h"
 #include "json.h"
@@ -76,6 +77,7 @@ struct opts {
 	int is_repair;
 	int is_read_only; /* -n: refuse any repair option with it */
 	int trim_prealloc;
+	int salvage;
 	int is_strict;
 	int is_json;
 	int is_verbose;
@@ -104,11 +106,15 @@ static void usage(FILE *out)
 		"\n"
 		"  -r, --repair        apply safe repairs: resync FAT copies, fix FSInfo,\n"
 		"                      free lost clusters, cut chains at a loop or cross-link,\n"
-		"                      fix sizes of too-short chains\n"
+		"                      fix sizes of too-short chains, rename bad or duplicate\n"
+		"                      short names, re-attach long names, rebuild . and ..,\n"
+		"                      free entries hidden past an end-of-directory marker\n"
 		"  -a, -p, -y          as -r (fsck(8) option letters)\n"
 		"  -n                  read only, the default (for fsck(8) callers)\n"
 		"  -f                  accepted and ignored (every check is full); it does not\n"
 		"                      force writing: see --force\n"
+		"      --salvage       with --repair: save lost chains as files\n"
+		"                      /FOUND.000/FILE0000.CHK, ... instead of freeing them\n"
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
 		"      --json          findings and summary as one JSON document\n"
@@ -123,7 +129,8 @@ static void usage(FILE *out)
 		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).\n"
 		"Each finding is a line 'error|warning|note: PATH: message'; a summary ends\n"
 		"the report.\n"
-		"Exit status (as fsck): 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
+		"Exit status (as fsck): 0 clean, 1 the repair wrote (errors corrected),\n"
+		"4 errors left uncorrected,\n"
 		"8 operational error, 16 usage error; 128 + N when signal N stopped a\n"
 		"repair run.\n");
 }
@@ -131,6 +138,7 @@ static void usage(FILE *out)
 
 enum {
 	OPT_TRIM = 256,
+	OPT_SALVAGE,
 	OPT_STRICT,
 	OPT_JSON,
 	OPT_PROGRESS,
@@ -144,6 +152,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 	static const struct option longs[] = {
 		{"repair", no_argument, NULL, 'r'},
 		{"trim-prealloc", no_argument, NULL, OPT_TRIM},
+		{"salvage", no_argument, NULL, OPT_SALVAGE},
 		{"strict", no_argument, NULL, OPT_STRICT},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
@@ -177,6 +186,9 @@ static int parse_args(int argc, char **argv, struct opts *o,
 			break;
 		case OPT_TRIM:
 			o->trim_prealloc = 1;
+			break;
+		case OPT_SALVAGE:
+			o->salvage = 1;
 			break;
 		case OPT_STRICT:
 			o->is_strict = 1;
@@ -212,6 +224,10 @@ static int parse_args(int argc, char **argv, struct opts *o,
 	}
 	if (o->trim_prealloc && !o->is_repair) {
 		fk_usage_error(PROG, "--trim-prealloc needs --repair");
+		return -EINVAL;
+	}
+	if (o->salvage && !o->is_repair) {
+		fk_usage_error(PROG, "--salvage needs --repair");
 		return -EINVAL;
 	}
 	if (optind >= argc) {
@@ -294,7 +310,7 @@ static void on_visit(void *arg, const char *path, const struct fk_dirent *ent,
 		printf("checked: %s/ (%" PRIu32 " cluster%s)\n", path, nclus,
 		       nclus == 1 ? "" : "s");
 	else
-		printf("checked: %s (%" PRIu32 " bytes, %" PRIu32
+		printf("checked: %s (%" PRIu64 " bytes, %" PRIu32
 		       " cluster%s)\n",
 		       path, ent->size, nclus, nclus == 1 ? "" : "s");
 }
@@ -378,28 +394,35 @@ static void count(uint32_t n, const char *one, const char *many)
 	printf("%" PRIu32 " %s", n, n == 1 ? one : many);
 }
 
+/*
+ * The summary: what was found (@st, the first check) and the volume as
+ * it is now (@now: the check after a repair, else @st again), with the
+ * count of fixes when a repair wrote (@is_repaired).
+ */
 static void print_summary(struct run *r, const struct fk_volume *vol,
-			  const struct fk_check_stats *st, uint32_t remaining,
-			  int status)
+			  const struct fk_check_stats *st,
+			  const struct fk_check_stats *now, uint32_t remaining,
+			  int is_repaired, int status)
 {
 	const struct fk_geom *g = &vol->g;
 
 	if (r->o.is_json) {
 		fk_json_object(&r->js, "summary");
 		fk_json_str(&r->js, "fat_type", fk_fat_type_name(g->type));
-		fk_json_u64(&r->js, "files", st->files);
-		fk_json_u64(&r->js, "directories", st->dirs);
+		fk_json_u64(&r->js, "files", now->files);
+		fk_json_u64(&r->js, "directories", now->dirs);
 		fk_json_u64(&r->js, "clusters", g->nclus);
-		fk_json_u64(&r->js, "used_clusters", st->used_clus);
-		fk_json_u64(&r->js, "free_clusters", st->free_clus);
-		fk_json_u64(&r->js, "bad_clusters", st->bad_clus);
-		fk_json_u64(&r->js, "lost_clusters", st->lost_clus);
-		fk_json_u64(&r->js, "lost_chains", st->lost_chains);
-		fk_json_u64(&r->js, "tail_clusters", st->tail_clus);
+		fk_json_u64(&r->js, "used_clusters", now->used_clus);
+		fk_json_u64(&r->js, "free_clusters", now->free_clus);
+		fk_json_u64(&r->js, "bad_clusters", now->bad_clus);
+		fk_json_u64(&r->js, "lost_clusters", now->lost_clus);
+		fk_json_u64(&r->js, "lost_chains", now->lost_chains);
+		fk_json_u64(&r->js, "tail_clusters", now->tail_clus);
 		fk_json_u64(&r->js, "errors", st->errors);
 		fk_json_u64(&r->js, "warnings", st->warnings);
 		fk_json_u64(&r->js, "notes", st->notes);
 		fk_json_u64(&r->js, "fixed", st->fixed);
+		fk_json_bool(&r->js, "repaired", is_repaired);
 		fk_json_u64(&r->js, "errors_fixed", st->errors - remaining);
 		fk_json_u64(&r->js, "unlisted", st->unlisted);
 		fk_json_u64(&r->js, "errors_left", remaining);
@@ -408,10 +431,10 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 		return;
 	}
 	printf("%s: %s, ", r->image, fk_fat_type_name(g->type));
-	count(st->files, "file", "files");
+	count(now->files, "file", "files");
 	printf(", ");
-	count(st->dirs, "directory", "directories");
-	printf(", %" PRIu32 "/%" PRIu32 " clusters used; ", st->used_clus,
+	count(now->dirs, "directory", "directories");
+	printf(", %" PRIu32 "/%" PRIu32 " clusters used; ", now->used_clus,
 	       g->nclus);
 	count(st->errors, "error", "errors");
 	if (r->o.is_repair && st->errors)
@@ -423,6 +446,11 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 	count(st->notes, "note", "notes");
 	if (st->unlisted)
 		printf(" (%" PRIu32 " not listed)", st->unlisted);
+	if (is_repaired) {
+		printf("; ");
+		count(st->fixed, "fix", "fixes");
+		printf(" applied");
+	}
 	printf("\n");
 }
 
@@ -437,6 +465,8 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	memset(&co, 0, sizeof(co));
 	co.is_strict = r->o.is_strict;
 	co.trim_prealloc = r->o.trim_prealloc;
+	co.salvage = r->o.salvage && with_cb; /* the check after: no plans */
+	co.now = (int64_t)time(NULL);
 	co.arg = r;
 	if (with_cb && r->o.progress)
 		co.progress = on_progress;
@@ -459,7 +489,8 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	struct fk_check *ck = NULL, *after = NULL;
 	const struct fk_check_stats *st;
 	uint32_t remaining;
-	int err, status, is_printed = 0;
+	uint64_t writes;
+	int err, status, is_printed = 0, is_repaired = 0;
 
 	if (r->o.is_json) {
 		fk_json_object(&r->js, NULL);
@@ -491,8 +522,10 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 				    "interrupted; nothing was changed");
 			goto fail;
 		}
+		writes = fk_device_stats(vol->dev)->write_calls;
 		if ((err = fk_check_repair(ck, &diag)))
 			goto fail;
+		is_repaired = fk_device_stats(vol->dev)->write_calls > writes;
 		/* The exit status says what is true now, not what was
 		 * planned: check again. */
 		if (!caught && (err = run_check(r, vol, 0, &after, &diag)))
@@ -506,11 +539,13 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 		}
 		remaining = fk_check_stats(after)->errors;
 	}
-	status = remaining    ? FK_FSCK_UNCORRECTED
-		 : st->errors ? FK_FSCK_CORRECTED
-			      : FK_FSCK_CLEAN;
+	/* Exit 1 whenever the repair wrote, warnings and notes alike. */
+	status = remaining		     ? FK_FSCK_UNCORRECTED
+		 : st->errors || is_repaired ? FK_FSCK_CORRECTED
+					     : FK_FSCK_CLEAN;
 	print_findings(r, ck, is_printed, after);
-	print_summary(r, vol, st, remaining, status);
+	print_summary(r, vol, st, after ? fk_check_stats(after) : st, remaining,
+		      is_repaired, status);
 	if (r->o.is_json) {
 		fk_json_end(&r->js);
 		fk_json_finish(&r->js);
@@ -570,6 +605,15 @@ int main(int argc, char **argv)
 	if ((err = fk_volume_open(&vo, &vol, &diag))) {
 		fk_diag_subject(&diag, r.image);
 		fk_report_in(PROG, r.image, &diag, err);
+		free(image);
+		return FK_FSCK_OPERATIONAL;
+	}
+	if (vol->exfat) {
+		fk_diag_set(&diag, NULL,
+			    "exFAT checking is not supported yet (fatls lists "
+			    "exFAT volumes; fsck.exfat -n checks them)");
+		fk_report_in(PROG, r.image, &diag, -EOPNOTSUPP);
+		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "diag.h"
 #include "dir.h"
+#include "exfat.h"
 #include "fat.h"
 #include "fsinfo.h"
 #include "json.h"
@@ -38,6 +39,8 @@ struct ls {
 	struct fk_volume *vol;
 	struct fk_json js;
 	int status;	     /* FK_EXIT_OK or FK_EXIT_FAIL */
+	int is_exfat;	     /* exFAT: times with 10 ms and UTC offset,
+				ValidDataLength, NoFatChain, no 8.3 names */
 	const char *image;   /* IMAGE as typed, for messages */
 	unsigned char *seen; /* -R: one bit per directory cluster listed */
 	size_t seen_len;     /* bytes of @seen */
@@ -59,12 +62,13 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [OPTIONS] IMAGE [PATH]...\n"
-		"List directories and files of a FAT12/16/32 volume without mounting it.\n"
+		"List directories and files of a FAT12/16/32 or exFAT volume without\n"
+		"mounting it.\n"
 		"\n"
 		"  -l                 long format: attributes, size, allocated, mtime, name\n"
 		"  -a                 include hidden and system entries, . and .., the label\n"
 		"  -R                 recurse; print full paths\n"
-		"  -s                 show 8.3 short names beside long names\n"
+		"  -s                 show 8.3 short names beside long names (not on exFAT)\n"
 		"      --chain        show first cluster, fragments and runs (clusters and\n"
 		"                     byte offset+length in IMAGE)\n"
 		"      --info         print the volume (FAT type, geometry, free space, FSInfo)\n"
@@ -100,7 +104,7 @@ static int get_chain(struct ls *ls, const struct fk_dirent *ent,
 	int err;
 
 	c->nruns = 0;
-	err = fk_chain_walk(ls->vol, ent->first_clus, add_run, c, &c->info);
+	err = fk_dirent_walk(ls->vol, ent, add_run, c, &c->info);
 	if (!err && ent->first_clus && c->info.end != FK_ENT_EOC)
 		err = fk_chain_error(&c->info, &diag);
 	if (err) {
@@ -131,17 +135,34 @@ static void attr_string(uint8_t attr, char out[6])
 	out[5] = '\0';
 }
 
-/* FAT date and time words as ISO 8601 (local time, as FAT stores it). */
-static void mtime_string(const struct fk_dirent *ent, char *out, size_t len)
+/*
+ * FAT date and time words as ISO 8601 (local time, as FAT stores it).
+ * exFAT adds 10 ms units (shown as hundredths) and, when valid, the UTC
+ * offset the time was taken in.
+ */
+static void mtime_string(const struct ls *ls, const struct fk_dirent *ent,
+			 char *out, size_t len)
 {
+	unsigned sec = (ent->mtime & 31) * 2u + ent->mtime_cs / 100u;
+	int n;
+
 	if (!ent->mdate) {
 		snprintf(out, len, "-");
 		return;
 	}
-	snprintf(out, len, "%04u-%02u-%02uT%02u:%02u:%02u",
-		 1980 + (ent->mdate >> 9), ent->mdate >> 5 & 15,
-		 ent->mdate & 31, ent->mtime >> 11, ent->mtime >> 5 & 63,
-		 (ent->mtime & 31) * 2);
+	n = snprintf(out, len, "%04u-%02u-%02uT%02u:%02u:%02u",
+		     1980 + (ent->mdate >> 9), ent->mdate >> 5 & 15,
+		     ent->mdate & 31, ent->mtime >> 11, ent->mtime >> 5 & 63,
+		     sec);
+	if (!ls->is_exfat || n < 0 || (size_t)n >= len)
+		return;
+	n += snprintf(out + n, len - (size_t)n, ".%02u", ent->mtime_cs % 100u);
+	if (ent->has_mtime_tz && (size_t)n < len) {
+		int min = ent->mtime_tz * 15;
+
+		snprintf(out + n, len - (size_t)n, "%c%02d:%02d",
+			 min < 0 ? '-' : '+', abs(min) / 60, abs(min) % 60);
+	}
 }
 
 static uint64_t run_off(const struct ls *ls, const struct fk_run *r)
@@ -161,20 +182,28 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 		     {FK_ATTR_DIR, "directory"}, {FK_ATTR_ARCHIVE, "archive"}};
 	struct fk_json *js = &ls->js;
 	uint32_t clus_len = ls->vol->g.clus_len;
-	char mtime[32];
+	char mtime[40];
 	size_t i;
 
-	mtime_string(ent, mtime, sizeof(mtime));
+	mtime_string(ls, ent, mtime, sizeof(mtime));
 	fk_json_object(js, NULL);
 	fk_json_str(js, "path", path);
 	fk_json_str(js, "name", ent->name);
-	fk_json_str(js, "short_name", ent->short_name);
+	if (ls->is_exfat)
+		fk_json_null(js, "short_name");
+	else
+		fk_json_str(js, "short_name", ent->short_name);
 	fk_json_array(js, "attributes");
 	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
 		if (ent->attr & attrs[i].bit)
 			fk_json_str(js, NULL, attrs[i].name);
 	fk_json_end(js);
 	fk_json_u64(js, "size", ent->size);
+	if (ls->is_exfat) {
+		fk_json_u64(js, "valid_data_length", ent->valid_len);
+		fk_json_bool(js, "contiguous_no_fat_chain",
+			     ent->is_no_fat_chain);
+	}
 	fk_json_u64(js, "allocated", (uint64_t)c->info.nclus * clus_len);
 	fk_json_u64(js, "first_cluster", ent->first_clus);
 	fk_json_u64(js, "clusters", c->info.nclus);
@@ -192,16 +221,17 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			     const char *shown, const struct chain *c)
 {
 	uint32_t clus_len = ls->vol->g.clus_len;
-	char attr[6], mtime[32];
+	char attr[6], mtime[40];
 	size_t i;
 
 	if (ls->o.is_long) {
 		attr_string(ent->attr, attr);
-		mtime_string(ent, mtime, sizeof(mtime));
-		printf("%s %10" PRIu32 " %10" PRIu64 " %-19s ", attr, ent->size,
+		mtime_string(ls, ent, mtime, sizeof(mtime));
+		printf("%s %10" PRIu64 " %10" PRIu64 " %-19s ", attr, ent->size,
 		       (uint64_t)c->info.nclus * clus_len, mtime);
 	}
-	if (ls->o.show_short)
+	/* exFAT has no 8.3 names: -s leaves the long name alone. */
+	if (ls->o.show_short && !ls->is_exfat)
 		printf("%s%*s ", ent->short_name,
 		       12 - display_width(ent->short_name), "");
 	if (ls->o.show_chain) {
@@ -214,8 +244,15 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			       run_off(ls, &c->runs[i]),
 			       (uint64_t)c->runs[i].nclus * clus_len);
 		printf("%s ", c->nruns ? "" : "-");
+		if (ent->is_no_fat_chain)
+			printf("NoFatChain ");
 	}
-	printf("%s\n", shown);
+	printf("%s", shown);
+	/* Bytes past ValidDataLength read as zeros (exFAT 7.6.5). */
+	if (ls->o.is_long && ent->valid_len < ent->size)
+		printf("  (valid %" PRIu64 " of %" PRIu64 " bytes)",
+		       ent->valid_len, ent->size);
+	printf("\n");
 }
 
 static double now(void)
@@ -331,14 +368,15 @@ static int mark_seen(struct ls *ls, uint32_t clus, struct fk_diag *diag)
  * or broken chain is one error, not the same entries printed again and
  * again until fk_dir_next() hits its 2 MiB bound.
  */
-static int check_dir_chain(struct ls *ls, uint32_t clus, struct fk_diag *diag)
+static int check_dir_chain(struct ls *ls, const struct fk_dirent *dent,
+			   struct fk_diag *diag)
 {
 	struct fk_chain_info info;
 	int err;
 
-	if (!clus)
+	if (!fk_dirent_dir_clus(ls->vol, dent))
 		return 0; /* the FAT12/16 fixed root has no chain */
-	if ((err = fk_chain_walk(ls->vol, clus, NULL, NULL, &info)))
+	if ((err = fk_dirent_walk(ls->vol, dent, NULL, NULL, &info)))
 		return err;
 	if (info.end != FK_ENT_EOC)
 		return fk_chain_error(&info, diag);
@@ -346,13 +384,16 @@ static int check_dir_chain(struct ls *ls, uint32_t clus, struct fk_diag *diag)
 }
 
 /*
- * List directory @clus whose path is @path ("" for the root).  With -R the
+ * List the directory @dent describes, whose path is @path ("" for the
+ * root).  With -R the
  * recursion depth is bounded too, so that a long chain of distinct
  * directories cannot exhaust the stack; no real volume nests this deep.
  */
-static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
+static int list_dir(struct ls *ls, const struct fk_dirent *dent,
+		    const char *path, int depth)
 {
 	struct fk_diag diag = {{0}, {0}};
+	uint32_t clus = fk_dirent_dir_clus(ls->vol, dent);
 	struct fk_dirent ent;
 	struct fk_dir *dir;
 	int err;
@@ -365,8 +406,8 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 		goto out_report;
 	}
 	if ((err = mark_seen(ls, clus, &diag)) ||
-	    (err = check_dir_chain(ls, clus, &diag)) ||
-	    (err = fk_dir_open(ls->vol, clus, &dir)))
+	    (err = check_dir_chain(ls, dent, &diag)) ||
+	    (err = fk_dir_open_ent(ls->vol, dent, &dir)))
 		goto out_report;
 	while ((err = fk_dir_next(dir, &ent, &diag)) == 1) {
 		char *full;
@@ -389,8 +430,7 @@ static int list_dir(struct ls *ls, uint32_t clus, const char *path, int depth)
 				 ls->o.is_recursive ? full : ent.name) &&
 		    ls->o.is_recursive && (ent.attr & FK_ATTR_DIR) &&
 		    !fk_dirent_is_dot(&ent) && !(ent.attr & FK_ATTR_VOLUME))
-			list_dir(ls, fk_dirent_dir_clus(ls->vol, &ent), full,
-				 depth + 1);
+			list_dir(ls, &ent, full, depth + 1);
 		free(full);
 	}
 	fk_dir_close(dir);
@@ -454,7 +494,7 @@ static void list_path(struct ls *ls, const char *arg, int nargs)
 	} else {
 		if (nargs > 1 && !ls->o.is_recursive && !ls->o.is_json)
 			printf("%s:\n", *path ? path : "/");
-		list_dir(ls, fk_dirent_dir_clus(ls->vol, &ent), path, 0);
+		list_dir(ls, &ent, path, 0);
 		if (nargs > 1 && !ls->o.is_recursive && !ls->o.is_json)
 			printf("\n");
 	}
@@ -485,14 +525,110 @@ struct info_item {
 	char str[64];
 };
 
+/* Print (or add to the JSON) the @n items of @it. */
+static void print_items(struct ls *ls, const struct info_item *it, int n)
+{
+	int i;
+
+	if (ls->o.is_json) {
+		fk_json_object(&ls->js, "volume");
+		for (i = 0; i < n; i++) {
+			char key[32];
+			size_t k;
+
+			snprintf(key, sizeof(key), "%s", it[i].key);
+			for (k = 0; key[k]; k++)
+				key[k] = key[k] == ' ' ? '_' : key[k];
+			if (it[i].is_num)
+				fk_json_u64(&ls->js, key, it[i].num);
+			else
+				fk_json_str(&ls->js, key, it[i].str);
+		}
+		fk_json_end(&ls->js);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (it[i].is_num)
+			printf("%s: %" PRIu64 "\n", it[i].key, it[i].num);
+		else
+			printf("%s: %s\n", it[i].key, it[i].str);
+}
+
+/* VolumeFlags in words: "0x0002 (dirty)", "0x0000 (clean)". */
+static void flags_string(uint16_t flags, char *out, size_t len)
+{
+	snprintf(out, len, "0x%04x (%s%s%s%s)", flags,
+		 flags & FK_EXFAT_FLAG_DIRTY ? "dirty" : "clean",
+		 flags & FK_EXFAT_FLAG_ACTIVE_FAT ? ", second FAT active" : "",
+		 flags & FK_EXFAT_FLAG_MEDIA_FAIL ? ", media failure" : "",
+		 flags & FK_EXFAT_FLAG_CLEAR_ZERO ? ", clear to zero" : "");
+}
+
+/* --info on exFAT: the boot sector's fields and the root's facts. */
+static int print_info_exfat(struct ls *ls)
+{
+	const struct fk_geom *g = &ls->vol->g;
+	const struct fk_exfat *ex = ls->vol->exfat;
+	const struct fk_exfat_boot *b = &ex->boot;
+	struct fk_exfat_bitmap bm;
+	struct info_item it[32];
+	struct fk_diag diag = {{0}, {0}};
+	uint32_t nfree;
+	int n = 0, err;
+
+	if ((err = fk_exfat_bitmap_load_active(ls->vol, &bm, &diag))) {
+		fk_report_in(PROG, ls->image, &diag, err);
+		ls->status = FK_EXIT_FAIL;
+		return 0;
+	}
+	nfree = g->nclus - bm.nused;
+	memset(it, 0, sizeof(it));
+#define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
+#define STR(k, ...)                                                            \
+	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
+	STR("fat type", "%s", fk_fat_type_name(g->type));
+	STR("revision", "%u.%02u", b->revision >> 8, b->revision & 0xffu);
+	NUM("sector size", g->sec_len);
+	NUM("cluster size", g->clus_len);
+	NUM("sectors per cluster", g->clus_secs);
+	NUM("fat offset", b->fat_off);
+	NUM("fat length", b->fat_len);
+	NUM("fat copies", g->nfats);
+	NUM("active fat", g->active_fat);
+	NUM("cluster heap offset", b->heap_off);
+	NUM("total sectors", b->vol_len);
+	NUM("data clusters", g->nclus);
+	NUM("root cluster", g->root_clus);
+	NUM("free clusters", nfree);
+	NUM("free bytes", (uint64_t)nfree * g->clus_len);
+	NUM("percent in use", b->percent_in_use);
+	NUM("percent in use computed", fk_exfat_percent(bm.nused, g->nclus));
+	flags_string(b->vol_flags, it[n].str, sizeof(it[0].str));
+	it[n++].key = "volume flags";
+	STR("label", "%s", ex->has_label ? ex->label : "");
+	STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
+	STR("upcase checksum", "0x%08x", ex->upcase->csum_stored);
+	STR("upcase checksum computed", "0x%08x", ex->upcase->csum_computed);
+	STR("boot checksum", "0x%08x", b->csum_stored);
+	STR("boot checksum computed", "0x%08x", b->csum_computed);
+	NUM("volume offset", fk_device_base(ls->vol->dev));
+#undef NUM
+#undef STR
+	fk_exfat_bitmap_free(&bm);
+	print_items(ls, it, n);
+	return 0;
+}
+
 static int print_info(struct ls *ls)
 {
 	const struct fk_geom *g = &ls->vol->g;
 	struct info_item it[24];
 	struct fk_fsinfo fsi;
 	uint32_t nfree = 0;
-	int n = 0, i, err;
+	int n = 0, err;
 
+	if (ls->is_exfat)
+		return print_info_exfat(ls);
 	if ((err = fk_fat_count_free(ls->vol, g->active_fat, &nfree)) ||
 	    (err = fk_fsinfo_read(ls->vol, &fsi)))
 		return err;
@@ -531,29 +667,34 @@ static int print_info(struct ls *ls)
 	NUM("volume offset", fk_device_base(ls->vol->dev));
 #undef NUM
 #undef STR
-	if (ls->o.is_json) {
-		fk_json_object(&ls->js, "volume");
-		for (i = 0; i < n; i++) {
-			char key[32];
-			size_t k;
-
-			snprintf(key, sizeof(key), "%s", it[i].key);
-			for (k = 0; key[k]; k++)
-				key[k] = key[k] == ' ' ? '_' : key[k];
-			if (it[i].is_num)
-				fk_json_u64(&ls->js, key, it[i].num);
-			else
-				fk_json_str(&ls->js, key, it[i].str);
-		}
-		fk_json_end(&ls->js);
-		return 0;
-	}
-	for (i = 0; i < n; i++)
-		if (it[i].is_num)
-			printf("%s: %" PRIu64 "\n", it[i].key, it[i].num);
-		else
-			printf("%s: %s\n", it[i].key, it[i].str);
+	print_items(ls, it, n);
 	return 0;
+}
+
+/*
+ * A damaged exFAT boot region whose fields still pass their range checks
+ * (a checksum mismatch, a backup that differs, a missing signature) is
+ * read on: the listing only reads, and every field it relies on was
+ * checked.  One warning line says so; the exit status is the listing's.
+ */
+static void warn_boot(const struct ls *ls)
+{
+	const struct fk_exfat_boot *b = &ls->vol->exfat->boot;
+
+	if (!b->defects)
+		return;
+	if (b->defects & FK_EXB_CHECKSUM)
+		fprintf(stderr,
+			PROG ": %s: warning: exFAT boot checksum mismatch "
+			     "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
+			     "); listing read on, check the volume with "
+			     "fatcheck\n",
+			ls->image, b->csum_stored, b->csum_computed);
+	else
+		fprintf(stderr,
+			PROG ": %s: warning: exFAT boot region: %s; listing "
+			     "read on, check the volume with fatcheck\n",
+			ls->image, fk_exfat_boot_reason(b->defects));
 }
 
 /* One PATH argument: names checked, "." and ".." resolved, then listed. */
@@ -666,6 +807,9 @@ int main(int argc, char **argv)
 		free(image);
 		return FK_EXIT_FAIL;
 	}
+	ls.is_exfat = ls.vol->exfat != NULL;
+	if (ls.is_exfat)
+		warn_boot(&ls);
 	if (ls.o.is_recursive) {
 		ls.seen_len = ((size_t)fk_clus_max(&ls.vol->g) + 8) / 8;
 		if (!(ls.seen = calloc(ls.seen_len, 1))) {

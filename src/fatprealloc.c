@@ -536,6 +536,14 @@ int main(int argc, char **argv)
 		status = FK_EXIT_FAIL;
 		goto out_free;
 	}
+	if (vol->exfat) {
+		fk_diag_set(&diag, NULL,
+			    "exFAT preallocation is not supported yet; the "
+			    "image is left untouched");
+		fk_report_in(PROG, argv[optind], &diag, -EOPNOTSUPP);
+		status = FK_EXIT_FAIL;
+		goto out_close;
+	}
 	if (!o.core.dry_run) {
 		o.core.stop = &caught;
 		fk_cli_catch_signals(on_signal);
@@ -558,6 +566,7 @@ int main(int argc, char **argv)
 	if (!err && caught)
 		status = fk_exit_signal(caught);
 	fk_prealloc_result_free(&res);
+out_close:
 	fk_volume_close(vol);
 out_free:
 	free_pairs(reqs, n);

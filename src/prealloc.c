@@ -28,6 +28,7 @@
 #include "diag.h"
 #include "dir.h"
 #include "dirplan.h"
+#include "family.h"
 #include "fat.h"
 #include "fsinfo.h"
 #include "vec.h"
@@ -857,6 +858,9 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 
 	memset(res, 0, sizeof(*res));
 	memset(&op, 0, sizeof(op));
+	/* FAT slots and chains only: exFAT preallocation is a later step. */
+	if (vol->fam != &fk_fat_family)
+		return -EOPNOTSUPP;
 	op.vol = vol;
 	op.o = opts;
 	fk_dir_stamp(&op.stamp, opts->now, opts->now_is_utc);

@@ -90,7 +90,8 @@ struct fk_prealloc_result {
  * Carry out @n requests on @vol (opened for writing unless dry_run).
  * Returns 0, or -errno with @diag naming the path: -ENOENT (missing parent
  * without -p), -ENOTDIR, -EISDIR, -EFBIG, -EINVAL (bad name), -ENOSPC
- * (need and free in @diag), FK_ECORRUPT.  Every refusal comes before the
+ * (need and free in @diag), FK_ECORRUPT, -EOPNOTSUPP (an exFAT volume: not
+ * yet).  Every refusal comes before the
  * first write.  @res is filled either way; free it with
  * fk_prealloc_result_free().
  *

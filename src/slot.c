@@ -53,6 +53,12 @@ void fk_slot_unpack(const struct fk_volume *vol, const unsigned char *e,
 	if (vol->g.has_bpb32)
 		ent->first_clus |= get_le16(e + DIR_FST_CLUS_HI) << 16;
 	ent->size = get_le32(e + DIR_FILE_SIZE);
+	/* FAT has no ValidDataLength, NoFatChain or exFAT time fields */
+	ent->valid_len = ent->size;
+	ent->is_no_fat_chain = 0;
+	ent->mtime_cs = 0;
+	ent->mtime_tz = 0;
+	ent->has_mtime_tz = 0;
 	ent->mtime = (uint16_t)get_le16(e + DIR_WRT_TIME);
 	ent->mdate = (uint16_t)get_le16(e + DIR_WRT_DATE);
 	ent->ctime = (uint16_t)get_le16(e + DIR_CRT_TIME);

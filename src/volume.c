@@ -17,6 +17,8 @@
 #include "cache.h"
 #include "diag.h"
 #include "endian.h"
+#include "exfat.h"
+#include "family.h"
 #include "window.h"
 
 /* BPB fields (byte offsets in the boot sector). */
@@ -56,6 +58,8 @@ const char *fk_fat_type_name(enum fk_fat_type type)
 		return "FAT16";
 	case FK_FAT32:
 		return "FAT32";
+	case FK_EXFAT:
+		return "exFAT";
 	}
 	return "FAT";
 }
@@ -277,7 +281,8 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 	return 0;
 }
 
-static int read_boot(struct fk_volume *vol, struct fk_diag *diag)
+static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
+		     struct fk_diag *diag)
 {
 	uint64_t vol_len = fk_device_len(vol->dev);
 	unsigned char first[512];
@@ -291,6 +296,13 @@ static int read_boot(struct fk_volume *vol, struct fk_diag *diag)
 			   (unsigned long long)vol_len);
 	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
 		return err;
+	/* The family is chosen here, once; nothing else asks again. */
+	if (fk_exfat_detect(first) || opts->is_exfat_backup) {
+		vol->fam = &fk_exfat_family;
+		return fk_exfat_read_boot(vol, first, opts->is_exfat_backup,
+					  diag);
+	}
+	vol->fam = &fk_fat_family;
 	if ((err = fk_volume_parse(first, sizeof(first), vol_len, &g, diag)))
 		return err;
 	if (!(vol->boot = malloc(g.sec_len)))
@@ -314,7 +326,7 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		goto out_free;
 	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
 		goto out_close;
-	if ((err = read_boot(vol, diag)))
+	if ((err = read_boot(vol, opts, diag)))
 		goto out_close;
 	lay.sec_len = vol->g.sec_len;
 	lay.fat_off = vol->g.fat_off;
@@ -327,11 +339,16 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 					      : FK_CACHE_NOSYNC,
 				&vol->fat)))
 		goto out_close;
+	if (vol->exfat && (err = fk_exfat_mount(vol, diag)))
+		goto out_cache;
 	*out = vol;
 	return 0;
+out_cache:
+	fk_cache_free(vol->fat);
 out_close:
 	fk_device_close(vol->dev);
 out_free:
+	fk_exfat_unmount(vol);
 	free(vol->boot);
 	free(vol);
 	return err;
@@ -343,6 +360,7 @@ void fk_volume_close(struct fk_volume *vol)
 		return;
 	fk_cache_free(vol->fat);
 	fk_device_close(vol->dev);
+	fk_exfat_unmount(vol);
 	free(vol->boot);
 	free(vol);
 }

@@ -2,6 +2,9 @@
  * volume.h: a FAT volume: the checked boot sector (BPB), the FAT type
  * chosen by cluster count as the Microsoft FAT specification does, the
  * derived geometry, and the device and FAT cache the other modules use.
+ * An exFAT volume ("EXFAT   " in the boot sector) is the second family:
+ * exfat.c fills the same geometry and vol->exfat, and vol->fam says which
+ * family's directory code reads it.
  */
 #ifndef FATKIT_VOLUME_H
 #define FATKIT_VOLUME_H
@@ -13,11 +16,14 @@
 
 struct fk_cache;
 struct fk_diag;
+struct fk_exfat;
+struct fk_family;
 
 enum fk_fat_type {
 	FK_FAT12 = 12,
 	FK_FAT16 = 16,
 	FK_FAT32 = 32,
+	FK_EXFAT = 64, /* not a width: the exFAT family, 32-bit entries */
 };
 
 /* Limits from the Microsoft FAT specification. */
@@ -58,8 +64,11 @@ struct fk_geom {
 
 struct fk_volume_opts {
 	struct fk_device_opts dev;
-	size_t batch_len; /* dirty FAT bytes held before a flush */
-	int is_sync;	  /* fsync after every flush the budget forces */
+	size_t batch_len;    /* dirty FAT bytes held before a flush */
+	int is_sync;	     /* fsync after every flush the budget forces */
+	int is_exfat_backup; /* exFAT: take the geometry from the backup boot
+				region, whatever the main one holds (for a
+				checker that restores the main region) */
 };
 
 struct fk_volume {
@@ -67,10 +76,14 @@ struct fk_volume {
 	struct fk_cache *fat; /* every FAT access goes through it */
 	struct fk_geom g;
 	unsigned char *boot; /* the boot sector as read, sec_len bytes */
+	const struct fk_family *fam; /* FAT or exFAT: chosen once at open */
+	struct fk_exfat *exfat;	     /* exFAT-only facts; NULL on FAT */
 };
 
 /*
- * Open the device, read and check the boot sector, set up the FAT cache.
+ * Open the device, read and check the boot sector, set up the FAT cache
+ * (on exFAT also: the boot region's checksum and backup judged into
+ * vol->exfat->boot, the root's special entries and up-case table loaded).
  * Every defect gets its own reason in @diag and FK_ECORRUPT.  *@out is the
  * caller's; fk_volume_close() frees it (without flushing).  Reads only.
  */
@@ -123,7 +136,7 @@ static inline uint32_t fk_clus_max(const struct fk_geom *g)
 	return g->nclus + 1;
 }
 
-/* "FAT12", "FAT16" or "FAT32". */
+/* "FAT12", "FAT16", "FAT32" or "exFAT". */
 const char *fk_fat_type_name(enum fk_fat_type type);
 
 #endif

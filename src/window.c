@@ -15,6 +15,7 @@
 
 #include "device.h"
 #include "diag.h"
+#include "exfat.h"
 #include "volume.h"
 
 /*
@@ -30,7 +31,9 @@ static int boot_parses(struct fk_device *dev, uint64_t off, uint64_t img_len)
 	if (off >= img_len || img_len - off < sizeof(bs) ||
 	    fk_device_read(dev, off, bs, sizeof(bs)))
 		return 0;
-	return !fk_volume_parse(bs, sizeof(bs), img_len - off, &g, NULL);
+	/* An exFAT boot sector is judged by volume.c once chosen. */
+	return fk_exfat_detect(bs) ||
+	       !fk_volume_parse(bs, sizeof(bs), img_len - off, &g, NULL);
 }
 
 /*
@@ -65,9 +68,10 @@ static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
 	blkid_free_probe(pr);
 }
 
+/* FAT12/16/32 (from the vfat prober's VERSION) or exFAT (SDXC cards). */
 static int is_fat_type(const char *type)
 {
-	return !strncmp(type, "FAT", 3);
+	return !strncmp(type, "FAT", 3) || !strcmp(type, "exfat");
 }
 
 /* "4 MiB", "512 KiB" or "1000000 bytes": offsets as people read them. */

@@ -7,7 +7,8 @@
 # is real), fatcheck exits 4 naming the path, fatcheck -r exits 1, and then
 # fsck.fat -n is clean, fatcheck is clean and every other file reads back
 # byte-identical.  Defects fsck.fat 4.2 accepts are warnings (exit 0) that
-# -r still mends; renaming is never "safe", so names stay errors -r leaves.
+# -r still mends.  Names -r gives back (renames, re-attached long names,
+# rebuilt "." and "..") have their own file, fatcheck-repair.bats.
 
 load helpers/common
 
@@ -152,7 +153,7 @@ error_case()
 }
 
 # warning_case TYPE CASE [ARGS...]: a defect fsck.fat 4.2 lets pass; a
-# warning (exit 0) that -r mends all the same.
+# warning (exit 0) that -r mends all the same (exit 1: it wrote).
 warning_case()
 {
 	local type=$1
@@ -162,8 +163,9 @@ warning_case()
 	fsck_clean img
 	run -0 fatcheck img
 	names warning
-	run -0 fatcheck -r img
+	run -1 fatcheck -r img
 	[[ $output == *"(repair: "* ]]
+	[[ $output == *"; 1 fix applied" ]]
 	run -0 fatcheck img
 	[ "${#lines[@]}" -eq 1 ]
 	fsck_clean img
@@ -410,19 +412,29 @@ VERDICTS=(
 	"dot;/EMPTYDIR|12 16 32|error|'.' points to cluster"
 	"dotdot;/deep1/deep2|12 16 32|error|'..' points to cluster"
 	"no-dot;/EMPTYDIR|12 16 32|error|'.' entry is missing"
+	"no-dotdot;/EMPTYDIR|12 16 32|error|'..' entry is missing"
+	"dot-attr;/EMPTYDIR|12 16 32|error|'.' entry in slot 0 is not a directory"
+	"dot-attr;/deep1/deep2;..|12 16 32|error|'..' entry in slot 1 is not a directory"
+	"dot-name;/EMPTYDIR|12 16 32|error|'.' entry is damaged"
+	"dot-name;/deep1/deep2;..|12 16 32|error|'..' entry is damaged"
+	"dot-swap;/deep1/deep2|12 16 32|error|'..' entry in slot 0"
 	"dir-size;/EMPTYDIR|12 16 32|error|"
 	"dir-loop;/deep1/deep2/deep3;/deep1|12 16 32|error|directory loop"
 	"dup;/DATA/rand-0.bin;/DATA/rand-1.bin|12 16 32|error|has the same name"
 	"bad-char;/README.TXT|12 16 32|error|holds characters FAT does not allow"
 	"lead-space;/README.TXT|12 16 32|error|holds characters FAT does not allow"
 	"lower-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
+	"lower-short;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
 	"punct-name;/README.TXT|12 16 32|warning|is not a valid 8.3 name"
 	"orphan-lfn;$LONG|12 16 32|error|belong to no entry (a free slot follows)"
 	"lfn-sum;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-seq;$LONG|12 16 32|error|belong to no entry (out of sequence)"
+	"lfn-unfinished;$LONG|12 16 32|error|belong to no entry (the next entry does not match)"
 	"lfn-empty;$LONG|12 16 32|warning|its long name is empty"
-	"after-end;$SMALL|12 16 32|warning|entry lies past the directory's end marker"
 )
+# Not in the table: an entry past the end marker.  fsck.fat reads on and
+# sees it; its clusters are lost to Windows, mtools and fatcheck (an
+# error); see its own test.
 
 # fsck_reports: does fsck.fat -n report damage in ./img?  It exits 1 for
 # what it would change, and 0 for what it reports but leaves for a person
@@ -485,16 +497,296 @@ fsck_reports()
 	[ "$(fsinfo_next img)" -ge 2 ]
 }
 
-@test "fatcheck: an entry hidden past the end marker is seen, and -r makes it visible" {
-	local t
+# clus_len: bytes per cluster of ./img.
+clus_len()
+{
+	local bytes_per_sec sec_per_clus
+	eval "$(fat_geometry img | grep -E '^(bytes_per_sec|sec_per_clus)=')"
+	echo $((bytes_per_sec * sec_per_clus))
+}
+
+# first_clus PATH: the first cluster of PATH in ./img (mshowfat).
+first_clus()
+{
+	mshowfat -i img "::$1" </dev/null | sed -n 's/^[^<]*<\([0-9]*\).*/\1/p'
+}
+
+# lose NAME11: the first directory slot of ./img with the short name NAME11
+# is deleted (0xE5), so the file's clusters are lost.
+lose()
+{
+	local off
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "$1") &&
+		printf '\xe5' | dd of=img bs=1 seek="$off" conv=notrunc status=none
+}
+
+# same_prefix FILE VOLPATH: FILE (on the host) begins with the bytes of
+# VOLPATH in ./base.img, and the rest of FILE (its cluster slack) is there.
+same_prefix()
+{
+	mcopy -n -i base.img "::$2" want.bin </dev/null &&
+		cmp -n "$(stat -c %s want.bin)" want.bin "$1"
+}
+
+@test "fatcheck: an entry hidden past the end marker is freed; its clusters are lost, then freed" {
+	local t free_before n sha_dir
 	for t in 12 16 32; do
 		use $t
 		damage after-end "$SMALL"
 		run -1 mtype -i img "::$SMALL" # mtools stops at the marker
-		warning_case $t after-end "$SMALL"
-		[ "$(mtype -i img "::$SMALL" | sha256sum)" = \
-			"$(grep -F "  $SMALL" img.sums | cut -c1-64)  -" ]
+		run -0 fsck.fat -n -l img      # fsck.fat reads on and sees it
+		[[ $output == *"rand-4096.bin"* ]]
+		n=$(((4096 + $(clus_len) - 1) / $(clus_len)))
+		free_before=$(count_free_clusters img)
+		sha_dir=$(mdir -a -i img ::/DATA | grep -v "bytes free" | sha256sum)
+		run -4 fatcheck img
+		[[ $output == *"warning: $SMALL: file 'rand-4096.bin' (slot "*") lies past the directory's end marker: "*"its clusters count as lost"* ]]
+		[[ $output == *"error: img: $n lost cluster"* ]]
+		run -1 fatcheck -r img
+		[[ $output == *"(repair: entry 'rand-4096.bin' freed)"* ]]
+		[[ $output == *"lost cluster"*"(repair: freed)"* ]]
+		fsck_clean img
+		run -0 fsck.fat -n -l img # no reader sees it now
+		[[ $output != *"rand-4096.bin"* ]]
+		[ "$(count_free_clusters img)" -eq $((free_before + n)) ]
+		# What readers that stop at the marker see is untouched.
+		[ "$(mdir -a -i img ::/DATA | grep -v "bytes free" | sha256sum)" = "$sha_dir" ]
+		run -0 fatcheck img
+		[ "${#lines[@]}" -eq 1 ]
+		sums_intact
+		fat_copies_equal img
 	done
+}
+
+@test "fatcheck -r --salvage: hidden entries' clusters become /FOUND.000 files, also when the root hides one" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		cp img base.img
+		damage after-end "$SMALL"
+		"$FK_PYTHON" "$CORRUPT" img after-end /README.TXT >/dev/null
+		DAMAGED+=(/README.TXT)
+		run -1 fatcheck -r --salvage img
+		[[ $output == *"(repair: entry 'rand-4096.bin' freed)"* ]]
+		[[ $output == *"(repair: entry 'README.TXT' freed)"* ]]
+		[[ $output == *"(repair: saved as /FOUND.000/FILE0000.CHK to FILE0001.CHK)"* ]]
+		[[ $output == *"; 3 fixes applied" ]]
+		fsck_clean img
+		# Readers that stop at the root's end marker see FOUND.000 too.
+		run -0 mdir -b -i img ::/
+		[[ $output == *"::/FOUND.000"* ]]
+		# Numbered in the order the chains start on the volume.
+		mcopy -n -i img ::/FOUND.000/FILE0000.CHK got.bin </dev/null
+		mcopy -n -i img ::/FOUND.000/FILE0001.CHK readme.bin </dev/null
+		[ "$(stat -c %s readme.bin)" -eq "$(clus_len)" ]
+		same_prefix readme.bin /README.TXT
+		[ "$(stat -c %s got.bin)" -eq $(((4096 + $(clus_len) - 1) / $(clus_len) * $(clus_len))) ]
+		same_prefix got.bin "$SMALL"
+		run -0 fatcheck img
+		[ "${#lines[@]}" -eq 1 ]
+		sums_intact
+		fat_copies_equal img
+	done
+}
+
+@test "fatcheck -r --salvage: lost chains, one looping and one cut, become FILE0000.CHK, FILE0001.CHK" {
+	local t first last cl runs nclus
+	for t in 12 16 32; do
+		use $t
+		cp img base.img
+		cl=$(clus_len)
+		first=$(first_clus "$BIG")
+		lose "RAND-1~1BIN" # its long-name slots become orphans too
+		runs=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" chain img "$first")
+		last=${runs%% end=*}
+		last=${last##*-}
+		"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" set img "$last" "$first" # a loop
+		first=$(first_clus /README.TXT)
+		lose "README  TXT"
+		eval "$(fat_geometry img | grep '^nclus=')"
+		[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" get img $((nclus + 1)))" = 0 ]
+		# a link to a free cluster (the last): the chain is cut there
+		"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" set img "$first" $((nclus + 1))
+		run -4 fatcheck img
+		[[ $output == *"lost cluster"*" in 2 chains"* ]]
+		run -1 fatcheck -r --salvage img
+		[[ $output == *"(repair: saved as /FOUND.000/FILE0000.CHK to FILE0001.CHK)"* ]]
+		fsck_clean img
+		run -0 fatcheck img
+		[ "${#lines[@]}" -eq 1 ]
+		mcopy -n -i img ::/FOUND.000/FILE0000.CHK f0.bin </dev/null
+		mcopy -n -i img ::/FOUND.000/FILE0001.CHK f1.bin </dev/null
+		# README's one cluster (its link to a free cluster cut), and the
+		# looping chain of the big file, cut where it loops.
+		[ "$(stat -c %s f0.bin)" -eq "$cl" ]
+		[ "$(stat -c %s f1.bin)" -eq $(((100000 + cl - 1) / cl * cl)) ]
+		same_prefix f0.bin /README.TXT
+		same_prefix f1.bin "$BIG"
+		DAMAGED=("$BIG" /README.TXT)
+		sums_intact
+		fat_copies_equal img
+	done
+}
+
+@test "fatcheck -r --salvage: FOUND.000 taken by a file means FOUND.001; an existing FOUND.000 gets the next number" {
+	use 16
+	cp img base.img
+	printf 'not a directory\n' >found.txt
+	mcopy -i img found.txt ::/FOUND.000
+	damage lost
+	run -1 fatcheck -r --salvage img
+	[[ $output == *"(repair: saved as /FOUND.001/FILE0000.CHK)"* ]]
+	run -0 mtype -i img ::/FOUND.000
+	[ "$output" = "not a directory" ]
+	damage lost
+	run -1 fatcheck -r --salvage img
+	[[ $output == *"(repair: saved as /FOUND.001/FILE0001.CHK)"* ]]
+	fsck_clean img
+	run -0 mdir -b -i img ::/FOUND.001
+	[ "${#lines[@]}" -eq 2 ]
+	run -0 fatcheck img
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "fatcheck -r --salvage: with no free cluster for FOUND.000 the lost chains are freed, and the finding says why" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage lost
+		fatprealloc img /FILL.BIN $(($(count_free_clusters img) * $(clus_len)))
+		[ "$(count_free_clusters img)" -eq 0 ]
+		run -1 fatcheck -r --salvage img
+		[[ $output == *"lost cluster"*"(repair: freed, not saved: No space left on device"* ]]
+		fsck_clean img
+		[ "$(count_free_clusters img)" -eq 3 ]
+		run -1 mdir -i img ::/FOUND.000
+		run -0 fatcheck img
+		[ "${#lines[@]}" -eq 1 ]
+	done
+}
+
+@test "fatcheck: --salvage needs -r (usage error)" {
+	use 16
+	run -16 --separate-stderr fatcheck --salvage img
+	[ "$stderr" = "fatcheck: --salvage needs --repair" ] ||
+		[[ ${stderr_lines[0]} == "fatcheck: --salvage needs --repair"* ]]
+}
+
+@test "fatcheck -r: exit 1 whenever it wrote; the summary describes the volume after the repair" {
+	local free
+	use 32
+	damage lost
+	run -1 --separate-stderr fatcheck -r --json img
+	free=$(count_free_clusters img)
+	"$FK_PYTHON" -c '
+import json, sys
+s = json.loads(sys.argv[1])["summary"]
+assert s["exit_status"] == 1 and s["fixed"] == 1 and s["repaired"] is True, s
+assert s["free_clusters"] == int(sys.argv[2]), (s, sys.argv[2])
+assert s["used_clusters"] + s["free_clusters"] == s["clusters"], s
+assert s["lost_clusters"] == 0 and s["lost_chains"] == 0, s
+' "$output" "$free"
+	use 32
+	damage lost
+	run -1 fatcheck -r --salvage img
+	[[ ${lines[-1]} == "img: FAT32, 16 files, 10 directories, "*"; 1 error (1 fixed, 0 left), 0 warnings, 0 notes; 1 fix applied" ]]
+	use 32
+	damage fsinfo-next # a warning alone: written, so exit 1
+	run -1 fatcheck -r img
+	[[ ${lines[-1]} == *"; 1 fix applied" ]]
+	run -0 fatcheck -r img # nothing to write: exit 0, no count
+	[[ ${lines[-1]} != *"applied"* ]]
+}
+
+# ---- every case of the corruption generator --------------------------------
+
+# case_args CASE: ARGS becomes what corrupt.py CASE needs on the populated
+# images; RFLAGS the repair options beyond -r.
+case_args()
+{
+	ARGS=()
+	RFLAGS=()
+	case $1 in
+	start-range | short | after-end) ARGS=("$SMALL") ;;
+	link-* | loop) ARGS=("$BIG") ;;
+	cross) ARGS=("$BIG" "$SMALL") ;;
+	tail) ARGS=("$SMALL") RFLAGS=(--trim-prealloc) ;;
+	fat-garbage) ARGS=(seed1) RFLAGS=(--trim-prealloc) ;;
+	dir-garbage) ARGS=(/DATA seed1) ;;
+	dot | dotdot | no-dot | no-dotdot | dot-attr | dot-name | dot-swap | \
+		dotdot-renamed | dir-size | deep-loop | endless-dir)
+		ARGS=(/EMPTYDIR) ;;
+	nest) ARGS=(/EMPTYDIR 300) ;;
+	dir-loop) ARGS=(/deep1/deep2 /deep1) ;;
+	dup) ARGS=(/DATA/rand-0.bin /DATA/rand-1.bin) ;;
+	lfn-*) ARGS=("$LONG") ;;
+	orphan-lfn) ARGS=("$LONG") ;;
+	bad-char | lower-name | lower-short | lead-space | punct-name)
+		ARGS=(/README.TXT) ;;
+	long-is) ARGS=(/README.TXT "$LONG") ;;
+	esac
+}
+
+# Not damage to fsck.fat, and past what the checker takes by design (a
+# directory over 65536 entries, nesting deeper than 256): exit 8, as
+# "an endless directory and endless nesting end in one error line" says.
+BEYOND_LIMITS=" endless-dir nest "
+
+@test "fatcheck -r: every corrupt.py case on FAT12/16/32 is flagged, repaired (exit 1), fsck.fat-clean, then exit 0" {
+	local c t bad=0 applied fsck_out
+	local -a cases
+	read -ra cases <<<"$("$FK_PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
+	[ "${#cases[@]}" -ge 40 ]
+	for c in "${cases[@]}"; do
+		[[ $BEYOND_LIMITS == *" $c "* ]] && continue
+		case_args "$c"
+		applied=0
+		for t in 12 16 32; do
+			use $t
+			if ! "$FK_PYTHON" "$CORRUPT" img "$c" "${ARGS[@]}" \
+				>/dev/null 2>corrupt.err; then
+				# Only FAT32 has FSInfo and a backup boot sector,
+				# only FAT16/32 the flag bits of FAT[1].
+				grep -qE 'FAT12 has no|no backup boot|only FAT32|no FSInfo' \
+					corrupt.err && continue
+				echo "$c FAT$t: $(cat corrupt.err)"
+				bad=1
+				continue
+			fi
+			applied=1
+			run fatcheck img
+			if ! ((status == 4 || (status == 0 && ${#lines[@]} > 1))); then
+				echo "$c FAT$t: not flagged (exit $status): $output"
+				bad=1
+				continue
+			fi
+			run fatcheck -r "${RFLAGS[@]}" img
+			if ((status != 1)); then
+				echo "$c FAT$t: fatcheck -r ${RFLAGS[*]} exits $status: $output"
+				bad=1
+				continue
+			fi
+			if ! fsck_out=$(fsck.fat -n img 2>&1 </dev/null); then
+				echo "$c FAT$t: fsck.fat -n after -r: $fsck_out"
+				bad=1
+				continue
+			fi
+			run fatcheck img
+			if ((status != 0)); then
+				echo "$c FAT$t: a second fatcheck exits $status: $output"
+				bad=1
+			fi
+		done
+		if ((!applied)); then
+			echo "$c applies to no FAT type"
+			bad=1
+		fi
+	done
+	((!bad))
 }
 
 @test "fatcheck: orphaned long-name slots are one kind of error, whatever orphaned them" {
@@ -517,15 +809,17 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 	done
 }
 
-@test "fatcheck: orphans whose only fault is the next entry's checksum are errors -r leaves (exit 4)" {
-	local t before
+@test "fatcheck: orphans whose only fault is the next entry's checksum are errors -r re-attaches" {
+	local t
 	for t in 12 16 32; do
 		use $t
 		damage lfn-sum "$LONG"
-		before=$(img_sha img)
-		run -4 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry ("* ]]
-		[ "$(img_sha img)" = "$before" ]
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: "* ]]
+		run -0 fatcheck img
+		fsck_clean img
+		sums_intact # under the long name again
 	done
 }
 
@@ -549,12 +843,10 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 	done
 }
 
-@test "fatcheck: a FAT32 volume without a backup boot sector is an error -r leaves" {
-	use 32
-	damage no-backup
-	fsck_flags
-	run -4 fatcheck -r img
-	[[ $output == *"error: img: FAT32 volume without a backup boot sector"* ]]
+@test "fatcheck: a FAT32 volume without a backup boot sector is an error -r mends (sector 6)" {
+	error_case 32 no-backup
+	cmp <(head -c 512 img) <(dd if=img bs=512 skip=6 count=1 status=none)
+	[ "$("$FK_PYTHON" -c 'import sys; b = open("img", "rb").read(52); print(b[50] | b[51] << 8)')" = 6 ]
 }
 
 @test "fatcheck: long-name slots a free slot follows are orphans: an error -r deletes" {
@@ -570,22 +862,27 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 
 # ---- names: errors -r leaves ---------------------------------------------
 
-@test "fatcheck: a duplicate name and a bad short name are errors -r leaves alone" {
-	local t before
+@test "fatcheck: a duplicate name and a bad short name are errors -r renames" {
+	local t
 	for t in 12 16 32; do
 		use $t
 		damage dup /DATA/rand-0.bin /DATA/rand-1.bin
 		fsck_flags
 		run -4 fatcheck img
 		[[ $output == *"error: /DATA/rand-0.bin: another entry of this directory (slot "*") has the same name"* ]]
-		before=$(img_sha img)
-		run -4 fatcheck -r img
-		[ "$(img_sha img)" = "$before" ]
+		run -1 fatcheck -r img
+		[[ $output == *"(repair: this later entry renamed to 'FSCK0000.REN')"* ]]
+		run -0 fatcheck img
+		fsck_clean img
 		use $t
 		damage bad-char /README.TXT
 		fsck_flags
 		run -4 fatcheck img
 		[[ $output == *"error: /R?ADME.TXT: short name 'R?ADME.TXT' holds characters FAT does not allow"* ]]
+		run -1 fatcheck -r img
+		[[ $output == *"(repair: renamed to 'FSCK0000.REN')"* ]]
+		run -0 fatcheck img
+		fsck_clean img
 	done
 }
 
@@ -660,8 +957,10 @@ f.write(b"e")'
 		before=$(img_sha img)
 		run -0 fatcheck -r img # a note is not repaired unasked
 		[ "$(img_sha img)" = "$before" ]
-		run -0 fatcheck -r --trim-prealloc img
+		[[ $output != *"fix"*"applied"* ]]
+		run -1 fatcheck -r --trim-prealloc img # it wrote: exit 1
 		[[ $output == *"(repair: tail freed)"* ]]
+		[[ $output == *"0 errors, 0 warnings, 1 note; 1 fix applied" ]]
 		fsck_clean img
 		sums_intact
 		if [ $t = 32 ]; then
@@ -1069,6 +1368,85 @@ assert d["error"].startswith("directory has more than 65536 entries")
 		fsck_clean img
 		sums_intact
 		[ "$crashed" -eq 99 ] || break
+	done
+}
+
+# damage_for_salvage TYPE: ./img of TYPE with an entry hidden past an end
+# marker and a lost chain; base.img is the undamaged copy.
+damage_for_salvage()
+{
+	use "$1"
+	cp img base.img
+	damage after-end "$SMALL"
+	"$FK_PYTHON" "$CORRUPT" img after-end /README.TXT >/dev/null
+	DAMAGED+=(/README.TXT)
+	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
+}
+
+@test "fatcheck -r --salvage: a crash after any write, then another run, converges: fsck.fat clean, data saved, nothing else touched" {
+	local t n crashed
+	for t in 12 16 32; do
+		for n in $(seq 1 30); do
+			damage_for_salvage $t
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r --salvage img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			run fatcheck -r --salvage img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			fsck_clean img
+			run -0 fatcheck img
+			[ "${#lines[@]}" -eq 1 ]
+			sums_intact
+			# The hidden file's data is in one of the .CHK files.
+			rm -rf found && mkdir found
+			mcopy -s -n -i img ::/FOUND.000 found/ </dev/null
+			local f hit=0
+			for f in found/FOUND.000/*; do
+				same_prefix "$f" "$SMALL" 2>/dev/null && hit=1
+			done
+			((hit))
+			[ "$crashed" -eq 99 ] || break
+		done
+		((n > 4)) || skip "not a fault-injection build"
+	done
+}
+
+@test "fatcheck -r: a crash after any write while freeing a hidden entry, then another -r, converges" {
+	local t n crashed
+	for t in 12 32; do
+		for n in $(seq 1 30); do
+			damage_for_salvage $t
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			fsck_clean img
+			run -0 fatcheck img
+			[ "${#lines[@]}" -eq 1 ]
+			sums_intact
+			[ "$crashed" -eq 99 ] || break
+		done
+	done
+}
+
+@test "fatcheck -r --salvage: a failed write is one error line and exit 8; a later run finishes the job" {
+	local t n
+	for t in 12 16 32; do
+		for n in $(seq 1 30); do
+			damage_for_salvage $t
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r --salvage img
+			if [ "$status" -eq 1 ]; then
+				break # not a fault-injection build, or fewer writes
+			fi
+			[ "$status" -eq 12 ]
+			[[ $stderr == "fatcheck: img: Input/output error" ]]
+			run fatcheck -r --salvage img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			fsck_clean img
+			run -0 fatcheck img
+			sums_intact
+		done
 	done
 }
 

@@ -2,7 +2,7 @@
  * fuzz_ls.c: what `fatls -R --chain` does.  Open the volume, walk every
  * directory with the fk_dir API (each once, nesting bounded, as fatls
  * does), look entries up by path, and walk every chain collecting its
- * runs.  The oracles are the sanitizers, -timeout and -rss_limit_mb.
+ * runs.  On exFAT also the raw entry-set iterator and the bitmap.  The oracles are the sanitizers, -timeout and -rss_limit_mb.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "dir.h"
+#include "exfat.h"
 #include "fat.h"
 #include "image.h"
 #include "volume.h"
@@ -42,16 +43,16 @@ static int add_run(void *arg, const struct fk_run *run)
 	return 0;
 }
 
-/* The chain of @clus as --chain prints it: runs, then the verdict. */
-static int walk_chain(struct walk *w, uint32_t clus)
+/* The clusters of @ent as --chain prints them: runs, then the verdict. */
+static int walk_chain(struct walk *w, const struct fk_dirent *ent)
 {
 	struct fk_chain_info info;
 	struct fk_diag diag = {{0}, {0}};
 	int err;
 
 	w->nruns = 0;
-	err = fk_chain_walk(w->vol, clus, add_run, w, &info);
-	if (!err && clus && info.end != FK_ENT_EOC)
+	err = fk_dirent_walk(w->vol, ent, add_run, w, &info);
+	if (!err && ent->first_clus && info.end != FK_ENT_EOC)
 		err = fk_chain_error(&info, &diag);
 	return err;
 }
@@ -79,14 +80,17 @@ static char *join(const char *dir, const char *name)
 	return p;
 }
 
-static void list_dir(struct walk *w, uint32_t clus, const char *path, int depth)
+static void list_dir(struct walk *w, const struct fk_dirent *dent,
+		     const char *path, int depth)
 {
+	uint32_t clus = fk_dirent_dir_clus(w->vol, dent);
 	struct fk_dirent ent, found;
 	struct fk_dir *dir;
 	struct fk_diag diag = {{0}, {0}};
 
 	if (depth > MAX_DEPTH || is_seen(w, clus) ||
-	    (clus && walk_chain(w, clus)) || fk_dir_open(w->vol, clus, &dir))
+	    (clus && walk_chain(w, dent)) ||
+	    fk_dir_open_ent(w->vol, dent, &dir))
 		return;
 	while (fk_dir_next(dir, &ent, &diag) == 1) {
 		char *full = join(path, ent.name);
@@ -98,11 +102,10 @@ static void list_dir(struct walk *w, uint32_t clus, const char *path, int depth)
 			w->lookups++;
 			fk_dir_lookup(w->vol, full, &found, &diag);
 		}
-		is_broken = walk_chain(w, ent.first_clus) != 0;
+		is_broken = walk_chain(w, &ent) != 0;
 		if (!is_broken && (ent.attr & FK_ATTR_DIR) &&
 		    !(ent.attr & FK_ATTR_VOLUME) && !fk_dirent_is_dot(&ent))
-			list_dir(w, fk_dirent_dir_clus(w->vol, &ent), full,
-				 depth + 1);
+			list_dir(w, &ent, full, depth + 1);
 		free(full);
 	}
 	fk_dir_close(dir);
@@ -123,6 +126,43 @@ static void list_hidden(struct walk *w)
 	fk_dir_close(dir);
 }
 
+/*
+ * exFAT: every entry set of the root and of its first subdirectory, past
+ * the end marker too (what a checker reads), and the allocation bitmap.
+ */
+static void list_exfat(struct walk *w)
+{
+	struct fk_exfat_set *set = malloc(sizeof(*set));
+	struct fk_exfat_stream sub = {0, 0, 0};
+	struct fk_exfat_bitmap bm;
+	struct fk_exfat_dir *dir;
+	int pass;
+
+	if (!set)
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		if (fk_exfat_dir_open(w->vol, pass ? &sub : NULL, &dir))
+			break;
+		fk_exfat_dir_keep_going(dir);
+		while (fk_exfat_dir_next(dir, set, NULL) == 1)
+			if (set->kind == FK_EXK_FILE && !sub.first_clus &&
+			    (set->attr & FK_ATTR_DIR)) {
+				sub.first_clus = set->first_clus;
+				sub.data_len = set->data_len;
+				sub.is_no_fat_chain = set->is_no_fat_chain;
+			}
+		(void)fk_exfat_dir_stats(dir);
+		fk_exfat_dir_close(dir);
+		if (!sub.first_clus)
+			break;
+	}
+	free(set);
+	if (!fk_exfat_bitmap_load_active(w->vol, &bm, NULL)) {
+		(void)fk_exfat_bitmap_count(&bm, 2, bm.nclus);
+		fk_exfat_bitmap_free(&bm);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
@@ -136,8 +176,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		return 0;
 	w.seen = calloc(((size_t)fk_clus_max(&w.vol->g) + 8) / 8, 1);
 	if (w.seen && !fk_dir_lookup(w.vol, "/", &root, NULL))
-		list_dir(&w, fk_dirent_dir_clus(w.vol, &root), "", 0);
-	list_hidden(&w);
+		list_dir(&w, &root, "", 0);
+	if (w.vol->exfat)
+		list_exfat(&w);
+	else
+		list_hidden(&w);
 	free(w.runs);
 	free(w.seen);
 	fk_volume_close(w.vol);

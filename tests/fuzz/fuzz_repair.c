@@ -1,5 +1,6 @@
 /*
- * fuzz_repair.c: `fatcheck -r --trim-prealloc`, then a second check.  The
+ * fuzz_repair.c: `fatcheck -r --trim-prealloc` (and `--salvage` when the
+ * input's last byte is odd), then a second check.  The
  * repair must converge: what one run leaves, a second run finds nothing
  * to repair in (no finding with a planned fix).  A repair must not leave
  * a volume the checker can no longer check either.  Violations abort()
@@ -32,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	}
 	memset(&co, 0, sizeof(co));
 	co.trim_prealloc = 1;
+	co.salvage = len && (data[len - 1] & 1);
 	if (!(ck = fuzz_check(vol, &co)))
 		goto out_close;
 	if (!fk_check_stats(ck)->has_repairs ||

@@ -28,11 +28,20 @@ static uint32_t le32(const uint8_t *p)
 	return le16(p) | le16(p + 2) << 16;
 }
 
-/* Bytes the boot sector claims (BPB total sectors times sector size). */
+/*
+ * Bytes the boot sector claims (BPB total sectors times sector size; on
+ * exFAT, VolumeLength shifted by BytesPerSectorShift).
+ */
 static uint64_t claimed_len(const uint8_t *data, size_t len)
 {
 	uint64_t secs;
 
+	if (len >= 109 && !memcmp(data + 3, "EXFAT   ", 8)) {
+		secs = le32(data + 72) | (uint64_t)le32(data + 76) << 32;
+		if (data[108] > 12 || secs > FUZZ_IMAGE_MAX)
+			return FUZZ_IMAGE_MAX;
+		return secs << data[108];
+	}
 	if (len < 36)
 		return 0;
 	secs = le16(data + 19);

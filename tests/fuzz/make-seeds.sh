@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make-seeds.sh: (re)make the seed corpus of the fuzz targets, from images
 # that tools we did not write made: mkfs.fat --invariant and mtools, and
-# tests/helpers/corrupt.py for a few typical kinds of damage.
+# tests/helpers/corrupt.py for a few typical kinds of damage; exFAT seeds
+# from mkfs.exfat (exfatprogs), filled and damaged by
+# tests/helpers/exfatref.py.
 #
 #     tests/fuzz/make-seeds.sh [OUTDIR]      (default tests/fuzz/corpus)
 #
@@ -18,6 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/corpus}
 corrupt=$here/../helpers/corrupt.py
+exfatref=$here/../helpers/exfatref.py
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MTOOLS_SKIP_CHECK=1 MTOOLS_NO_VFAT=0 TZ=UTC SOURCE_DATE_EPOCH=1700000000
@@ -151,3 +154,43 @@ keep pa-parents fuzz_prealloc
 mkfs pa-file-in-way 128 -F 12 -S 512 -s 1 -r 16
 put pa-file-in-way /A "a file where a directory is wanted"
 keep pa-file-in-way fuzz_prealloc
+
+# exFAT (fuzz_ls and fuzz_check): 4 KiB alignment instead of mkfs.exfat's
+# 1 MiB keeps FAT, bitmap, up-case table and root within the first 30 KiB.
+exfat_targets=(fuzz_ls fuzz_check)
+mkexfat() {
+	local name=$1 kib=$2
+	shift 2
+	rm -f "$tmp/$name.img"
+	truncate -s "${kib}K" "$tmp/$name.img"
+	mkfs.exfat -b 4096 "$@" "$tmp/$name.img" >/dev/null
+}
+exfill() {
+	python3 "$exfatref" batch "$tmp/$1.img" <<'CMDS'
+put "/A long Unicode name, ünïcödé ΣΊΣΥΦΟΣ.txt" --size 100 --pattern 0x61
+mkdir /sub/deeper
+put /sub/inner.bin --size 1500 --pattern 0x78
+put /frag.bin --size 2000 --fragmented --pattern 0x66
+put /nofat.bin --size 1200 --nofatchain --pattern 0x6e
+put /chained.bin --size 1200 --fatchain --pattern 0x63
+put /vdl.bin --size 2048 --vdl 100 --pattern 0x76
+put /empty --size 0
+CMDS
+}
+mkexfat exfat-empty 1024 -c 512 -L EMPTY
+keep exfat-empty "${exfat_targets[@]}"
+mkexfat exfat-files 2048 -c 512 -L FILES
+exfill exfat-files
+keep exfat-files "${exfat_targets[@]}"
+mkexfat exfat-4k 4096 -c 4096
+exfill exfat-4k
+keep exfat-4k "${exfat_targets[@]}"
+for c in boot-checksum backup-differs set-checksum secondary-count \
+	name-length unknown-critical-secondary entry-type-80 chain-loop \
+	cross-link nofatchain-past-heap upcase-checksum bitmap-too-small \
+	directory-loop label-length; do
+	mkexfat "exfat-bad-$c" 2048 -c 512
+	exfill "exfat-bad-$c"
+	python3 "$exfatref" corrupt "$tmp/exfat-bad-$c.img" "$c" >/dev/null
+	keep "exfat-bad-$c" "${exfat_targets[@]}"
+done

@@ -41,12 +41,22 @@ Cases (PATH is absolute inside the volume):
   no-dot PATH              "." of directory PATH is missing
   dotdot-renamed PATH      ".." of directory PATH renamed DOTDOT: an entry
                            in its slot that aliases the parent
+  no-dotdot PATH           ".." of directory PATH is missing
+  dot-attr PATH [WHICH]    "." (or WHICH, "..") of directory PATH loses
+                           its directory attribute
+  dot-name PATH [WHICH]    "." (or "..") of directory PATH gets the name
+                           ".!" (start cluster and attribute kept)
+  dot-swap PATH            directory PATH's "." slot holds ".." (the
+                           parent's cluster), so it has two ".." and no "."
   dir-loop PATH ANCESTOR   directory PATH's entry points at ANCESTOR's chain
   dir-size PATH            directory PATH has a non-zero size
   dup PATH1 PATH2          PATH2 (same directory) gets PATH1's short name
                            (PATH2's entry then shows as PATH1 too)
   lfn-sum PATH             PATH's long-name slots carry a wrong checksum
   lfn-seq PATH             PATH's first long-name slot has a wrong ordinal
+  lfn-unfinished PATH      PATH's long-name slots numbered one higher each,
+                           so the name lacks its last piece when the short
+                           entry comes
   lfn-empty PATH           PATH's long-name slots hold an empty name
                            (every character 0)
   orphan-lfn PATH          PATH's short slot deleted, its long-name slots
@@ -58,6 +68,10 @@ Cases (PATH is absolute inside the volume):
                            (checksums kept)
   punct-name PATH          PATH's short name gets a '+', a character only
                            long names may hold (checksums kept)
+  lower-short PATH         PATH's short name in lower case without the NT
+                           case flags (checksums kept)
+  long-is PATH1 PATH2      PATH2's long name becomes PATH1's name (one
+                           long-name slot), so the two entries share it
   after-end PATH           PATH moves behind the directory's end marker
   endless-dir PATH         directory PATH grows to more than 65536 slots
   deep-loop PATH           directory PATH holds an entry for itself, so the
@@ -490,6 +504,31 @@ def case_dotdot_renamed(vol, path):
     return [path]
 
 
+def case_no_dotdot(vol, path):
+    ent, dotdot = dot_entry(vol, path, "..")
+    vol.write(dotdot.off, bytes([DELETED]))
+    return [path]
+
+
+def case_dot_attr(vol, path, which="."):
+    ent, dot = dot_entry(vol, path, which)
+    vol.write(dot.off + 11, bytes([dot.attr & ~ATTR_DIR]))
+    return [path]
+
+
+def case_dot_name(vol, path, which="."):
+    ent, dot = dot_entry(vol, path, which)
+    vol.write(dot.off, b".!")
+    return [path]
+
+
+def case_dot_swap(vol, path):
+    ent, dot = dot_entry(vol, path, ".")
+    _, dotdot = dot_entry(vol, path, "..")
+    vol.write(dot.off, vol.read(dotdot.off, 32))
+    return [path]
+
+
 def case_dir_loop(vol, path, ancestor):
     ent, _ = vol.lookup(path)
     anc, _ = vol.lookup(ancestor)
@@ -539,6 +578,14 @@ def case_lfn_seq(vol, path):
     return [path]
 
 
+def case_lfn_unfinished(vol, path):
+    ent = long_entry(vol, path)
+    n = len(ent.offs) - 1
+    for k, off in enumerate(ent.offs[:-1]):
+        vol.write(off, bytes([(0x40 if k == 0 else 0) | (n + 1 - k)]))
+    return [path]
+
+
 def case_lfn_empty(vol, path):
     ent = long_entry(vol, path)
     for off in ent.offs[:-1]:
@@ -571,6 +618,42 @@ def case_short_byte(vol, path, pos, byte):
     vol.write(ent.off, bytes(raw))
     fix_lfn_sum(vol, ent, bytes(raw))
     return [path]
+
+
+def case_lower_short(vol, path):
+    ent, _ = vol.lookup(path)
+    raw = ent.raw.lower()
+    if raw == ent.raw:
+        die(path + "'s short name has no letters")
+    vol.write(ent.off, raw + bytes([ent.attr, 0]))
+    fix_lfn_sum(vol, ent, raw)
+    return [path]
+
+
+def lfn_slot(ordinal, name, checksum):
+    units = [ord(c) for c in name] + [0]
+    units += [0xFFFF] * (13 - len(units))
+    b = bytearray(32)
+    b[0] = ordinal
+    b[11] = ATTR_LFN
+    b[13] = checksum
+    for k, p in enumerate((1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30)):
+        b[p:p + 2] = struct.pack("<H", units[k])
+    return bytes(b)
+
+
+def case_long_is(vol, path1, path2):
+    e1, d1 = vol.lookup(path1)
+    e2, d2 = vol.lookup(path2)
+    if d1 != d2:
+        die("the two paths must share a directory")
+    name = path1.rsplit("/", 1)[1]
+    if len(name) > 12 or len(e2.offs) < 2:
+        die(path2 + " has no long name, or " + path1 + "'s is too long")
+    for off in e2.offs[:-2]:
+        vol.write(off, bytes([DELETED]))
+    vol.write(e2.offs[-2], lfn_slot(0x41, name, lfn_checksum(e2.raw)))
+    return [path1, path2]
 
 
 def case_after_end(vol, path):
@@ -703,9 +786,12 @@ CASES = {
     "tail": case_tail, "dot": case_dot,
     "dotdot": lambda v, p: case_dot(v, p, ".."),
     "no-dot": case_no_dot, "dotdot-renamed": case_dotdot_renamed,
+    "no-dotdot": case_no_dotdot, "dot-attr": case_dot_attr,
+    "dot-name": case_dot_name, "dot-swap": case_dot_swap,
+    "lower-short": case_lower_short, "long-is": case_long_is,
     "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
-    "lfn-seq": case_lfn_seq, "orphan-lfn": case_orphan_lfn,
+    "lfn-seq": case_lfn_seq, "lfn-unfinished": case_lfn_unfinished, "orphan-lfn": case_orphan_lfn,
     "lfn-empty": case_lfn_empty, "bad-char": case_bad_char,
     "after-end": case_after_end, "endless-dir": case_endless_dir,
     "deep-loop": case_deep_loop,

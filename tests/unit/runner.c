@@ -38,6 +38,7 @@ int main(void)
 	suite_slot();
 	suite_dirplan();
 	suite_vec();
+	suite_exfat();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

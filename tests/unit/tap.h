@@ -27,5 +27,6 @@ void suite_alloc_policy(void);
 void suite_slot(void);
 void suite_dirplan(void);
 void suite_vec(void);
+void suite_exfat(void);
 
 #endif

@@ -1,0 +1,43 @@
+/*
+ * family.h: the operations that differ between the FAT family (FAT12/16/32,
+ * dir.c) and the exFAT family (exfat-dir.c), chosen once when the volume
+ * is opened (vol->fam).  Shared code (dir.c's public functions, the
+ * programs) calls through this table and never tests the family itself.
+ */
+#ifndef FATKIT_FAMILY_H
+#define FATKIT_FAMILY_H
+
+#include <stdint.h>
+
+#include "fat.h"
+
+struct fk_diag;
+struct fk_dirent;
+struct fk_volume;
+
+struct fk_family {
+	const char *name; /* "FAT" or "exFAT" */
+	/*
+	 * Open the directory @dent describes for reading (its first cluster
+	 * and, on exFAT, its length and NoFatChain flag); *@impl is the
+	 * family's iterator.  Returns 0 or -ENOMEM.
+	 */
+	int (*dir_open)(struct fk_volume *vol, const struct fk_dirent *dent,
+			void **impl);
+	/* As fk_dir_next(). */
+	int (*dir_next)(void *impl, struct fk_dirent *ent,
+			struct fk_diag *diag);
+	void (*dir_close)(void *impl);
+	/* As fk_dirent_walk(). */
+	int (*walk)(struct fk_volume *vol, const struct fk_dirent *ent,
+		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		    struct fk_chain_info *info);
+	/* Does lookup component @name name @ent (case-insensitively)? */
+	int (*match)(const struct fk_volume *vol, const char *name,
+		     const struct fk_dirent *ent);
+};
+
+extern const struct fk_family fk_fat_family;
+extern const struct fk_family fk_exfat_family;
+
+#endif

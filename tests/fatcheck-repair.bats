@@ -1,0 +1,433 @@
+#!/usr/bin/env bats
+# fatcheck-repair.bats: the repairs that give names back and rebuild "."
+# and "..": short names FAT does not allow, duplicate names, long names
+# whose checksum alone is wrong, damaged "." and "..", and FAT[0]/FAT[1]
+# in every copy.  The damage comes from helpers/corrupt.py; the judges are
+# fsck.fat -n, mdir/mcopy (mtools), sha256sum and the image's own bytes.
+
+load helpers/common
+
+CORRUPT=$FATKIT_HELPERS/corrupt.py
+LONG="/A long file name for testing.txt"
+
+setup_file()
+{
+	cd "$BATS_FILE_TMPDIR" || return 1
+	mkimg fat12 4M base12.img && populate base12.img &&
+		mkimg fat16 16M base16.img && populate base16.img &&
+		mkimg fat32 40M base32.img && populate base32.img
+}
+
+# use 12|16|32: ./img (and img.sums) become a copy of that populated image.
+use()
+{
+	cp "$BATS_FILE_TMPDIR/base$1.img" img &&
+		cp "$BATS_FILE_TMPDIR/base$1.img.sums" img.sums
+}
+
+damage()
+{
+	"$FK_PYTHON" "$CORRUPT" img "$@" >/dev/null
+}
+
+fsck_flags()
+{
+	if fsck.fat -n img >/dev/null 2>&1 </dev/null; then
+		echo "fsck.fat -n finds nothing wrong" >&2
+		return 1
+	fi
+}
+
+# sum_of PATH: the sha256 img.sums holds for PATH (as populate wrote it).
+sum_of()
+{
+	grep -F "  $1" img.sums | head -1 | cut -c1-64
+}
+
+# same_data NEWPATH OLDPATH: NEWPATH in img reads back as OLDPATH was made.
+same_data()
+{
+	local got
+	got=$(mtype -i img "::$1" | sha256sum | cut -c1-64) || return 1
+	if [[ $got != "$(sum_of "$2")" ]]; then
+		echo "same_data: $1 does not hold what $2 held" >&2
+		return 1
+	fi
+}
+
+# files_intact [SKIP...]: every file of img.sums except SKIP reads back
+# identical under its old path.
+files_intact()
+{
+	local tree=$BATS_TEST_TMPDIR/tree line sum path s skip got
+	rm -rf "$tree" && mkdir "$tree" || return 1
+	mcopy -s -n -i img '::/*' "$tree/" </dev/null || return 1
+	while IFS= read -r line; do
+		sum=${line%%  *}
+		path=${line#*  }
+		skip=0
+		for s in "$@"; do [[ ${path,,} == "${s,,}" ]] && skip=1; done
+		((skip)) && continue
+		got=$(sha256sum <"$tree$path" 2>/dev/null) || {
+			echo "files_intact: $path is gone" >&2
+			return 1
+		}
+		[[ ${got%% *} == "$sum" ]] || {
+			echo "files_intact: $path changed" >&2
+			return 1
+		}
+	done <img.sums
+}
+
+# settled: after a repair, fsck.fat -n is clean, fatcheck prints the
+# summary alone, and another -r writes nothing.
+settled()
+{
+	local sha
+	fsck_clean img
+	run -0 fatcheck img
+	[ "${#lines[@]}" -eq 1 ]
+	sha=$(img_sha img)
+	run -0 fatcheck -r img
+	[ "$(img_sha img)" = "$sha" ]
+}
+
+# mdir_has DIR REGEX: a line of mdir -a DIR matches (short name columns,
+# then the long name).
+mdir_has()
+{
+	if ! mdir -a -i img "::$1" | grep -qE -- "$2"; then
+		echo "mdir -a ::$1 has no line matching '$2':" >&2
+		mdir -a -i img "::$1" >&2
+		return 1
+	fi
+}
+
+@test "fatcheck -r: a short name FAT does not allow gets the alias a writer makes of its long name; the long name stays" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage bad-char "$LONG"
+		fsck_flags
+		run -4 fatcheck img
+		assert_line --partial "error: $LONG: short name 'A?ONGF~1.TXT' holds characters FAT does not allow"
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: renamed to 'ALONGF~1.TXT' (its long name kept))"
+		settled
+		mdir_has / '^ALONGF~1 TXT +24 .* A long file name for testing\.txt$'
+		files_intact
+	done
+}
+
+@test "fatcheck -r: an alias is unique against the other names, and two renamed in one run differ" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		printf 'second\n' >"A long file name 2.txt"
+		mcopy -i img "A long file name 2.txt" ::/
+		printf 'taken\n' >FSCK0000.REN
+		mcopy -i img FSCK0000.REN ::/
+		mdir_has / '^ALONGF~2 TXT .* A long file name 2\.txt$'
+		damage bad-char "/A long file name 2.txt"
+		damage bad-char /README.TXT
+		damage lead-space /EMPTYDIR
+		damage bad-char /DATA/rand-512.bin
+		fsck_flags
+		run -4 fatcheck img
+		[ "$(grep -c '^error: .*holds characters FAT does not allow' <<<"$output")" -eq 4 ]
+		run -1 fatcheck -r img
+		settled
+		# ~1 is the other long name's: this one keeps ~2.
+		mdir_has / '^ALONGF~2 TXT .* A long file name 2\.txt$'
+		mdir_has / '^ALONGF~1 TXT .* A long file name for testing\.txt$'
+		# FSCK0000.REN was taken: the two without long names get the
+		# next two, in slot order; the one in /DATA its directory's first.
+		mdir_has / '^FSCK0001 REN +<DIR> '
+		mdir_has / '^FSCK0002 REN +19 '
+		mdir_has /DATA '^FSCK0000 REN +512 '
+		same_data /FSCK0002.REN /README.TXT
+		[ "$(mtype -i img ::/FSCK0000.REN)" = taken ]
+		same_data /DATA/FSCK0000.REN /DATA/rand-512.bin
+		[ "$(mtype -i img '::/A long file name 2.txt')" = second ]
+		files_intact /README.TXT /DATA/rand-512.bin
+	done
+}
+
+@test "fatcheck -r: a leading space and a lower-case short name without the NT flags" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage lead-space /README.TXT
+		fsck_flags
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: renamed to 'FSCK0000.REN')"
+		settled
+		same_data /FSCK0000.REN /README.TXT
+		files_intact /README.TXT
+
+		# A name that is lower case throughout keeps its look: upper
+		# case on disk, with the NT lower-case flags.
+		use $t
+		damage lower-short /README.TXT
+		run -0 fatcheck img
+		assert_line --partial "warning: /readme.txt: short name 'readme.txt' is not a valid 8.3 name"
+		run fatcheck -r img
+		assert_line --partial "(repair: stored in upper case with the NT lower-case flags (still shown as 'readme.txt'))"
+		settled
+		mdir_has / '^readme +txt +19 '
+		same_data /README.TXT /README.TXT
+		files_intact /README.TXT
+
+		# Mixed case has no such form: upper case it is.
+		use $t
+		damage lower-name /README.TXT
+		run fatcheck -r img
+		assert_line --partial "(repair: renamed to 'README.TXT')"
+		settled
+		mdir_has / '^README +TXT +19 '
+		files_intact
+	done
+}
+
+@test "fatcheck -r: of two entries with one name the later is renamed; both keep their data" {
+	local t
+	for t in 12 16 32; do
+		# No long name: FSCK0000.REN.
+		use $t
+		damage dup /DATA/rand-0.bin /DATA/rand-1.bin
+		fsck_flags
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line --regexp "^error: /DATA/rand-0.bin: another entry of this directory \(slot [0-9]+\) has the same name .*\(repair: this later entry renamed to 'FSCK0000.REN'\)$"
+		settled
+		same_data /DATA/FSCK0000.REN /DATA/rand-1.bin
+		files_intact /DATA/rand-1.bin
+
+		# A long name: the alias comes from it, and it stays.
+		use $t
+		damage dup /DATA/rand-512.bin /DATA/rand-4096.bin
+		fsck_flags
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: this later entry renamed to 'RAND-4~1.BIN' (its long name kept))"
+		settled
+		mdir_has /DATA '^RAND-4~1 BIN +4096 .* rand-4096\.bin$'
+		files_intact
+	done
+}
+
+@test "fatcheck -r: a short name equal to another entry's long name is a collision too" {
+	local t
+	for t in 12 16 32; do
+		# The later entry's short name is the earlier's long name.
+		use $t
+		damage long-is /README.TXT "$LONG"
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: this later entry renamed to 'FSCK0000.REN')"
+		settled
+		[ "$(mtype -i img ::/README.TXT)" = "$(mtype -i img ::/ALONGF~1.TXT)" ]
+		same_data /FSCK0000.REN /README.TXT
+		same_data /ALONGF~1.TXT "$LONG"
+
+		# The later entry's long name is the earlier's short name: that
+		# long name goes, its own short name stays.
+		use $t
+		damage long-is /README.TXT "/name with spaces.dat"
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: this later entry's long name deleted)"
+		settled
+		mdir_has / '^NAMEWI~1 DAT +19 [^ ]+ +[^ ]+ *$'
+		same_data /README.TXT /README.TXT
+		same_data /NAMEWI~1.DAT "/name with spaces.dat"
+	done
+}
+
+@test "fatcheck -r: a long name whose checksum alone is wrong is re-attached" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage lfn-sum "$LONG"
+		run -4 fatcheck img
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match)"
+		run -1 fatcheck -r img
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: the long name 'A long file name for testing.txt' is re-attached to 'ALONGF~1.TXT')"
+		settled
+		mdir_has / '^ALONGF~1 TXT +24 .* A long file name for testing\.txt$'
+		files_intact
+	done
+}
+
+@test "fatcheck -r: a long name that lacks its last piece is deleted; the entry stays" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage lfn-unfinished "$LONG"
+		# fsck.fat -n reports it, and exits 0 (it leaves it).
+		fsck.fat -n img 2>&1 | grep -q 'Unfinished long file name'
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: slots deleted)"
+		settled
+		mdir_has / '^ALONGF~1 TXT +24 [^ ]+ +[^ ]+ *$'
+		same_data /ALONGF~1.TXT "$LONG"
+	done
+}
+
+@test "fatcheck -r: a re-attached long name would duplicate another name: the slots are deleted instead" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage lfn-sum "$LONG"
+		# With its long name unattached, a writer may give the name to
+		# a new file.
+		printf 'new\n' >new.txt
+		mcopy -i img new.txt "::$LONG"
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: slots deleted (another entry has that name))"
+		settled
+		[ "$(mtype -i img "::$LONG")" = new ]
+		same_data /ALONGF~1.TXT "$LONG"
+	done
+}
+
+@test "fatcheck -r: '.' and '..' rebuilt from the directory's entry, for every damage fsck.fat flags" {
+	local t c
+	for t in 12 16 32; do
+		for c in "no-dotdot /EMPTYDIR" "dot-attr /EMPTYDIR" \
+			"dot-attr /deep1/deep2 .." "dot-name /EMPTYDIR" \
+			"dot-name /deep1/deep2 .." "dot-swap /deep1/deep2" \
+			"no-dot /deep1/deep2"; do
+			use $t
+			# shellcheck disable=SC2086
+			damage $c
+			fsck_flags
+			run -4 fatcheck img
+			assert_line --regexp "^error: /(EMPTYDIR|deep1/deep2): '\.\.?' "
+			run -1 fatcheck -r img
+			settled
+			files_intact
+			"$FK_PYTHON" - "$FATKIT_HELPERS" img "${c#* }" <<'PY'
+import sys
+# "." and ".." as mkfs makes them: first and second, directories, with
+# the start clusters "." and ".." must have.
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+path = sys.argv[3].split()[0]
+ent, parent = vol.lookup(path)
+up = parent if path.count("/") > 1 else 0
+offs = [off for off, _ in vol.dir_slots(ent.first)][:2]
+for off, name, first in zip(offs, (b".", b".."), (ent.first, up)):
+    s = bytes(vol.read(off, 32))
+    assert s[:11] == name.ljust(11), s
+    assert s[11] & 0x10, s
+    clus = int.from_bytes(s[26:28], "little") | \
+        int.from_bytes(s[20:22], "little") << 16
+    assert clus == first, (name, clus, first)
+PY
+		done
+	done
+}
+
+@test "fatcheck -r: FAT[0] and FAT[1] are rewritten from the media byte in every FAT copy" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage fat0-zero
+		[ $t = 12 ] || damage fat1-dirty
+		fsck_flags
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		fsck_clean img
+		run -0 fatcheck img
+		"$FK_PYTHON" - img <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+sec, res, nfats, media = struct.unpack_from("<H", b, 11)[0], struct.unpack_from("<H", b, 14)[0], b[16], b[21]
+fsz = struct.unpack_from("<H", b, 22)[0] or struct.unpack_from("<I", b, 36)[0]
+nsec = struct.unpack_from("<H", b, 19)[0] or struct.unpack_from("<I", b, 32)[0]
+bits = 32 if not struct.unpack_from("<H", b, 22)[0] else None
+if bits is None:
+    rootsec = (struct.unpack_from("<H", b, 17)[0] * 32 + sec - 1) // sec
+    spc = b[13]
+    nclus = (nsec - res - nfats * fsz - rootsec) // spc
+    bits = 12 if nclus < 4085 else 16
+assert nfats == 2, nfats
+for c in range(nfats):
+    off = (res + c * fsz) * sec
+    if bits == 12:
+        raw = b[off:off + 3]
+        assert raw == bytes([media, 0xFF, 0xFF]), (c, raw.hex())
+    elif bits == 16:
+        assert b[off:off + 4] == bytes([media, 0xFF, 0xFF, 0xFF]), (c, b[off:off + 4].hex())
+    else:
+        f0, f1 = struct.unpack_from("<II", b, off)
+        assert f0 & 0x0FFFFFFF == 0x0FFFFF00 | media, (c, hex(f0))
+        assert f1 & 0x0FFFFFFF == 0x0FFFFFFF, (c, hex(f1))
+PY
+	done
+}
+
+# Every damage this file repairs, in one image.
+all_damage()
+{
+	damage bad-char "$LONG"
+	damage bad-char /README.TXT
+	damage dup /DATA/rand-512.bin /DATA/rand-4096.bin
+	damage dup /DATA/rand-0.bin /DATA/rand-1.bin
+	damage lfn-sum "/name with spaces.dat"
+	damage dot-name /EMPTYDIR
+	damage dot-attr /deep1/deep2 ..
+	damage no-dotdot /deep1
+	damage lower-short /DATA/rand-100000.bin
+}
+
+# after_all: what all_damage leaves once repaired, however many runs it took.
+after_all()
+{
+	settled
+	mdir_has / '^ALONGF~1 TXT .* A long file name for testing\.txt$'
+	mdir_has / '^NAMEWI~1 DAT .* name with spaces\.dat$'
+	mdir_has /DATA '^RAND-4~1 BIN +4096 .* rand-4096\.bin$'
+	same_data /FSCK0000.REN /README.TXT
+	same_data /DATA/FSCK0000.REN /DATA/rand-1.bin
+	files_intact /README.TXT /DATA/rand-1.bin
+}
+
+@test "fatcheck -r: a crash after any write of these repairs, then another -r, loses no name and no data" {
+	local t n crashed
+	for t in 12 16 32; do
+		for n in $(seq 1 40); do
+			use $t
+			all_damage
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			# 99: the crash (a -DFK_FAULT_INJECTION build); else done
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			after_all
+			[ "$crashed" -eq 99 ] || break
+		done
+	done
+}
+
+@test "fatcheck -r: a failed write of these repairs is exit 8; a later -r finishes them" {
+	local t n
+	for t in 12 16 32; do
+		for n in 1 2 3 5 8 13; do
+			use $t
+			all_damage
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			[ "$status" -eq 1 ] && break # no fault injection, or done
+			[ "$status" -eq 12 ]
+			[[ $stderr == "fatcheck: img: Input/output error" ]]
+			run -1 fatcheck -r img
+			after_all
+		done
+	done
+}
