@@ -21,6 +21,7 @@
 
 #define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
 #define LOST_LISTED   5		 /* lost chains named in the finding */
+#define LINKS_BATCH   64	 /* chain links read per FAT lookup, at most */
 
 /* A run whose owner's name the owners step looks up. */
 struct owner_name {
@@ -32,15 +33,29 @@ struct owner_name {
 
 /* ---- cluster map ------------------------------------------------------ */
 
+/* The map's words (whole: see fk_check_new()). */
+static size_t map_words(const struct fk_check *ck)
+{
+	return ((size_t)fk_clus_max(ck->g) + 32) / 32;
+}
+
+/* The bits 0b01 (ALLOC) of a map word's two-bit states, in place: the
+ * same in either byte order, as no state straddles a byte. */
+static uint64_t alloc_bits(uint64_t w)
+{
+	return w & 0x5555555555555555u & ~(w >> 1);
+}
+
 /* Keep only the clusters in state ALLOC (the lost ones). */
 static void keep_alloc_only(struct fk_check *ck)
 {
-	size_t i, len = ((size_t)fk_clus_max(ck->g) + 4) / 4;
+	size_t i, n = map_words(ck);
+	uint64_t w;
 
-	for (i = 0; i < len; i++) {
-		unsigned b = ck->map[i];
-
-		ck->map[i] = (uint8_t)(b & 0x55 & ~(b >> 1));
+	for (i = 0; i < n; i++) {
+		memcpy(&w, ck->map + 8 * i, 8);
+		w = alloc_bits(w);
+		memcpy(ck->map + 8 * i, &w, 8);
 	}
 }
 
@@ -67,22 +82,6 @@ static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
 }
 
 /*
- * Take one cluster of a chain in the map.  Returns 1 if @clus was free to
- * take (and is now), 0 if another claim had it first.
- */
-static int take(struct fk_check *ck, uint32_t clus)
-{
-	unsigned s = get_cs(ck, clus);
-
-	if (s == CS_OWNED || s == CS_SHARED)
-		return 0;
-	set_cs(ck, clus, CS_OWNED);
-	if (!(++ck->claimed % PROGRESS_STEP))
-		ck_progress(ck, "files", ck->claimed, ck->st.used_clus);
-	return 1;
-}
-
-/*
  * Claim the chain from @start, at most @limit clusters.  A chain stops at
  * its end, at a free or bad cluster, after a cluster whose value is
  * reserved or out of range, or where it reaches a cluster already claimed
@@ -92,63 +91,91 @@ static int take(struct fk_check *ck, uint32_t clus)
 static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 		       const struct run_before *before, struct claim *c)
 {
-	const struct fk_geom *g = ck->g;
-	uint32_t clus = start, val;
-	int err, is_own;
+	uint32_t clus = start, val, vals[LINKS_BATCH];
+	uint32_t nvals = 0, at = 0; /* vals[at] is the entry of clus */
+	/* In locals while the loop runs: stores into the map may alias
+	 * anything behind a pointer. */
+	uint8_t *map = ck->map;
+	uint64_t claimed = ck->claimed;
+	uint32_t nclus = 0, last = 0, next = start;
+	enum stop why = STOP_EOC; /* as left on an error */
+	enum fk_ent_class cls;
+	int err = 0, is_own;
 
-	memset(c, 0, sizeof(*c));
-	c->next = start;
-	if (!fk_clus_valid(g, start)) {
-		c->why = STOP_START;
-		return 0;
+	if (!fk_clus_valid(ck->g, start)) {
+		why = STOP_START;
+		goto out;
 	}
 	for (;;) {
-		if (c->nclus == limit) {
-			c->why = STOP_LIMIT;
-			return 0;
+		unsigned sh = (clus & 3) * 2, s;
+
+		if (nclus == limit) {
+			why = STOP_LIMIT;
+			goto out;
 		}
-		if ((err = fk_fat_get(ck->vol, clus, &val)))
-			return err;
-		switch (fk_fat_class(g, val)) {
-		case FK_ENT_FREE:
-			c->why = STOP_FREE;
-			return 0;
-		case FK_ENT_BAD:
-			c->why = STOP_BAD;
-			return 0;
-		default:
-			break;
+		if (at == nvals) {
+			uint32_t want = limit - nclus;
+
+			err = fk_fat_get_links(
+				ck->vol, clus, vals,
+				want < LINKS_BATCH ? want : LINKS_BATCH);
+			if (err < 0)
+				goto out;
+			nvals = (uint32_t)err;
+			err = 0;
+			at = 0;
 		}
-		if (!take(ck, clus)) {
-			c->why = STOP_CROSS;
+		val = vals[at++];
+		cls = ck_class(ck, val);
+		if (cls == FK_ENT_FREE) {
+			why = STOP_FREE;
+			goto out;
+		}
+		if (cls == FK_ENT_BAD) {
+			why = STOP_BAD;
+			goto out;
+		}
+		/* Take @clus unless a claim (this one or another) has it. */
+		s = map[clus >> 2] >> sh & 3;
+		if (s == CS_OWNED || s == CS_SHARED) {
+			why = STOP_CROSS;
 			err = before ? in_chain(ck, before->first,
-						before->nclus + c->nclus, clus,
+						before->nclus + nclus, clus,
 						&is_own)
-				     : in_chain(ck, start, c->nclus, clus,
+				     : in_chain(ck, start, nclus, clus,
 						&is_own);
 			if (err)
-				return err;
+				goto out;
 			if (is_own)
-				c->why = STOP_LOOP;
+				why = STOP_LOOP;
 			else
 				set_cs(ck, clus, CS_SHARED);
-			return 0;
+			goto out;
 		}
-		c->nclus++;
-		c->last = clus;
-		c->next = val;
-		switch (fk_fat_class(g, val)) {
-		case FK_ENT_EOC:
-			c->why = STOP_EOC;
-			return 0;
-		case FK_ENT_NEXT:
-			clus = val;
-			break;
-		default:
-			c->why = STOP_VALUE;
-			return 0;
+		map[clus >> 2] = (uint8_t)((map[clus >> 2] & ~(3u << sh)) |
+					   CS_OWNED << sh);
+		if (!(++claimed % PROGRESS_STEP))
+			ck_progress(ck, "files", claimed, ck->st.used_clus);
+		nclus++;
+		last = clus;
+		next = val;
+		if (cls == FK_ENT_EOC) {
+			why = STOP_EOC;
+			goto out;
 		}
+		if (cls != FK_ENT_NEXT) {
+			why = STOP_VALUE;
+			goto out;
+		}
+		clus = val;
 	}
+out:
+	ck->claimed = claimed;
+	c->nclus = nclus;
+	c->last = last;
+	c->next = next;
+	c->why = why;
+	return err;
 }
 
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who
@@ -634,8 +661,7 @@ static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 		uint32_t v = vals[i];
 
 		if (get_cs(ck, first + i) != CS_FREE &&
-		    fk_fat_class(g, v) == FK_ENT_NEXT &&
-		    get_cs(ck, v) == CS_ALLOC)
+		    ck_class(ck, v) == FK_ENT_NEXT && get_cs(ck, v) == CS_ALLOC)
 			set_cs(ck, v, CS_SHARED);
 	}
 	ck_progress(ck, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
@@ -677,14 +703,24 @@ int ck_check_lost(struct fk_check *ck)
 	char list[256] = "";
 	struct lost_chain lc;
 	uint32_t clus, max = fk_clus_max(g), nlisted = 0;
-	size_t idx, off = 0;
+	size_t idx, off = 0, i, n;
+	uint64_t w;
 	int err, round;
 
-	for (clus = FK_FIRST_CLUS; clus <= max; clus++)
-		if (get_cs(ck, clus) == CS_ALLOC) {
-			if (!ck->st.lost_clus++)
-				ck->first_lost = clus;
-		}
+	/* A map word at a time: clusters 0, 1 and those past the last are
+	 * FREE in the map. */
+	for (i = 0, n = map_words(ck); i < n; i++) {
+		memcpy(&w, ck->map + 8 * i, 8);
+		if (!(w = alloc_bits(w)))
+			continue;
+		if (!ck->st.lost_clus)
+			for (clus = (uint32_t)(32 * i);; clus++)
+				if (get_cs(ck, clus) == CS_ALLOC) {
+					ck->first_lost = clus;
+					break;
+				}
+		ck->st.lost_clus += (uint32_t)__builtin_popcountll(w);
+	}
 	if (!ck->st.lost_clus)
 		return 0;
 	if ((err = fk_fat_scan(ck->vol, g->active_fat, mark_linked, ck)))

@@ -78,31 +78,53 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 {
 	struct fk_check *ck = arg;
 	const struct fk_geom *g = ck->g;
-	uint32_t i = 0;
+	uint8_t *map = ck->map;
+	uint32_t i = 0, nfree = 0, nused = 0, nbad = 0, nlink = ck->nlink;
+	uint32_t first_free = ck->first_free;
 
 	for (; i < n && first + i < FK_FIRST_CLUS; i++)
 		if (first + i == 0)
-			ck->fat0 = vals[i];
+			ck->fat0 = vals ? vals[i] : 0;
 		else
-			ck->fat1 = vals[i];
-	for (; i < n; i++) {
-		uint32_t clus = first + i;
-
-		switch (fk_fat_class(g, vals[i])) {
-		case FK_ENT_FREE:
-			ck->st.free_clus++;
+			ck->fat1 = vals ? vals[i] : 0;
+	if (!vals) { /* all free */
+		if (i < n) {
+			ck->st.free_clus += n - i;
 			if (!ck->first_free)
-				ck->first_free = clus;
-			break;
-		case FK_ENT_BAD:
-			ck->st.bad_clus++;
-			break;
-		default:
-			ck->st.used_clus++;
-			ck->map[clus >> 2] |=
-				(uint8_t)(CS_ALLOC << (clus & 3) * 2);
+				ck->first_free = first + i;
 		}
+		ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
+		return 0;
 	}
+	/* Counts in locals: stores into the map may alias any of *ck. */
+	for (; i < n; i++) {
+		uint32_t clus = first + i, v = vals[i], run = 0;
+
+		if (!v) { /* most of a FAT is free: four entries a test */
+			while (i + run + 4 <= n &&
+			       !(vals[i + run] | vals[i + run + 1] |
+				 vals[i + run + 2] | vals[i + run + 3]))
+				run += 4;
+			while (i + run < n && !vals[i + run])
+				run++;
+			if (!first_free)
+				first_free = clus;
+			nfree += run;
+			i += run - 1;
+			continue;
+		}
+		if (v - FK_FIRST_CLUS >= nlink &&
+		    fk_fat_class(g, v) == FK_ENT_BAD) {
+			nbad++;
+			continue;
+		}
+		nused++;
+		map[clus >> 2] |= (uint8_t)(CS_ALLOC << (clus & 3) * 2);
+	}
+	ck->st.free_clus += nfree;
+	ck->st.used_clus += nused;
+	ck->st.bad_clus += nbad;
+	ck->first_free = first_free;
 	ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }

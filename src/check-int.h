@@ -27,9 +27,11 @@
 #include "alloc.h"
 #include "check.h"
 #include "dir.h"
+#include "fat.h"
 #include "fsinfo.h"
 #include "slot.h"
 #include "vec.h"
+#include "volume.h"
 
 struct fk_dir;
 struct fk_geom;
@@ -175,8 +177,9 @@ struct fk_check {
 	const struct fk_geom *g;
 	struct fk_check_opts o;
 	struct fk_check_stats st;
-	uint8_t *map; /* 2 bits per cluster, enum cstate */
-	int is_nomem; /* a finding could not be kept for want of memory */
+	uint8_t *map;	/* 2 bits per cluster, enum cstate */
+	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
+	int is_nomem;	/* a finding could not be kept for want of memory */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
 	LIST(struct fk_finding, finds);
@@ -240,6 +243,14 @@ static inline void set_cs(struct fk_check *ck, uint32_t clus, unsigned s)
 
 	ck->map[clus >> 2] =
 		(uint8_t)((ck->map[clus >> 2] & ~(3u << sh)) | s << sh);
+}
+
+/* fk_fat_class() with its common case, a link, inline. */
+static inline enum fk_ent_class ck_class(const struct fk_check *ck,
+					 uint32_t val)
+{
+	return val - FK_FIRST_CLUS < ck->nlink ? FK_ENT_NEXT
+					       : fk_fat_class(ck->g, val);
 }
 
 /* ---- check.c: findings, plans, paths ------------------------------- */

@@ -127,6 +127,7 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 {
 	struct fk_check *ck;
 	size_t map_len;
+	uint32_t top;
 	int err;
 
 	if (!(ck = calloc(1, sizeof(*ck))))
@@ -141,10 +142,15 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		*out = ck;
 		return 0;
 	}
-	map_len = ((size_t)fk_clus_max(&vol->g) + 4) / 4;
+	/* Whole 64-bit words, for the lost-cluster count. */
+	map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
+	top = fk_clus_max(&vol->g);
 	ck->vol = vol;
 	ck->g = &vol->g;
 	ck->o = *opts;
+	if (top >= fk_fat_bad(&vol->g)) /* never on a volume mkfs makes */
+		top = fk_fat_bad(&vol->g) - 1;
+	ck->nlink = top - FK_FIRST_CLUS + 1;
 	ck->map = calloc(map_len, 1);
 	ck->diffs = calloc(vol->g.nfats, sizeof(*ck->diffs));
 	ck->path = calloc(1, 64);

@@ -164,20 +164,13 @@ static void exfat_decode_block(const unsigned char *p, uint32_t first,
 		vals[i] = get_le32(p);
 }
 
-/* Are the @len bytes at @p all zero?  Eight bytes a load: byte-wise
- * get_le32() calls per entry were the scan's bottleneck. */
+/* Are the @len bytes at @p all zero?  The first is, and each equals the
+ * one before: libc's memcmp() is vectorized and stops at the first
+ * difference, where a loop of ours took a load per 8 bytes (and
+ * byte-wise get_le32() calls per entry were once the scan's bottleneck). */
 static int is_zero(const unsigned char *p, size_t len)
 {
-	uint64_t any = 0, w;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, 8);
-		any |= w;
-	}
-	for (; i < len; i++)
-		any |= p[i];
-	return !any;
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
 }
 
 /* A map word with the low @m (1 to 64) bits set. */
@@ -502,6 +495,43 @@ int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val)
 	if (!err)
 		*val = ops_of(&vol->g)->decode(raw, clus);
 	return err;
+}
+
+int fk_fat_get_links(struct fk_volume *vol, uint32_t clus, uint32_t *vals,
+		     uint32_t max)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	/* Values a batch goes on through: links that are links on every
+	 * width (fk_fat_class() judges them, this only stops early). */
+	uint32_t top = fk_clus_max(&vol->g) < ops->bad ? fk_clus_max(&vol->g)
+						       : ops->bad - 1;
+	unsigned shift = (unsigned)__builtin_ctz(vol->g.sec_len);
+	const unsigned char *data;
+	uint32_t n = 0, lo, per, val;
+	int err;
+
+	if (ops == &fat12_ops) { /* entries straddle sectors: one a call */
+		if ((err = fk_fat_get(vol, clus, vals)))
+			return err;
+		return 1;
+	}
+	if (clus > fk_clus_max(&vol->g))
+		return FK_ECORRUPT;
+	shift -= ops->load_len == 4 ? 2 : 1; /* entries per sector, log2 */
+	per = 1u << shift;
+	lo = clus >> shift << shift;
+	if ((err = fk_cache_get(vol->fat, clus >> shift, &data)))
+		return err;
+	for (;;) {
+		val = (ops->load_len == 4 ? get_le32(data + 4 * (clus - lo))
+					  : get_le16(data + 2 * (clus - lo))) &
+		      ops->mask;
+		vals[n++] = val;
+		if (n == max || val - FK_FIRST_CLUS > top - FK_FIRST_CLUS ||
+		    val - lo >= per)
+			return (int)n;
+		clus = val;
+	}
 }
 
 /* Store the bytes of @raw for entry @clus, sector by sector. */
@@ -936,8 +966,9 @@ struct decode_scan {
 	/* fk_fat_scan_copies() only: */
 	struct fk_volume *vol;
 	uint32_t copy;
-	unsigned char *other; /* a block of another copy */
-	uint64_t *next_sec;   /* per copy: sectors below are reported */
+	unsigned char *other;	    /* a block of another copy */
+	uint64_t *next_sec;	    /* per copy: sectors below are reported */
+	const unsigned char **maps; /* per copy: the block mapped, or NULL */
 };
 
 static int decode_block(void *arg, uint32_t first, uint32_t n,
@@ -968,8 +999,16 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 		void *arg)
 {
 	static const struct scan_fns fns = {decode_block, NULL, 1};
-	struct decode_scan ds = {
-		ops_of(&vol->g), NULL, fn, NULL, arg, vol, copy, NULL, NULL};
+	struct decode_scan ds = {ops_of(&vol->g),
+				 NULL,
+				 fn,
+				 NULL,
+				 arg,
+				 vol,
+				 copy,
+				 NULL,
+				 NULL,
+				 NULL};
 	int err;
 
 	if (!(ds.vals = malloc(DECODE_ENTS * sizeof(*ds.vals))))
@@ -1015,6 +1054,49 @@ static int diff_sectors(const unsigned char *a, const unsigned char *b,
 	return 0;
 }
 
+/*
+ * Every other copy's block is mapped: compare and decode a piece at a
+ * time, so each piece of @p is read from the CPU's cache after the first
+ * time; an all-zero piece (most of a FAT) is handed on undecoded.
+ */
+static int copies_pieces(struct decode_scan *ds, uint32_t first, uint32_t n,
+			 const unsigned char *p, uint64_t from, size_t len)
+{
+	const struct fk_geom *g = &ds->vol->g;
+	uint64_t at = ds->ops->entry_off(first);
+	uint32_t done, m, c;
+	int err;
+
+	/* DECODE_ENTS is even: each piece starts at an even cluster, on a
+	 * byte of its own. */
+	for (done = 0; done < n; done += m) {
+		size_t lo = (size_t)(ds->ops->entry_off(first + done) - at), hi;
+
+		m = n - done < DECODE_ENTS ? n - done : DECODE_ENTS;
+		hi = done + m == n
+			     ? len
+			     : (size_t)(ds->ops->entry_off(first + done + m) -
+					at);
+		for (c = 0; c < g->nfats; c++)
+			if (ds->maps[c] &&
+			    (err = diff_sectors(p + lo, ds->maps[c] + lo,
+						from + lo, hi - lo, g->sec_len,
+						c, ds->next_sec, ds->diff,
+						ds->arg)))
+				return err;
+		if (is_zero(p + lo, hi - lo)) {
+			err = ds->fn(ds->arg, first + done, NULL, m);
+		} else {
+			ds->ops->decode_block(p + lo, first + done, m,
+					      ds->vals);
+			err = ds->fn(ds->arg, first + done, ds->vals, m);
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Read the same bytes of every other copy and compare, then decode. */
 static int copies_block(void *arg, uint32_t first, uint32_t n,
 			const unsigned char *p, uint64_t from, size_t len)
@@ -1023,27 +1105,36 @@ static int copies_block(void *arg, uint32_t first, uint32_t n,
 	const struct fk_geom *g = &ds->vol->g;
 	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
 	uint32_t c;
-	int err;
+	int err = 0, is_mapped = ds->ops->is_streamed && ds->diff;
 
+	/* In place from the page cache when @p was (no copying). */
+	for (c = 0; c < g->nfats; c++) {
+		ds->maps[c] = NULL;
+		if (c == ds->copy || !is_mapped)
+			continue;
+		if (fk_device_map(ds->vol->dev,
+				  g->fat_off + c * copy_len + from, len,
+				  &ds->maps[c])) {
+			ds->maps[c] = NULL;
+			is_mapped = 0;
+		}
+	}
+	if (is_mapped)
+		err = copies_pieces(ds, first, n, p, from, len);
+	for (c = 0; c < g->nfats; c++)
+		if (ds->maps[c])
+			fk_device_unmap(ds->maps[c], len);
+	if (is_mapped)
+		return err;
 	for (c = 0; c < g->nfats && ds->diff; c++) {
 		uint64_t off = g->fat_off + c * copy_len + from;
-		const unsigned char *other = ds->other;
 
 		if (c == ds->copy)
 			continue;
-		/* In place from the page cache when @p was (no copying). */
-		if (!ds->ops->is_streamed ||
-		    fk_device_map(ds->vol->dev, off, len, &other)) {
-			other = ds->other;
-			if ((err = fk_device_read(ds->vol->dev, off, ds->other,
-						  len)))
-				return err;
-		}
-		err = diff_sectors(p, other, from, len, g->sec_len, c,
-				   ds->next_sec, ds->diff, ds->arg);
-		if (other != ds->other)
-			fk_device_unmap(other, len);
-		if (err)
+		if ((err = fk_device_read(ds->vol->dev, off, ds->other, len)))
+			return err;
+		if ((err = diff_sectors(p, ds->other, from, len, g->sec_len, c,
+					ds->next_sec, ds->diff, ds->arg)))
 			return err;
 	}
 	return decode_block(arg, first, n, p, from, len);
@@ -1056,17 +1147,27 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 		       void *arg)
 {
 	static const struct scan_fns fns = {copies_block, NULL, 1};
-	struct decode_scan ds = {
-		ops_of(&vol->g), NULL, fn, diff, arg, vol, copy, NULL, NULL};
+	struct decode_scan ds = {ops_of(&vol->g),
+				 NULL,
+				 fn,
+				 diff,
+				 arg,
+				 vol,
+				 copy,
+				 NULL,
+				 NULL,
+				 NULL};
 	int err = -ENOMEM;
 
 	ds.vals = malloc(DECODE_ENTS * sizeof(*ds.vals));
 	ds.other = malloc((size_t)SCAN_ENTS * 4 + 4);
 	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
-	if (ds.vals && ds.other && ds.next_sec)
+	ds.maps = calloc(vol->g.nfats, sizeof(*ds.maps));
+	if (ds.vals && ds.other && ds.next_sec && ds.maps)
 		err = scan_raw(vol, copy, &fns, &ds);
 	free(ds.vals);
 	free(ds.other);
 	free(ds.next_sec);
+	free(ds.maps);
 	return err;
 }

@@ -77,6 +77,17 @@ int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1);
 int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val);
 
 /*
+ * Follow the chain from @clus for at most @max (at least 1) entries, as
+ * far as one cache lookup serves: @vals[0] is the entry of @clus, each
+ * later value the entry of the cluster the one before links to.  Stops
+ * after a value that is no link, and where the next entry lies in
+ * another sector.  Returns how many values it stored (at least 1), or
+ * what fk_fat_get() returns on failure.
+ */
+int fk_fat_get_links(struct fk_volume *vol, uint32_t clus, uint32_t *vals,
+		     uint32_t max);
+
+/*
  * Set entry @clus to @val in the cache (FAT32 keeps the top 4 bits, as the
  * specification asks).  Written to disk by the next fk_cache_flush().
  */
@@ -160,8 +171,9 @@ int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
  * copy.  @diff (if not NULL) is called once for each sector (0-based, in
  * the copy) where copy @other differs from @copy, in ascending order per
  * copy; only the bytes that hold entries 0 .. nclus + 1 are compared, as
- * fsck.fat does.  Returns 0, a non-zero value from @fn or @diff, or
- * -errno.  Memory: two read buffers.
+ * fsck.fat does.  @fn may get NULL for @vals: all @n entries are 0.
+ * Returns 0, a non-zero value from @fn or @diff, or -errno.  Memory: two
+ * read buffers.
  */
 int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 		       int (*fn)(void *arg, uint32_t first,

@@ -910,6 +910,38 @@ sys.exit(not (fnv(a) == fnv(b) and a.upper() != b.upper()))' "$a" "$b"
 	[[ $output != *duplicate* && $output != *"same name"* ]]
 }
 
+@test "fatcheck: an entry whose short and long names both repeat others' names the one its names' hash order gives" {
+	# X.TXT; "Long Name One.txt"; and an entry whose short name is X.TXT
+	# and whose long name is "Long Name One.txt".  The finding names the
+	# earlier entry of whichever of the two names comes first in hash
+	# order (then name order): for D.TXT, whose hash is above the long
+	# name's, slot 3 (LONGNA~1.TXT); for C.TXT, slot 0.  A faster finder
+	# must keep this.
+	local x want
+	for x in D.TXT:3 C.TXT:0; do
+		want=${x#*:}
+		x=${x%:*}
+		rm -f img
+		mkimg fat16 16M img
+		printf 'x\n' >"$x"
+		printf 'y\n' >"Long Name One.txt"
+		printf 'z\n' >"Long Name Onf.txt"
+		mcopy -i img "$x" "Long Name One.txt" "Long Name Onf.txt" ::/
+		damage dup "/$x" "/Long Name Onf.txt"
+		"$FK_PYTHON" -c '
+f = open("img", "r+b")
+d = f.read()
+i = d.find(b"n\x00f\x00")  # "Onf" in the long name: make it "One"
+assert i > 0 and d.find(b"n\x00f\x00", i + 1) < 0
+f.seek(i + 2)
+f.write(b"e")'
+		[ "$(mdir -i img -b ::/ | grep -c 'Long Name One.txt')" -eq 2 ]
+		run -4 fatcheck img
+		[[ $output == *"error: /Long Name One.txt: another entry of this directory (slot $want) has the same name"* ]]
+		[ "$(grep -c 'same name' <<<"$output")" -eq 1 ]
+	done
+}
+
 # ---- preallocated tails -----------------------------------------------------
 
 @test "fatcheck: a kept-size tail is a note (exit 0), an error with --strict; --trim-prealloc frees it" {

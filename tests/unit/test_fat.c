@@ -551,6 +551,190 @@ struct class_row {
 	enum fk_ent_class cls;
 };
 
+/* ---- chain links in batches ---------------------------------------------- */
+
+/* Starts whose fk_fat_get_links() differs from entry-by-entry reads. */
+static uint32_t links_mismatches(struct img *im, uint32_t max, uint32_t step)
+{
+	uint32_t vals[64], clus, bad = 0, i;
+	int n;
+
+	for (clus = 0; clus <= im->b.nclus + 1; clus += step) {
+		n = fk_fat_get_links(im->vol, clus, vals, max);
+		if (n < 1 || (uint32_t)n > max ||
+		    vals[0] != ref_get(im, clus)) {
+			bad++;
+			continue;
+		}
+		for (i = 1; i < (uint32_t)n; i++)
+			if (vals[i - 1] < 2 || vals[i - 1] > im->b.nclus + 1 ||
+			    vals[i] != ref_get(im, vals[i - 1]))
+				break;
+		bad += i != (uint32_t)n;
+	}
+	return bad;
+}
+
+static void check_links(struct img *im, const char *tag, uint32_t step)
+{
+	uint32_t vals[64], per = SEC_LEN * 8 / (im->bits == 32 ? 32 : 16);
+	uint32_t first = 4 * per, i, ok;
+	int n, err;
+
+	OK(links_mismatches(im, 1, step) == 0 &&
+		   links_mismatches(im, 2, step) == 0 &&
+		   links_mismatches(im, 64, step) == 0,
+	   "%s fk_fat_get_links: every start (step %u), at most 1, 2 and 64 "
+	   "values, each the entry of the link before",
+	   tag, step);
+	n = fk_fat_get_links(im->vol, im->b.nclus + 2, vals, 64);
+	OK(n == FK_ECORRUPT,
+	   "%s fk_fat_get_links: past the last cluster is "
+	   "FK_ECORRUPT (%d)",
+	   tag, n);
+	/* A contiguous chain from a sector's start: one lookup serves as
+	 * many links as the sector holds (FAT12 entries straddle: one). */
+	err = fk_fat_put_run(im->vol, first, per + 10, fk_fat_eoc(&im->vol->g));
+	model_run(im, first, per + 10, fk_fat_eoc(&im->vol->g));
+	n = err ? err : fk_fat_get_links(im->vol, first, vals, 64);
+	for (ok = n > 0, i = 0; ok && i < (uint32_t)n; i++)
+		ok = vals[i] == first + i + 1;
+	OK(ok && n == (im->bits == 12 ? 1 : 64),
+	   "%s fk_fat_get_links: a contiguous run gives %d links a lookup", tag,
+	   n);
+	n = fk_fat_get_links(im->vol, first + per + 9 - 2, vals, 64);
+	OK(n == (im->bits == 12 ? 1 : 3) &&
+		   vals[n - 1] == (im->bits == 12 ? first + per + 8
+						  : fk_fat_eoc(&im->vol->g)),
+	   "%s fk_fat_get_links: stops after the end-of-chain value (%d)", tag,
+	   n);
+	if (im->bits != 12) {
+		n = fk_fat_get_links(im->vol, first + per - 3, vals, 64);
+		OK(n == 3 && vals[2] == first + per,
+		   "%s fk_fat_get_links: stops where the next entry lies in "
+		   "the next sector (%d)",
+		   tag, n);
+	}
+}
+
+/* ---- scanning the copies together ----------------------------------------- */
+
+struct copies_check {
+	struct img *im;
+	uint32_t next, mismatches, zero_blocks, ndiffs, diff_copy, diff_sec;
+};
+
+static int copies_fn(void *arg, uint32_t first, const uint32_t *vals,
+		     uint32_t n)
+{
+	struct copies_check *cc = arg;
+	uint32_t i;
+
+	if (first != cc->next)
+		cc->mismatches++;
+	cc->zero_blocks += !vals;
+	for (i = 0; i < n; i++)
+		if ((vals ? vals[i] : 0) != ref_get(cc->im, first + i))
+			cc->mismatches++;
+	cc->next = first + n;
+	return 0;
+}
+
+static int copies_diff(void *arg, uint32_t copy, uint32_t sec)
+{
+	struct copies_check *cc = arg;
+
+	if (!cc->ndiffs++) {
+		cc->diff_copy = copy;
+		cc->diff_sec = sec;
+	}
+	return 0;
+}
+
+/* Flip a byte of copy @copy at byte @off of it in the image file. */
+static int flip_byte(const struct img *im, uint32_t copy, uint64_t off)
+{
+	uint64_t at =
+		(uint64_t)(im->b.rsvd_secs + copy * im->b.fat_secs) * SEC_LEN +
+		off;
+	unsigned char c;
+	int fd = open(im->path, O_RDWR), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &c, 1, (off_t)at) != 1)
+		err = -EIO;
+	c ^= 0x5a;
+	if (!err && pwrite(fd, &c, 1, (off_t)at) != 1)
+		err = -EIO;
+	close(fd);
+	return err;
+}
+
+/* Zero @len bytes from byte @off of every copy and of the model. */
+static int zero_bytes(struct img *im, size_t off, size_t len)
+{
+	unsigned char *zero = calloc(1, len);
+	int fd = open(im->path, O_RDWR), err = zero && fd >= 0 ? 0 : -ENOMEM;
+	uint32_t f;
+
+	for (f = 0; !err && f < im->b.nfats; f++)
+		err = write_all(
+			fd, zero, len,
+			(uint64_t)(im->b.rsvd_secs + f * im->b.fat_secs) *
+					SEC_LEN +
+				off);
+	if (fd >= 0)
+		close(fd);
+	free(zero);
+	memset(im->fat + off, 0, len);
+	return err;
+}
+
+/* fk_fat_scan_copies() over a FAT with a long free stretch: the same
+ * values as entry-by-entry reads (NULL for all-zero pieces), and a
+ * differing byte of copy 2 reported as its sector. */
+static void check_scan_copies(struct img *im, const char *tag)
+{
+	struct copies_check cc;
+	uint32_t want_sec = im->b.fat_secs / 2;
+	int err;
+
+	err = fk_fat_fill(im->vol, 2, im->b.nclus * 3 / 4, 0);
+	model_fill(im, 2, im->b.nclus * 3 / 4, 0);
+	if (!err)
+		err = fk_cache_flush(im->vol->fat);
+	/* FAT32 fills keep the reserved top bits: zero some whole bytes
+	 * (behind the cache, which later checks here do not use). */
+	if (!err && im->bits == 32)
+		err = zero_bytes(im, 20000 * 4, 40000 * 4);
+	memset(&cc, 0, sizeof(cc));
+	cc.im = im;
+	if (!err)
+		err = fk_fat_scan_copies(im->vol, 0, copies_fn, copies_diff,
+					 &cc);
+	OK(!err && !cc.mismatches && cc.next == im->b.nclus + 2 &&
+		   (cc.zero_blocks > 0 || im->b.nclus < 65536) && !cc.ndiffs,
+	   "%s fk_fat_scan_copies: every entry as read one by one, %u "
+	   "all-zero pieces passed as NULL, equal copies (err %d, %u "
+	   "mismatches, %u diffs)",
+	   tag, cc.zero_blocks, err, cc.mismatches, cc.ndiffs);
+	err = flip_byte(im, 1, (uint64_t)want_sec * SEC_LEN + 7);
+	memset(&cc, 0, sizeof(cc));
+	cc.im = im;
+	if (!err)
+		err = fk_fat_scan_copies(im->vol, 0, copies_fn, copies_diff,
+					 &cc);
+	OK(!err && !cc.mismatches && cc.ndiffs == 1 && cc.diff_copy == 1 &&
+		   cc.diff_sec == want_sec,
+	   "%s fk_fat_scan_copies: one byte of copy 2 in a zero stretch is "
+	   "one differing sector, %u (got %u diffs, copy %u, sector %u)",
+	   tag, want_sec, cc.ndiffs, cc.diff_copy, cc.diff_sec);
+	if (!err)
+		err = flip_byte(im, 1, (uint64_t)want_sec * SEC_LEN + 7);
+	OK(!err, "%s: copy 2 restored", tag);
+}
+
 static void check_classes(const struct img *im, const char *tag,
 			  const struct class_row *rows, size_t n)
 {
@@ -709,6 +893,7 @@ static void suite_fat12(void)
 	   "the walk");
 	check_flush(&im, "FAT12");
 	check_scan(&im, "FAT12");
+	check_links(&im, "FAT12", 1);
 	img_close(&im);
 }
 
@@ -794,6 +979,8 @@ static void suite_fat16(void)
 	check_walks(&im, "FAT16", fat16_walks, NROWS(fat16_walks));
 	check_flush(&im, "FAT16");
 	check_scan(&im, "FAT16");
+	check_links(&im, "FAT16", 1);
+	check_scan_copies(&im, "FAT16");
 	check_scan_free(&im, "FAT16");
 	img_close(&im);
 }
@@ -896,6 +1083,8 @@ static void suite_fat32(void)
 	check_loops(&im, "FAT32", fat32_loops, NROWS(fat32_loops));
 	check_flush(&im, "FAT32");
 	check_scan(&im, "FAT32");
+	check_links(&im, "FAT32", 7);
+	check_scan_copies(&im, "FAT32");
 	check_scan_free(&im, "FAT32");
 	img_close(&im);
 }
