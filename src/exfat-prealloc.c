@@ -166,11 +166,14 @@ static void make_stamp(struct xop *op, int64_t t, int is_utc)
 	struct tm l, g;
 	long off = 0;
 
-	gmtime_r(&tt, &g);
-	if (is_utc) {
+	if (!gmtime_r(&tt, &g)) { /* a time no struct tm holds */
+		memset(&g, 0, sizeof(g));
+		g.tm_year = 80;
+		g.tm_mday = 1;
+	}
+	if (is_utc || !localtime_r(&tt, &l)) {
 		l = g;
 	} else {
-		localtime_r(&tt, &l);
 		/* No tm_gmtoff in POSIX: the difference of the two. */
 		off = (long)(l.tm_hour - g.tm_hour) * 3600 +
 		      (long)(l.tm_min - g.tm_min) * 60;

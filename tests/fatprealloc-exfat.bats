@@ -456,3 +456,12 @@ intact()
 	data_ok s.img /new.bin 100000 0
 	ref verify -W s.img
 }
+
+@test "fatprealloc on exFAT: SOURCE_DATE_EPOCH beyond what a date holds stamps 1980-01-01, as on FAT" {
+	mkex v.img 32M 4096
+	SOURCE_DATE_EPOCH=9223372036854775807 run -0 fatprealloc v.img /x.bin 4K
+	run -0 ref ls v.img /x.bin
+	assert_output --partial "mtime=1980-01-01T00:00:00.00+00:00"
+	assert_output --partial "ctime=1980-01-01T00:00:00.00+00:00"
+	run -0 fsck.exfat -n v.img
+}
