@@ -115,6 +115,7 @@ static void usage(FILE *out)
 		"                      force writing: see --force\n"
 		"      --salvage       with --repair: save lost chains as files\n"
 		"                      /FOUND.000/FILE0000.CHK, ... instead of freeing them\n"
+		"                      (FAT12/16/32 only)\n"
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
 		"      --json          findings and summary as one JSON document\n"
@@ -132,7 +133,8 @@ static void usage(FILE *out)
 		"exFAT: also the boot regions and their checksums, entry-set checksums and\n"
 		"name hashes, and the allocation bitmap against what the files own (-r\n"
 		"rewrites them); PercentInUse and VolumeDirty are warnings. A chain longer\n"
-		"than the file is an error there; --strict and --trim-prealloc do nothing.\n"
+		"than the file is an error there; --strict and --trim-prealloc do nothing,\n"
+		"--salvage is refused.\n"
 		"Exit status (as fsck): 0 clean, 1 the repair wrote (errors corrected),\n"
 		"4 errors left uncorrected,\n"
 		"8 operational error, 16 usage error; 128 + N when signal N stopped a\n"
@@ -611,6 +613,17 @@ int main(int argc, char **argv)
 		fk_report_in(PROG, r.image, &diag, err);
 		free(image);
 		return FK_FSCK_OPERATIONAL;
+	}
+	if (r.o.salvage && vol->exfat) {
+		/* exFAT has no FOUND.000 convention: say so, write nothing */
+		fprintf(stderr,
+			PROG ": %s: --salvage works on FAT12/16/32 only; on "
+			     "exFAT, -r frees lost clusters (run without "
+			     "--salvage)\n",
+			r.image);
+		fk_volume_close(vol);
+		free(image);
+		return FK_FSCK_USAGE;
 	}
 	if (r.o.is_repair)
 		catch_signals(r.image);

@@ -396,3 +396,15 @@ PY
 	run -0 fatcheck big.img
 	assert_output --partial "$nclus/$nclus clusters used; 0 errors"
 }
+
+@test "fatcheck exFAT: --salvage is refused (one line, exit 16, image untouched); -r frees the leak" {
+	local sum
+	use
+	ref corrupt img bitmap-leak
+	sum=$(img_sha img)
+	run -16 fatcheck -r --salvage img
+	assert_output "fatcheck: img: --salvage works on FAT12/16/32 only; on exFAT, -r frees lost clusters (run without --salvage)"
+	[ "$(img_sha img)" = "$sum" ]
+	run -1 fatcheck -r img
+	run -0 ref verify -W img
+}
