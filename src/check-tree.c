@@ -933,13 +933,17 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	if (dups.n) {
 		size_t o = 0;
 
-		/* One record per later entry, with both its names' bits. */
+		/* One record per later entry, with both its names' bits;
+		 * it names the earliest entry either name repeats. */
 		qsort(dups.v, dups.n, sizeof(*dups.v), cmp_dup);
 		for (i = 1; i < dups.n; i++) {
-			if (dups.v[i].later == dups.v[o].later)
-				dups.v[o].what |= dups.v[i].what;
-			else
+			if (dups.v[i].later != dups.v[o].later) {
 				dups.v[++o] = dups.v[i];
+				continue;
+			}
+			dups.v[o].what |= dups.v[i].what;
+			if (dups.v[i].earlier < dups.v[o].earlier)
+				dups.v[o].earlier = dups.v[i].earlier;
 		}
 		dups.n = o + 1;
 	}
