@@ -526,23 +526,31 @@ static uint32_t name_room(const struct fk_exfat_set *s)
 }
 
 /*
- * A 64-bit hash of the first @n units of @s's name, up-cased: from the
- * raw entries when @is_raw (a repair changed them), else from the units
- * the iterator gathered.
+ * The first @n units of @s's name into @out: from the raw entries when
+ * @is_raw (a repair changed them), else from the units the iterator
+ * gathered.
  */
-static uint64_t name_key(const struct fk_exfat_upcase *up,
-			 const struct fk_exfat_set *s, uint32_t n, int is_raw)
+static void name_units(const struct fk_exfat_set *s, uint32_t n, int is_raw,
+		       uint16_t *out)
 {
-	uint64_t h = 14695981039346656037ull ^ n, w = 0;
 	uint32_t i;
 
 	if (s->name16_len < n)
 		is_raw = 1;
+	for (i = 0; i < n; i++)
+		out[i] = is_raw ? name_unit(s, i) : s->name16[i];
+}
+
+/* A 64-bit hash of the @n units @u, up-cased. */
+static uint64_t name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
+			 uint32_t n)
+{
+	uint64_t h = 14695981039346656037ull ^ n, w = 0;
+	uint32_t i;
+
 	/* Four units to a multiply: names are hashed once per entry. */
 	for (i = 0; i < n; i++) {
-		uint16_t u = is_raw ? name_unit(s, i) : s->name16[i];
-
-		w = w << 16 | fk_exfat_upcase(up, u);
+		w = w << 16 | fk_exfat_upcase(up, u[i]);
 		if (i % 4 == 3) {
 			h = (h ^ w) * 0x100000001B3ull;
 			h ^= h >> 29;
@@ -562,14 +570,21 @@ static int is_bad_unit(uint16_t u)
 /*
  * The names met in the directory being walked, for duplicates: an open
  * addressing set of 64-bit hashes of the up-cased names (0 stands for
- * an empty slot, so a name hashing to 0 is stored as 1).
+ * an empty slot, so a name hashing to 0 is stored as 1).  Equal hashes
+ * are only a hint: each slot also points into @text, where the name's
+ * length and units are kept, and names are compared there.  @text grows
+ * with the names of one directory, so with the directory's size.
  */
 struct name_set {
 	uint64_t *v;
+	size_t *at;    /* per slot: offset of the name's length unit in text */
 	size_t n, cap; /* cap: a power of two, or 0 */
+	uint16_t *text;
+	size_t text_len, text_cap;
 };
 
-static int has_key(const struct name_set *ns, uint64_t key)
+static int has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
+		    uint64_t key, const uint16_t *u, uint32_t n)
 {
 	size_t i;
 
@@ -577,43 +592,78 @@ static int has_key(const struct name_set *ns, uint64_t key)
 		return 0;
 	key = key ? key : 1;
 	for (i = (size_t)key & (ns->cap - 1); ns->v[i];
-	     i = (i + 1) & (ns->cap - 1))
-		if (ns->v[i] == key)
+	     i = (i + 1) & (ns->cap - 1)) {
+		const uint16_t *t = &ns->text[ns->at[i]];
+
+		if (ns->v[i] == key &&
+		    !fk_exfat_name_cmp(up, t + 1, t[0], u, n))
 			return 1;
+	}
 	return 0;
 }
 
-static void put_key(struct name_set *ns, uint64_t key)
+static void put_slot(struct name_set *ns, uint64_t key, size_t at)
 {
 	size_t i;
 
-	key = key ? key : 1;
 	for (i = (size_t)key & (ns->cap - 1); ns->v[i];
 	     i = (i + 1) & (ns->cap - 1))
-		if (ns->v[i] == key)
-			return;
+		;
 	ns->v[i] = key;
+	ns->at[i] = at;
 	ns->n++;
 }
 
-static int add_key(struct name_set *ns, uint64_t key)
+/* Add the name @u of @n units, unless an equal one is there already. */
+static int add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
+		    uint64_t key, const uint16_t *u, uint32_t n)
 {
+	if (has_name(ns, up, key, u, n))
+		return 0;
+	key = key ? key : 1;
 	if (2 * (ns->n + 1) > ns->cap) {
-		struct name_set big;
+		struct name_set big = *ns;
 		size_t i;
 
 		big.cap = ns->cap ? 2 * ns->cap : 64;
 		big.n = 0;
-		if (!(big.v = calloc(big.cap, sizeof(*big.v))))
+		big.v = calloc(big.cap, sizeof(*big.v));
+		big.at = malloc(big.cap * sizeof(*big.at));
+		if (!big.v || !big.at) {
+			free(big.v);
+			free(big.at);
 			return -ENOMEM;
+		}
 		for (i = 0; i < ns->cap; i++)
 			if (ns->v[i])
-				put_key(&big, ns->v[i]);
+				put_slot(&big, ns->v[i], ns->at[i]);
 		free(ns->v);
+		free(ns->at);
 		*ns = big;
 	}
-	put_key(ns, key);
+	if (ns->text_cap - ns->text_len < (size_t)n + 1) {
+		size_t cap = ns->text_cap ? 2 * ns->text_cap : 1024;
+		uint16_t *t;
+
+		while (cap - ns->text_len < (size_t)n + 1)
+			cap *= 2;
+		if (!(t = realloc(ns->text, cap * sizeof(*t))))
+			return -ENOMEM;
+		ns->text = t;
+		ns->text_cap = cap;
+	}
+	put_slot(ns, key, ns->text_len);
+	ns->text[ns->text_len] = (uint16_t)n;
+	memcpy(&ns->text[ns->text_len + 1], u, n * sizeof(*u));
+	ns->text_len += (size_t)n + 1;
 	return 0;
+}
+
+static void free_names(struct name_set *ns)
+{
+	free(ns->v);
+	free(ns->at);
+	free(ns->text);
 }
 
 /* Recompute NameHash and SetChecksum of a file set being rewritten. */
@@ -709,20 +759,23 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 
 /* Give @s a name no earlier entry of the directory has. */
 static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
-		      const struct dirwalk *w, uint64_t *key)
+		      const struct dirwalk *w, uint16_t *u, uint64_t *key)
 {
 	static const char alt[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 	uint32_t n = s->raw[1][EN_NAME_LEN];
-	uint16_t first = name_unit(s, 0);
+	uint16_t first = u[0];
 	size_t i;
 
 	for (i = 0; i < sizeof(alt) - 1; i++) {
-		put_name_unit(s, 0, (uint16_t)alt[i]);
-		*key = name_key(x->ex->upcase, s, n, 1);
-		if (!has_key(&w->names, *key))
+		u[0] = (uint16_t)alt[i];
+		*key = name_key(x->ex->upcase, u, n);
+		if (!has_name(&w->names, x->ex->upcase, *key, u, n)) {
+			put_name_unit(s, 0, u[0]);
 			return 1;
+		}
 	}
-	put_name_unit(s, 0, first);
+	u[0] = first;
+	*key = name_key(x->ex->upcase, u, n);
 	return 0;
 }
 
@@ -736,7 +789,9 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	const char *what = is_dir ? "directory: " : "";
 	struct fk_exfat_stream st;
 	struct claim c;
+	uint16_t units[FK_EXFAT_NAME_MAX];
 	uint64_t need, new_len, key;
+	uint32_t nlen;
 	size_t old, idx;
 	uint32_t dead;
 
@@ -883,17 +938,19 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		is_changed = 1;
 	}
 	/* Duplicates, through the volume's up-case table (spec 7.2). */
-	key = name_key(x->ex->upcase, s, s->raw[1][EN_NAME_LEN], is_changed);
-	if (has_key(&w->names, key)) {
+	nlen = s->raw[1][EN_NAME_LEN];
+	name_units(s, nlen, is_changed, units);
+	key = name_key(x->ex->upcase, units, nlen);
+	if (has_name(&w->names, x->ex->upcase, key, units, nlen)) {
 		idx = report(x, FK_SEV_ERROR, "duplicate", cur_path(x),
 			     "another entry of the directory has the same "
 			     "name (compared through the up-case table)");
-		if (rename_dup(x, s, w, &key)) {
+		if (rename_dup(x, s, w, units, &key)) {
 			set_fix(x, idx, "renamed");
 			is_changed = 1;
 		}
 	}
-	if ((err = add_key(&w->names, key)))
+	if ((err = add_name(&w->names, x->ex->upcase, key, units, nlen)))
 		goto out;
 	visit(x, s, c.nclus);
 	if (is_changed) {
@@ -1352,7 +1409,7 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		x->is_tree_incomplete = 1;
 	}
 	fk_exfat_dir_close(dir);
-	free(w.names.v);
+	free_names(&w.names);
 	return err;
 }
 

@@ -640,7 +640,11 @@ static void fill_dirent(const struct lister *ls, struct fk_dirent *ent)
 	memset(ent, 0, sizeof(*ent));
 	memcpy(ent->name, set->name, sizeof(set->name));
 	memset(ent->raw, ' ', sizeof(ent->raw)); /* no 8.3 name on exFAT */
-	ent->attr = (uint8_t)(set->attr & 0x3F);
+	/* Only the bits FAT shares: exFAT's reserved 0x08 would read as a
+	 * volume label there, and the file would vanish from listings. */
+	ent->attr = (uint8_t)(set->attr &
+			      (FK_ATTR_RO | FK_ATTR_HIDDEN | FK_ATTR_SYSTEM |
+			       FK_ATTR_DIR | FK_ATTR_ARCHIVE));
 	ent->first_clus = set->first_clus;
 	ent->size = set->data_len;
 	ent->valid_len = set->valid_len;

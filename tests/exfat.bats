@@ -418,3 +418,30 @@ EOF
 	assert_line "[vdl.bin]"
 	grep -qF "[[ \$name =~ '^(.*)  \\(valid [0-9]+ of [0-9]+ bytes\\)\$' ]] &&" "$BATS_TEST_DIRNAME/../completions/zsh/_fatprealloc"
 }
+
+@test "fatls on exFAT: a file with reserved attribute bit 0x08 is listed and found, not taken for a volume label" {
+	mkex v.img 8M 4096
+	printf 'put /a.bin --size 100\nput /b.bin --size 10\n' | ref batch v.img
+	# FileAttributes 0x28: ARCHIVE and the reserved bit 3 (0x08 is the
+	# volume label bit on FAT, not on exFAT); SetChecksum made anew
+	"$FK_PYTHON" - "$FATKIT_HELPERS" v.img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+e = v.root_dir().lookup("a.bin")
+r.put_le(e.raw, 4, 2, 0x28)
+v.rewrite_set(e)
+v.flush()
+v.f.close()
+PY
+	run -0 ref ls v.img /a.bin
+	assert_output --partial "size=100"
+	run -0 fatls v.img /
+	assert_line "a.bin"
+	assert_line "b.bin"
+	run -0 fatls v.img /a.bin
+	assert_output --partial "a.bin"
+	run -0 fatls -l v.img /a.bin
+	assert_output --partial "100"
+}
