@@ -327,6 +327,13 @@ elif case == "nofat-overlap":
     b, bcl = v.put("/x-b", 2 * cs, b"", vdl=0, chain=False)
     b.set_stream(first=acl[1])
     v.rewrite_set(b)
+elif case == "nfc-huge":
+    # a NoFatChain file whose DataLength is 2^64-1, then a directory with
+    # a child in the clusters after it
+    e, cl = v.put("/x-nfc", cs, b"", vdl=0, chain=False)
+    v.put("/x-d/child", 100, b"c" * 100)
+    e.set_stream(dl=2**64 - 1)
+    v.rewrite_set(e)
 elif case == "fat-reserved":
     v.fat_set(0, 0x12345678)
     v.fat_set(1, 0)
@@ -353,6 +360,22 @@ PY
 		run -0 ref verify -W img
 		sums img | diff - img.sums
 	done
+}
+
+@test "fatcheck exFAT: a NoFatChain DataLength past the heap does not take the directory after it" {
+	use
+	exdamage img nfc-huge
+	run -4 fatcheck img
+	assert_line --regexp "^error: /x-nfc: contiguous run from cluster [0-9]+ runs past the last cluster [0-9]+$"
+	refute_output --partial "/x-d"
+	run -1 fatcheck -r img
+	assert_output --partial "DataLength set to 4096"
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	run -0 ref cat img /x-d/child
+	assert_output "$(printf 'c%.0s' $(seq 100))"
+	sums img | diff - img.sums
 }
 
 # ---- memory -----------------------------------------------------------------
