@@ -1314,6 +1314,36 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 }
 
 /*
+ * An entry set past the directory's end marker: no reader that stops at
+ * the marker has it, so its stream is not claimed (its clusters are lost
+ * clusters, which this run frees) and -r makes its entries end markers,
+ * as the specification wants every entry after the first one to be.
+ */
+static int hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	const char *what = s->kind != FK_EXK_FILE    ? "entry set"
+			   : (s->attr & FK_ATTR_DIR) ? "directory"
+						     : "file";
+	size_t idx;
+
+	if (s->kind == FK_EXK_FILE)
+		idx = report(x, FK_SEV_WARNING, "hidden-entry", cur_path(x),
+			     "%s '%s' (entry %u) lies past the directory's "
+			     "end marker, where readers stop%s",
+			     what, s->name, s->first_ent,
+			     s->first_clus ? "; its clusters count as lost"
+					   : "");
+	else
+		idx = report(x, FK_SEV_WARNING, "hidden-entry", cur_path(x),
+			     "%s of type 0x%02X (entry %u) lies past the "
+			     "directory's end marker, where readers stop",
+			     what, s->type, s->first_ent);
+	set_fix(x, idx, "%s freed", what);
+	memset(s->raw, 0, s->nents * sizeof(s->raw[0]));
+	return plan_set(x, s);
+}
+
+/*
  * Walk the directory stored in @s (NULL: the root), whose @nclus clusters
  * are claimed already.
  */
@@ -1341,7 +1371,14 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	if ((err = fk_exfat_dir_open(x->vol, s, &dir)))
 		return err;
 	fk_exfat_dir_set_limit(dir, nclus);
+	fk_exfat_dir_keep_going(dir);
 	while ((r = fk_exfat_dir_next(dir, set, &d2)) == 1) {
+		if (set->defects & FK_EXS_CROSSES_END) {
+			err = hidden_set(x, set);
+			if (err)
+				break;
+			continue;
+		}
 		switch (set->kind) {
 		case FK_EXK_FILE:
 			err = check_file(x, &w, set, diag);
