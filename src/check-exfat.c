@@ -79,6 +79,17 @@ struct set_fix {
 	unsigned char (*raw)[FK_EXFAT_ENT_LEN];
 };
 
+/*
+ * A file's NoFatChain run whose DataLength reaches past the heap: that
+ * length is known false, so the run is claimed only after every sound
+ * stream (late_claims()), and only as far as its clusters are free of
+ * other owners and marked in the bitmap.
+ */
+struct late_set {
+	struct fk_exfat_set *set; /* as planned by check_file() */
+	char *path;
+};
+
 /* Why a claim stopped short of the stream's whole length. */
 enum cut {
 	CUT_NONE,  /* claimed it all (or the chain ended: see nclus) */
@@ -115,6 +126,7 @@ struct fk_exfat_check {
 	LIST(struct fk_finding, finds);
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
+	LIST(struct late_set, late);
 	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
@@ -779,13 +791,29 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	return 0;
 }
 
+/* Keep @s (a file, at the current path) for late_claims(). */
+static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
+{
+	struct late_set l;
+
+	l.set = malloc(sizeof(*l.set));
+	l.path = strdup(cur_path(x));
+	if (!l.set || !l.path || PUSH(x->late, l)) {
+		free(l.set);
+		free(l.path);
+		return -ENOMEM;
+	}
+	memcpy(l.set, s, sizeof(*s));
+	return 0;
+}
+
 /* Judge one file or directory set; claim its stream; recurse. */
 static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		      struct fk_exfat_set *s, struct fk_diag *diag)
 {
 	const struct fk_geom *g = x->g;
 	int is_dir = (s->attr & FK_ATTR_DIR) != 0;
-	int is_changed = 0, is_gone = 0, err = 0;
+	int is_changed = 0, is_gone = 0, is_late = 0, err = 0;
 	const char *what = is_dir ? "directory: " : "";
 	struct fk_exfat_stream st;
 	struct claim c;
@@ -880,6 +908,10 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			is_gone = 1;
 			goto out;
 		}
+	} else if (!is_dir && st.is_no_fat_chain &&
+		   fk_clus_valid(g, st.first_clus) &&
+		   need > (uint64_t)fk_clus_max(g) - st.first_clus + 1) {
+		is_late = 1; /* claimed last: see struct late_set */
 	} else {
 		if (!st.first_clus)
 			st.first_clus = 1; /* out of range: judged below */
@@ -953,7 +985,9 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	if ((err = add_name(&w->names, x->ex->upcase, key, units, nlen)))
 		goto out;
 	visit(x, s, c.nclus);
-	if (is_changed) {
+	if (is_late) {
+		err = add_late(x, s);
+	} else if (is_changed) {
 		reseal(x, s);
 		if ((err = plan_set(x, s)))
 			goto out;
@@ -1337,6 +1371,36 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 }
 
 /*
+ * An entry set past the directory's end marker: no reader that stops at
+ * the marker has it, so its stream is not claimed (its clusters are lost
+ * clusters, which this run frees) and -r makes its entries end markers,
+ * as the specification wants every entry after the first one to be.
+ */
+static int hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	const char *what = s->kind != FK_EXK_FILE    ? "entry set"
+			   : (s->attr & FK_ATTR_DIR) ? "directory"
+						     : "file";
+	size_t idx;
+
+	if (s->kind == FK_EXK_FILE)
+		idx = report(x, FK_SEV_WARNING, "hidden-entry", cur_path(x),
+			     "%s '%s' (entry %u) lies past the directory's "
+			     "end marker, where readers stop%s",
+			     what, s->name, s->first_ent,
+			     s->first_clus ? "; its clusters count as lost"
+					   : "");
+	else
+		idx = report(x, FK_SEV_WARNING, "hidden-entry", cur_path(x),
+			     "%s of type 0x%02X (entry %u) lies past the "
+			     "directory's end marker, where readers stop",
+			     what, s->type, s->first_ent);
+	set_fix(x, idx, "%s freed", what);
+	memset(s->raw, 0, s->nents * sizeof(s->raw[0]));
+	return plan_set(x, s);
+}
+
+/*
  * Walk the directory stored in @s (NULL: the root), whose @nclus clusters
  * are claimed already.
  */
@@ -1364,7 +1428,14 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	if ((err = fk_exfat_dir_open(x->vol, s, &dir)))
 		return err;
 	fk_exfat_dir_set_limit(dir, nclus);
+	fk_exfat_dir_keep_going(dir);
 	while ((r = fk_exfat_dir_next(dir, set, &d2)) == 1) {
+		if (set->defects & FK_EXS_CROSSES_END) {
+			err = hidden_set(x, set);
+			if (err)
+				break;
+			continue;
+		}
 		switch (set->kind) {
 		case FK_EXK_FILE:
 			err = check_file(x, &w, set, diag);
@@ -1673,6 +1744,118 @@ static int check_bitmap(struct fk_exfat_check *x)
 	return 0;
 }
 
+/* ---- NoFatChain runs past the heap -------------------------------------- */
+
+struct bm_find {
+	const struct fk_geom *g;
+	uint64_t at, done; /* bitmap byte sought; bytes of runs behind */
+	uint64_t off;	   /* its volume offset, once found */
+};
+
+static int bm_find_run(void *arg, const struct fk_run *run)
+{
+	struct bm_find *f = arg;
+	uint64_t len = (uint64_t)run->nclus * f->g->clus_len;
+
+	if (f->at < f->done + len) {
+		f->off = fk_clus_off(f->g, run->first) + (f->at - f->done);
+		return STOPPED;
+	}
+	f->done += len;
+	return 0;
+}
+
+/*
+ * Is @clus marked in the bitmap on disk?  @sec caches one sector of the
+ * bitmap, the one starting at bitmap byte *@sec_at (UINT64_MAX: none).
+ */
+static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
+		  uint64_t *sec_at, int *bit)
+{
+	uint32_t i = clus - FK_FIRST_CLUS, sec_len = x->g->sec_len;
+	struct bm_find f = {x->g, (uint64_t)i / 8 / sec_len * sec_len, 0, 0};
+	struct fk_chain_info info;
+	int err;
+
+	*bit = 0;
+	if (*sec_at != f.at) {
+		err = fk_exfat_stream_walk(x->vol, &x->bm_stream, bm_find_run,
+					   &f, &info);
+		if (err < 0)
+			return err;
+		if (err != STOPPED)
+			return 0; /* the bitmap's chain ends short: "free" */
+		if ((err = fk_device_read(x->vol->dev, f.off, sec, sec_len)))
+			return err;
+		*sec_at = f.at;
+	}
+	*bit = sec[i / 8 - *sec_at] >> (i % 8) & 1;
+	return 0;
+}
+
+/*
+ * Claim the runs of struct late_set, every sound stream being claimed:
+ * each keeps its clusters up to the first one owned already or marked
+ * free in the bitmap, and its DataLength is cut to them.
+ */
+static int late_claims(struct fk_exfat_check *x)
+{
+	const struct fk_geom *g = x->g;
+	uint32_t max = fk_clus_max(g), clus, n;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	unsigned char *sec = NULL;
+	struct fk_exfat_stream st;
+	struct claim c;
+	size_t i, idx;
+	int err = 0, bit;
+
+	if (x->late.n && !(sec = malloc(g->sec_len)))
+		return -ENOMEM;
+	for (i = 0; i < x->late.n && !err; i++) {
+		struct fk_exfat_set *s = x->late.v[i].set;
+
+		st.first_clus = s->first_clus;
+		st.is_no_fat_chain = 1;
+		for (clus = st.first_clus, n = 0;
+		     clus <= max && !is_owned(x, clus); clus++, n++) {
+			if (!x->has_bitmap)
+				continue;
+			if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
+				goto out;
+			if (!bit)
+				break;
+		}
+		new_len = (uint64_t)n * g->clus_len;
+		st.data_len = new_len;
+		if (n && (err = claim(x, &st, n, 0, &c)))
+			goto out;
+		idx = report(x, FK_SEV_ERROR, "past-heap", x->late.v[i].path,
+			     "contiguous run from cluster %u runs past the "
+			     "last cluster %u",
+			     s->first_clus, max);
+		if (n) {
+			set_fix(x, idx, "DataLength set to %llu",
+				(unsigned long long)new_len);
+		} else {
+			set_fix(x, idx, "file made empty");
+			st.first_clus = 0;
+			s->raw[1][EN_GSF] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+		}
+		put_le32(&s->raw[1][EN_FIRST_CLUS], st.first_clus);
+		put_u64le(&s->raw[1][EN_DATA_LEN], new_len);
+		vdl = (uint64_t)get_le32(&s->raw[1][EN_VDL + 4]) << 32 |
+		      get_le32(&s->raw[1][EN_VDL]);
+		if (vdl > new_len)
+			put_u64le(&s->raw[1][EN_VDL], new_len);
+		reseal(x, s);
+		err = plan_set(x, s);
+	}
+out:
+	free(sec);
+	return err;
+}
+
 /* ---- boot region --------------------------------------------------------- */
 
 static const uint32_t boot_bits[] = {
@@ -1849,6 +2032,11 @@ static void free_state(void *state)
 		free(x->set_fixes.v[i].off);
 		free(x->set_fixes.v[i].raw);
 	}
+	for (i = 0; i < x->late.n; i++) {
+		free(x->late.v[i].set);
+		free(x->late.v[i].path);
+	}
+	free(x->late.v);
 	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++)
 		free(x->sets[i]);
 	free(x->finds.v);
@@ -1870,7 +2058,8 @@ static int run(void *state, struct fk_diag *diag)
 	if ((err = check_boot(x)) || (err = check_fat_reserved(x)))
 		goto fail;
 	progress(x, "files", 0, x->g->nclus);
-	if ((err = walk_root(x, diag)) || (err = check_bitmap(x)))
+	if ((err = walk_root(x, diag)) || (err = late_claims(x)) ||
+	    (err = check_bitmap(x)))
 		goto fail;
 	if (x->is_nomem) {
 		err = -ENOMEM;

@@ -327,6 +327,18 @@ elif case == "nofat-overlap":
     b, bcl = v.put("/x-b", 2 * cs, b"", vdl=0, chain=False)
     b.set_stream(first=acl[1])
     v.rewrite_set(b)
+elif case == "nfc-huge":
+    # a NoFatChain file whose DataLength is 2^64-1, then a directory with
+    # a child in the clusters after it
+    e, cl = v.put("/x-nfc", cs, b"", vdl=0, chain=False)
+    v.put("/x-d/child", 100, b"c" * 100)
+    e.set_stream(dl=2**64 - 1)
+    v.rewrite_set(e)
+elif case == "hidden-set":
+    # an end marker where /x-a's set was: /x-h's set lies past it
+    a, acl = v.put("/x-a", cs, b"", vdl=0)
+    v.put("/x-h", 2 * cs, b"h" * cs)
+    a.dir.write_entries(a.index, bytes(len(a.raw)))
 elif case == "fat-reserved":
     v.fat_set(0, 0x12345678)
     v.fat_set(1, 0)
@@ -406,6 +418,38 @@ print("".join(map(chr, a)), "".join(map(chr, b)))')
 	ref corrupt d.img duplicate-name >/dev/null
 	run -4 fatcheck d.img
 	assert_output --partial "same name"
+}
+
+@test "fatcheck exFAT: a NoFatChain DataLength past the heap does not take the directory after it" {
+	use
+	exdamage img nfc-huge
+	run -4 fatcheck img
+	assert_line --regexp "^error: /x-nfc: contiguous run from cluster [0-9]+ runs past the last cluster [0-9]+$"
+	refute_output --partial "/x-d"
+	run -1 fatcheck -r img
+	assert_output --partial "DataLength set to 4096"
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	run -0 ref cat img /x-d/child
+	assert_output "$(printf 'c%.0s' $(seq 100))"
+	sums img | diff - img.sums
+}
+
+@test "fatcheck exFAT: an entry set past the end marker is a hidden-entry; -r frees it and its clusters" {
+	use
+	exdamage img hidden-set
+	run -1 ref verify img
+	assert_output --partial "after the end-of-directory marker"
+	run -4 fatcheck img
+	assert_line --regexp "^warning: /: file 'x-h' \(entry [0-9]+\) lies past the directory's end marker, where readers stop; its clusters count as lost$"
+	assert_line --regexp "^error: img: [0-9]+ clusters marked in the allocation bitmap are owned by nothing, the first [0-9]+$"
+	run -1 fatcheck -r img
+	assert_output --partial "(repair: file freed)"
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	sums img | diff - img.sums
 }
 
 # ---- memory -----------------------------------------------------------------
