@@ -30,6 +30,7 @@
 #include "dir.h"
 #include "endian.h"
 #include "exfat.h"
+#include "exfat-layout.h"
 #include "fat.h"
 #include "vec.h"
 #include "volume.h"
@@ -41,21 +42,6 @@
 /* Boot sector fields the repairs write (spec 3.1). */
 #define BS_VOL_FLAGS 106
 #define BS_PERCENT   112
-
-/* Entry fields (spec 7.4, 7.6, 7.7). */
-#define EN_TYPE	       0
-#define EN_SEC_COUNT   1  /* File: SecondaryCount */
-#define EN_SET_CSUM    2  /* File: SetChecksum */
-#define EN_GSF	       1  /* Stream: GeneralSecondaryFlags */
-#define EN_NAME_LEN    3  /* Stream: NameLength */
-#define EN_NAME_HASH   4  /* Stream: NameHash */
-#define EN_VDL	       8  /* Stream: ValidDataLength */
-#define EN_FIRST_CLUS  20 /* Stream, bitmap, up-case: FirstCluster */
-#define EN_DATA_LEN    24 /* Stream, bitmap, up-case: DataLength */
-#define EN_UPCASE_CSUM 4  /* up-case: TableChecksum */
-#define EN_LABEL_LEN   1  /* label: CharacterCount */
-#define EN_NAME	       2  /* File Name: 15 UTF-16 units */
-#define NAME_UNITS     15
 
 #define LIST(type, name)                                                       \
 	struct {                                                               \
@@ -492,9 +478,9 @@ static void delete_set(struct fk_exfat_set *s)
 	uint32_t i;
 
 	for (i = 0; i < s->nents; i++) {
-		uint8_t t = s->raw[i][EN_TYPE] & 0x7F;
+		uint8_t t = s->raw[i][GEN_TYPE] & 0x7F;
 
-		s->raw[i][EN_TYPE] = t ? t : 0x01;
+		s->raw[i][GEN_TYPE] = t ? t : 0x01;
 	}
 }
 
@@ -518,13 +504,12 @@ static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 
 static uint16_t name_unit(const struct fk_exfat_set *s, uint32_t i)
 {
-	return get_le16(
-		&s->raw[2 + i / NAME_UNITS][EN_NAME + i % NAME_UNITS * 2]);
+	return get_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2]);
 }
 
 static void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
 {
-	put_le16(&s->raw[2 + i / NAME_UNITS][EN_NAME + i % NAME_UNITS * 2], u);
+	put_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2], u);
 }
 
 /* Name units the set's File Name entries hold (after its stream). */
@@ -532,8 +517,8 @@ static uint32_t name_room(const struct fk_exfat_set *s)
 {
 	uint32_t n = 0, i;
 
-	for (i = 2; i < s->nents && s->raw[i][EN_TYPE] == FK_EXFAT_T_NAME; i++)
-		n += NAME_UNITS;
+	for (i = 2; i < s->nents && s->raw[i][GEN_TYPE] == FK_EXFAT_T_NAME; i++)
+		n += FN_UNITS;
 	return n;
 }
 
@@ -682,13 +667,13 @@ static void free_names(struct name_set *ns)
 static void reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	uint16_t units[FK_EXFAT_NAME_MAX];
-	uint32_t i, n = s->raw[1][EN_NAME_LEN];
+	uint32_t i, n = s->raw[1][SE_NAME_LEN];
 
 	for (i = 0; i < n; i++)
 		units[i] = name_unit(s, i);
-	put_le16(&s->raw[1][EN_NAME_HASH],
+	put_le16(&s->raw[1][SE_NAME_HASH],
 		 fk_exfat_name_hash(x->ex->upcase, units, n));
-	put_le16(&s->raw[0][EN_SET_CSUM],
+	put_le16(&s->raw[0][GEN_CHECKSUM],
 		 fk_exfat_set_checksum((const unsigned char(*)[32])s->raw,
 				       s->nents));
 }
@@ -724,7 +709,7 @@ static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
 static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		      const char *path, int *is_changed)
 {
-	uint32_t room = name_room(s), n = s->raw[1][EN_NAME_LEN], i, bad = 0;
+	uint32_t room = name_room(s), n = s->raw[1][SE_NAME_LEN], i, bad = 0;
 	size_t idx;
 
 	if (!n) {
@@ -748,7 +733,7 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 			return 1;
 		}
 		set_fix(x, idx, "name cut to %u character%s", keep, pl(keep));
-		s->raw[1][EN_NAME_LEN] = (uint8_t)keep;
+		s->raw[1][SE_NAME_LEN] = (uint8_t)keep;
 		for (i = keep; i < room; i++)
 			put_name_unit(s, i, 0);
 		n = keep;
@@ -774,7 +759,7 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		      const struct dirwalk *w, uint16_t *u, uint64_t *key)
 {
 	static const char alt[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-	uint32_t n = s->raw[1][EN_NAME_LEN];
+	uint32_t n = s->raw[1][SE_NAME_LEN];
 	uint16_t first = u[0];
 	size_t i;
 
@@ -866,7 +851,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			     what, s->first_clus);
 		if (s->first_clus && s->data_len) {
 			set_fix(x, idx, "AllocationPossible set");
-			s->raw[1][EN_GSF] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;
+			s->raw[1][SE_FLAGS] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;
 		} else {
 			set_fix(x, idx, "file made empty");
 			s->first_clus = 0;
@@ -897,7 +882,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			     st.first_clus);
 		set_fix(x, idx, "FirstCluster cleared");
 		st.first_clus = 0;
-		s->raw[1][EN_GSF] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+		s->raw[1][SE_FLAGS] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 		is_changed = 1;
 	} else if (!st.first_clus && !s->data_len) {
 		c.nclus = 0;
@@ -939,15 +924,15 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			if (!c.nclus) {
 				st.first_clus = 0;
 				new_len = 0;
-				s->raw[1][EN_GSF] &=
+				s->raw[1][SE_FLAGS] &=
 					(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 			}
 		}
 	}
 	if (is_changed || st.first_clus != s->first_clus ||
 	    new_len != s->data_len) {
-		put_le32(&s->raw[1][EN_FIRST_CLUS], st.first_clus);
-		put_u64le(&s->raw[1][EN_DATA_LEN], new_len);
+		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
+		put_u64le(&s->raw[1][GEN_LEN], new_len);
 		is_changed = 1;
 	}
 	/* ValidDataLength: at most DataLength; all of it on a directory. */
@@ -964,13 +949,13 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			set_fix(x, idx, "ValidDataLength set to %llu",
 				(unsigned long long)new_len);
 		}
-		put_u64le(&s->raw[1][EN_VDL], is_dir || s->valid_len > new_len
+		put_u64le(&s->raw[1][SE_VDL], is_dir || s->valid_len > new_len
 						      ? new_len
 						      : s->valid_len);
 		is_changed = 1;
 	}
 	/* Duplicates, through the volume's up-case table (spec 7.2). */
-	nlen = s->raw[1][EN_NAME_LEN];
+	nlen = s->raw[1][SE_NAME_LEN];
 	name_units(s, nlen, is_changed, units);
 	key = name_key(x->ex->upcase, units, nlen);
 	if (has_name(&w->names, x->ex->upcase, key, units, nlen)) {
@@ -1061,7 +1046,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			     (unsigned long long)x->bm_need_len);
 		set_fix(x, idx, "DataLength set to %llu",
 			(unsigned long long)x->bm_need_len);
-		put_u64le(&s->raw[0][EN_DATA_LEN], x->bm_need_len);
+		put_u64le(&s->raw[0][GEN_LEN], x->bm_need_len);
 		if ((err = plan_set(x, s)))
 			return err;
 	}
@@ -1219,7 +1204,7 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		set_fix(x, idx, "checksum rewritten");
 	}
 	if (s->upcase_csum != want) {
-		put_le32(&s->raw[0][EN_UPCASE_CSUM], want);
+		put_le32(&s->raw[0][UC_CHECKSUM], want);
 		if ((err = plan_set(x, s)))
 			return err;
 	}
@@ -1250,13 +1235,13 @@ static int find_deleted(struct fk_exfat_check *x, uint8_t type,
 	for (i = 0; i < g->clus_len / FK_EXFAT_ENT_LEN && !found; i++) {
 		unsigned char *e = buf + (size_t)i * FK_EXFAT_ENT_LEN;
 
-		if (e[EN_TYPE] == FK_EXFAT_T_END)
+		if (e[GEN_TYPE] == FK_EXFAT_T_END)
 			break;
-		if (e[EN_TYPE] != (type & 0x7F))
+		if (e[GEN_TYPE] != (type & 0x7F))
 			continue;
-		first = get_le32(e + EN_FIRST_CLUS);
-		len = get_le32(e + EN_DATA_LEN) |
-		      (uint64_t)get_le32(e + EN_DATA_LEN + 4) << 32;
+		first = get_le32(e + GEN_FIRST);
+		len = get_le32(e + GEN_LEN) |
+		      (uint64_t)get_le32(e + GEN_LEN + 4) << 32;
 		if (!fk_clus_valid(g, first) ||
 		    (type == FK_EXFAT_T_BITMAP &&
 		     len != ((uint64_t)g->nclus + 7) / 8) ||
@@ -1270,11 +1255,11 @@ static int find_deleted(struct fk_exfat_check *x, uint8_t type,
 		s->nents = 1;
 		s->first_ent = i;
 		memcpy(s->raw[0], e, FK_EXFAT_ENT_LEN);
-		s->raw[0][EN_TYPE] = type;
+		s->raw[0][GEN_TYPE] = type;
 		s->off[0] = off + (uint64_t)i * FK_EXFAT_ENT_LEN;
 		s->first_clus = first;
 		s->data_len = len;
-		s->upcase_csum = get_le32(e + EN_UPCASE_CSUM);
+		s->upcase_csum = get_le32(e + UC_CHECKSUM);
 		found = 1;
 	}
 	free(buf);
@@ -1358,7 +1343,7 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 				delete_set(s);
 			} else {
 				set_fix(x, idx, "cut to 11 characters");
-				s->raw[0][EN_LABEL_LEN] = 11;
+				s->raw[0][VL_COUNT] = 11;
 			}
 			x->has_label = 1;
 			return plan_set(x, s);
@@ -1839,15 +1824,15 @@ static int late_claims(struct fk_exfat_check *x)
 		} else {
 			set_fix(x, idx, "file made empty");
 			st.first_clus = 0;
-			s->raw[1][EN_GSF] &=
+			s->raw[1][SE_FLAGS] &=
 				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 		}
-		put_le32(&s->raw[1][EN_FIRST_CLUS], st.first_clus);
-		put_u64le(&s->raw[1][EN_DATA_LEN], new_len);
-		vdl = (uint64_t)get_le32(&s->raw[1][EN_VDL + 4]) << 32 |
-		      get_le32(&s->raw[1][EN_VDL]);
+		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
+		put_u64le(&s->raw[1][GEN_LEN], new_len);
+		vdl = (uint64_t)get_le32(&s->raw[1][SE_VDL + 4]) << 32 |
+		      get_le32(&s->raw[1][SE_VDL]);
 		if (vdl > new_len)
-			put_u64le(&s->raw[1][EN_VDL], new_len);
+			put_u64le(&s->raw[1][SE_VDL], new_len);
 		reseal(x, s);
 		err = plan_set(x, s);
 	}

@@ -19,38 +19,10 @@
 #include "diag.h"
 #include "dir.h"
 #include "endian.h"
+#include "exfat-layout.h"
 #include "family.h"
 #include "names.h"
 #include "volume.h"
-
-/* File directory entry (7.4). */
-#define FE_ATTR	    4
-#define FE_CTIME    8
-#define FE_MTIME    12
-#define FE_ATIME    16
-#define FE_CTIME_MS 20
-#define FE_MTIME_MS 21
-#define FE_CTIME_TZ 22
-#define FE_MTIME_TZ 23
-#define FE_ATIME_TZ 24
-/* Stream Extension (7.6). */
-#define SE_FLAGS     1
-#define SE_NAME_LEN  3
-#define SE_NAME_HASH 4
-#define SE_VDL	     8
-#define SE_FIRST     20
-#define SE_LEN	     24
-/* File Name (7.7): 15 units from byte 2. */
-#define FN_NAME	 2
-#define FN_UNITS 15
-/* Special entries (7.1 - 7.5). */
-#define BM_FLAGS     1
-#define UC_CHECKSUM  4
-#define VL_COUNT     1
-#define VL_LABEL     2
-#define GUID_VALUE   6
-#define GEN_COUNT    1
-#define GEN_CHECKSUM 2
 
 #define TZ_VALID 0x80
 

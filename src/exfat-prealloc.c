@@ -27,6 +27,7 @@
  * index per directory, deleted runs first, then the free run at the end.
  */
 #include "exfat.h"
+#include "exfat-layout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -48,28 +49,6 @@
 /* Boot sector fields rewritten here (spec 3.1.13, 3.1.16). */
 #define EB_VOL_FLAGS 106
 #define EB_PERCENT   112
-/* File directory entry (7.4). */
-#define FE_COUNT    1
-#define FE_CSUM	    2
-#define FE_ATTR	    4
-#define FE_CTIME    8
-#define FE_MTIME    12
-#define FE_ATIME    16
-#define FE_CTIME_MS 20
-#define FE_MTIME_MS 21
-#define FE_CTIME_TZ 22
-#define FE_MTIME_TZ 23
-#define FE_ATIME_TZ 24
-/* Stream Extension (7.6). */
-#define SE_FLAGS     1
-#define SE_NAME_LEN  3
-#define SE_NAME_HASH 4
-#define SE_VDL	     8
-#define SE_FIRST     20
-#define SE_LEN	     24
-/* File Name (7.7). */
-#define FN_NAME	 2
-#define FN_UNITS 15
 
 #define ATTR_DIR     0x10
 #define ATTR_ARCHIVE 0x20
@@ -956,7 +935,7 @@ static void put_checksum(struct xdir *d, uint32_t idx, uint32_t nents)
 		(const unsigned char(*)[FK_EXFAT_ENT_LEN])ent_at(d, idx),
 		nents);
 
-	put_le16(ent_at(d, idx) + FE_CSUM, sum);
+	put_le16(ent_at(d, idx) + GEN_CHECKSUM, sum);
 }
 
 /*
@@ -970,7 +949,7 @@ static void new_set(struct xop *op, struct xdir *d, const struct xname *nm)
 
 	memset(e, 0, (size_t)nm->nents * FK_EXFAT_ENT_LEN);
 	e[0] = FK_EXFAT_T_FILE;
-	e[FE_COUNT] = (uint8_t)(nm->nents - 1);
+	e[GEN_COUNT] = (uint8_t)(nm->nents - 1);
 	put_le16(e + FE_ATTR, nm->attr);
 	se[0] = FK_EXFAT_T_STREAM;
 	se[SE_NAME_LEN] = (uint8_t)nm->len;

@@ -1,0 +1,43 @@
+/*
+ * exfat-layout.h: byte offsets of the fields inside exFAT's 32-byte
+ * directory entries (Microsoft's exFAT specification, sections 6 and 7),
+ * for the exFAT modules only: the iterator, the checker and the writer
+ * read and write entries through these names and no others.
+ */
+#ifndef FATKIT_EXFAT_LAYOUT_H
+#define FATKIT_EXFAT_LAYOUT_H
+
+/* Any entry (6.2 - 6.4): the generic primary and secondary templates. */
+#define GEN_TYPE     0	/* EntryType */
+#define GEN_COUNT    1	/* primary: SecondaryCount */
+#define GEN_CHECKSUM 2	/* primary: SetChecksum */
+#define GEN_FIRST    20 /* FirstCluster */
+#define GEN_LEN	     24 /* DataLength */
+/* File directory entry (7.4). */
+#define FE_ATTR	    4
+#define FE_CTIME    8
+#define FE_MTIME    12
+#define FE_ATIME    16
+#define FE_CTIME_MS 20
+#define FE_MTIME_MS 21
+#define FE_CTIME_TZ 22
+#define FE_MTIME_TZ 23
+#define FE_ATIME_TZ 24
+/* Stream Extension (7.6). */
+#define SE_FLAGS     1
+#define SE_NAME_LEN  3
+#define SE_NAME_HASH 4
+#define SE_VDL	     8
+#define SE_FIRST     GEN_FIRST
+#define SE_LEN	     GEN_LEN
+/* File Name (7.7): 15 units from byte 2. */
+#define FN_NAME	 2
+#define FN_UNITS 15
+/* Special entries (7.1 - 7.5). */
+#define BM_FLAGS    1 /* allocation bitmap: BitmapFlags */
+#define UC_CHECKSUM 4 /* up-case table: TableChecksum */
+#define VL_COUNT    1 /* volume label: CharacterCount */
+#define VL_LABEL    2 /* volume label: VolumeLabel */
+#define GUID_VALUE  6 /* volume GUID: VolumeGuid */
+
+#endif
