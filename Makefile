@@ -110,13 +110,19 @@ deps-check:
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	     -fno-omit-frame-pointer
 
+# Builds and bats files use every CPU: bats runs test files and tests side
+# by side through GNU parallel (each test has its own directory).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+BATS_JOBS = $(if $(filter-out 0 1,$(JOBS)),$(if $(shell command -v parallel),\
+	    --jobs $(JOBS)))
+
 check: deps-check
-	$(MAKE) all
-	$(MAKE) all BUILD=build-clang CC=clang	# warning-clean with clang too
+	$(MAKE) -j$(JOBS) all
+	$(MAKE) -j$(JOBS) all BUILD=build-clang CC=clang # warning-clean with clang too
 	$(MAKE) test BUILD=build
 	$(MAKE) core-check
-	$(MAKE) all BUILD=build-san EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" \
-		LDFLAGS="$(SAN_FLAGS)"
+	$(MAKE) -j$(JOBS) all BUILD=build-san \
+		EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" LDFLAGS="$(SAN_FLAGS)"
 	$(MAKE) test BUILD=build-san BATS_FILES="$(SAN_BATS)"
 	$(MAKE) fuzz-check
 	$(MAKE) format-check
@@ -129,7 +135,7 @@ SAN_BATS := $(filter-out tests/docs.bats tests/helpers.bats tests/exfatref.bats,
 
 test:
 	$(BUILD)/unit-tests
-	FATKIT_BUILD=$(abspath $(BUILD)) bats $(BATS_FILES)
+	FATKIT_BUILD=$(abspath $(BUILD)) bats $(BATS_JOBS) $(BATS_FILES)
 
 demo: deps-demo all
 	@tests/helpers/demo.sh $(BUILD)
@@ -195,7 +201,7 @@ $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/image.c tests/fuzz/image.h \
 		$(LDLIBS)
 
 fuzz-build:
-	$(MAKE) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%) BUILD=$(FUZZ_BUILD) \
+	$(MAKE) -j$(JOBS) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%) BUILD=$(FUZZ_BUILD) \
 		CC=$(FUZZ_CC) EXTRA_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
 
 fuzz: fuzz-build

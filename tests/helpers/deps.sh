@@ -30,7 +30,7 @@ check_pkgs=(
 	# exFAT images and judges
 	exfatprogs=mkfs.exfat,fsck.exfat,dump.exfat
 	# tests
-	bats=bats
+	bats=bats parallel=parallel
 	bats-assert=/usr/lib/bats/bats-assert/load.bash
 	bats-support=/usr/lib/bats/bats-support/load.bash
 	strace=strace xxd=xxd python3=python3 mandoc=mandoc groff-base=groff
