@@ -1663,6 +1663,13 @@ int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		err = FK_ECORRUPT;
 		goto out_corrupt;
 	}
+	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
+		/* Names hash through it: a new name's hash would be damage. */
+		fk_diag_set(diag, NULL,
+			    "the up-case table does not map a-z to A-Z");
+		err = FK_ECORRUPT;
+		goto out_corrupt;
+	}
 	make_stamp(&op, opts->now, opts->now_is_utc);
 	op.was_dirty =
 		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);

@@ -327,6 +327,24 @@ unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
 	[ "$(img_sha img)" = "$sha" ]
 }
 
+@test "fatprealloc on exFAT: an up-case table that does not map a-z to A-Z is refused (a new name's hash would be damage), the image untouched" {
+	local sha
+	mkex img 16M 4096
+	# 'a' maps to itself, the table's checksum updated
+	ref corrupt img upcase-mapping >/dev/null
+	sha=$(img_sha img)
+	run -1 fatprealloc img /a.bin 1K
+	[ "$output" = "fatprealloc: img: the up-case table does not map a-z to A-Z; run 'fatcheck -r img'" ]
+	[ "$(img_sha img)" = "$sha" ]
+	# fatcheck -r mends the table; then the name is written, its hash
+	# through the mended table
+	run fatcheck -r img
+	[ "$status" -eq 1 ]
+	run -0 fatprealloc img /a.bin 1K
+	run -0 fatcheck img
+	ref verify img
+}
+
 @test "fatprealloc on exFAT: fsync counts (default: one before VolumeDirty is cleared, one after; --no-sync: none)" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
