@@ -698,6 +698,8 @@ static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
 	ent.attr = (uint8_t)s->attr;
 	ent.first_clus = s->first_clus;
 	ent.size = s->data_len;
+	ent.valid_len = s->valid_len;
+	ent.is_no_fat_chain = s->is_no_fat_chain;
 	x->o.visit(x->o.arg, cur_path(x), &ent, nclus);
 }
 

@@ -238,6 +238,39 @@ static int collect_clus(void *arg, const struct fk_run *run)
 	return 0;
 }
 
+/*
+ * Are the @n clusters from @first marked in use in the bitmap?  One that
+ * is not could be allocated again, over what it holds: refused.
+ */
+static int judge_bits(const struct xop *op, uint32_t first, uint32_t n,
+		      struct fk_diag *diag)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (!fk_exfat_bitmap_test(&op->bm, first + i)) {
+			fk_diag_set(diag, NULL,
+				    "cluster %" PRIu32 " is in use but marked "
+				    "free in the allocation bitmap",
+				    first + i);
+			return FK_ECORRUPT;
+		}
+	return 0;
+}
+
+static int judge_plan_bits(const struct xop *op, const struct fk_plan *p,
+			   struct fk_diag *diag)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < p->nruns; i++)
+		if ((err = judge_bits(op, p->runs[i].first, p->runs[i].nclus,
+				      diag)))
+			return err;
+	return 0;
+}
+
 static uint32_t bucket_of(uint16_t hash)
 {
 	return hash % NBUCKETS;
@@ -350,6 +383,9 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 		err = FK_ECORRUPT;
 		goto out;
 	}
+	for (i = 0; i < d->nclus; i++)
+		if ((err = judge_bits(op, d->clus[i], 1, diag)))
+			goto out;
 	if (!s)
 		d->s.data_len = (uint64_t)d->nclus * g->clus_len;
 	d->nents =
@@ -741,7 +777,7 @@ static int load_chain(struct xop *op, struct xfile *fp, const struct xname *nm,
 			    fp->old.nclus, need);
 		return FK_ECORRUPT;
 	}
-	return 0;
+	return judge_plan_bits(op, &fp->old, diag);
 }
 
 static int resolve(struct xop *op, size_t r, const struct fk_prealloc_req *req,
@@ -1580,6 +1616,8 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 		err = -EOPNOTSUPP;
 		goto out;
 	}
+	if ((err = judge_plan_bits(op, &runs, diag)))
+		goto out;
 	op->bm_off = fk_clus_off(g, runs.runs[0].first);
 	memset(&lay, 0, sizeof(lay));
 	lay.sec_len = g->sec_len;
@@ -1660,6 +1698,13 @@ int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		/* Linux refuses to mount it: writing would hide the damage. */
 		fk_diag_set(diag, NULL, "%s",
 			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
+		err = FK_ECORRUPT;
+		goto out_corrupt;
+	}
+	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
+		/* Names hash through it: a new name's hash would be damage. */
+		fk_diag_set(diag, NULL,
+			    "the up-case table does not map a-z to A-Z");
 		err = FK_ECORRUPT;
 		goto out_corrupt;
 	}

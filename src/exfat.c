@@ -638,6 +638,16 @@ void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up)
 	up->is_fallback = 1;
 }
 
+int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up)
+{
+	uint16_t c;
+
+	for (c = 'a'; c <= 'z'; c++)
+		if (up->map[c] != c - 32)
+			return 0;
+	return 1;
+}
+
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 			    const uint16_t *name, uint32_t n)
 {

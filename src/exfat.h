@@ -324,6 +324,13 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 /* ASCII-only fallback table (is_fallback set). */
 void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up);
 
+/*
+ * Does @up map a-z to A-Z, as every table must (spec 7.2.5)?  A writer
+ * hashes names through the table; fatcheck mends such a table and then
+ * judges every hash by the mended one.
+ */
+int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up);
+
 static inline uint16_t fk_exfat_upcase(const struct fk_exfat_upcase *up,
 				       uint16_t c)
 {

@@ -43,6 +43,11 @@ static int boot_parses(struct fk_device *dev, uint64_t off, uint64_t img_len)
 static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
 		     size_t type_len)
 {
+	/* libblkid 2.38's OCFS (version 1) prober copies a mount name of the
+	 * length the disk gives out of a 128-byte buffer on its stack: a
+	 * hostile image reads past the stack (found by fuzz_prealloc). */
+	static char ocfs[] = "ocfs";
+	char *skip[] = {ocfs, NULL};
 	blkid_probe pr = blkid_new_probe();
 	const char *t = NULL, *ver = NULL;
 
@@ -54,6 +59,7 @@ static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
 		blkid_probe_enable_superblocks(pr, 1);
 		blkid_probe_set_superblocks_flags(
 			pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_VERSION);
+		blkid_probe_filter_superblocks_type(pr, BLKID_FLTR_NOTIN, skip);
 		if (!blkid_do_safeprobe(pr) &&
 		    !blkid_probe_lookup_value(pr, "TYPE", &t, NULL)) {
 			if (!strcmp(t, "vfat") || !strcmp(t, "msdos"))

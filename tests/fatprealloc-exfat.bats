@@ -327,6 +327,61 @@ unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
 	[ "$(img_sha img)" = "$sha" ]
 }
 
+@test "fatprealloc on exFAT: an up-case table that does not map a-z to A-Z is refused (a new name's hash would be damage), the image untouched" {
+	local sha
+	mkex img 16M 4096
+	# 'a' maps to itself, the table's checksum updated
+	ref corrupt img upcase-mapping >/dev/null
+	sha=$(img_sha img)
+	run -1 fatprealloc img /a.bin 1K
+	[ "$output" = "fatprealloc: img: the up-case table does not map a-z to A-Z; run 'fatcheck -r img'" ]
+	[ "$(img_sha img)" = "$sha" ]
+	# fatcheck -r mends the table; then the name is written, its hash
+	# through the mended table
+	run fatcheck -r img
+	[ "$status" -eq 1 ]
+	run -0 fatprealloc img /a.bin 1K
+	run -0 fatcheck img
+	ref verify img
+}
+
+# unmark IMG WHAT: clear the bitmap bit of the first cluster of WHAT (a
+# path, / for the root, or "bitmap"), which stays in use.
+unmark()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+what = sys.argv[3]
+if what == "bitmap":
+    v.load_bitmap()
+    first = v.bitmap_clusters[0]
+elif what == "/":
+    first = v.root_cluster
+else:
+    first = v.resolve(what)[1].first
+v.set_bit(first, 0)
+v.flush()
+v.f.close()
+PY
+}
+
+@test "fatprealloc on exFAT: a cluster in use that the bitmap marks free (a directory on the path, a file to grow, the bitmap's own) is refused, the image untouched" {
+	local sha what
+	for what in / /d /d/sub /d/sub/f.bin bitmap; do
+		mkex img 8M 512
+		printf 'put /d/sub/f.bin --size 1000\nput /d/sub/g.bin --size 10\n' |
+			ref batch img
+		unmark img "$what"
+		sha=$(img_sha img)
+		run -1 fatprealloc -p img /d/sub/f.bin 4K /d/sub/new.bin 1K /new.bin 1K
+		[[ $output == "fatprealloc: "*"cluster "*" is in use but marked free in the allocation bitmap; run 'fatcheck -r img'" ]]
+		[ "$(img_sha img)" = "$sha" ]
+	done
+}
+
 @test "fatprealloc on exFAT: fsync counts (default: one before VolumeDirty is cleared, one after; --no-sync: none)" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace

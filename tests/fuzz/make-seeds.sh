@@ -3,7 +3,9 @@
 # that tools we did not write made: mkfs.fat --invariant and mtools, and
 # tests/helpers/corrupt.py for a few typical kinds of damage; exFAT seeds
 # from mkfs.exfat (exfatprogs), filled and damaged by
-# tests/helpers/exfatref.py.
+# tests/helpers/exfatref.py.  The exFAT seeds with 4 KiB sectors are made
+# on a loop device, so the script needs root.  It makes the same bytes on
+# every run.
 #
 #     tests/fuzz/make-seeds.sh [OUTDIR]      (default tests/fuzz/corpus)
 #
@@ -155,16 +157,17 @@ mkfs pa-file-in-way 128 -F 12 -S 512 -s 1 -r 16
 put pa-file-in-way /A "a file where a directory is wanted"
 keep pa-file-in-way fuzz_prealloc
 
-# exFAT (fuzz_ls, fuzz_check and fuzz_repair): 4 KiB alignment instead of
-# mkfs.exfat's 1 MiB keeps FAT, bitmap, up-case table and root within the
-# first 30 KiB.
-exfat_targets=(fuzz_ls fuzz_check fuzz_repair)
+# exFAT (every target): 4 KiB alignment instead of mkfs.exfat's 1 MiB
+# keeps FAT, bitmap, up-case table and root within the first 30 KiB.
+# mkfs.exfat takes the serial number from the clock: tune.exfat sets a
+# fixed one, so that the seeds are the same on every run.
 mkexfat() {
 	local name=$1 kib=$2
 	shift 2
 	rm -f "$tmp/$name.img"
 	truncate -s "${kib}K" "$tmp/$name.img"
 	mkfs.exfat -b 4096 "$@" "$tmp/$name.img" >/dev/null
+	tune.exfat -I 0x5eed5eed "$tmp/$name.img" >/dev/null
 }
 exfill() {
 	python3 "$exfatref" batch "$tmp/$1.img" <<'CMDS'
@@ -179,17 +182,116 @@ put /empty --size 0
 CMDS
 }
 mkexfat exfat-empty 1024 -c 512 -L EMPTY
-keep exfat-empty "${exfat_targets[@]}"
+keep exfat-empty
 mkexfat exfat-files 2048 -c 512 -L FILES
 exfill exfat-files
-keep exfat-files "${exfat_targets[@]}"
+keep exfat-files
 mkexfat exfat-4k 4096 -c 4096
 exfill exfat-4k
-keep exfat-4k "${exfat_targets[@]}"
+keep exfat-4k
 # every damage the corruptor knows
 for c in $(python3 "$exfatref" corrupt --list | awk '{print $1}'); do
 	mkexfat "exfat-bad-$c" 2048 -c 512
 	exfill "exfat-bad-$c"
 	python3 "$exfatref" corrupt "$tmp/exfat-bad-$c.img" "$c" >/dev/null
-	keep "exfat-bad-$c" "${exfat_targets[@]}"
+	keep "exfat-bad-$c"
+done
+
+# fatprealloc's paths on exFAT.  mkfs.exfat takes the sector size from the
+# device: 4 KiB sectors need a loop device with 4 KiB logical sectors
+# (root).  Clusters of 32 KiB keep the cut small with files whose data is
+# left zero (--vdl 0) and few directories.
+mkexfat4k() {
+	local name=$1 kib=$2 dev
+	shift 2
+	rm -f "$tmp/$name.img"
+	truncate -s "${kib}K" "$tmp/$name.img"
+	dev=$(losetup -f --show -b 4096 "$tmp/$name.img")
+	mkfs.exfat -b 4096 "$@" "$dev" >/dev/null || {
+		losetup -d "$dev"
+		exit 1
+	}
+	losetup -d "$dev"
+	tune.exfat -I 0x5eed5eed "$tmp/$name.img" >/dev/null
+}
+exbatch() {
+	local n=$1
+	python3 "$exfatref" batch "$tmp/$n.img"
+}
+# unmark NAME PATH: clear the bitmap bit of PATH's last cluster, which
+# stays in use (the damage a writer can allocate again).
+unmark() {
+	python3 - "$exfatref" "$tmp/$1.img" "$2" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("exfatref", sys.argv[1])
+x = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(x)
+v = x.Volume(sys.argv[2], write=True)
+_, e, _ = v.resolve(sys.argv[3])
+clusters, _ = v.clusters_of(e.first, e.dl, e.nofatchain)
+v.set_bit(clusters[-1], 0)
+v.flush()
+v.f.close()
+PY
+}
+mkexfat4k expa-4k-sectors 4096 -c 4096
+exfill expa-4k-sectors
+exbatch expa-4k-sectors <<'CMDS'
+put /A/B/f1.bin --size 5000 --pattern 0x31
+CMDS
+keep expa-4k-sectors
+mkexfat expa-32k-clusters 8192 -c 32K
+exbatch expa-32k-clusters <<'CMDS'
+put /A/B/f1.bin --size 40000 --vdl 0
+put /other.bin --size 70000 --vdl 0 --fragmented
+CMDS
+keep expa-32k-clusters
+# /A/B/f1.bin NoFatChain with a file right behind it, so that growing it
+# ends the run; "/LONG NAME..." there already, empty
+mkexfat expa-f1-nofatchain 2048 -c 512
+exbatch expa-f1-nofatchain <<'CMDS'
+put /A/B/f1.bin --size 1000 --nofatchain --pattern 0x31
+put /A/B/after.bin --size 600 --pattern 0x32
+put "/LONG NAME with many characters.txt" --size 0
+CMDS
+keep expa-f1-nofatchain
+# /A/B/f1.bin FAT-chained and fragmented; "/LONG NAME..." longer than asked
+mkexfat expa-f1-chained 2048 -c 512
+exbatch expa-f1-chained <<'CMDS'
+put /A/B/f1.bin --size 1500 --fragmented --pattern 0x31
+put "/LONG NAME with many characters.txt" --size 2048 --pattern 0x4c
+CMDS
+keep expa-f1-chained
+# /A/B and the root full (a 512-byte cluster holds 16 entries, a short
+# name takes 3): both must grow, /A/B from a NoFatChain cluster
+mkexfat expa-dirs-full 2048 -c 512 -L FULL
+exbatch expa-dirs-full <<'CMDS'
+put /A/B/b1 --size 10
+put /A/B/b2 --size 10
+put /A/B/b3 --size 10
+put /A/B/b4 --size 10
+put /A/B/b5 --size 10
+put /r1 --size 10
+put /r2 --size 10
+put /r3 --size 10
+CMDS
+keep expa-dirs-full
+# /A a file where a directory is wanted
+mkexfat expa-file-in-way 1024 -c 512
+exbatch expa-file-in-way <<'CMDS'
+put /A --size 40 --pattern 0x41
+CMDS
+keep expa-file-in-way
+# damage on the paths: f1.bin's last cluster marked free; /A/B's chain
+# links to a free entry; other damage beside them
+cp "$tmp/expa-f1-nofatchain.img" "$tmp/expa-bad-f1-marked-free.img"
+unmark expa-bad-f1-marked-free /A/B/f1.bin
+keep expa-bad-f1-marked-free
+cp "$tmp/expa-f1-chained.img" "$tmp/expa-bad-chained-marked-free.img"
+unmark expa-bad-chained-marked-free /A/B/f1.bin
+keep expa-bad-chained-marked-free
+for c in bitmap-missing chain-free-link cross-link bitmap-leak; do
+	cp "$tmp/expa-f1-nofatchain.img" "$tmp/expa-bad-$c.img"
+	python3 "$exfatref" corrupt "$tmp/expa-bad-$c.img" "$c" >/dev/null
+	keep "expa-bad-$c"
 done
