@@ -463,12 +463,6 @@ static uint64_t name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
 	return h ^ h >> 32;
 }
 
-static int is_bad_unit(uint16_t u)
-{
-	return u < 0x20 || u == '"' || u == '*' || u == '/' || u == ':' ||
-	       u == '<' || u == '>' || u == '?' || u == '\\' || u == '|';
-}
-
 /*
  * The names met in the directory being walked, for duplicates: an open
  * addressing set of 64-bit hashes of the up-cased names (0 stands for
@@ -646,7 +640,7 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		*is_changed = 1;
 	}
 	for (i = 0; i < n; i++)
-		if (is_bad_unit(name_unit(s, i))) {
+		if (!fk_exfat_name_unit_ok(name_unit(s, i))) {
 			put_name_unit(s, i, '_');
 			bad++;
 		}
@@ -962,45 +956,6 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	return 0;
 }
 
-struct stream_read {
-	struct fk_exfat_check *x;
-	unsigned char *buf;
-	uint64_t len, done;
-};
-
-static int read_run(void *arg, const struct fk_run *run)
-{
-	struct stream_read *r = arg;
-	uint64_t n = (uint64_t)run->nclus * r->x->g->clus_len;
-	int err;
-
-	if (n > r->len - r->done)
-		n = r->len - r->done;
-	if ((err = fk_device_read(r->x->vol->dev,
-				  fk_clus_off(r->x->g, run->first),
-				  r->buf + r->done, (size_t)n)))
-		return err;
-	r->done += n;
-	return r->done >= r->len ? STOPPED : 0;
-}
-
-/* Read the first @len bytes of @s.  0, FK_ECORRUPT (shorter) or -errno. */
-static int read_stream(struct fk_exfat_check *x,
-		       const struct fk_exfat_stream *s, unsigned char *buf,
-		       uint64_t len)
-{
-	struct stream_read r = {x, buf, len, 0};
-	struct fk_chain_info info;
-	int err;
-
-	if (!len)
-		return 0;
-	err = fk_exfat_stream_walk(x->vol, s, read_run, &r, &info);
-	if (err < 0)
-		return err;
-	return r.done >= len ? 0 : FK_ECORRUPT;
-}
-
 #define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
 
 /*
@@ -1028,7 +983,7 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 		return FK_ECORRUPT;
 	if (!(raw = malloc((size_t)len)))
 		return -ENOMEM;
-	if ((err = read_stream(x, &st, raw, len))) {
+	if ((err = fk_exfat_stream_read(x->vol, &st, raw, len, NULL))) {
 		free(raw);
 		return err;
 	}
@@ -2000,33 +1955,12 @@ static int repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass)
 }
 
 /* The mended up-case table, through its clusters, before its entry. */
-static int write_run(void *arg, const struct fk_run *run)
-{
-	struct stream_read *r = arg;
-	uint64_t n = (uint64_t)run->nclus * r->x->g->clus_len;
-	int err;
-
-	if (n > r->len - r->done)
-		n = r->len - r->done;
-	if ((err = fk_device_write(r->x->vol->dev,
-				   fk_clus_off(r->x->g, run->first),
-				   r->buf + r->done, (size_t)n)))
-		return err;
-	r->done += n;
-	return r->done >= r->len ? STOPPED : 0;
-}
-
 static int repair_upcase(struct fk_exfat_check *x)
 {
-	struct stream_read r = {x, x->upcase_raw, x->upcase_len, 0};
-	struct fk_chain_info info;
-	int err;
-
 	if (!x->fix_upcase_table)
 		return 0;
-	err = fk_exfat_stream_walk(x->vol, &x->upcase_stream, write_run, &r,
-				   &info);
-	return err < 0 ? err : 0;
+	return fk_exfat_stream_write(x->vol, &x->upcase_stream, x->upcase_raw,
+				     x->upcase_len, NULL);
 }
 
 static int repair_sets(struct fk_exfat_check *x)

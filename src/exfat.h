@@ -334,6 +334,10 @@ static inline uint16_t fk_exfat_upcase(const struct fk_exfat_upcase *up,
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 			    const uint16_t *name, uint32_t n);
 
+/* Whether a file name may hold UTF-16 unit @u (spec 7.7.3, Table 35:
+ * no control codes, none of " * / : < > ? \\ |). */
+int fk_exfat_name_unit_ok(uint16_t u);
+
 /* SetChecksum (spec 6.3.3) over @nents raw entries. */
 uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 			       uint32_t nents);
@@ -429,6 +433,24 @@ struct fk_exfat_stream {
 int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 			 int (*fn)(void *arg, const struct fk_run *run),
 			 void *arg, struct fk_chain_info *info);
+
+/*
+ * Read the first @len bytes of @s into @buf, run by run, as
+ * fk_exfat_stream_walk() finds its clusters.  Returns 0, FK_ECORRUPT when
+ * the stream's clusters end before @len bytes (@diag says where), or
+ * -errno.
+ */
+int fk_exfat_stream_read(struct fk_volume *vol, const struct fk_exfat_stream *s,
+			 void *buf, uint64_t len, struct fk_diag *diag);
+
+/*
+ * Write @buf over the first @len bytes of @s, as fk_exfat_stream_read()
+ * reads them; nothing flushes or syncs.  Returns as fk_exfat_stream_read()
+ * (a short stream has had its clusters written).
+ */
+int fk_exfat_stream_write(struct fk_volume *vol,
+			  const struct fk_exfat_stream *s, const void *buf,
+			  uint64_t len, struct fk_diag *diag);
 
 /* Clusters a stream of @data_len bytes needs: ceil(len / cluster). */
 uint64_t fk_exfat_clus_needed(const struct fk_geom *g, uint64_t data_len);
