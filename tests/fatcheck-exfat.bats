@@ -304,6 +304,121 @@ several_faults()
 	done
 }
 
+# The repairs the loops above do not take: a duplicate name renamed,
+# damaged entry sets removed (their clusters freed), and the main boot
+# region restored from the backup, first alone (the main region does not
+# open), then with entry damage (the main region opens, its checksum does
+# not match).
+FAULT_SETS=("duplicate-name" "name-length secondary-count unknown-critical-secondary"
+	"sector-shift" "boot-checksum duplicate-name name-length")
+
+# faulty CASES: ./dmg.img is the base image with the corruptor's CASES
+# (applied once: the loops copy it), ./ref.img that repaired by one
+# uninterrupted -r, ./ref.ls its tree as exfatref lists it.
+faulty()
+{
+	local c
+	use
+	for c in $1; do
+		ref corrupt img "$c" >/dev/null
+	done
+	mv img dmg.img
+	cp dmg.img ref.img
+	run -1 fatcheck -r ref.img
+	ref ls -R ref.img >ref.ls
+}
+
+# repaired_as_ref: ./img is clean to every judge, its untouched files
+# read back the same, and its tree is what an uninterrupted -r leaves.
+repaired_as_ref()
+{
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	sums img | diff - img.sums
+	ref ls -R img | diff - ref.ls
+}
+
+@test "fatcheck exFAT -r: a crash after any write of a rename, an entry-set removal or a boot region restore, then another -r" {
+	local faults n crashed
+	for faults in "${FAULT_SETS[@]}"; do
+		faulty "$faults"
+		for ((n = 1; n <= 40; n++)); do
+			cp dmg.img img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			((crashed == 1)) || echo "# $faults: crash after write $n"
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			repaired_as_ref
+			((crashed == 99)) || break
+		done
+		((n > 2))
+	done
+}
+
+@test "fatcheck exFAT -r: a failed write of a rename, an entry-set removal or a boot region restore is exit 12; a later -r finishes" {
+	local faults n
+	for faults in "${FAULT_SETS[@]}"; do
+		faulty "$faults"
+		for ((n = 1; n <= 40; n++)); do
+			cp dmg.img img
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			if [ "$status" -eq 1 ]; then
+				((n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+				break
+			fi
+			echo "# $faults: write $n fails"
+			[ "$status" -eq 12 ]
+			[[ $stderr == "fatcheck: img: Input/output error" ]]
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			repaired_as_ref
+		done
+		((n > 2))
+	done
+}
+
+@test "fatcheck exFAT -r: a signal at any repair write lets the repairs finish, exit 128 + N, and says so" {
+	local faults n sig again
+	local -a sigs=(2 15 1)
+	for faults in "cross-link bitmap-leak bitmap-missing name-hash percent-in-use" \
+		"${FAULT_SETS[@]}"; do
+		faulty "$faults"
+		for again in "" 1; do
+			for ((n = 1; n <= 40; n++)); do
+				sig=${sigs[n % 3]}
+				cp dmg.img img
+				run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n \
+					FK_SIGNAL=$sig ${again:+FK_SIGNAL_AGAIN=1} fatcheck -r img
+				if [ "$status" -eq 1 ]; then
+					((n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+					break
+				fi
+				echo "# $faults: signal $sig before write $n${again:+, and again}"
+				[ "$status" -eq $((128 + sig)) ]
+				# The findings, printed before the first write, and
+				# no summary: the check after the repairs is skipped.
+				[ -n "$output" ]
+				! grep -qvE '^(error|warning|note): ' <<<"$output"
+				[ "${stderr##*$'\n'}" = "fatcheck: img: interrupted after the first repair write; the repairs were completed" ]
+				if [[ -n $again ]]; then
+					[[ $stderr == *"fatcheck: signal ignored; finishing the repairs, please wait"* ]] ||
+						[ "$(wc -l <<<"$stderr")" -eq 1 ]
+				else
+					[ "$(wc -l <<<"$stderr")" -eq 1 ]
+				fi
+				# All of it done: what an uninterrupted run leaves.
+				[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+				repaired_as_ref
+			done
+			((n > 2))
+		done
+	done
+}
+
 # ---- damage the corruptor has no case for -----------------------------------
 
 # exdamage IMG CASE: damage ./IMG through exfatref's writer objects.
