@@ -119,8 +119,9 @@ struct fk_exfat_check {
 	char *path;
 	size_t path_len, path_cap;
 	int is_tree_incomplete; /* then never free bitmap bits */
-	/* the allocation bitmap */
+	/* the allocation bitmap (the active one of TexFAT's two) */
 	int has_bitmap;
+	uint32_t nbitmaps_seen; /* bitmap entries met in the root so far */
 	struct fk_exfat_stream bm_stream; /* its clusters, for writing */
 	uint64_t bm_need_len;		  /* ceil(ClusterCount / 8) */
 	uint32_t bm_nused;		  /* bits set on disk */
@@ -901,6 +902,7 @@ out:
 static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	const struct fk_geom *g = x->g;
+	uint32_t nth = x->nbitmaps_seen++;
 	struct claim c;
 	size_t idx;
 	int err;
@@ -912,8 +914,10 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		delete_set(s);
 		return plan_set(x, s);
 	}
-	if (x->has_bitmap) {
-		/* TexFAT's second bitmap: owned, never compared. */
+	if (x->ex->nbitmaps >= 2 && nth != fk_exfat_active_bitmap(x->vol)) {
+		/* TexFAT's other bitmap, whichever comes first in the root:
+		 * stale by spec 3.1.13.1 (ActiveFat names the one to use),
+		 * so owned but never compared with ownership. */
 		struct fk_exfat_stream other = {s->first_clus, s->data_len, 0};
 
 		if ((err = claim_special(x, &other,
@@ -921,7 +925,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 					 &c)))
 			return err;
 		return judge_claim(x, &c, NULL,
-				   "second allocation bitmap: ", &idx);
+				   "inactive allocation bitmap: ", &idx);
 	}
 	x->bm_need_len = ((uint64_t)g->nclus + 7) / 8;
 	x->bm_stream.first_clus = s->first_clus;

@@ -804,22 +804,30 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 	return 0;
 }
 
+uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol)
+{
+	const struct fk_exfat *ex = vol->exfat;
+	uint32_t i, pick = 0, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
+
+	for (i = 0; i < n; i++)
+		if ((ex->bitmap_flags[i] & 1) == vol->g.active_fat)
+			pick = i;
+	return pick;
+}
+
 int fk_exfat_bitmap_load_active(struct fk_volume *vol,
 				struct fk_exfat_bitmap *bm,
 				struct fk_diag *diag)
 {
 	const struct fk_exfat *ex = vol->exfat;
-	uint32_t i, pick = 0, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
+	uint32_t pick = fk_exfat_active_bitmap(vol);
 
-	if (!n) {
+	if (!ex->nbitmaps) {
 		fk_diag_set(diag, NULL,
 			    "the root has no allocation bitmap entry; run "
 			    "fatcheck");
 		return FK_ECORRUPT;
 	}
-	for (i = 0; i < n; i++)
-		if ((ex->bitmap_flags[i] & 1) == vol->g.active_fat)
-			pick = i;
 	return fk_exfat_bitmap_load(vol, ex->bitmap_clus[pick],
 				    ex->bitmap_len[pick], bm, diag);
 }

@@ -369,6 +369,15 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 			 uint64_t data_len, struct fk_exfat_bitmap *bm,
 			 struct fk_diag *diag);
 /*
+ * Which of the root's allocation bitmap entries, counted in directory
+ * order from 0, goes with the active FAT: the one whose BitmapFlags bit 0
+ * is ActiveFat (the last such of two; the first entry when neither is).
+ * With one FAT that is the only one.  The other one of TexFAT's two is
+ * stale (spec 3.1.13.1).
+ */
+uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol);
+
+/*
  * The bitmap that goes with the active FAT (BitmapFlags bit 0, for
  * TexFAT's two), as fk_exfat_bitmap_load(); FK_ECORRUPT when the root
  * had none.
