@@ -19,7 +19,6 @@
 #include "check-family.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +34,6 @@
 #include "vec.h"
 #include "volume.h"
 
-#define NONE	      ((size_t)-1)
 #define STOPPED	      1		 /* a claim walk stopped on purpose */
 #define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
 
@@ -107,9 +105,8 @@ struct fk_exfat_check {
 	const struct fk_geom *g;
 	const struct fk_exfat *ex;
 	struct fk_check_opts o;
-	struct fk_check_stats st;
-	int is_nomem;
-	LIST(struct fk_finding, finds);
+	struct fk_check *ck;	   /* where findings are recorded */
+	struct fk_check_stats *st; /* ck's counts */
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
@@ -122,8 +119,9 @@ struct fk_exfat_check {
 	char *path;
 	size_t path_len, path_cap;
 	int is_tree_incomplete; /* then never free bitmap bits */
-	/* the allocation bitmap */
+	/* the allocation bitmap (the active one of TexFAT's two) */
 	int has_bitmap;
+	uint32_t nbitmaps_seen; /* bitmap entries met in the root so far */
 	struct fk_exfat_stream bm_stream; /* its clusters, for writing */
 	uint64_t bm_need_len;		  /* ceil(ClusterCount / 8) */
 	uint32_t bm_nused;		  /* bits set on disk */
@@ -154,105 +152,12 @@ static void put_u64le(unsigned char *p, uint64_t v)
 	put_le32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* "s" for a plural count. */
-static const char *pl(uint64_t n)
-{
-	return n == 1 ? "" : "s";
-}
-
-/* ---- findings ------------------------------------------------------------ */
+/* ---- paths --------------------------------------------------------------- */
 
 static const char *cur_path(const struct fk_exfat_check *x)
 {
 	return x->path_len ? x->path : "/";
 }
-
-static char *vformat(const char *fmt, va_list ap)
-	__attribute__((format(printf, 1, 0)));
-
-static char *vformat(const char *fmt, va_list ap)
-{
-	va_list aq;
-	char *s;
-	int n;
-
-	va_copy(aq, ap);
-	n = vsnprintf(NULL, 0, fmt, aq);
-	va_end(aq);
-	if (n < 0 || !(s = malloc((size_t)n + 1)))
-		return NULL;
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	return s;
-}
-
-/*
- * Record a finding about @path (NULL: the volume), as check.c does: all
- * are counted, the first FK_CHECK_MAX_FINDINGS kept.  Returns its index
- * or NONE.
- */
-static size_t report(struct fk_exfat_check *x, enum fk_sev sev,
-		     const char *code, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static size_t report(struct fk_exfat_check *x, enum fk_sev sev,
-		     const char *code, const char *path, const char *fmt, ...)
-{
-	struct fk_finding f;
-	va_list ap;
-
-	if (sev == FK_SEV_ERROR)
-		x->st.errors++;
-	else if (sev == FK_SEV_WARNING)
-		x->st.warnings++;
-	else
-		x->st.notes++;
-	if (x->finds.n >= FK_CHECK_MAX_FINDINGS) {
-		x->st.unlisted++;
-		return NONE;
-	}
-	memset(&f, 0, sizeof(f));
-	f.sev = sev;
-	f.code = code;
-	va_start(ap, fmt);
-	f.msg = vformat(fmt, ap);
-	va_end(ap);
-	f.path = path ? strdup(path) : NULL;
-	if (!f.msg || (path && !f.path) || PUSH(x->finds, f)) {
-		free(f.msg);
-		free(f.path);
-		x->is_nomem = 1;
-		x->st.unlisted++;
-		return NONE;
-	}
-	return x->finds.n - 1;
-}
-
-static void set_fix(struct fk_exfat_check *x, size_t idx, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Say what the repair does about finding @idx (which may be NONE). */
-static void set_fix(struct fk_exfat_check *x, size_t idx, const char *fmt, ...)
-{
-	va_list ap;
-
-	x->st.has_repairs = 1;
-	if (idx == NONE)
-		return;
-	va_start(ap, fmt);
-	free(x->finds.v[idx].fix);
-	if (!(x->finds.v[idx].fix = vformat(fmt, ap)))
-		x->is_nomem = 1;
-	va_end(ap);
-}
-
-static void progress(struct fk_exfat_check *x, const char *phase, uint64_t done,
-		     uint64_t total)
-{
-	if (x->o.progress)
-		x->o.progress(x->o.arg, phase, done, total);
-}
-
-/* ---- paths --------------------------------------------------------------- */
 
 static int push_name(struct fk_exfat_check *x, const char *name, size_t *old)
 {
@@ -339,7 +244,7 @@ static int claim_run(void *arg, const struct fk_run *run)
 		c->nclus++;
 		c->last = clus;
 		if (++x->claimed_step % PROGRESS_STEP == 0)
-			progress(x, "files", x->nowned, x->g->nclus);
+			ck_progress(x->ck, "files", x->nowned, x->g->nclus);
 	}
 	return 0;
 }
@@ -410,61 +315,62 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 	case CUT_NONE:
 		if (!c->need || c->nclus >= c->need)
 			return 0;
-		*idx = report(x, FK_SEV_ERROR, "short-chain", path,
-			      "%scluster chain of %u cluster%s is shorter "
-			      "than the %llu its length needs",
-			      what, c->nclus, pl(c->nclus),
-			      (unsigned long long)c->need);
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "short-chain", path,
+				 "%scluster chain of %u cluster%s is shorter "
+				 "than the %llu its length needs",
+				 what, c->nclus, ck_plural(c->nclus),
+				 (unsigned long long)c->need);
 		return 0;
 	case CUT_START:
-		*idx = report(x, FK_SEV_ERROR, "bad-start", path,
-			      "%sfirst cluster %u is out of range (2 to %u)",
-			      what, s->first_clus, max);
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "bad-start", path,
+				 "%sfirst cluster %u is out of range (2 to %u)",
+				 what, s->first_clus, max);
 		return 0;
 	case CUT_LINK:
-		*idx = report(x, FK_SEV_ERROR, "bad-link", path,
-			      "%scluster %u links to %s 0x%X", what,
-			      c->info.last,
-			      c->info.end == FK_ENT_FREE  ? "a free entry"
-			      : c->info.end == FK_ENT_BAD ? "a bad cluster"
-							  : "the invalid value",
-			      c->info.end_val);
+		*idx = ck_report(
+			x->ck, FK_SEV_ERROR, "bad-link", path,
+			"%scluster %u links to %s 0x%X", what, c->info.last,
+			c->info.end == FK_ENT_FREE  ? "a free entry"
+			: c->info.end == FK_ENT_BAD ? "a bad cluster"
+						    : "the invalid value",
+			c->info.end_val);
 		break;
 	case CUT_LOOP:
-		*idx = report(x, FK_SEV_ERROR, "loop", path,
-			      "%scluster chain loops: cluster %u links back "
-			      "to %u",
-			      what, c->last, c->at);
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "loop", path,
+				 "%scluster chain loops: cluster %u links back "
+				 "to %u",
+				 what, c->last, c->at);
 		break;
 	case CUT_CROSS:
-		*idx = report(x, FK_SEV_ERROR, "cross-link", path,
-			      "%sshares cluster %u with another file or "
-			      "directory",
-			      what, c->at);
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "cross-link", path,
+				 "%sshares cluster %u with another file or "
+				 "directory",
+				 what, c->at);
 		break;
 	case CUT_LONG:
 		if (c->need)
-			*idx = report(x, FK_SEV_ERROR, "long-chain", path,
-				      "%scluster chain is longer than the %llu "
-				      "cluster%s its length needs (exFAT "
-				      "cannot reserve space past it)",
-				      what, (unsigned long long)c->need,
-				      pl(c->need));
+			*idx = ck_report(
+				x->ck, FK_SEV_ERROR, "long-chain", path,
+				"%scluster chain is longer than the %llu "
+				"cluster%s its length needs (exFAT "
+				"cannot reserve space past it)",
+				what, (unsigned long long)c->need,
+				ck_plural(c->need));
 		else
-			*idx = report(x, FK_SEV_ERROR, "dir-size", path,
-				      "%sdirectory is over %u MiB", what,
-				      FK_EXFAT_DIR_MAX_LEN >> 20);
+			*idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", path,
+					 "%sdirectory is over %u MiB", what,
+					 FK_EXFAT_DIR_MAX_LEN >> 20);
 		break;
 	case CUT_HEAP:
-		*idx = report(x, FK_SEV_ERROR, "past-heap", path,
-			      "%scontiguous run from cluster %u runs past "
-			      "the last cluster %u",
-			      what, s->first_clus, max);
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap", path,
+				 "%scontiguous run from cluster %u runs past "
+				 "the last cluster %u",
+				 what, s->first_clus, max);
 		return 0;
 	}
 	if (!is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
 		return 0;
-	set_fix(x, *idx, "chain ended at cluster %u", c->last);
+	ck_set_fix(x->ck, *idx, "chain ended at cluster %u", c->last);
 	f.clus = c->last;
 	f.val = FK_EXFAT_EOC;
 	return PUSH(x->fat_fixes, f);
@@ -556,12 +462,6 @@ static uint64_t name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
 	}
 	h = (h ^ w) * 0x100000001B3ull;
 	return h ^ h >> 32;
-}
-
-static int is_bad_unit(uint16_t u)
-{
-	return u < 0x20 || u == '"' || u == '*' || u == '/' || u == ':' ||
-	       u == '<' || u == '>' || u == '?' || u == '\\' || u == '|';
 }
 
 /*
@@ -715,9 +615,9 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	size_t idx;
 
 	if (!n) {
-		idx = report(x, FK_SEV_ERROR, "bad-name", path,
-			     "entry set with an empty name");
-		set_fix(x, idx, "entry set removed");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bad-name", path,
+				"entry set with an empty name");
+		ck_set_fix(x->ck, idx, "entry set removed");
 		return 1;
 	}
 	if (n > room || (s->defects & FK_EXS_COUNT)) {
@@ -726,15 +626,16 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		for (i = 0; i < keep && name_unit(s, i); i++)
 			;
 		keep = i;
-		idx = report(x, FK_SEV_ERROR, "name-length", path,
-			     "NameLength %u but the set's File Name entries "
-			     "hold %u character%s",
-			     n, room, pl(room));
+		idx = ck_report(x->ck, FK_SEV_ERROR, "name-length", path,
+				"NameLength %u but the set's File Name entries "
+				"hold %u character%s",
+				n, room, ck_plural(room));
 		if (!keep) {
-			set_fix(x, idx, "entry set removed");
+			ck_set_fix(x->ck, idx, "entry set removed");
 			return 1;
 		}
-		set_fix(x, idx, "name cut to %u character%s", keep, pl(keep));
+		ck_set_fix(x->ck, idx, "name cut to %u character%s", keep,
+			   ck_plural(keep));
 		s->raw[1][SE_NAME_LEN] = (uint8_t)keep;
 		for (i = keep; i < room; i++)
 			put_name_unit(s, i, 0);
@@ -742,15 +643,15 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		*is_changed = 1;
 	}
 	for (i = 0; i < n; i++)
-		if (is_bad_unit(name_unit(s, i))) {
+		if (!fk_exfat_name_unit_ok(name_unit(s, i))) {
 			put_name_unit(s, i, '_');
 			bad++;
 		}
 	if (bad) {
-		idx = report(x, FK_SEV_ERROR, "bad-name", path,
-			     "name holds %u character%s exFAT forbids", bad,
-			     pl(bad));
-		set_fix(x, idx, "replaced by '_'");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bad-name", path,
+				"name holds %u character%s exFAT forbids", bad,
+				ck_plural(bad));
+		ck_set_fix(x->ck, idx, "replaced by '_'");
 		*is_changed = 1;
 	}
 	return 0;
@@ -817,22 +718,23 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;
 	if (is_dir)
-		x->st.dirs++;
+		x->st->dirs++;
 	else
-		x->st.files++;
+		x->st->files++;
 	if (s->defects & dead) {
-		idx = report(x, FK_SEV_ERROR, "entry-set", cur_path(x),
-			     "damaged entry set: %s",
-			     fk_exfat_set_reason(s->defects & dead));
-		set_fix(x, idx, "entry set removed");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+				"damaged entry set: %s",
+				fk_exfat_set_reason(s->defects & dead));
+		ck_set_fix(x->ck, idx, "entry set removed");
 		is_gone = 1;
 		goto out;
 	}
 	if (s->defects & FK_EXS_CHECKSUM) {
-		idx = report(x, FK_SEV_ERROR, "set-checksum", cur_path(x),
-			     "SetChecksum 0x%04X, computed 0x%04X",
-			     s->csum_stored, s->csum_computed);
-		set_fix(x, idx, "checksum rewritten");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "set-checksum",
+				cur_path(x),
+				"SetChecksum 0x%04X, computed 0x%04X",
+				s->csum_stored, s->csum_computed);
+		ck_set_fix(x->ck, idx, "checksum rewritten");
 		is_changed = 1;
 	}
 	if (check_name(x, s, cur_path(x), &is_changed)) {
@@ -840,22 +742,22 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		goto out;
 	}
 	if ((s->defects & FK_EXS_HASH) && x->is_upcase_loaded) {
-		idx = report(x, FK_SEV_ERROR, "name-hash", cur_path(x),
-			     "NameHash 0x%04X, computed 0x%04X", s->hash_stored,
-			     s->hash_computed);
-		set_fix(x, idx, "hash rewritten");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "name-hash", cur_path(x),
+				"NameHash 0x%04X, computed 0x%04X",
+				s->hash_stored, s->hash_computed);
+		ck_set_fix(x->ck, idx, "hash rewritten");
 		is_changed = 1;
 	}
 	if (s->defects & FK_EXS_ALLOC) {
-		idx = report(x, FK_SEV_ERROR, "alloc-flag", cur_path(x),
-			     "%sAllocationPossible and FirstCluster %u "
-			     "disagree",
-			     what, s->first_clus);
+		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
+				"%sAllocationPossible and FirstCluster %u "
+				"disagree",
+				what, s->first_clus);
 		if (s->first_clus && s->data_len) {
-			set_fix(x, idx, "AllocationPossible set");
+			ck_set_fix(x->ck, idx, "AllocationPossible set");
 			s->raw[1][SE_FLAGS] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;
 		} else {
-			set_fix(x, idx, "file made empty");
+			ck_set_fix(x->ck, idx, "file made empty");
 			s->first_clus = 0;
 			s->data_len = 0;
 		}
@@ -867,31 +769,32 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	st.is_no_fat_chain = s->is_no_fat_chain;
 	need = fk_exfat_clus_needed(g, s->data_len);
 	if (is_dir && (s->defects & FK_EXS_BIG_DIR)) {
-		idx = report(x, FK_SEV_ERROR, "dir-size", cur_path(x),
-			     "directory DataLength %llu is not a whole "
-			     "number of clusters up to %u MiB",
-			     (unsigned long long)s->data_len,
-			     FK_EXFAT_DIR_MAX_LEN >> 20);
-		set_fix(x, idx, "DataLength set from the chain");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", cur_path(x),
+				"directory DataLength %llu is not a whole "
+				"number of clusters up to %u MiB",
+				(unsigned long long)s->data_len,
+				FK_EXFAT_DIR_MAX_LEN >> 20);
+		ck_set_fix(x->ck, idx, "DataLength set from the chain");
 		need = 0; /* take what the chain holds, then fix the length */
 		is_changed = 1;
 	}
 	new_len = s->data_len;
 	if (!is_dir && st.first_clus && !s->data_len) {
 		/* Nothing to walk a length against: the clusters go. */
-		idx = report(x, FK_SEV_ERROR, "long-chain", cur_path(x),
-			     "DataLength is 0 but FirstCluster is %u",
-			     st.first_clus);
-		set_fix(x, idx, "FirstCluster cleared");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain", cur_path(x),
+				"DataLength is 0 but FirstCluster is %u",
+				st.first_clus);
+		ck_set_fix(x->ck, idx, "FirstCluster cleared");
 		st.first_clus = 0;
 		s->raw[1][SE_FLAGS] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 		is_changed = 1;
 	} else if (!st.first_clus && !s->data_len) {
 		c.nclus = 0;
 		if (is_dir) {
-			idx = report(x, FK_SEV_ERROR, "dir-size", cur_path(x),
-				     "directory without clusters");
-			set_fix(x, idx, "entry set removed");
+			idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size",
+					cur_path(x),
+					"directory without clusters");
+			ck_set_fix(x->ck, idx, "entry set removed");
 			is_gone = 1;
 			goto out;
 		}
@@ -911,14 +814,15 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			if (new_len > s->data_len && need)
 				new_len = s->data_len;
 			if (!c.nclus && is_dir) {
-				set_fix(x, idx, "entry set removed");
+				ck_set_fix(x->ck, idx, "entry set removed");
 				is_gone = 1;
 				goto out;
 			}
 			if (!c.nclus)
-				set_fix(x, idx, "file made empty");
+				ck_set_fix(x->ck, idx, "file made empty");
 			else if (new_len != s->data_len)
-				set_fix(x, idx, "%sDataLength set to %llu",
+				ck_set_fix(
+					x->ck, idx, "%sDataLength set to %llu",
 					is_fat_cut(&c) ? "chain ended, " : "",
 					(unsigned long long)new_len);
 			if (new_len != s->data_len || !c.nclus)
@@ -941,15 +845,15 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	if ((s->defects & FK_EXS_VDL) || s->valid_len > new_len ||
 	    (is_dir && s->valid_len != new_len)) {
 		if (s->defects & FK_EXS_VDL) {
-			idx = report(x, FK_SEV_ERROR, "valid-length",
-				     cur_path(x),
-				     "%sValidDataLength %llu %s DataLength "
-				     "%llu",
-				     what, (unsigned long long)s->valid_len,
-				     is_dir ? "is not" : "exceeds",
-				     (unsigned long long)s->data_len);
-			set_fix(x, idx, "ValidDataLength set to %llu",
-				(unsigned long long)new_len);
+			idx = ck_report(x->ck, FK_SEV_ERROR, "valid-length",
+					cur_path(x),
+					"%sValidDataLength %llu %s DataLength "
+					"%llu",
+					what, (unsigned long long)s->valid_len,
+					is_dir ? "is not" : "exceeds",
+					(unsigned long long)s->data_len);
+			ck_set_fix(x->ck, idx, "ValidDataLength set to %llu",
+				   (unsigned long long)new_len);
 		}
 		put_u64le(&s->raw[1][SE_VDL], is_dir || s->valid_len > new_len
 						      ? new_len
@@ -961,11 +865,11 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	name_units(s, nlen, is_changed, units);
 	key = name_key(x->ex->upcase, units, nlen);
 	if (has_name(&w->names, x->ex->upcase, key, units, nlen)) {
-		idx = report(x, FK_SEV_ERROR, "duplicate", cur_path(x),
-			     "another entry of the directory has the same "
-			     "name (compared through the up-case table)");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate", cur_path(x),
+				"another entry of the directory has the same "
+				"name (compared through the up-case table)");
 		if (rename_dup(x, s, w, units, &key)) {
-			set_fix(x, idx, "renamed");
+			ck_set_fix(x->ck, idx, "renamed");
 			is_changed = 1;
 		}
 	}
@@ -978,7 +882,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		reseal(x, s);
 		if ((err = plan_set(x, s)))
 			goto out;
-		x->st.has_repairs = 1;
+		x->st->has_repairs = 1;
 	}
 	if (is_dir && st.first_clus) {
 		st.data_len = new_len;
@@ -990,7 +894,7 @@ out:
 	if (!err && is_gone) {
 		delete_set(s);
 		err = plan_set(x, s);
-		x->st.has_repairs = 1;
+		x->st->has_repairs = 1;
 	}
 	pop_name(x, old);
 	return err;
@@ -1000,19 +904,22 @@ out:
 static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	const struct fk_geom *g = x->g;
+	uint32_t nth = x->nbitmaps_seen++;
 	struct claim c;
 	size_t idx;
 	int err;
 
 	if (x->has_bitmap && x->ex->nbitmaps < 2) {
-		idx = report(x, FK_SEV_ERROR, "bitmap", NULL,
-			     "a second allocation bitmap entry");
-		set_fix(x, idx, "entry removed");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+				"a second allocation bitmap entry");
+		ck_set_fix(x->ck, idx, "entry removed");
 		delete_set(s);
 		return plan_set(x, s);
 	}
-	if (x->has_bitmap) {
-		/* TexFAT's second bitmap: owned, never compared. */
+	if (x->ex->nbitmaps >= 2 && nth != fk_exfat_active_bitmap(x->vol)) {
+		/* TexFAT's other bitmap, whichever comes first in the root:
+		 * stale by spec 3.1.13.1 (ActiveFat names the one to use),
+		 * so owned but never compared with ownership. */
 		struct fk_exfat_stream other = {s->first_clus, s->data_len, 0};
 
 		if ((err = claim_special(x, &other,
@@ -1020,7 +927,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 					 &c)))
 			return err;
 		return judge_claim(x, &c, NULL,
-				   "second allocation bitmap: ", &idx);
+				   "inactive allocation bitmap: ", &idx);
 	}
 	x->bm_need_len = ((uint64_t)g->nclus + 7) / 8;
 	x->bm_stream.first_clus = s->first_clus;
@@ -1041,57 +948,18 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	if (!x->has_bitmap)
 		x->has_bitmap = 1;
 	if (s->data_len != x->bm_need_len) {
-		idx = report(x, FK_SEV_ERROR, "bitmap", NULL,
-			     "allocation bitmap DataLength %llu, the heap "
-			     "needs %llu",
-			     (unsigned long long)s->data_len,
-			     (unsigned long long)x->bm_need_len);
-		set_fix(x, idx, "DataLength set to %llu",
-			(unsigned long long)x->bm_need_len);
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+				"allocation bitmap DataLength %llu, the heap "
+				"needs %llu",
+				(unsigned long long)s->data_len,
+				(unsigned long long)x->bm_need_len);
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)x->bm_need_len);
 		put_u64le(&s->raw[0][GEN_LEN], x->bm_need_len);
 		if ((err = plan_set(x, s)))
 			return err;
 	}
 	return 0;
-}
-
-struct stream_read {
-	struct fk_exfat_check *x;
-	unsigned char *buf;
-	uint64_t len, done;
-};
-
-static int read_run(void *arg, const struct fk_run *run)
-{
-	struct stream_read *r = arg;
-	uint64_t n = (uint64_t)run->nclus * r->x->g->clus_len;
-	int err;
-
-	if (n > r->len - r->done)
-		n = r->len - r->done;
-	if ((err = fk_device_read(r->x->vol->dev,
-				  fk_clus_off(r->x->g, run->first),
-				  r->buf + r->done, (size_t)n)))
-		return err;
-	r->done += n;
-	return r->done >= r->len ? STOPPED : 0;
-}
-
-/* Read the first @len bytes of @s.  0, FK_ECORRUPT (shorter) or -errno. */
-static int read_stream(struct fk_exfat_check *x,
-		       const struct fk_exfat_stream *s, unsigned char *buf,
-		       uint64_t len)
-{
-	struct stream_read r = {x, buf, len, 0};
-	struct fk_chain_info info;
-	int err;
-
-	if (!len)
-		return 0;
-	err = fk_exfat_stream_walk(x->vol, s, read_run, &r, &info);
-	if (err < 0)
-		return err;
-	return r.done >= len ? 0 : FK_ECORRUPT;
 }
 
 #define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
@@ -1121,7 +989,7 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 		return FK_ECORRUPT;
 	if (!(raw = malloc((size_t)len)))
 		return -ENOMEM;
-	if ((err = read_stream(x, &st, raw, len))) {
+	if ((err = fk_exfat_stream_read(x->vol, &st, raw, len, NULL))) {
 		free(raw);
 		return err;
 	}
@@ -1168,9 +1036,9 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	int err;
 
 	if (x->has_upcase) {
-		idx = report(x, FK_SEV_ERROR, "upcase", NULL,
-			     "a second up-case table entry");
-		set_fix(x, idx, "entry removed");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+				"a second up-case table entry");
+		ck_set_fix(x->ck, idx, "entry removed");
 		delete_set(s);
 		return plan_set(x, s);
 	}
@@ -1184,26 +1052,27 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return err;
 	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
 	    x->vol->exfat->upcase->first_clus != s->first_clus) {
-		report(x, FK_SEV_ERROR, "upcase", NULL,
-		       "up-case table at cluster %u (%llu bytes) cannot be "
-		       "read; names are compared through ASCII only",
-		       s->first_clus, (unsigned long long)s->data_len);
+		ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+			  "up-case table at cluster %u (%llu bytes) cannot be "
+			  "read; names are compared through ASCII only",
+			  s->first_clus, (unsigned long long)s->data_len);
 		return 0;
 	}
 	want = x->upcase_csum;
 	if (x->upcase_nfix) {
-		idx = report(x, FK_SEV_ERROR, "upcase", NULL,
-			     "up-case table maps %u of the letters a-z to "
-			     "something other than A-Z",
-			     x->upcase_nfix);
-		set_fix(x, idx, "letters mapped to A-Z, checksum rewritten");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+				"up-case table maps %u of the letters a-z to "
+				"something other than A-Z",
+				x->upcase_nfix);
+		ck_set_fix(x->ck, idx,
+			   "letters mapped to A-Z, checksum rewritten");
 		want = x->upcase_csum_fixed;
 		x->fix_upcase_table = 1;
 	} else if (s->upcase_csum != want) {
-		idx = report(x, FK_SEV_ERROR, "upcase-checksum", NULL,
-			     "up-case TableChecksum 0x%08X, computed 0x%08X",
-			     s->upcase_csum, want);
-		set_fix(x, idx, "checksum rewritten");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
+				"up-case TableChecksum 0x%08X, computed 0x%08X",
+				s->upcase_csum, want);
+		ck_set_fix(x->ck, idx, "checksum rewritten");
 	}
 	if (s->upcase_csum != want) {
 		put_le32(&s->raw[0][UC_CHECKSUM], want);
@@ -1291,10 +1160,10 @@ static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		if (err && err != FK_ECORRUPT)
 			return err;
 		if (!err && x->upcase_csum == s->upcase_csum) {
-			idx = report(x, FK_SEV_ERROR, "upcase", NULL,
-				     "the up-case table entry is marked "
-				     "unused");
-			set_fix(x, idx, "entry restored");
+			idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+					"the up-case table entry is marked "
+					"unused");
+			ck_set_fix(x->ck, idx, "entry restored");
 			if ((err = check_upcase_entry(x, s)) ||
 			    (err = plan_set(x, s)))
 				return err;
@@ -1306,9 +1175,9 @@ static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return 0;
 	if ((found = find_deleted(x, FK_EXFAT_T_BITMAP, s)) <= 0)
 		return found;
-	idx = report(x, FK_SEV_ERROR, "bitmap", NULL,
-		     "the allocation bitmap entry is marked unused");
-	set_fix(x, idx, "entry restored");
+	idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+			"the allocation bitmap entry is marked unused");
+	ck_set_fix(x->ck, idx, "entry restored");
 	if ((err = check_bitmap_entry(x, s)))
 		return err;
 	return x->has_bitmap ? plan_set(x, s) : 0;
@@ -1320,10 +1189,10 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	size_t idx;
 
 	if (!is_root) {
-		idx = report(x, FK_SEV_ERROR, "entry-set", cur_path(x),
-			     "a volume entry (type 0x%02X) outside the root",
-			     s->type);
-		set_fix(x, idx, "entry removed");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+				"a volume entry (type 0x%02X) outside the root",
+				s->type);
+		ck_set_fix(x->ck, idx, "entry removed");
 		delete_set(s);
 		return plan_set(x, s);
 	}
@@ -1334,17 +1203,18 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		return check_upcase_entry(x, s);
 	case FK_EXK_LABEL:
 		if (x->has_label || s->label_len > 11) {
-			idx = report(x, FK_SEV_ERROR, "label", NULL,
-				     x->has_label ? "a second volume label "
-						    "entry"
-						  : "volume label of %u "
-						    "characters (11 at most)",
-				     s->label_len);
+			idx = ck_report(x->ck, FK_SEV_ERROR, "label", NULL,
+					x->has_label
+						? "a second volume label "
+						  "entry"
+						: "volume label of %u "
+						  "characters (11 at most)",
+					s->label_len);
 			if (x->has_label) {
-				set_fix(x, idx, "entry removed");
+				ck_set_fix(x->ck, idx, "entry removed");
 				delete_set(s);
 			} else {
-				set_fix(x, idx, "cut to 11 characters");
+				ck_set_fix(x->ck, idx, "cut to 11 characters");
 				s->raw[0][VL_COUNT] = 11;
 			}
 			x->has_label = 1;
@@ -1371,18 +1241,19 @@ static int hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	size_t idx;
 
 	if (s->kind == FK_EXK_FILE)
-		idx = report(x, FK_SEV_WARNING, "hidden-entry", cur_path(x),
-			     "%s '%s' (entry %u) lies past the directory's "
-			     "end marker, where readers stop%s",
-			     what, s->name, s->first_ent,
-			     s->first_clus ? "; its clusters count as lost"
-					   : "");
+		idx = ck_report(
+			x->ck, FK_SEV_WARNING, "hidden-entry", cur_path(x),
+			"%s '%s' (entry %u) lies past the directory's "
+			"end marker, where readers stop%s",
+			what, s->name, s->first_ent,
+			s->first_clus ? "; its clusters count as lost" : "");
 	else
-		idx = report(x, FK_SEV_WARNING, "hidden-entry", cur_path(x),
-			     "%s of type 0x%02X (entry %u) lies past the "
-			     "directory's end marker, where readers stop",
-			     what, s->type, s->first_ent);
-	set_fix(x, idx, "%s freed", what);
+		idx = ck_report(x->ck, FK_SEV_WARNING, "hidden-entry",
+				cur_path(x),
+				"%s of type 0x%02X (entry %u) lies past the "
+				"directory's end marker, where readers stop",
+				what, s->type, s->first_ent);
+	ck_set_fix(x->ck, idx, "%s freed", what);
 	memset(s->raw, 0, s->nents * sizeof(s->raw[0]));
 	return plan_set(x, s);
 }
@@ -1436,19 +1307,21 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		case FK_EXK_BENIGN:
 			break;
 		case FK_EXK_CRITICAL:
-			idx = report(x, FK_SEV_ERROR, "entry-set", cur_path(x),
-				     "unknown critical entry type 0x%02X",
-				     set->type);
-			set_fix(x, idx, "entry removed");
+			idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set",
+					cur_path(x),
+					"unknown critical entry type 0x%02X",
+					set->type);
+			ck_set_fix(x->ck, idx, "entry removed");
 			delete_set(set);
 			err = plan_set(x, set);
 			break;
 		case FK_EXK_ORPHAN:
-			idx = report(x, FK_SEV_ERROR, "orphan-entry",
-				     cur_path(x),
-				     "%u secondary entr%s without a file entry",
-				     set->nents, set->nents == 1 ? "y" : "ies");
-			set_fix(x, idx, "entries freed");
+			idx = ck_report(
+				x->ck, FK_SEV_ERROR, "orphan-entry",
+				cur_path(x),
+				"%u secondary entr%s without a file entry",
+				set->nents, set->nents == 1 ? "y" : "ies");
+			ck_set_fix(x->ck, idx, "entries freed");
 			delete_set(set);
 			err = plan_set(x, set);
 			break;
@@ -1462,8 +1335,8 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		char msg[sizeof(d2.reason) + 64];
 
 		fk_diag_reason(&d2, r, msg, sizeof(msg));
-		report(x, FK_SEV_ERROR, "dir-read", cur_path(x),
-		       "directory cannot be read on: %s", msg);
+		ck_report(x->ck, FK_SEV_ERROR, "dir-read", cur_path(x),
+			  "directory cannot be read on: %s", msg);
 		x->is_tree_incomplete = 1;
 	}
 	fk_exfat_dir_close(dir);
@@ -1495,11 +1368,11 @@ static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
 	    (err = walk_dir(x, NULL, c.nclus, 0, diag)))
 		return err;
 	if (!x->has_bitmap)
-		report(x, FK_SEV_ERROR, "bitmap", NULL,
-		       "no usable allocation bitmap entry in the root");
+		ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+			  "no usable allocation bitmap entry in the root");
 	if (!x->has_upcase)
-		report(x, FK_SEV_ERROR, "upcase", NULL,
-		       "no up-case table entry in the root");
+		ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+			  "no up-case table entry in the root");
 	return 0;
 }
 
@@ -1677,8 +1550,8 @@ static int check_bitmap(struct fk_exfat_check *x)
 	size_t idx;
 	int err;
 
-	x->st.used_clus = x->nowned;
-	x->st.free_clus = g->nclus - x->nowned;
+	x->st->used_clus = x->nowned;
+	x->st->free_clus = g->nclus - x->nowned;
 	if (!x->has_bitmap)
 		return 0;
 	if ((err = bitmap_pass(x, &w, PASS_COMPARE)))
@@ -1686,23 +1559,24 @@ static int check_bitmap(struct fk_exfat_check *x)
 	x->is_bm_read = 1;
 	x->bm_nused = w.nused;
 	if (w.nmiss) {
-		idx = report(x, FK_SEV_ERROR, "bitmap-free", NULL,
-			     "%u cluster%s in use %s marked free in the "
-			     "allocation bitmap, the first %u",
-			     w.nmiss, pl(w.nmiss), w.nmiss == 1 ? "is" : "are",
-			     w.first_miss);
-		set_fix(x, idx, "bit%s set", pl(w.nmiss));
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap-free", NULL,
+				"%u cluster%s in use %s marked free in the "
+				"allocation bitmap, the first %u",
+				w.nmiss, ck_plural(w.nmiss),
+				w.nmiss == 1 ? "is" : "are", w.first_miss);
+		ck_set_fix(x->ck, idx, "bit%s set", ck_plural(w.nmiss));
 		x->fix_bits_set = 1;
 	}
 	if (w.nleak) {
-		x->st.lost_clus = w.nleak;
-		idx = report(x, FK_SEV_ERROR, "lost", NULL,
-			     "%u cluster%s marked in the allocation bitmap "
-			     "%s owned by nothing, the first %u",
-			     w.nleak, pl(w.nleak), w.nleak == 1 ? "is" : "are",
-			     w.first_leak);
+		x->st->lost_clus = w.nleak;
+		idx = ck_report(x->ck, FK_SEV_ERROR, "lost", NULL,
+				"%u cluster%s marked in the allocation bitmap "
+				"%s owned by nothing, the first %u",
+				w.nleak, ck_plural(w.nleak),
+				w.nleak == 1 ? "is" : "are", w.first_leak);
 		if (!x->is_tree_incomplete) {
-			set_fix(x, idx, "bit%s cleared", pl(w.nleak));
+			ck_set_fix(x->ck, idx, "bit%s cleared",
+				   ck_plural(w.nleak));
 			x->fix_bits_clear = 1;
 		}
 	}
@@ -1714,11 +1588,11 @@ static int check_bitmap(struct fk_exfat_check *x)
 	want = fk_exfat_percent(x->is_tree_incomplete ? w.nused : x->nowned,
 				g->nclus);
 	if (pct <= 100 && pct != lo && pct != hi) {
-		idx = report(x, FK_SEV_WARNING, "percent-in-use", NULL,
-			     "PercentInUse %u%%, the allocation bitmap says "
-			     "%u%%",
-			     pct, lo);
-		set_fix(x, idx, "set to %u%%", want);
+		idx = ck_report(x->ck, FK_SEV_WARNING, "percent-in-use", NULL,
+				"PercentInUse %u%%, the allocation bitmap says "
+				"%u%%",
+				pct, lo);
+		ck_set_fix(x->ck, idx, "set to %u%%", want);
 		x->fix_percent = 1;
 	} else if (pct != 0xFF && pct != want &&
 		   (x->fix_bits_set || x->fix_bits_clear)) {
@@ -1816,15 +1690,16 @@ static int late_claims(struct fk_exfat_check *x)
 		st.data_len = new_len;
 		if (n && (err = claim(x, &st, n, 0, &c)))
 			goto out;
-		idx = report(x, FK_SEV_ERROR, "past-heap", x->late.v[i].path,
-			     "contiguous run from cluster %u runs past the "
-			     "last cluster %u",
-			     s->first_clus, max);
+		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
+				x->late.v[i].path,
+				"contiguous run from cluster %u runs past the "
+				"last cluster %u",
+				s->first_clus, max);
 		if (n) {
-			set_fix(x, idx, "DataLength set to %llu",
-				(unsigned long long)new_len);
+			ck_set_fix(x->ck, idx, "DataLength set to %llu",
+				   (unsigned long long)new_len);
 		} else {
-			set_fix(x, idx, "file made empty");
+			ck_set_fix(x->ck, idx, "file made empty");
 			st.first_clus = 0;
 			s->raw[1][SE_FLAGS] &=
 				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
@@ -1894,17 +1769,19 @@ static int check_boot(struct fk_exfat_check *x)
 	for (i = 0; i < sizeof(boot_bits) / sizeof(boot_bits[0]); i++) {
 		if (!(b->defects & boot_bits[i]))
 			continue;
-		idx = report(x, FK_SEV_ERROR, "boot", NULL,
-			     "main boot region: %s",
-			     fk_exfat_boot_reason(boot_bits[i]));
+		idx = ck_report(x->ck, FK_SEV_ERROR, "boot", NULL,
+				"main boot region: %s",
+				fk_exfat_boot_reason(boot_bits[i]));
 		if (boot_bits[i] == FK_EXB_PERCENT) {
-			set_fix(x, idx, "set from the allocation bitmap");
+			ck_set_fix(x->ck, idx,
+				   "set from the allocation bitmap");
 			x->fix_percent = 1;
 		} else if (is_backup_ok)
-			set_fix(x, idx, "restored from the backup region");
+			ck_set_fix(x->ck, idx,
+				   "restored from the backup region");
 		else if (boot_bits[i] == FK_EXB_CHECKSUM &&
 			 main_bad == FK_EXB_CHECKSUM)
-			set_fix(x, idx, "checksum rewritten");
+			ck_set_fix(x->ck, idx, "checksum rewritten");
 	}
 	if (main_bad && is_backup_ok)
 		x->restore_main = 1;
@@ -1914,28 +1791,29 @@ static int check_boot(struct fk_exfat_check *x)
 	 * rewritten, is the model for a bad backup. */
 	if ((!main_bad || x->fix_main_csum) &&
 	    (b->defects & (FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM))) {
-		idx = report(x, FK_SEV_ERROR, "backup-boot", NULL,
-			     "backup boot region %s",
-			     b->defects & FK_EXB_BACKUP_CHECKSUM
-				     ? "has a wrong checksum"
-				     : "differs from the main one");
-		set_fix(x, idx, "rewritten from the main region");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "backup-boot", NULL,
+				"backup boot region %s",
+				b->defects & FK_EXB_BACKUP_CHECKSUM
+					? "has a wrong checksum"
+					: "differs from the main one");
+		ck_set_fix(x->ck, idx, "rewritten from the main region");
 		x->fix_backup = 1;
 	}
 	if (b->vol_flags & FK_EXFAT_FLAG_DIRTY) {
 		/* A warning: Linux sets it while mounted, and a card pulled
 		 * out keeps it; the checks below say whether harm was done. */
-		idx = report(x, FK_SEV_WARNING, "dirty", NULL,
-			     "VolumeDirty is set: the volume was not cleanly "
-			     "unmounted");
-		set_fix(x, idx, "flag cleared");
+		idx = ck_report(
+			x->ck, FK_SEV_WARNING, "dirty", NULL,
+			"VolumeDirty is set: the volume was not cleanly "
+			"unmounted");
+		ck_set_fix(x->ck, idx, "flag cleared");
 	}
 	if (b->vol_flags & FK_EXFAT_FLAG_MEDIA_FAIL)
-		report(x, FK_SEV_WARNING, "media-failure", NULL,
-		       "MediaFailure is set: a driver met I/O errors on "
-		       "this medium");
+		ck_report(x->ck, FK_SEV_WARNING, "media-failure", NULL,
+			  "MediaFailure is set: a driver met I/O errors on "
+			  "this medium");
 	if (x->restore_main || x->fix_main_csum || x->fix_backup)
-		x->st.has_repairs = 1;
+		x->st->has_repairs = 1;
 	return 0;
 }
 
@@ -1955,18 +1833,18 @@ static int check_fat_reserved(struct fk_exfat_check *x)
 	    (err = fk_fat_get(x->vol, 1, &v1)))
 		return err == FK_ECORRUPT ? 0 : err;
 	if (v0 >> 8 != 0xFFFFFF) {
-		idx = report(x, FK_SEV_ERROR, "fat0", NULL,
-			     "FatEntry[0] is 0x%08X, not 0xFFFFFFF8", v0);
-		set_fix(x, idx, "set to 0xFFFFFFF8");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "fat0", NULL,
+				"FatEntry[0] is 0x%08X, not 0xFFFFFFF8", v0);
+		ck_set_fix(x->ck, idx, "set to 0xFFFFFFF8");
 		f.clus = 0;
 		f.val = 0xFFFFFFF8u;
 		if ((err = PUSH(x->fat_fixes, f)))
 			return err;
 	}
 	if (v1 != FK_EXFAT_EOC) {
-		idx = report(x, FK_SEV_ERROR, "fat0", NULL,
-			     "FatEntry[1] is 0x%08X, not 0xFFFFFFFF", v1);
-		set_fix(x, idx, "set to 0xFFFFFFFF");
+		idx = ck_report(x->ck, FK_SEV_ERROR, "fat0", NULL,
+				"FatEntry[1] is 0x%08X, not 0xFFFFFFFF", v1);
+		ck_set_fix(x->ck, idx, "set to 0xFFFFFFFF");
 		f.clus = 1;
 		f.val = FK_EXFAT_EOC;
 		return PUSH(x->fat_fixes, f);
@@ -1976,13 +1854,15 @@ static int check_fat_reserved(struct fk_exfat_check *x)
 
 /* ---- family entry points ---------------------------------------------- */
 
-static int new_state(struct fk_volume *vol, const struct fk_check_opts *opts,
-		     void **state)
+static int new_state(struct fk_check *ck, struct fk_volume *vol,
+		     const struct fk_check_opts *opts, void **state)
 {
 	struct fk_exfat_check *x = calloc(1, sizeof(*x));
 
 	if (!x)
 		return -ENOMEM;
+	x->ck = ck;
+	x->st = ck_stats(ck);
 	x->vol = vol;
 	x->g = &vol->g;
 	x->ex = vol->exfat;
@@ -2010,11 +1890,6 @@ static void free_state(void *state)
 
 	if (!x)
 		return;
-	for (i = 0; i < x->finds.n; i++) {
-		free(x->finds.v[i].path);
-		free(x->finds.v[i].msg);
-		free(x->finds.v[i].fix);
-	}
 	for (i = 0; i < x->set_fixes.n; i++) {
 		free(x->set_fixes.v[i].off);
 		free(x->set_fixes.v[i].raw);
@@ -2026,7 +1901,6 @@ static void free_state(void *state)
 	free(x->late.v);
 	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++)
 		free(x->sets[i]);
-	free(x->finds.v);
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
 	free(x->own);
@@ -2043,34 +1917,12 @@ static int run(void *state, struct fk_diag *diag)
 	int err;
 
 	if ((err = check_boot(x)) || (err = check_fat_reserved(x)))
-		goto fail;
-	progress(x, "files", 0, x->g->nclus);
+		return err;
+	ck_progress(x->ck, "files", 0, x->g->nclus);
 	if ((err = walk_root(x, diag)) || (err = late_claims(x)) ||
 	    (err = check_bitmap(x)))
-		goto fail;
-	if (x->is_nomem) {
-		err = -ENOMEM;
-		goto fail;
-	}
+		return err;
 	return 0;
-fail:
-	fk_diag_subject(diag, fk_device_path(x->vol->dev));
-	return err;
-}
-
-static const struct fk_finding *findings(const void *state, size_t *n)
-{
-	const struct fk_exfat_check *x = state;
-
-	*n = x->finds.n;
-	return x->finds.v;
-}
-
-static const struct fk_check_stats *stats(const void *state)
-{
-	const struct fk_exfat_check *x = state;
-
-	return &x->st;
 }
 
 /* ---- repairs ------------------------------------------------------------- */
@@ -2109,33 +1961,12 @@ static int repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass)
 }
 
 /* The mended up-case table, through its clusters, before its entry. */
-static int write_run(void *arg, const struct fk_run *run)
-{
-	struct stream_read *r = arg;
-	uint64_t n = (uint64_t)run->nclus * r->x->g->clus_len;
-	int err;
-
-	if (n > r->len - r->done)
-		n = r->len - r->done;
-	if ((err = fk_device_write(r->x->vol->dev,
-				   fk_clus_off(r->x->g, run->first),
-				   r->buf + r->done, (size_t)n)))
-		return err;
-	r->done += n;
-	return r->done >= r->len ? STOPPED : 0;
-}
-
 static int repair_upcase(struct fk_exfat_check *x)
 {
-	struct stream_read r = {x, x->upcase_raw, x->upcase_len, 0};
-	struct fk_chain_info info;
-	int err;
-
 	if (!x->fix_upcase_table)
 		return 0;
-	err = fk_exfat_stream_walk(x->vol, &x->upcase_stream, write_run, &r,
-				   &info);
-	return err < 0 ? err : 0;
+	return fk_exfat_stream_write(x->vol, &x->upcase_stream, x->upcase_raw,
+				     x->upcase_len, NULL);
 }
 
 static int repair_sets(struct fk_exfat_check *x)
@@ -2211,9 +2042,9 @@ static int repair(void *state, struct fk_diag *diag)
 {
 	struct fk_exfat_check *x = state;
 	struct fk_device *dev = x->vol->dev;
-	size_t i;
 	int err;
 
+	(void)diag; /* fk_check_repair() names the device */
 	/* Spec 3.1.13.2: dirty while the metadata is inconsistent. */
 	if ((err = write_flags(x, 1)) || (err = fk_device_sync(dev)) ||
 	    (err = repair_fat(x)) ||
@@ -2221,15 +2052,8 @@ static int repair(void *state, struct fk_diag *diag)
 	    (err = repair_upcase(x)) || (err = repair_sets(x)) ||
 	    (x->fix_bits_clear && (err = repair_bitmap(x, PASS_CLEAR))) ||
 	    (err = repair_boot(x)) || (err = fk_device_sync(dev)) ||
-	    (err = write_flags(x, 0)) || (err = fk_device_sync(dev))) {
-		fk_diag_subject(diag, fk_device_path(dev));
+	    (err = write_flags(x, 0)) || (err = fk_device_sync(dev)))
 		return err;
-	}
-	for (i = 0; i < x->finds.n; i++)
-		if (x->finds.v[i].fix && !x->finds.v[i].is_fixed) {
-			x->finds.v[i].is_fixed = 1;
-			x->st.fixed++;
-		}
 	return 0;
 }
 
@@ -2275,6 +2099,4 @@ const struct fk_check_family fk_check_exfat_family = {
 	.free_state = free_state,
 	.run = run,
 	.repair = repair,
-	.findings = findings,
-	.stats = stats,
 };

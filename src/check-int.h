@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "check-family.h"
 #include "check.h"
 #include "dir.h"
 #include "fat.h"
@@ -35,8 +36,6 @@
 
 struct fk_dir;
 struct fk_geom;
-
-#define NONE ((size_t)-1) /* no finding kept */
 
 /*
  * Two bits per cluster.  While claiming: FREE (free or bad), ALLOC
@@ -170,19 +169,20 @@ struct fk_check_family;
 
 struct fk_check {
 	/* Another family's checker (exFAT, check-exfat.c), chosen once by
-	   fk_check_new(); NULL: the FAT checker, and the fields below. */
+	   fk_check_new(); NULL: the FAT checker.  Every family records
+	   into the fields down to @finds; the rest are the FAT checker's. */
 	const struct fk_check_family *fam;
 	void *fam_state;
 	struct fk_volume *vol;
-	const struct fk_geom *g;
 	struct fk_check_opts o;
 	struct fk_check_stats st;
+	int is_nomem; /* a finding could not be kept for want of memory */
+	LIST(struct fk_finding, finds);
+	const struct fk_geom *g;
 	uint8_t *map;	/* 2 bits per cluster, enum cstate */
 	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
-	int is_nomem;	/* a finding could not be kept for want of memory */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
-	LIST(struct fk_finding, finds);
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct ent_fix, ent_fixes);
 	LIST(struct tail, tails);
@@ -255,38 +255,17 @@ static inline enum fk_ent_class ck_class(const struct fk_check *ck,
 
 /* ---- check.c: findings, plans, paths ------------------------------- */
 
-/* "s" for a plural count. */
-const char *ck_plural(uint64_t n);
-
 /* The path of the entry being checked ("/" for the root). */
 const char *ck_path(const struct fk_check *ck);
 
 /* A malloc()ed string, or NULL. */
 char *ck_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/*
- * Record a finding about @path (NULL: the volume).  Every finding is
- * counted; the first FK_CHECK_MAX_FINDINGS are kept.  Returns its index,
- * or NONE when it was not kept.
- */
-size_t ck_report(struct fk_check *ck, enum fk_sev sev, const char *code,
-		 const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-/* Say what the repair will do about finding @idx (which may be NONE), and
- * note that there is a repair. */
-void ck_set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* Plan FAT[@clus] = @val, written before any entry.  0 or -ENOMEM. */
 int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val);
 
 /* Plan an entry change, applied after the FAT is flushed.  0 or -ENOMEM. */
 int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
-
-/* Tell the caller's progress hook (if any) how far @phase is. */
-void ck_progress(struct fk_check *ck, const char *phase, uint64_t done,
-		 uint64_t total);
 
 /* ---- check-fat.c: the volume's own structures ------------------------- */
 

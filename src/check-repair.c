@@ -362,17 +362,26 @@ static int repair_fsinfo(struct fk_check *ck)
 	return fk_fsinfo_write(ck->vol, nfree, hint);
 }
 
-int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
+/* The FAT family's repair steps, in write order. */
+static int repair_fat_family(struct fk_check *ck)
 {
-	size_t i;
 	int err;
 
-	if (ck->fam)
-		return ck->fam->repair(ck->fam_state, diag);
 	if ((err = repair_fat_copies(ck)) || (err = repair_fat(ck)) ||
 	    (err = repair_entries(ck)) || (err = repair_free(ck)) ||
 	    (err = repair_salvage(ck)) || (err = repair_boot(ck)) ||
-	    (err = repair_fsinfo(ck)) || (err = fk_device_sync(ck->vol->dev))) {
+	    (err = repair_fsinfo(ck)))
+		return err;
+	return fk_device_sync(ck->vol->dev);
+}
+
+int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
+{
+	size_t i;
+	int err = ck->fam ? ck->fam->repair(ck->fam_state, diag)
+			  : repair_fat_family(ck);
+
+	if (err) {
 		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 		return err;
 	}

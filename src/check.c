@@ -132,10 +132,12 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 
 	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
+	ck->vol = vol;
+	ck->o = *opts;
 	/* The family is chosen once: exFAT has its own checker. */
 	if (vol->fam != &fk_fat_family) {
 		ck->fam = &fk_check_exfat_family;
-		if ((err = ck->fam->new_state(vol, opts, &ck->fam_state))) {
+		if ((err = ck->fam->new_state(ck, vol, opts, &ck->fam_state))) {
 			free(ck);
 			return err;
 		}
@@ -145,9 +147,7 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 	/* Whole 64-bit words, for the lost-cluster count. */
 	map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
 	top = fk_clus_max(&vol->g);
-	ck->vol = vol;
 	ck->g = &vol->g;
-	ck->o = *opts;
 	if (top >= fk_fat_bad(&vol->g)) /* never on a volume mkfs makes */
 		top = fk_fat_bad(&vol->g) - 1;
 	ck->nlink = top - FK_FIRST_CLUS + 1;
@@ -170,21 +170,21 @@ void fk_check_free(struct fk_check *ck)
 
 	if (!ck)
 		return;
-	if (ck->fam) {
-		ck->fam->free_state(ck->fam_state);
-		free(ck);
-		return;
-	}
 	for (i = 0; i < ck->finds.n; i++) {
 		free(ck->finds.v[i].path);
 		free(ck->finds.v[i].msg);
 		free(ck->finds.v[i].fix);
 	}
+	free(ck->finds.v);
+	if (ck->fam) {
+		ck->fam->free_state(ck->fam_state);
+		free(ck);
+		return;
+	}
 	for (i = 0; i < ck->tails.n; i++)
 		free(ck->tails.v[i].path);
 	for (i = 0; i < ck->shared.n; i++)
 		free(ck->shared.v[i].later);
-	free(ck->finds.v);
 	free(ck->fat_fixes.v);
 	free(ck->ent_fixes.v);
 	free(ck->tails.v);
@@ -200,16 +200,17 @@ void fk_check_free(struct fk_check *ck)
 
 const struct fk_finding *fk_check_findings(const struct fk_check *ck, size_t *n)
 {
-	if (ck->fam)
-		return ck->fam->findings(ck->fam_state, n);
 	*n = ck->finds.n;
 	return ck->finds.v;
 }
 
 const struct fk_check_stats *fk_check_stats(const struct fk_check *ck)
 {
-	if (ck->fam)
-		return ck->fam->stats(ck->fam_state);
+	return &ck->st;
+}
+
+struct fk_check_stats *ck_stats(struct fk_check *ck)
+{
 	return &ck->st;
 }
 
@@ -233,24 +234,30 @@ char *ck_format(const char *fmt, ...)
 
 /* ---- the whole check ---------------------------------------------------- */
 
-int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
+/* The FAT family's phases, in order. */
+static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 {
 	int err;
 
-	if (ck->fam)
-		return ck->fam->run(ck->fam_state, diag);
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))
-		goto fail;
+		return err;
 	ck_progress(ck, "files", 0, ck->st.used_clus);
 	if ((err = ck_walk_root(ck, diag)) || (err = ck_walk_tails(ck)))
-		goto fail;
+		return err;
 	ck_check_label(ck);
 	if ((err = ck_find_owners(ck)) || (err = ck_check_lost(ck)))
-		goto fail;
-	if (ck->is_nomem)
+		return err;
+	return 0;
+}
+
+int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
+{
+	int err =
+		ck->fam ? ck->fam->run(ck->fam_state, diag) : run_fat(ck, diag);
+
+	if (!err && ck->is_nomem)
 		err = -ENOMEM;
-fail:
 	if (err)
 		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 	return err;

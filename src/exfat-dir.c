@@ -252,13 +252,6 @@ static void get_time(const unsigned char *e, unsigned ts_off, int ms_off,
 	t->utc_off = (int8_t)(tz & 0x40 ? (int)(tz & 0x7F) - 128 : tz & 0x7F);
 }
 
-/* Spec 7.7.3, Table 35: units a file name may not hold. */
-static int is_bad_unit(uint16_t c)
-{
-	return c < 0x20 || c == '"' || c == '*' || c == '/' || c == ':' ||
-	       c == '<' || c == '>' || c == '?' || c == '\\' || c == '|';
-}
-
 /* The File set's secondaries, Stream Extension and names. */
 static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 {
@@ -324,7 +317,7 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 	if (names != need || set->name16_len < set->name_len)
 		set->defects |= FK_EXS_NAME_ENTRY;
 	for (k = 0; k < set->name16_len; k++)
-		if (is_bad_unit(set->name16[k]))
+		if (!fk_exfat_name_unit_ok(set->name16[k]))
 			set->defects |= FK_EXS_NAME_CHARS;
 	fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
 			 sizeof(set->name));

@@ -542,44 +542,46 @@ int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 	return fn ? fn(arg, &run) : 0;
 }
 
-/* Read the @len bytes of stream @s into @buf (which holds them). */
-static int read_stream(struct fk_volume *vol, const struct fk_exfat_stream *s,
-		       unsigned char *buf, uint64_t len, struct fk_diag *diag);
-
-struct read_arg {
+/* One transfer through a stream: into @to, or (@to NULL) from @from. */
+struct stream_io {
 	struct fk_volume *vol;
-	unsigned char *buf;
+	unsigned char *to;
+	const unsigned char *from;
 	uint64_t done, len;
 };
 
-static int read_run(void *arg, const struct fk_run *run)
+static int io_run(void *arg, const struct fk_run *run)
 {
-	struct read_arg *ra = arg;
-	const struct fk_geom *g = &ra->vol->g;
+	struct stream_io *io = arg;
+	const struct fk_geom *g = &io->vol->g;
 	uint64_t n = (uint64_t)run->nclus * g->clus_len;
+	uint64_t off = fk_clus_off(g, run->first);
 	int err;
 
-	if (n > ra->len - ra->done)
-		n = ra->len - ra->done;
-	if (!n)
-		return 1; /* read all: stop the walk */
-	if ((err = fk_device_read(ra->vol->dev, fk_clus_off(g, run->first),
-				  ra->buf + ra->done, (size_t)n)))
+	if (n > io->len - io->done)
+		n = io->len - io->done;
+	err = io->to ? fk_device_read(io->vol->dev, off, io->to + io->done,
+				      (size_t)n)
+		     : fk_device_write(io->vol->dev, off, io->from + io->done,
+				       (size_t)n);
+	if (err)
 		return err;
-	ra->done += n;
-	return ra->done == ra->len ? 1 : 0;
+	io->done += n;
+	return io->done == io->len ? 1 : 0; /* 1: all done, stop the walk */
 }
 
-static int read_stream(struct fk_volume *vol, const struct fk_exfat_stream *s,
-		       unsigned char *buf, uint64_t len, struct fk_diag *diag)
+static int stream_io(struct stream_io *io, const struct fk_exfat_stream *s,
+		     struct fk_diag *diag)
 {
-	struct read_arg ra = {vol, buf, 0, len};
 	struct fk_chain_info info;
-	int err = fk_exfat_stream_walk(vol, s, read_run, &ra, &info);
+	uint64_t len = io->len;
+	int err;
 
-	if (err < 0)
+	if (!len)
+		return 0;
+	if ((err = fk_exfat_stream_walk(io->vol, s, io_run, io, &info)) < 0)
 		return err;
-	if (ra.done == len)
+	if (io->done == len)
 		return 0;
 	if (info.end != FK_ENT_EOC)
 		return fk_chain_error(&info, diag);
@@ -588,6 +590,23 @@ static int read_stream(struct fk_volume *vol, const struct fk_exfat_stream *s,
 		    "%" PRIu64 " bytes",
 		    info.nclus, len);
 	return FK_ECORRUPT;
+}
+
+int fk_exfat_stream_read(struct fk_volume *vol, const struct fk_exfat_stream *s,
+			 void *buf, uint64_t len, struct fk_diag *diag)
+{
+	struct stream_io io = {vol, buf, NULL, 0, len};
+
+	return stream_io(&io, s, diag);
+}
+
+int fk_exfat_stream_write(struct fk_volume *vol,
+			  const struct fk_exfat_stream *s, const void *buf,
+			  uint64_t len, struct fk_diag *diag)
+{
+	struct stream_io io = {vol, NULL, buf, 0, len};
+
+	return stream_io(&io, s, diag);
 }
 
 /* ---- up-case table -------------------------------------------------------- */
@@ -646,6 +665,12 @@ int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up)
 		if (up->map[c] != c - 32)
 			return 0;
 	return 1;
+}
+
+int fk_exfat_name_unit_ok(uint16_t u)
+{
+	return !(u < 0x20 || u == '"' || u == '*' || u == '/' || u == ':' ||
+		 u == '<' || u == '>' || u == '?' || u == '\\' || u == '|');
 }
 
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
@@ -723,7 +748,7 @@ static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
 	}
 	if (!(raw = malloc((size_t)set->data_len)))
 		return -ENOMEM;
-	err = read_stream(vol, &s, raw, set->data_len, NULL);
+	err = fk_exfat_stream_read(vol, &s, raw, set->data_len, NULL);
 	if (err == FK_ECORRUPT) {
 		up->defects |= FK_EXU_CHAIN;
 		fk_exfat_upcase_fallback(up);
@@ -772,7 +797,7 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 		return -ENOMEM;
 	/* The words' bytes, little-endian as on disk, then put in order. */
 	bytes = (unsigned char *)bm.bits;
-	if ((err = read_stream(vol, &s, bytes, len, diag))) {
+	if ((err = fk_exfat_stream_read(vol, &s, bytes, len, diag))) {
 		free(bm.bits);
 		return err;
 	}
@@ -789,22 +814,30 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 	return 0;
 }
 
+uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol)
+{
+	const struct fk_exfat *ex = vol->exfat;
+	uint32_t i, pick = 0, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
+
+	for (i = 0; i < n; i++)
+		if ((ex->bitmap_flags[i] & 1) == vol->g.active_fat)
+			pick = i;
+	return pick;
+}
+
 int fk_exfat_bitmap_load_active(struct fk_volume *vol,
 				struct fk_exfat_bitmap *bm,
 				struct fk_diag *diag)
 {
 	const struct fk_exfat *ex = vol->exfat;
-	uint32_t i, pick = 0, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
+	uint32_t pick = fk_exfat_active_bitmap(vol);
 
-	if (!n) {
+	if (!ex->nbitmaps) {
 		fk_diag_set(diag, NULL,
 			    "the root has no allocation bitmap entry; run "
 			    "fatcheck");
 		return FK_ECORRUPT;
 	}
-	for (i = 0; i < n; i++)
-		if ((ex->bitmap_flags[i] & 1) == vol->g.active_fat)
-			pick = i;
 	return fk_exfat_bitmap_load(vol, ex->bitmap_clus[pick],
 				    ex->bitmap_len[pick], bm, diag);
 }

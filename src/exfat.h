@@ -341,6 +341,10 @@ static inline uint16_t fk_exfat_upcase(const struct fk_exfat_upcase *up,
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 			    const uint16_t *name, uint32_t n);
 
+/* Whether a file name may hold UTF-16 unit @u (spec 7.7.3, Table 35:
+ * no control codes, none of " * / : < > ? \\ |). */
+int fk_exfat_name_unit_ok(uint16_t u);
+
 /* SetChecksum (spec 6.3.3) over @nents raw entries. */
 uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 			       uint32_t nents);
@@ -371,6 +375,15 @@ struct fk_exfat_bitmap {
 int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 			 uint64_t data_len, struct fk_exfat_bitmap *bm,
 			 struct fk_diag *diag);
+/*
+ * Which of the root's allocation bitmap entries, counted in directory
+ * order from 0, goes with the active FAT: the one whose BitmapFlags bit 0
+ * is ActiveFat (the last such of two; the first entry when neither is).
+ * With one FAT that is the only one.  The other one of TexFAT's two is
+ * stale (spec 3.1.13.1).
+ */
+uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol);
+
 /*
  * The bitmap that goes with the active FAT (BitmapFlags bit 0, for
  * TexFAT's two), as fk_exfat_bitmap_load(); FK_ECORRUPT when the root
@@ -436,6 +449,24 @@ struct fk_exfat_stream {
 int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 			 int (*fn)(void *arg, const struct fk_run *run),
 			 void *arg, struct fk_chain_info *info);
+
+/*
+ * Read the first @len bytes of @s into @buf, run by run, as
+ * fk_exfat_stream_walk() finds its clusters.  Returns 0, FK_ECORRUPT when
+ * the stream's clusters end before @len bytes (@diag says where), or
+ * -errno.
+ */
+int fk_exfat_stream_read(struct fk_volume *vol, const struct fk_exfat_stream *s,
+			 void *buf, uint64_t len, struct fk_diag *diag);
+
+/*
+ * Write @buf over the first @len bytes of @s, as fk_exfat_stream_read()
+ * reads them; nothing flushes or syncs.  Returns as fk_exfat_stream_read()
+ * (a short stream has had its clusters written).
+ */
+int fk_exfat_stream_write(struct fk_volume *vol,
+			  const struct fk_exfat_stream *s, const void *buf,
+			  uint64_t len, struct fk_diag *diag);
 
 /* Clusters a stream of @data_len bytes needs: ceil(len / cluster). */
 uint64_t fk_exfat_clus_needed(const struct fk_geom *g, uint64_t data_len);

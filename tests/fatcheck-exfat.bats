@@ -304,6 +304,222 @@ several_faults()
 	done
 }
 
+# The repairs the loops above do not take: a duplicate name renamed,
+# damaged entry sets removed (their clusters freed), and the main boot
+# region restored from the backup, first alone (the main region does not
+# open), then with entry damage (the main region opens, its checksum does
+# not match).
+FAULT_SETS=("duplicate-name" "name-length secondary-count unknown-critical-secondary"
+	"sector-shift" "boot-checksum duplicate-name name-length")
+
+# faulty CASES: ./dmg.img is the base image with the corruptor's CASES
+# (applied once: the loops copy it), ./ref.img that repaired by one
+# uninterrupted -r, ./ref.ls its tree as exfatref lists it.
+faulty()
+{
+	local c
+	use
+	for c in $1; do
+		ref corrupt img "$c" >/dev/null
+	done
+	mv img dmg.img
+	cp dmg.img ref.img
+	run -1 fatcheck -r ref.img
+	ref ls -R ref.img >ref.ls
+}
+
+# repaired_as_ref: ./img is clean to every judge, its untouched files
+# read back the same, and its tree is what an uninterrupted -r leaves.
+repaired_as_ref()
+{
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	sums img | diff - img.sums
+	ref ls -R img | diff - ref.ls
+}
+
+@test "fatcheck exFAT -r: a crash after any write of a rename, an entry-set removal or a boot region restore, then another -r" {
+	local faults n crashed
+	for faults in "${FAULT_SETS[@]}"; do
+		faulty "$faults"
+		for ((n = 1; n <= 40; n++)); do
+			cp dmg.img img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			((crashed == 1)) || echo "# $faults: crash after write $n"
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			repaired_as_ref
+			((crashed == 99)) || break
+		done
+		((n > 2))
+	done
+}
+
+@test "fatcheck exFAT -r: a failed write of a rename, an entry-set removal or a boot region restore is exit 12; a later -r finishes" {
+	local faults n
+	for faults in "${FAULT_SETS[@]}"; do
+		faulty "$faults"
+		for ((n = 1; n <= 40; n++)); do
+			cp dmg.img img
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			if [ "$status" -eq 1 ]; then
+				((n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+				break
+			fi
+			echo "# $faults: write $n fails"
+			[ "$status" -eq 12 ]
+			[[ $stderr == "fatcheck: img: Input/output error" ]]
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			repaired_as_ref
+		done
+		((n > 2))
+	done
+}
+
+@test "fatcheck exFAT -r: a signal at any repair write lets the repairs finish, exit 128 + N, and says so" {
+	local faults n sig again
+	local -a sigs=(2 15 1)
+	for faults in "cross-link bitmap-leak bitmap-missing name-hash percent-in-use" \
+		"${FAULT_SETS[@]}"; do
+		faulty "$faults"
+		for again in "" 1; do
+			for ((n = 1; n <= 40; n++)); do
+				sig=${sigs[n % 3]}
+				cp dmg.img img
+				run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n \
+					FK_SIGNAL=$sig ${again:+FK_SIGNAL_AGAIN=1} fatcheck -r img
+				if [ "$status" -eq 1 ]; then
+					((n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+					break
+				fi
+				echo "# $faults: signal $sig before write $n${again:+, and again}"
+				[ "$status" -eq $((128 + sig)) ]
+				# The findings, printed before the first write, and
+				# no summary: the check after the repairs is skipped.
+				[ -n "$output" ]
+				! grep -qvE '^(error|warning|note): ' <<<"$output"
+				[ "${stderr##*$'\n'}" = "fatcheck: img: interrupted after the first repair write; the repairs were completed" ]
+				if [[ -n $again ]]; then
+					[[ $stderr == *"fatcheck: signal ignored; finishing the repairs, please wait"* ]] ||
+						[ "$(wc -l <<<"$stderr")" -eq 1 ]
+				else
+					[ "$(wc -l <<<"$stderr")" -eq 1 ]
+				fi
+				# All of it done: what an uninterrupted run leaves.
+				[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+				repaired_as_ref
+			done
+			((n > 2))
+		done
+	done
+}
+
+# ---- TexFAT: two FATs, two bitmaps ------------------------------------------
+
+# texfat IMG WHAT, through exfatref's objects: convert (a second FAT, a
+# copy of the first; a second allocation bitmap, BitmapFlags 1, a copy of
+# the first in clusters both mark; NumberOfFats 2 in both boot regions),
+# active1 (ActiveFat = 1), leakN (three free clusters marked in bitmap N
+# only), bitmapN / fatN (print the SHA-256 of bitmap N's clusters, FAT N).
+texfat()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+img, what = sys.argv[2], sys.argv[3]
+v = r.Volume(img, write=True)
+bps, cs = v.bps, v.csize
+def bitmap(n):
+    for _, e in v.special(r.T_BITMAP):
+        if e[1] & 1 == n:
+            return v.chain(r.le(e, 20, 4))[0]
+if what == "convert":
+    assert v.fat_offset + 2 * v.fat_length <= v.heap_offset
+    v.load_bitmap()
+    cl = v.alloc_run(len(v.bitmap_clusters))
+    v.claim(cl, True)
+    v.flush()
+    data = bytes(v.bitmap)
+    for k, c in enumerate(cl):
+        v.write(v.cluster_off(c), data[k * cs:(k + 1) * cs])
+    v.write((v.fat_offset + v.fat_length) * bps,
+            v.read(v.fat_offset * bps, v.fat_length * bps))
+    raw = bytearray(32)
+    raw[0], raw[1] = r.T_BITMAP, 1
+    r.put_le(raw, 20, 4, cl[0])
+    r.put_le(raw, 24, 8, len(data))
+    root = v.root_dir()
+    root.write_entries(root.free_slot(1), bytes(raw))
+    for first in (0, 12):
+        v.write(first * bps + 110, b"\x02")
+        r.fix_boot_checksum(v, first)
+elif what == "active1":
+    # VolumeFlags is outside the boot checksum (3.1.13)
+    v.write(106, (r.le(v.boot, 106, 2) | 1).to_bytes(2, "little"))
+elif what.startswith("leak"):
+    clusters = bitmap(int(what[4:]))
+    bm = bytearray(v.read_clusters(clusters))
+    free = [c for c in range(v.nclus + 1, 1, -1)
+            if not bm[(c - 2) >> 3] >> ((c - 2) & 7) & 1][:3]
+    for c in free:
+        bm[(c - 2) >> 3] |= 1 << ((c - 2) & 7)
+    for k, c in enumerate(clusters):
+        v.write(v.cluster_off(c), bytes(bm[k * cs:(k + 1) * cs]))
+elif what.startswith("bitmap"):
+    print(hashlib.sha256(v.read_clusters(bitmap(int(what[6:])))).hexdigest())
+elif what.startswith("fat"):
+    n = int(what[3:])
+    print(hashlib.sha256(v.read((v.fat_offset + n * v.fat_length) * bps,
+                                v.fat_length * bps)).hexdigest())
+v.flush()
+v.f.close()
+PY
+}
+
+@test "fatcheck exFAT on TexFAT: ActiveFat's bitmap is compared and repaired, the stale one left alone" {
+	local active other sum
+	use
+	texfat img convert
+	run -0 ref verify -W img
+	run -0 fatcheck img
+	cp img tex.img
+	for active in 0 1; do
+		other=$((1 - active))
+		echo "# ActiveFat $active"
+		cp tex.img img
+		((active == 0)) || texfat img active1
+		run -0 fatcheck img
+		# The inactive bitmap differs: stale by the specification.
+		texfat img "leak$other"
+		run -0 fatcheck img
+		refute_output --partial "error:"
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+		# The active one leaks three clusters, and a chain is one too long
+		# (the fourth lost cluster once it is cut): mended in
+		# the active bitmap and FAT, the inactive ones untouched.
+		texfat img "leak$active"
+		ref corrupt img chain-too-long >/dev/null
+		run -1 ref verify img # exfatref reads the active pair too
+		run -4 fatcheck img
+		assert_output --partial "4 clusters marked in the allocation bitmap are owned by nothing"
+		assert_output --partial "/corrupt-long: cluster chain is longer"
+		sum="$(texfat img "bitmap$other") $(texfat img "fat$other")"
+		run -1 fatcheck -r img
+		run -0 fatcheck img
+		run -0 ref verify -W img
+		[ "$(texfat img "bitmap$other") $(texfat img "fat$other")" = "$sum" ]
+		sums img | diff - img.sums
+	done
+}
+
 # ---- damage the corruptor has no case for -----------------------------------
 
 # exdamage IMG CASE: damage ./IMG through exfatref's writer objects.

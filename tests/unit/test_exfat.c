@@ -228,9 +228,31 @@ static void test_checksums(void)
 	free(up);
 }
 
+/* Spec 7.7.3, Table 35: the 32 control codes and 9 characters a file
+ * name may not hold; every other unit (DEL, space, surrogates) it may. */
+static void test_name_units(void)
+{
+	static const char bad[] = "\"*/:<>?\\|";
+	uint32_t u, nbad = 0, nwrong = 0;
+
+	for (u = 0; u <= 0xFFFF; u++) {
+		int is_bad = u < 0x20 || (u < 0x80 && u && strchr(bad, (int)u));
+
+		nbad += !fk_exfat_name_unit_ok((uint16_t)u);
+		nwrong += !fk_exfat_name_unit_ok((uint16_t)u) != !!is_bad;
+	}
+	OK(nbad == 41 && !nwrong, "41 units a name may not hold (%u, %u wrong)",
+	   nbad, nwrong);
+	OK(fk_exfat_name_unit_ok(0x7F) && fk_exfat_name_unit_ok(' ') &&
+		   fk_exfat_name_unit_ok(0xD800) &&
+		   fk_exfat_name_unit_ok(0xFFFF),
+	   "DEL, space, a surrogate and 0xFFFF are allowed");
+}
+
 void suite_exfat(void)
 {
 	test_sound();
 	test_fields();
 	test_checksums();
+	test_name_units();
 }
