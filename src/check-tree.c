@@ -35,7 +35,8 @@ struct name_key {
 	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
 	int is_long;
-	char *name; /* the finder's copy */
+	size_t off;	  /* of the name in the directory's name store */
+	const char *name; /* there, once the store is complete */
 };
 
 /* A name this run gives an entry (a new short name, a re-attached long
@@ -61,6 +62,7 @@ struct dirctx {
 	 * entry may be renamed; and the names this run gives. */
 	struct name_key *keys;
 	size_t nkeys;
+	char *names; /* the names the keys point into */
 	LIST(struct given, given);
 	int has_dot, has_dotdot;
 	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
@@ -828,13 +830,6 @@ static int cmp_key(const void *a, const void *b)
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-static int cmp_dup(const void *a, const void *b)
-{
-	const struct dup *x = a, *y = b;
-
-	return x->later < y->later ? -1 : x->later > y->later;
-}
-
 /* Open the directory at @first (0: the root), reading at most @nclus
  * clusters of it (0: no limit), as the walk reads it. */
 int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
@@ -850,36 +845,97 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 	return 0;
 }
 
-static int add_key(struct name_key **v, size_t *n, size_t *cap,
-		   const char *name, uint32_t slot, int is_long)
-{
-	char *copy = strdup(name);
+struct dup_list {
+	LIST(struct dup, l);
+};
 
-	if (!copy || FK_VEC_RESERVE(*v, *cap, *n + 1)) {
-		free(copy);
+/* Names of one directory, copied end to end, and a key for each. */
+struct name_store {
+	LIST(struct name_key, keys);
+	LIST(char, bytes);
+};
+
+static int add_key(struct name_store *st, const char *name, uint32_t slot,
+		   int is_long)
+{
+	size_t len = strlen(name) + 1;
+	struct name_key k = {fk_name_hash(name), slot, is_long, st->bytes.n,
+			     NULL};
+
+	if (FK_VEC_RESERVE(st->bytes.v, st->bytes.cap, st->bytes.n + len) ||
+	    PUSH(st->keys, k))
 		return -ENOMEM;
-	}
-	(*v)[*n].hash = fk_name_hash(name);
-	(*v)[*n].slot = slot;
-	(*v)[*n].is_long = is_long;
-	(*v)[(*n)++].name = copy;
+	memcpy(st->bytes.v + st->bytes.n, name, len);
+	st->bytes.n += len;
 	return 0;
+}
+
+/*
+ * The later entries of @keys (in slot order) whose name an earlier entry
+ * already has, into @dups: one record per later entry, with the bits of
+ * both its names, naming the earliest entry either repeats.  A hash table
+ * of key numbers finds the first key of each name; the records come out
+ * in slot order.
+ */
+static int note_dups(const struct name_key *keys, size_t n,
+		     struct dup_list *dups)
+{
+	size_t cap = 16, mask, i, h;
+	uint32_t *tab; /* key number + 1; 0: empty */
+	int err = 0;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	if (!(tab = calloc(cap, sizeof(*tab))))
+		return -ENOMEM;
+	mask = cap - 1;
+	for (i = 0; !err && i < n; i++) {
+		const struct name_key *k = &keys[i], *first = NULL;
+		struct dup *last, rec;
+
+		for (h = k->hash & mask; tab[h]; h = (h + 1) & mask) {
+			first = &keys[tab[h] - 1];
+			if (first->hash == k->hash &&
+			    !fk_name_compare(first->name, k->name))
+				break;
+		}
+		if (!tab[h]) {
+			tab[h] = (uint32_t)i + 1;
+			continue;
+		}
+		if (first->slot == k->slot)
+			continue; /* an entry's long and short name */
+		last = dups->l.n ? &dups->l.v[dups->l.n - 1] : NULL;
+		if (last && last->later == k->slot) {
+			last->what |= k->is_long ? DUP_LONG : DUP_SHORT;
+			if (first->slot < last->earlier)
+				last->earlier = first->slot;
+			continue;
+		}
+		rec.later = k->slot;
+		rec.earlier = first->slot;
+		rec.what = k->is_long ? DUP_LONG : DUP_SHORT;
+		err = PUSH(dups->l, rec);
+	}
+	free(tab);
+	return err;
 }
 
 /*
  * Before the entries are checked: hash every name (short, and
  * long when there is one) and note the entries whose name an earlier
  * entry already has.  Memory: two keys and names per entry of this
- * directory only.
+ * directory only, kept (sorted by hash, for name_taken()) only when an
+ * entry may be renamed.
  */
 static int find_dups(struct fk_check *ck, struct dirctx *d,
 		     struct fk_diag *diag)
 {
-	LIST(struct name_key, keys) = {NULL, 0, 0};
-	LIST(struct dup, dups) = {NULL, 0, 0};
+	struct name_store st = {{NULL, 0, 0}, {NULL, 0, 0}};
+	struct dup_list dups = {{NULL, 0, 0}};
 	struct fk_dirent ent;
 	struct fk_dir *dir;
-	size_t i, run = 0;
+	size_t i;
 	int r, err, is_keep = 0;
 
 	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
@@ -887,13 +943,11 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
 		if (fk_dirent_is_dot(&ent) || is_label(&ent))
 			continue;
-		if ((err = add_key(&keys.v, &keys.n, &keys.cap, ent.short_name,
-				   ent.slot, 0)))
+		if ((err = add_key(&st, ent.short_name, ent.slot, 0)))
 			break;
 		/* The long name only when it is another name than the short. */
 		if (ent.has_lfn && fk_name_compare(ent.name, ent.short_name) &&
-		    (err = add_key(&keys.v, &keys.n, &keys.cap, ent.name,
-				   ent.slot, 1)))
+		    (err = add_key(&st, ent.name, ent.slot, 1)))
 			break;
 		/* A name may be given here: keep the keys to choose it. */
 		if (ent.is_lfn_damaged || !fk_short_is_valid(ent.raw))
@@ -902,55 +956,28 @@ static int find_dups(struct fk_check *ck, struct dirctx *d,
 	fk_dir_close(dir);
 	if (!err && r)
 		err = r; /* -errno or FK_ECORRUPT */
-	if (!err && keys.n)
-		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_key);
-	for (i = 1; !err && i < keys.n; i++) {
-		struct dup dp;
-
-		if (keys.v[i].hash != keys.v[run].hash ||
-		    fk_name_compare(keys.v[i].name, keys.v[run].name)) {
-			run = i;
-			continue;
-		}
-		if (keys.v[i].slot == keys.v[run].slot)
-			continue; /* an entry's long and short name */
-		dp.later = keys.v[i].slot;
-		dp.earlier = keys.v[run].slot;
-		dp.what = keys.v[i].is_long ? DUP_LONG : DUP_SHORT;
-		err = PUSH(dups, dp);
-	}
-	if (err || !(is_keep || dups.n)) {
-		for (i = 0; i < keys.n; i++)
-			free(keys.v[i].name);
-		free(keys.v);
-		keys.v = NULL;
-		keys.n = 0;
+	for (i = 0; i < st.keys.n; i++)
+		st.keys.v[i].name = st.bytes.v + st.keys.v[i].off;
+	if (!err)
+		err = note_dups(st.keys.v, st.keys.n, &dups);
+	if (err || !(is_keep || dups.l.n)) {
+		free(st.keys.v);
+		free(st.bytes.v);
+		st.keys.v = NULL;
+		st.bytes.v = NULL;
+		st.keys.n = 0;
+	} else {
+		qsort(st.keys.v, st.keys.n, sizeof(*st.keys.v), cmp_key);
 	}
 	if (err) {
-		free(dups.v);
+		free(dups.l.v);
 		return err;
 	}
-	if (dups.n) {
-		size_t o = 0;
-
-		/* One record per later entry, with both its names' bits;
-		 * it names the earliest entry either name repeats. */
-		qsort(dups.v, dups.n, sizeof(*dups.v), cmp_dup);
-		for (i = 1; i < dups.n; i++) {
-			if (dups.v[i].later != dups.v[o].later) {
-				dups.v[++o] = dups.v[i];
-				continue;
-			}
-			dups.v[o].what |= dups.v[i].what;
-			if (dups.v[i].earlier < dups.v[o].earlier)
-				dups.v[o].earlier = dups.v[i].earlier;
-		}
-		dups.n = o + 1;
-	}
-	d->dups = dups.v;
-	d->ndups = dups.n;
-	d->keys = keys.v;
-	d->nkeys = keys.n;
+	d->dups = dups.l.v;
+	d->ndups = dups.l.n;
+	d->keys = st.keys.v;
+	d->nkeys = st.keys.n;
+	d->names = st.bytes.v;
 	return 0;
 }
 
@@ -1089,10 +1116,10 @@ out:
 	fk_dir_close(dir);
 	free(d->dups);
 	d->dups = NULL;
-	for (i = 0; i < d->nkeys; i++)
-		free(d->keys[i].name);
 	free(d->keys);
+	free(d->names);
 	d->keys = NULL;
+	d->names = NULL;
 	for (i = 0; i < d->given.n; i++)
 		free(d->given.v[i].name);
 	free(d->given.v);
