@@ -298,12 +298,11 @@ static int cmp_key(const void *a, const void *b)
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-static int add_key(struct name_store *st, const char *name, uint32_t slot,
-		   int is_long)
+static int add_key(struct name_store *st, const char *name, uint64_t hash,
+		   uint32_t slot, int is_long)
 {
 	size_t len = strlen(name) + 1;
-	struct name_key k = {fk_name_hash(name), slot, is_long, st->bytes.n,
-			     NULL};
+	struct name_key k = {hash, slot, is_long, st->bytes.n, NULL};
 
 	if (FK_VEC_RESERVE(st->bytes.v, st->bytes.cap, st->bytes.n + len) ||
 	    PUSH(st->keys, k))
@@ -347,18 +346,19 @@ static int grow_table(struct name_table *t)
 }
 
 /*
- * Add @name of the entry in @slot to @t.  Returns the slot of the first
- * entry that had the name (which may be @slot itself), or -errno.
+ * Add @name (fk_name_hash() @hash) of the entry in @slot to @t.  Returns
+ * the slot of the first entry that had the name (which may be @slot
+ * itself), or -errno.
  */
-static int64_t table_add(struct name_table *t, const char *name, uint32_t slot,
-			 int is_long)
+static int64_t table_add(struct name_table *t, const char *name, uint64_t hash,
+			 uint32_t slot, int is_long)
 {
 	const struct name_key *k;
 	size_t h, n = t->st.keys.n;
 	int err;
 
 	if ((2 * (t->used + 1) > t->cap && (err = grow_table(t))) ||
-	    (err = add_key(&t->st, name, slot, is_long)))
+	    (err = add_key(&t->st, name, hash, slot, is_long)))
 		return err;
 	k = &t->st.keys.v[n];
 	for (h = k->hash & (t->cap - 1); t->tab[h];
@@ -392,19 +392,25 @@ static void free_table(struct name_table *t)
  */
 static int note_names(struct dirctx *d, const struct fk_dirent *ent)
 {
+	uint64_t hs = fk_name_hash(ent->short_name), hl;
 	int64_t first;
 
 	d->dup_slot = ent->slot;
 	d->dup_what = 0;
-	if ((first = table_add(&d->seen, ent->short_name, ent->slot, 0)) < 0)
+	first = table_add(&d->seen, ent->short_name, hs, ent->slot, 0);
+	if (first < 0)
 		return (int)first;
 	if (first != ent->slot) {
 		d->dup_what = DUP_SHORT;
 		d->dup_earlier = (uint32_t)first;
 	}
-	if (!ent->has_lfn || !fk_name_compare(ent->name, ent->short_name))
+	if (!ent->has_lfn)
 		return 0;
-	if ((first = table_add(&d->seen, ent->name, ent->slot, 1)) < 0)
+	/* Names that hash apart differ: most long names need no compare. */
+	hl = fk_name_hash(ent->name);
+	if (hl == hs && !fk_name_compare(ent->name, ent->short_name))
+		return 0;
+	if ((first = table_add(&d->seen, ent->name, hl, ent->slot, 1)) < 0)
 		return (int)first;
 	if (first != ent->slot) {
 		if (!d->dup_what || (uint32_t)first < d->dup_earlier)
@@ -439,11 +445,14 @@ static int load_names(struct fk_check *ck, struct dirctx *d,
 	while ((r = fk_dir_next(dir, ent, diag)) == 1) {
 		if (fk_dirent_is_dot(ent) || is_label(ent))
 			continue;
-		if ((err = add_key(st, ent->short_name, ent->slot, 0)))
+		if ((err = add_key(st, ent->short_name,
+				   fk_name_hash(ent->short_name), ent->slot,
+				   0)))
 			break;
 		if (ent->has_lfn &&
 		    fk_name_compare(ent->name, ent->short_name) &&
-		    (err = add_key(st, ent->name, ent->slot, 1)))
+		    (err = add_key(st, ent->name, fk_name_hash(ent->name),
+				   ent->slot, 1)))
 			break;
 	}
 	fk_dir_close(dir);
