@@ -21,13 +21,7 @@
 #include "vec.h"
 #include "volume.h"
 
-/* The same name twice in one directory: slot numbers of both, and which
- * of the later entry's names an earlier entry has. */
-struct dup {
-	uint32_t later, earlier;
-	unsigned what; /* DUP_SHORT | DUP_LONG */
-};
-
+/* Which of an entry's names an earlier entry of its directory has. */
 #define DUP_SHORT 1u
 #define DUP_LONG  2u
 
@@ -35,7 +29,22 @@ struct name_key {
 	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
 	int is_long;
-	char *name; /* the finder's copy */
+	size_t off;	  /* of the name in the store's bytes */
+	const char *name; /* there, once the store is complete */
+};
+
+/* Names of one directory, copied end to end, and a key for each. */
+struct name_store {
+	LIST(struct name_key, keys);
+	LIST(char, bytes);
+};
+
+/* The names of the entries walked so far, and a hash table (open
+ * addressing) of the first key with each name: key number + 1, 0 empty. */
+struct name_table {
+	struct name_store st;
+	uint32_t *tab;
+	size_t cap, used;
 };
 
 /* A name this run gives an entry (a new short name, a re-attached long
@@ -55,12 +64,15 @@ struct dirctx {
 	int depth;
 	uint32_t run; /* the run of its chain; ROOT_AREA: fixed root */
 	const struct fk_dirent *self; /* the entry naming it; NULL: root */
-	struct dup *dups;
-	size_t ndups;
-	/* Every name of the directory, sorted by hash, kept only when an
+	/* The names of the entries so far, and which names of the entry
+	 * in dup_slot an earlier one has (dup_what), the earliest such. */
+	struct name_table seen;
+	uint32_t dup_slot, dup_earlier;
+	unsigned dup_what;
+	/* Every name of the directory, sorted by hash, read only when an
 	 * entry may be renamed; and the names this run gives. */
-	struct name_key *keys;
-	size_t nkeys;
+	struct name_store all;
+	int has_all;
 	LIST(struct given, given);
 	int has_dot, has_dotdot;
 	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
@@ -271,6 +283,193 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 	return walk_dir(ck, &child, diag);
 }
 
+/* ---- names of a directory ---------------------------------------------- */
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct name_key *x = a, *y = b;
+	int c;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	/* Equal hashes need not be equal names: equal names sit together. */
+	if ((c = fk_name_compare(x->name, y->name)))
+		return c;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static int add_key(struct name_store *st, const char *name, uint64_t hash,
+		   uint32_t slot, int is_long)
+{
+	size_t len = strlen(name) + 1;
+	struct name_key k = {hash, slot, is_long, st->bytes.n, NULL};
+
+	if (FK_VEC_RESERVE(st->bytes.v, st->bytes.cap, st->bytes.n + len) ||
+	    PUSH(st->keys, k))
+		return -ENOMEM;
+	memcpy(st->bytes.v + st->bytes.n, name, len);
+	st->bytes.n += len;
+	return 0;
+}
+
+static void free_store(struct name_store *st)
+{
+	free(st->keys.v);
+	free(st->bytes.v);
+	memset(st, 0, sizeof(*st));
+}
+
+/* Double @t's table (64 places at first); its keys have distinct names. */
+static int grow_table(struct name_table *t)
+{
+	size_t cap = t->cap ? 2 * t->cap : 64, mask = cap - 1, i, h;
+	uint32_t *tab = calloc(cap, sizeof(*tab));
+
+	if (!tab || cap > UINT32_MAX) {
+		free(tab);
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->cap; i++) {
+		uint32_t k = t->tab[i];
+
+		if (!k)
+			continue;
+		for (h = t->st.keys.v[k - 1].hash & mask; tab[h];
+		     h = (h + 1) & mask)
+			;
+		tab[h] = k;
+	}
+	free(t->tab);
+	t->tab = tab;
+	t->cap = cap;
+	return 0;
+}
+
+/*
+ * Add @name (fk_name_hash() @hash) of the entry in @slot to @t.  Returns
+ * the slot of the first entry that had the name (which may be @slot
+ * itself), or -errno.
+ */
+static int64_t table_add(struct name_table *t, const char *name, uint64_t hash,
+			 uint32_t slot, int is_long)
+{
+	const struct name_key *k;
+	size_t h, n = t->st.keys.n;
+	int err;
+
+	if ((2 * (t->used + 1) > t->cap && (err = grow_table(t))) ||
+	    (err = add_key(&t->st, name, hash, slot, is_long)))
+		return err;
+	k = &t->st.keys.v[n];
+	for (h = k->hash & (t->cap - 1); t->tab[h];
+	     h = (h + 1) & (t->cap - 1)) {
+		const struct name_key *first = &t->st.keys.v[t->tab[h] - 1];
+
+		if (first->hash == k->hash &&
+		    !fk_name_compare(t->st.bytes.v + first->off, name)) {
+			t->st.keys.n--; /* the first keeps the name */
+			t->st.bytes.n = k->off;
+			return first->slot;
+		}
+	}
+	t->tab[h] = (uint32_t)n + 1;
+	t->used++;
+	return slot;
+}
+
+static void free_table(struct name_table *t)
+{
+	free_store(&t->st);
+	free(t->tab);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * Before @ent (no "." nor label) is checked: note which of its names an
+ * earlier entry of @d has (short, and long when it is another name), and
+ * the earliest such entry, for find_dup().  Of two entries with one name
+ * the later is the duplicate.
+ */
+static int note_names(struct dirctx *d, const struct fk_dirent *ent)
+{
+	uint64_t hs = fk_name_hash(ent->short_name), hl;
+	int64_t first;
+
+	d->dup_slot = ent->slot;
+	d->dup_what = 0;
+	first = table_add(&d->seen, ent->short_name, hs, ent->slot, 0);
+	if (first < 0)
+		return (int)first;
+	if (first != ent->slot) {
+		d->dup_what = DUP_SHORT;
+		d->dup_earlier = (uint32_t)first;
+	}
+	if (!ent->has_lfn)
+		return 0;
+	/* Names that hash apart differ: most long names need no compare. */
+	hl = fk_name_hash(ent->name);
+	if (hl == hs && !fk_name_compare(ent->name, ent->short_name))
+		return 0;
+	if ((first = table_add(&d->seen, ent->name, hl, ent->slot, 1)) < 0)
+		return (int)first;
+	if (first != ent->slot) {
+		if (!d->dup_what || (uint32_t)first < d->dup_earlier)
+			d->dup_earlier = (uint32_t)first;
+		d->dup_what |= DUP_LONG;
+	}
+	return 0;
+}
+
+/*
+ * Every name of @d (short, and long when it is another name), sorted by
+ * hash for name_taken(): read once, when the first entry may be renamed.
+ * Memory: two keys and names per entry of this directory only.
+ */
+static int load_names(struct fk_check *ck, struct dirctx *d,
+		      struct fk_diag *diag)
+{
+	struct name_store *st = &d->all;
+	struct fk_dirent *ent;
+	struct fk_dir *dir;
+	size_t i;
+	int r, err;
+
+	if (d->has_all)
+		return 0;
+	if (!(ent = malloc(sizeof(*ent))))
+		return -ENOMEM;
+	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir))) {
+		free(ent);
+		return err;
+	}
+	while ((r = fk_dir_next(dir, ent, diag)) == 1) {
+		if (fk_dirent_is_dot(ent) || is_label(ent))
+			continue;
+		if ((err = add_key(st, ent->short_name,
+				   fk_name_hash(ent->short_name), ent->slot,
+				   0)))
+			break;
+		if (ent->has_lfn &&
+		    fk_name_compare(ent->name, ent->short_name) &&
+		    (err = add_key(st, ent->name, fk_name_hash(ent->name),
+				   ent->slot, 1)))
+			break;
+	}
+	fk_dir_close(dir);
+	free(ent);
+	if (!err && r)
+		err = r; /* -errno or FK_ECORRUPT */
+	if (err) {
+		free_store(st);
+		return err;
+	}
+	for (i = 0; i < st->keys.n; i++)
+		st->keys.v[i].name = st->bytes.v + st->keys.v[i].off;
+	qsort(st->keys.v, st->keys.n, sizeof(*st->keys.v), cmp_key);
+	d->has_all = 1;
+	return 0;
+}
+
 /* ---- new names ----------------------------------------------------------- */
 
 /* Is @name a name of an entry of @d other than the one in @slot, or one
@@ -278,19 +477,19 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 static int name_taken(const struct dirctx *d, const char *name, uint32_t slot)
 {
 	uint64_t h = fk_name_hash(name);
-	size_t lo = 0, hi = d->nkeys, i;
+	const struct name_key *keys = d->all.keys.v;
+	size_t lo = 0, hi = d->all.keys.n, i;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (d->keys[mid].hash < h)
+		if (keys[mid].hash < h)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (i = lo; i < d->nkeys && d->keys[i].hash == h; i++)
-		if (d->keys[i].slot != slot &&
-		    fk_name_equal(d->keys[i].name, name))
+	for (i = lo; i < d->all.keys.n && keys[i].hash == h; i++)
+		if (keys[i].slot != slot && fk_name_equal(keys[i].name, name))
 			return 1;
 	for (i = 0; i < d->given.n; i++)
 		if (d->given.v[i].slot != slot &&
@@ -406,21 +605,10 @@ static int read_long_name(struct fk_check *ck, const struct dirctx *d,
 static unsigned find_dup(const struct dirctx *d, uint32_t slot,
 			 uint32_t *earlier)
 {
-	size_t lo = 0, hi = d->ndups;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->dups[mid].later == slot) {
-			*earlier = d->dups[mid].earlier;
-			return d->dups[mid].what;
-		}
-		if (d->dups[mid].later < slot)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	if (slot != d->dup_slot)
+		return 0;
+	*earlier = d->dup_earlier;
+	return d->dup_what;
 }
 
 /*
@@ -460,7 +648,7 @@ static int reattach(struct fk_check *ck, struct dirctx *d,
  * stay.
  */
 static int check_names(struct fk_check *ck, struct dirctx *d,
-		       const struct fk_dirent *ent)
+		       const struct fk_dirent *ent, struct fk_diag *diag)
 {
 	const char *path = ck_path(ck);
 	char *long_name = NULL, *kept;
@@ -474,6 +662,12 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	uint8_t nt;
 	int r, err = 0;
 
+	verdict = fk_short_check(ent->raw);
+	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
+	/* A name may be given: every name of the directory is needed. */
+	if ((d->reattach_n || verdict != FK_SHORT_VALID || what & DUP_SHORT) &&
+	    (err = load_names(ck, d, diag)))
+		return err;
 	/* Slots that do not match it were orphans (d->ent_first is before
 	 * the entry then); what is left is a name that does not decode. */
 	if (ent->is_lfn_damaged &&
@@ -505,7 +699,6 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 			long_name = kept;
 		}
 	}
-	verdict = fk_short_check(ent->raw);
 	if (verdict == FK_SHORT_BAD)
 		bad = ck_report(ck, FK_SEV_ERROR, "bad-name", path,
 				"short name '%s' holds characters FAT does "
@@ -515,7 +708,6 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 		bad = ck_report(ck, FK_SEV_WARNING, "short-name", path,
 				"short name '%s' is not a valid 8.3 name",
 				ent->short_name);
-	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
 	if (what)
 		dup = ck_report(ck, FK_SEV_ERROR, "duplicate", path,
 				"another entry of this directory (slot %u) has "
@@ -803,7 +995,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	}
 	if ((err = push_name(ck, ent->name, &old)))
 		return err;
-	if ((err = check_names(ck, d, ent))) {
+	if ((err = check_names(ck, d, ent, diag))) {
 		pop_name(ck, old);
 		return err;
 	}
@@ -813,26 +1005,6 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		err = walk_file(ck, d, ent);
 	pop_name(ck, old);
 	return err;
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-	const struct name_key *x = a, *y = b;
-	int c;
-
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	/* Equal hashes need not be equal names: equal names sit together. */
-	if ((c = fk_name_compare(x->name, y->name)))
-		return c;
-	return x->slot < y->slot ? -1 : x->slot > y->slot;
-}
-
-static int cmp_dup(const void *a, const void *b)
-{
-	const struct dup *x = a, *y = b;
-
-	return x->later < y->later ? -1 : x->later > y->later;
 }
 
 /* Open the directory at @first (0: the root), reading at most @nclus
@@ -847,110 +1019,6 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 	if (nclus)
 		fk_dir_set_limit(*dir, nclus);
 	fk_dir_keep_going(*dir);
-	return 0;
-}
-
-static int add_key(struct name_key **v, size_t *n, size_t *cap,
-		   const char *name, uint32_t slot, int is_long)
-{
-	char *copy = strdup(name);
-
-	if (!copy || FK_VEC_RESERVE(*v, *cap, *n + 1)) {
-		free(copy);
-		return -ENOMEM;
-	}
-	(*v)[*n].hash = fk_name_hash(name);
-	(*v)[*n].slot = slot;
-	(*v)[*n].is_long = is_long;
-	(*v)[(*n)++].name = copy;
-	return 0;
-}
-
-/*
- * Before the entries are checked: hash every name (short, and
- * long when there is one) and note the entries whose name an earlier
- * entry already has.  Memory: two keys and names per entry of this
- * directory only.
- */
-static int find_dups(struct fk_check *ck, struct dirctx *d,
-		     struct fk_diag *diag)
-{
-	LIST(struct name_key, keys) = {NULL, 0, 0};
-	LIST(struct dup, dups) = {NULL, 0, 0};
-	struct fk_dirent ent;
-	struct fk_dir *dir;
-	size_t i, run = 0;
-	int r, err, is_keep = 0;
-
-	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
-		return err;
-	while ((r = fk_dir_next(dir, &ent, diag)) == 1) {
-		if (fk_dirent_is_dot(&ent) || is_label(&ent))
-			continue;
-		if ((err = add_key(&keys.v, &keys.n, &keys.cap, ent.short_name,
-				   ent.slot, 0)))
-			break;
-		/* The long name only when it is another name than the short. */
-		if (ent.has_lfn && fk_name_compare(ent.name, ent.short_name) &&
-		    (err = add_key(&keys.v, &keys.n, &keys.cap, ent.name,
-				   ent.slot, 1)))
-			break;
-		/* A name may be given here: keep the keys to choose it. */
-		if (ent.is_lfn_damaged || !fk_short_is_valid(ent.raw))
-			is_keep = 1;
-	}
-	fk_dir_close(dir);
-	if (!err && r)
-		err = r; /* -errno or FK_ECORRUPT */
-	if (!err && keys.n)
-		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_key);
-	for (i = 1; !err && i < keys.n; i++) {
-		struct dup dp;
-
-		if (keys.v[i].hash != keys.v[run].hash ||
-		    fk_name_compare(keys.v[i].name, keys.v[run].name)) {
-			run = i;
-			continue;
-		}
-		if (keys.v[i].slot == keys.v[run].slot)
-			continue; /* an entry's long and short name */
-		dp.later = keys.v[i].slot;
-		dp.earlier = keys.v[run].slot;
-		dp.what = keys.v[i].is_long ? DUP_LONG : DUP_SHORT;
-		err = PUSH(dups, dp);
-	}
-	if (err || !(is_keep || dups.n)) {
-		for (i = 0; i < keys.n; i++)
-			free(keys.v[i].name);
-		free(keys.v);
-		keys.v = NULL;
-		keys.n = 0;
-	}
-	if (err) {
-		free(dups.v);
-		return err;
-	}
-	if (dups.n) {
-		size_t o = 0;
-
-		/* One record per later entry, with both its names' bits;
-		 * it names the earliest entry either name repeats. */
-		qsort(dups.v, dups.n, sizeof(*dups.v), cmp_dup);
-		for (i = 1; i < dups.n; i++) {
-			if (dups.v[i].later != dups.v[o].later) {
-				dups.v[++o] = dups.v[i];
-				continue;
-			}
-			dups.v[o].what |= dups.v[i].what;
-			if (dups.v[i].earlier < dups.v[o].earlier)
-				dups.v[o].earlier = dups.v[i].earlier;
-		}
-		dups.n = o + 1;
-	}
-	d->dups = dups.v;
-	d->ndups = dups.n;
-	d->keys = keys.v;
-	d->nkeys = keys.n;
 	return 0;
 }
 
@@ -1049,8 +1117,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 	if (!ent)
 		return -ENOMEM;
 	d->sum_find = NONE;
-	if ((err = find_dups(ck, d, diag)))
-		goto out;
+	d->dup_slot = UINT32_MAX;
 	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
 		goto out;
 	d->ck = ck;
@@ -1074,6 +1141,9 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		d->damaged_n = 0;
 		d->sum_find = NONE;
 
+		if (!fk_dirent_is_dot(ent) && !is_label(ent) &&
+		    (err = note_names(d, ent)))
+			goto out;
 		if ((err = walk_entry(ck, d, ent, st->after_end > 0, diag)))
 			goto out;
 	}
@@ -1087,12 +1157,9 @@ out:
 	if (err)
 		fk_diag_subject(diag, ck_path(ck));
 	fk_dir_close(dir);
-	free(d->dups);
-	d->dups = NULL;
-	for (i = 0; i < d->nkeys; i++)
-		free(d->keys[i].name);
-	free(d->keys);
-	d->keys = NULL;
+	free_table(&d->seen);
+	free_store(&d->all);
+	d->has_all = 0;
 	for (i = 0; i < d->given.n; i++)
 		free(d->given.v[i].name);
 	free(d->given.v);

@@ -439,64 +439,68 @@ int fk_name_explain(const char *name, char *why, size_t len)
 
 /*
  * ASCII sets as two 64-bit masks (bit c of lo for c < 64, bit c - 64 of
- * hi), so judging a byte is no strchr() call: the checker judges every
- * short name.  The strings they hold are the comments; the unit tests
- * compare the masks with them.
+ * hi).  The strings they hold are the comments; the unit tests compare
+ * what the table below makes of them with those strings.
  */
-struct ascii_set {
-	uint64_t lo, hi;
-};
-
-static int in_set(const struct ascii_set *set, unsigned char c)
-{
-	if (c < 64)
-		return set->lo >> c & 1;
-	return c < 128 && set->hi >> (c - 64) & 1;
-}
-
 /* forbidden[] */
-static const struct ascii_set forbidden_set = {0xd400840400000000ull,
-					       0x1000000010000000ull};
+#define FORBIDDEN_LO 0xd400840400000000ull
+#define FORBIDDEN_HI 0x1000000010000000ull
 /* Characters a short name may hold besides A-Z and 0-9 (FAT spec):
  * "!#$%&'()-@^_`{}~" */
-static const struct ascii_set special_set = {0x000023fa00000000ull,
-					     0x68000001c0000001ull};
+#define SPECIAL_LO 0x000023fa00000000ull
+#define SPECIAL_HI 0x68000001c0000001ull
+
+/*
+ * What each byte of an on-disk short name is (SHORT_SPACE for ' '): bad
+ * for control characters, 0x7F and forbidden[], valid for the short set,
+ * odd otherwise.  The compiler makes the table from the sets above: the
+ * checker judges every short name.
+ */
+#define SHORT_SPACE 3
+#define SET_HAS(lo, hi, c)                                                     \
+	((c) < 64 ? (lo) >> ((c)&63) & 1 : (c) < 128 ? (hi) >> ((c)&63) & 1 : 0)
+#define SHORT_CLASS(c)                                                         \
+	((c) == ' ' ? SHORT_SPACE                                              \
+	 : (c) < 0x20 || (c) == 0x7f || SET_HAS(FORBIDDEN_LO, FORBIDDEN_HI, c) \
+		 ? FK_SHORT_BAD                                                \
+	 : ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') ||         \
+			 (c) >= 0x80 || SET_HAS(SPECIAL_LO, SPECIAL_HI, c)     \
+		 ? FK_SHORT_VALID                                              \
+		 : FK_SHORT_ODD)
+#define SC4(c)                                                                 \
+	SHORT_CLASS(c), SHORT_CLASS(c + 1), SHORT_CLASS(c + 2),                \
+		SHORT_CLASS(c + 3)
+#define SC16(c) SC4(c), SC4(c + 4), SC4(c + 8), SC4(c + 12)
+#define SC64(c) SC16(c), SC16(c + 16), SC16(c + 32), SC16(c + 48)
+static const unsigned char short_class[256] = {SC64(0u), SC64(64u), SC64(128u),
+					       SC64(192u)};
 
 static int is_short_char(unsigned char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80 ||
-	       in_set(&special_set, c);
-}
-
-/* One byte of an on-disk short name, not a space. */
-static enum fk_short_verdict short_byte(unsigned char c)
-{
-	if (c < 0x20 || c == 0x7f || in_set(&forbidden_set, c))
-		return FK_SHORT_BAD;
-	return is_short_char(c) ? FK_SHORT_VALID : FK_SHORT_ODD;
+	return short_class[c] == FK_SHORT_VALID;
 }
 
 enum fk_short_verdict fk_short_check(const unsigned char raw[11])
 {
-	enum fk_short_verdict v = raw[0] == ' ' ? FK_SHORT_ODD : FK_SHORT_VALID;
+	unsigned v = raw[0] == ' ' ? FK_SHORT_ODD : FK_SHORT_VALID;
 	int i, seen_space = 0;
 
 	for (i = 0; i < 11; i++) {
 		/* A stand-in first byte is judged as the byte it means. */
-		unsigned char c = i ? raw[i] : fk_slot_name_first(raw);
-		enum fk_short_verdict b;
+		unsigned b = short_class[i ? raw[i] : fk_slot_name_first(raw)];
 
 		if (i == 8)
 			seen_space = 0;
-		if (c == ' ') {
+		if (b == SHORT_SPACE) {
 			seen_space = 1;
 			continue;
 		}
-		b = seen_space ? FK_SHORT_BAD : short_byte(c);
+		if (seen_space)
+			b = FK_SHORT_BAD;
 		if (b > v)
 			v = b;
 	}
-	return v;
+	return (enum fk_short_verdict)v;
 }
 
 int fk_short_is_valid(const unsigned char raw[11])
