@@ -1,11 +1,12 @@
 /*
  * check-tree.c: the directory tree walk.  One walk, depth first, reads
- * each directory once (plus once to hash its names for duplicates),
- * claims every entry's chain, and checks names, "." and "..", entries
- * past the end marker and orphaned long-name slots.  It plans the names
- * the repair gives: new short names (unique against every name of the
- * directory, kept from that hashing pass when a rename may come),
- * re-attached long names, and "." and ".." written anew.
+ * each directory once (a hash table of the names seen so far finds
+ * duplicates as it goes), claims every entry's chain, and checks names,
+ * "." and "..", entries past the end marker and orphaned long-name slots.
+ * It plans the names the repair gives: new short names (unique against
+ * every name of the directory, which is read a second time only when an
+ * entry may be renamed), re-attached long names, and "." and ".."
+ * written anew.
  */
 #include "check-int.h"
 
