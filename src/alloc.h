@@ -50,6 +50,14 @@ int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
  */
 int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
 		       struct fk_alloc **out);
+/*
+ * fk_alloc_from_used() without the copy: the map is made in place in
+ * @used, which must hold (@nclus + 65) / 64 words from fk_bigmem_alloc()
+ * (as fk_exfat_bitmap.bits does) and becomes the allocator's on success
+ * (fk_alloc_close() frees it); on -ENOMEM it is still the caller's.
+ */
+int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
+		       struct fk_alloc **out);
 void fk_alloc_close(struct fk_alloc *alloc);
 
 /* Free clusters not yet planned. */

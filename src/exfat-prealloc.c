@@ -1487,9 +1487,10 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
 	if ((err = fk_exfat_bitmap_load_active(vol, &op->bm, diag)) ||
 	    (err = open_bitmap(op, run->o->batch_len, diag)) ||
-	    (err = fk_alloc_from_used(op->bm.bits, vol->g.nclus, FK_FIRST_CLUS,
+	    (err = fk_alloc_take_used(op->bm.bits, vol->g.nclus, FK_FIRST_CLUS,
 				      &op->alloc)))
 		goto out;
+	op->bm.bits = NULL; /* the allocator's free map now */
 	run->alloc = op->alloc;
 out:
 	if (err == FK_ECORRUPT)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "device.h"
 #include "diag.h"
 #include "endian.h"
@@ -544,13 +545,40 @@ int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 
 /* Read the @len bytes of stream @s into @buf (which holds them). */
 static int read_stream(struct fk_volume *vol, const struct fk_exfat_stream *s,
-		       unsigned char *buf, uint64_t len, struct fk_diag *diag);
+		       unsigned char *buf, uint64_t len, int is_zeroed,
+		       struct fk_diag *diag);
 
 struct read_arg {
 	struct fk_volume *vol;
 	unsigned char *buf;
 	uint64_t done, len;
+	int is_zeroed; /* @buf reads as zeros: holes need no read */
 };
+
+/*
+ * @len bytes at @off into @buf, which already reads as zeros: the holes of
+ * a sparse image are skipped.  A fresh card image's 1 MiB bitmap is mostly
+ * hole, and reading one costs the kernel a zeroed page-cache page per
+ * 4 KiB, and us the copy.
+ */
+static int read_sparse(struct fk_device *dev, uint64_t off, unsigned char *buf,
+		       uint64_t len)
+{
+	uint64_t hole, data;
+	int err;
+
+	while (len) {
+		if ((err = fk_device_extent(dev, off, len, &hole, &data)))
+			return err;
+		if (data && (err = fk_device_read(dev, off + hole, buf + hole,
+						  (size_t)data)))
+			return err;
+		off += hole + data;
+		buf += hole + data;
+		len -= hole + data;
+	}
+	return 0;
+}
 
 static int read_run(void *arg, const struct fk_run *run)
 {
@@ -563,17 +591,23 @@ static int read_run(void *arg, const struct fk_run *run)
 		n = ra->len - ra->done;
 	if (!n)
 		return 1; /* read all: stop the walk */
-	if ((err = fk_device_read(ra->vol->dev, fk_clus_off(g, run->first),
-				  ra->buf + ra->done, (size_t)n)))
+	if (ra->is_zeroed)
+		err = read_sparse(ra->vol->dev, fk_clus_off(g, run->first),
+				  ra->buf + ra->done, n);
+	else
+		err = fk_device_read(ra->vol->dev, fk_clus_off(g, run->first),
+				     ra->buf + ra->done, (size_t)n);
+	if (err)
 		return err;
 	ra->done += n;
 	return ra->done == ra->len ? 1 : 0;
 }
 
 static int read_stream(struct fk_volume *vol, const struct fk_exfat_stream *s,
-		       unsigned char *buf, uint64_t len, struct fk_diag *diag)
+		       unsigned char *buf, uint64_t len, int is_zeroed,
+		       struct fk_diag *diag)
 {
-	struct read_arg ra = {vol, buf, 0, len};
+	struct read_arg ra = {vol, buf, 0, len, is_zeroed};
 	struct fk_chain_info info;
 	int err = fk_exfat_stream_walk(vol, s, read_run, &ra, &info);
 
@@ -713,7 +747,7 @@ static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
 	}
 	if (!(raw = malloc((size_t)set->data_len)))
 		return -ENOMEM;
-	err = read_stream(vol, &s, raw, set->data_len, NULL);
+	err = read_stream(vol, &s, raw, set->data_len, 0, NULL);
 	if (err == FK_ECORRUPT) {
 		up->defects |= FK_EXU_CHAIN;
 		fk_exfat_upcase_fallback(up);
@@ -737,11 +771,10 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 {
 	const struct fk_geom *g = &vol->g;
 	uint64_t need = ((uint64_t)g->nclus + 7) / 8, len;
-	size_t nwords = ((size_t)g->nclus + 63) / 64;
+	size_t nwords = ((size_t)g->nclus + 63) / 64, i;
 	struct fk_exfat_stream s = {first_clus, 0, 0};
 	struct fk_exfat_bitmap bm;
 	unsigned char *bytes;
-	size_t i;
 	int err;
 
 	memset(&bm, 0, sizeof(bm));
@@ -758,15 +791,20 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 	len = data_len < need ? data_len : need;
 	bm.is_short = data_len < need;
 	s.data_len = len;
-	if (!(bm.bits = calloc(nwords, sizeof(*bm.bits))))
+	/* bigmem: a 1 MiB bitmap in 4 KiB page faults costs more than its
+	 * read; and the allocator takes these words over as its map. */
+	if (!(bm.bits = fk_bigmem_alloc(fk_exfat_bitmap_words(g->nclus),
+					sizeof(*bm.bits))))
 		return -ENOMEM;
 	/* The words' bytes, little-endian as on disk, then put in order. */
 	bytes = (unsigned char *)bm.bits;
-	if ((err = read_stream(vol, &s, bytes, len, diag))) {
-		free(bm.bits);
+	if ((err = read_stream(vol, &s, bytes, len, 1, diag))) {
+		fk_exfat_bitmap_free(&bm);
 		return err;
 	}
-	for (i = 0; i < nwords; i++)
+	/* Already in order where the host is little-endian. */
+	for (i = 0; __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ && i < nwords;
+	     i++)
 		bm.bits[i] = get_le64(bytes + i * 8);
 	if (g->nclus % 64) {
 		uint64_t tail = ~(uint64_t)0 << (g->nclus % 64);
@@ -803,7 +841,8 @@ void fk_exfat_bitmap_free(struct fk_exfat_bitmap *bm)
 {
 	if (!bm)
 		return;
-	free(bm->bits);
+	fk_bigmem_free(bm->bits, fk_exfat_bitmap_words(bm->nclus),
+		       sizeof(*bm->bits));
 	bm->bits = NULL;
 }
 
@@ -825,7 +864,12 @@ uint32_t fk_exfat_bitmap_count(const struct fk_exfat_bitmap *bm, uint32_t first,
 			w &= ((uint64_t)1 << (end - i)) - 1;
 			m = end - i;
 		}
-		count += (uint32_t)__builtin_popcountll(w);
+		/* Without -mpopcnt each count is a libgcc call: the common
+		 * all-clear and all-set words need none. */
+		if (w == ~(uint64_t)0)
+			count += 64;
+		else if (w)
+			count += (uint32_t)__builtin_popcountll(w);
 		i += m;
 	}
 	return count;
