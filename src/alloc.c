@@ -38,8 +38,19 @@ static void set_range(struct fk_alloc *a, uint32_t first, uint32_t n,
 {
 	uint32_t c = first, end = first + n;
 
-	/* A word at a time: long runs are the point of batching. */
+	/* A word at a time, whole words in one memset: long runs are the
+	 * point of batching (16 x 256 MiB of 512-byte clusters is 1 MiB of
+	 * map). */
 	while (c < end) {
+		if (c % WORD_BITS == 0 && end - c >= WORD_BITS) {
+			uint32_t nw = (end - c) / WORD_BITS;
+
+			memset(a->free_map + c / WORD_BITS,
+			       is_free_now ? 0xff : 0,
+			       (size_t)nw * sizeof(*a->free_map));
+			c += nw * WORD_BITS;
+			continue;
+		}
 		uint32_t w = c / WORD_BITS, lo = c % WORD_BITS;
 		uint32_t len =
 			end - c < WORD_BITS - lo ? end - c : WORD_BITS - lo;
@@ -120,29 +131,63 @@ int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
 	return 0;
 }
 
-int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
-		       struct fk_alloc **out)
+/*
+ * Turn @a->free_map, which holds exFAT's used bits (bit c - 2 for cluster
+ * c), into the free map in place.  Map bit c is used bit c - 2: a word of
+ * the map takes the top two bits of the used word before it and the rest
+ * of its own, so the words are made from the last one down, each before
+ * the used word it overwrites is needed again.
+ */
+static void used_to_free(struct fk_alloc *a, uint32_t nclus)
 {
-	struct fk_alloc *a;
-	uint32_t w;
-	int err;
+	uint64_t *m = a->free_map;
+	uint32_t w = a->nwords;
 
-	if ((err = alloc_new(nclus, hint, &a)))
-		return err;
-	/* Map bit c is used bit c - 2: a word of the map takes the top two
-	 * bits of the used word before it and the rest of its own. */
-	for (w = 0; w < a->nwords; w++) {
-		uint64_t lo = w ? used[w - 1] >> 62 : 3;
-		uint64_t hi =
-			(uint64_t)w * WORD_BITS < nclus ? used[w] << 2 : 0;
+	a->nfree = 0;
+	while (w--) {
+		uint64_t lo = w ? m[w - 1] >> 62 : 3;
+		uint64_t hi = (uint64_t)w * WORD_BITS < nclus ? m[w] << 2 : 0;
 		uint64_t bits = ~(hi | lo);
 		uint64_t first = (uint64_t)w * WORD_BITS;
 
 		if (first + WORD_BITS > a->end)
 			bits &= ((uint64_t)1 << (a->end - first)) - 1;
-		a->free_map[w] = bits;
-		a->nfree += (uint32_t)__builtin_popcountll(bits);
+		m[w] = bits;
+		/* Without -mpopcnt each count is a libgcc call: the common
+		 * all-free and all-used words need none. */
+		if (bits == ~(uint64_t)0)
+			a->nfree += WORD_BITS;
+		else if (bits)
+			a->nfree += (uint32_t)__builtin_popcountll(bits);
 	}
+}
+
+int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
+		       struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	int err;
+
+	if ((err = alloc_new(nclus, hint, &a)))
+		return err;
+	memcpy(a->free_map, used, ((size_t)nclus + 63) / 64 * sizeof(*used));
+	used_to_free(a, nclus);
+	*out = a;
+	return 0;
+}
+
+int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
+		       struct fk_alloc **out)
+{
+	struct fk_alloc *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->end = nclus + FK_FIRST_CLUS;
+	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
+	a->free_map = used;
+	set_hint(a, hint);
+	used_to_free(a, nclus);
 	*out = a;
 	return 0;
 }
@@ -158,6 +203,12 @@ void fk_alloc_close(struct fk_alloc *a)
 uint32_t fk_alloc_nfree(const struct fk_alloc *a)
 {
 	return a->nfree;
+}
+
+int fk_alloc_is_free(const struct fk_alloc *a, uint32_t clus)
+{
+	return clus >= FK_FIRST_CLUS && clus < a->end &&
+	       (a->free_map[clus / WORD_BITS] >> (clus % WORD_BITS) & 1);
 }
 
 /* First free cluster in [from, a->end), or a->end. Skips whole words. */

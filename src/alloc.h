@@ -50,10 +50,21 @@ int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
  */
 int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
 		       struct fk_alloc **out);
+/*
+ * fk_alloc_from_used() without the copy: the map is made in place in
+ * @used, which must hold (@nclus + 65) / 64 words from fk_bigmem_alloc()
+ * (as fk_exfat_bitmap.bits does) and becomes the allocator's on success
+ * (fk_alloc_close() frees it); on -ENOMEM it is still the caller's.
+ */
+int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
+		       struct fk_alloc **out);
 void fk_alloc_close(struct fk_alloc *alloc);
 
 /* Free clusters not yet planned. */
 uint32_t fk_alloc_nfree(const struct fk_alloc *alloc);
+
+/* Is cluster @clus free and not yet planned?  (0 for one out of range.) */
+int fk_alloc_is_free(const struct fk_alloc *alloc, uint32_t clus);
 
 /*
  * Plan @nclus more clusters for a chain ending at @tail (0: a new chain),

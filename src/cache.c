@@ -21,6 +21,13 @@
 #define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
 #define READ_AHEAD   64		/* sectors read per miss, when free */
 #define NO_SLOT	     UINT32_MAX
+/*
+ * An empty hash bucket is 0 (buckets hold slot + 1): a fresh table needs
+ * no fill, so a cache that is never used (exFAT's FAT, when every file is
+ * contiguous) never touches its pages, and a huge page is not cleared
+ * for nothing.
+ */
+#define TABLE_EMPTY 0u
 
 enum slot_state {
 	SLOT_EMPTY,
@@ -48,7 +55,7 @@ struct fk_cache {
 	unsigned char *mem; /* the arrays below, in one allocation */
 	size_t mem_len;
 	int is_dense;	 /* mem from fk_bigmem_alloc() */
-	uint32_t *table; /* slot index or NO_SLOT */
+	uint32_t *table; /* slot index + 1, or TABLE_EMPTY */
 	struct slot *slots;
 	uint64_t *order;      /* dirty slots: sector << 32 | slot */
 	struct iovec *iov;    /* scratch for flush */
@@ -70,9 +77,9 @@ static uint32_t lookup(const struct fk_cache *c, uint32_t sec)
 {
 	uint32_t h = hash_sec(c, sec);
 
-	for (; c->table[h] != NO_SLOT; h = (h + 1) & c->hash_mask)
-		if (c->slots[c->table[h]].sec == sec)
-			return c->table[h];
+	for (; c->table[h] != TABLE_EMPTY; h = (h + 1) & c->hash_mask)
+		if (c->slots[c->table[h] - 1].sec == sec)
+			return c->table[h] - 1;
 	return NO_SLOT;
 }
 
@@ -80,9 +87,9 @@ static void hash_insert(struct fk_cache *c, uint32_t i)
 {
 	uint32_t h = hash_sec(c, c->slots[i].sec);
 
-	while (c->table[h] != NO_SLOT)
+	while (c->table[h] != TABLE_EMPTY)
 		h = (h + 1) & c->hash_mask;
-	c->table[h] = i;
+	c->table[h] = i + 1;
 }
 
 /* Remove slot @i, shifting later probes back so lookups stay correct. */
@@ -90,11 +97,11 @@ static void hash_remove(struct fk_cache *c, uint32_t i)
 {
 	uint32_t h = hash_sec(c, c->slots[i].sec), next;
 
-	while (c->table[h] != i)
+	while (c->table[h] != i + 1)
 		h = (h + 1) & c->hash_mask;
-	for (next = (h + 1) & c->hash_mask; c->table[next] != NO_SLOT;
+	for (next = (h + 1) & c->hash_mask; c->table[next] != TABLE_EMPTY;
 	     next = (next + 1) & c->hash_mask) {
-		uint32_t want = hash_sec(c, c->slots[c->table[next]].sec);
+		uint32_t want = hash_sec(c, c->slots[c->table[next] - 1].sec);
 
 		/* Move the entry back unless its home lies in (h, next]. */
 		if (((next - want) & c->hash_mask) >=
@@ -103,7 +110,7 @@ static void hash_remove(struct fk_cache *c, uint32_t i)
 			h = next;
 		}
 	}
-	c->table[h] = NO_SLOT;
+	c->table[h] = TABLE_EMPTY;
 }
 
 /* @len rounded up to a multiple of 64 (alignment for any array). */
@@ -131,7 +138,8 @@ static int carve(struct fk_cache *c, uint32_t tsize)
 	c->mem_len = (table_len + slots_len + order_len + iov_len + 4095) &
 		     ~(size_t)4095;
 	c->mem_len += (size_t)c->nslots * c->lay.sec_len;
-	c->is_dense = (uint64_t)c->max_dirty * c->lay.sec_len >= (1u << 20);
+	c->is_dense = !c->lay.is_rarely_written &&
+		      (uint64_t)c->max_dirty * c->lay.sec_len >= (1u << 20);
 	p = c->is_dense ? fk_bigmem_alloc(1, c->mem_len)
 			: calloc(1, c->mem_len);
 	if (!(c->mem = p))
@@ -141,7 +149,6 @@ static int carve(struct fk_cache *c, uint32_t tsize)
 	c->order = (uint64_t *)(void *)(p += slots_len);
 	c->iov = (struct iovec *)(void *)(p += order_len);
 	c->arena = c->mem + c->mem_len - (size_t)c->nslots * c->lay.sec_len;
-	memset(c->table, 0xff, tsize * sizeof(*c->table));
 	return 0;
 }
 

@@ -21,6 +21,12 @@ struct fk_cache_layout {
 	uint32_t nfats;	   /* copies on disk */
 	uint32_t read_fat; /* the copy reads come from (FAT32 active FAT) */
 	int is_mirrored;   /* write every copy; else only read_fat */
+	/*
+	 * Writes are rare (exFAT's FAT: only fragmented files have a
+	 * chain): memory in ordinary lazily mapped pages, as for a reader,
+	 * not in huge pages a few reads would make the kernel clear whole.
+	 */
+	int is_rarely_written;
 };
 
 /* When a flush fsyncs. */

@@ -25,6 +25,10 @@
  * most 256 MiB by the specification, and in practice a few clusters), so
  * free entry slots and names are found without rereading it: a name
  * index per directory, deleted runs first, then the free run at the end.
+ *
+ * The run itself (requests, the cluster plan, zeroing, the result, stop
+ * requests and rollback decisions) is prealloc.c's: this file plugs into
+ * it as fk_exfat_prealloc_family.
  */
 #include "exfat.h"
 #include "exfat-layout.h"
@@ -42,6 +46,7 @@
 #include "endian.h"
 #include "fat.h"
 #include "names.h"
+#include "prealloc-int.h"
 #include "prealloc.h"
 #include "vec.h"
 #include "volume.h"
@@ -97,17 +102,17 @@ struct xdir {
 	char *path;	       /* a new directory's path */
 };
 
+/* pf.old_size and pf.size are DataLength before and after the run. */
 struct xfile {
+	struct fk_pfile pf; /* what the run sees; first */
 	struct xdir *d;
 	uint32_t name_i; /* in d->names */
-	const char *path;
-	uint64_t want;
-	uint64_t old_len, old_vdl, new_len, new_vdl;
-	struct fk_plan old, add;
-	int is_new, was_nfc, is_nfc;
+	uint64_t old_vdl, new_vdl;
+	int was_nfc, is_nfc;
 };
 
 struct xop {
+	struct fk_prun *run; /* files, and is_linked once entry sets go */
 	struct fk_volume *vol;
 	const struct fk_prealloc_opts *o;
 	struct fk_alloc *alloc;
@@ -116,19 +121,16 @@ struct xop {
 	uint64_t bm_off;      /* byte offset of the bitmap */
 	struct xdir **dirs;
 	size_t ndirs, cap_dirs;
-	struct xfile *files;
-	size_t nfiles;
-	size_t *file_of;
-	uint32_t stamp_ts; /* exFAT timestamp for what the run writes */
+	struct xfile *files; /* run->files */
+	uint32_t stamp_ts;   /* exFAT timestamp for what the run writes */
 	uint8_t stamp_ms10, stamp_tz;
 	int was_dirty; /* VolumeDirty was set before the run */
 	int set_dirty; /* this run set it */
-	int is_linked; /* entry sets written: no rollback */
 };
 
 static int is_stopping(const struct xop *op)
 {
-	return op->o->stop && *op->o->stop;
+	return fk_prun_is_stopping(op->run);
 }
 
 /* ---- time ----------------------------------------------------------------- */
@@ -239,6 +241,30 @@ static int collect_clus(void *arg, const struct fk_run *run)
 }
 
 /*
+ * Did the bitmap mark cluster @c in use when the run began?  Before the
+ * allocator takes the bitmap over, it says; after, a cluster is in use
+ * when the allocator has it neither free nor planned for a directory of
+ * this run (the only plans made while paths are resolved).
+ */
+static int was_marked(const struct xop *op, uint32_t c)
+{
+	size_t i, k;
+
+	if (!op->alloc)
+		return fk_exfat_bitmap_test(&op->bm, c);
+	if (fk_alloc_is_free(op->alloc, c))
+		return 0;
+	for (i = 0; i < op->ndirs; i++) {
+		const struct fk_plan *p = &op->dirs[i]->growth;
+
+		for (k = 0; k < p->nruns; k++)
+			if (c - p->runs[k].first < p->runs[k].nclus)
+				return 0;
+	}
+	return 1;
+}
+
+/*
  * Are the @n clusters from @first marked in use in the bitmap?  One that
  * is not could be allocated again, over what it holds: refused.
  */
@@ -248,7 +274,7 @@ static int judge_bits(const struct xop *op, uint32_t first, uint32_t n,
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		if (!fk_exfat_bitmap_test(&op->bm, first + i)) {
+		if (!was_marked(op, first + i)) {
 			fk_diag_set(diag, NULL,
 				    "cluster %" PRIu32 " is in use but marked "
 				    "free in the allocation bitmap",
@@ -759,8 +785,8 @@ static int load_chain(struct xop *op, struct xfile *fp, const struct xname *nm,
 		}
 		return 0;
 	}
-	if ((err = fk_exfat_stream_walk(op->vol, &nm->s, collect_run, &fp->old,
-					&info)))
+	if ((err = fk_exfat_stream_walk(op->vol, &nm->s, collect_run,
+					&fp->pf.old, &info)))
 		return err;
 	if (!nm->s.is_no_fat_chain && info.end != FK_ENT_EOC)
 		return fk_chain_error(&info, diag);
@@ -770,19 +796,20 @@ static int load_chain(struct xop *op, struct xfile *fp, const struct xname *nm,
 			    "cluster");
 		return FK_ECORRUPT;
 	}
-	if (fp->old.nclus != need) {
+	if (fp->pf.old.nclus != need) {
 		fk_diag_set(diag, NULL,
 			    "cluster chain (%" PRIu32 " clusters) does not "
 			    "match the file size (%" PRIu64 " needed)",
-			    fp->old.nclus, need);
+			    fp->pf.old.nclus, need);
 		return FK_ECORRUPT;
 	}
-	return judge_plan_bits(op, &fp->old, diag);
+	return judge_plan_bits(op, &fp->pf.old, diag);
 }
 
-static int resolve(struct xop *op, size_t r, const struct fk_prealloc_req *req,
-		   struct fk_diag *diag)
+static int resolve(struct fk_prun *run, size_t r,
+		   const struct fk_prealloc_req *req, struct fk_diag *diag)
 {
+	struct xop *op = run->fam_op;
 	uint16_t leaf[FK_EXFAT_NAME_MAX + 1];
 	struct xfile *fp;
 	struct xdir *d;
@@ -811,20 +838,17 @@ static int resolve(struct xop *op, size_t r, const struct fk_prealloc_req *req,
 			return -ENOTDIR;
 		if (found->tag != NO_TAG) { /* the same file again */
 			fp = &op->files[found->tag];
-			if (req->len > fp->want)
-				fp->want = req->len;
-			op->file_of[r] = found->tag;
+			if (req->len > fp->pf.want)
+				fp->pf.want = req->len;
+			run->file_of[r] = found->tag;
 			return 0;
 		}
-		fp = &op->files[op->nfiles];
-		memset(fp, 0, sizeof(*fp));
-		fp->old_len = found->s.data_len;
+		fp = (struct xfile *)fk_prun_add_file(run, req);
+		fp->pf.old_size = found->s.data_len;
 		fp->old_vdl = found->valid_len;
 		fp->was_nfc = found->s.is_no_fat_chain;
-		if ((err = load_chain(op, fp, found, diag))) {
-			fk_plan_free(&fp->old);
+		if ((err = load_chain(op, fp, found, diag)))
 			return err;
-		}
 	} else if (is_dir_form) {
 		return -ENOENT;
 	} else {
@@ -845,107 +869,61 @@ static int resolve(struct xop *op, size_t r, const struct fk_prealloc_req *req,
 		}
 		i = (uint32_t)k;
 		name_index(op, d, i);
-		fp = &op->files[op->nfiles];
-		memset(fp, 0, sizeof(*fp));
-		fp->is_new = 1;
+		fp = (struct xfile *)fk_prun_add_file(run, req);
+		fp->pf.is_new = 1;
 	}
 	fp->d = d;
 	fp->name_i = i;
-	fp->path = req->path;
-	fp->want = req->len;
-	d->names[i].tag = (uint32_t)op->nfiles;
-	op->file_of[r] = op->nfiles++;
+	d->names[i].tag = (uint32_t)(fp - op->files);
+	run->file_of[r] = (size_t)(fp - op->files);
 	return 0;
 }
 
 /* ---- planning ------------------------------------------------------------- */
 
-static uint32_t need_of(const struct xop *op, const struct xfile *fp)
+/* Does the run change @fp's entry? */
+static int is_changed(const struct xfile *fp)
 {
-	uint64_t want = fk_exfat_clus_needed(&op->vol->g, fp->want);
-
-	return want > fp->old.nclus ? (uint32_t)(want - fp->old.nclus) : 0;
+	return fp->pf.is_new || fp->pf.add.nclus ||
+	       fp->pf.size != fp->pf.old_size || fp->is_nfc != fp->was_nfc;
 }
 
-static uint32_t tail_of(const struct fk_plan *p)
+/*
+ * Sizes and layout after the run.  Zeroing covers the old ValidDataLength
+ * to the end of the last cluster, so the slack reads as zeros too (for a
+ * reader that ignores ValidDataLength).
+ */
+static void settle(struct fk_prun *run)
 {
-	return p->nruns ? p->runs[p->nruns - 1].first +
-				  p->runs[p->nruns - 1].nclus - 1
-			: 0;
-}
-
-static int plan_clusters(struct xop *op, struct fk_diag *diag)
-{
-	unsigned flags = op->o->contiguous ? FK_ALLOC_CONTIG : 0;
-	uint64_t total = 0;
-	size_t i;
-	int err;
-
-	for (i = 0; i < op->nfiles; i++) {
-		total += need_of(op, &op->files[i]);
-		if (total > fk_alloc_nfree(op->alloc)) {
-			fk_diag_detail(diag, op->files[i].path,
-				       "need %llu cluster%s, %u free",
-				       (unsigned long long)total,
-				       total == 1 ? "" : "s",
-				       fk_alloc_nfree(op->alloc));
-			return -ENOSPC;
-		}
-	}
-	for (i = 0; i < op->nfiles; i++) {
-		struct xfile *fp = &op->files[i];
-		uint32_t need = need_of(op, fp), tail = tail_of(&fp->old);
-
-		fk_diag_set(diag, fp->path, NULL);
-		if (op->o->per_cluster) {
-			/* Linux's old way: one cluster per step, from the
-			 * last one. */
-			for (; need; need--) {
-				if ((err = fk_alloc_plan(op->alloc, tail, 1, 0,
-							 &fp->add, diag)))
-					return err;
-				tail = tail_of(&fp->add);
-			}
-			continue;
-		}
-		if (need && (err = fk_alloc_plan(op->alloc, tail, need, flags,
-						 &fp->add, diag)))
-			return err;
-		/* -c: the whole file in one run, old clusters included. */
-		if (op->o->contiguous && need && fp->old.nclus &&
-		    fp->add.runs[0].first != tail + 1) {
-			fk_diag_detail(diag, NULL,
-				       "no free clusters right after the file "
-				       "for one contiguous run");
-			return -ENOSPC;
-		}
-	}
-	return 0;
-}
-
-/* Sizes and layout after the run. */
-static void settle(struct xop *op)
-{
+	struct xop *op = run->fam_op;
+	uint64_t clus_len = op->vol->g.clus_len;
 	size_t i;
 
-	for (i = 0; i < op->nfiles; i++) {
+	for (i = 0; i < run->nfiles; i++) {
 		struct xfile *fp = &op->files[i];
-		size_t nruns = fp->old.nruns + fp->add.nruns;
+		struct fk_pfile *pf = &fp->pf;
+		size_t nruns = pf->old.nruns + pf->add.nruns;
 
-		fp->new_len = fp->want > fp->old_len ? fp->want : fp->old_len;
-		if (fp->new_len == fp->old_len)
+		pf->size = pf->want > pf->old_size ? pf->want : pf->old_size;
+		if (pf->size == pf->old_size)
 			fp->new_vdl = fp->old_vdl;
 		else
-			fp->new_vdl = op->o->lazy ? fp->old_vdl : fp->new_len;
+			fp->new_vdl = op->o->lazy ? fp->old_vdl : pf->size;
 		/* One run (the last old one and the first new one merge when
 		 * adjacent): NoFatChain, as long as the file had it. */
-		if (fp->old.nruns && fp->add.nruns &&
-		    fp->add.runs[0].first == tail_of(&fp->old) + 1)
+		if (pf->old.nruns && pf->add.nruns &&
+		    pf->add.runs[0].first == fk_prun_tail(&pf->old) + 1)
 			nruns--;
 		fp->is_nfc = nruns <= 1 &&
-			     (fp->is_new || fp->was_nfc || !fp->old.nclus);
-		if (!fp->new_len)
+			     (pf->is_new || fp->was_nfc || !pf->old.nclus);
+		if (!pf->size)
 			fp->is_nfc = 0;
+		pf->is_changed = is_changed(fp);
+		pf->zero_from = fp->old_vdl;
+		pf->zero_to = pf->size == pf->old_size
+				      ? 0
+				      : (pf->size + clus_len - 1) / clus_len *
+						clus_len;
 	}
 }
 
@@ -1011,11 +989,11 @@ static void build_set(struct xop *op, struct xfile *fp)
 	struct xdir *d = fp->d;
 	struct xname *nm = &d->names[fp->name_i];
 	unsigned char *e = ent_at(d, nm->idx), *se = e + FK_EXFAT_ENT_LEN;
-	uint32_t first = fp->old.nruns	 ? fp->old.runs[0].first
-			 : fp->add.nruns ? fp->add.runs[0].first
-					 : 0;
+	uint32_t first = fp->pf.old.nruns   ? fp->pf.old.runs[0].first
+			 : fp->pf.add.nruns ? fp->pf.add.runs[0].first
+					    : 0;
 
-	if (fp->is_new) {
+	if (fp->pf.is_new) {
 		new_set(op, d, nm);
 	} else {
 		put_le16(e + FE_ATTR,
@@ -1027,16 +1005,9 @@ static void build_set(struct xop *op, struct xfile *fp)
 				 (fp->is_nfc ? FK_EXFAT_GSF_NO_FAT_CHAIN : 0));
 	put_le64(se + SE_VDL, fp->new_vdl);
 	put_le32(se + SE_FIRST, first);
-	put_le64(se + SE_LEN, fp->new_len);
+	put_le64(se + SE_LEN, fp->pf.size);
 	put_checksum(d, nm->idx, nm->nents);
 	mark_dirty(op, d, nm->idx, nm->nents);
-}
-
-/* Does the run change @fp's entry? */
-static int is_changed(const struct xfile *fp)
-{
-	return fp->is_new || fp->add.nclus || fp->new_len != fp->old_len ||
-	       fp->is_nfc != fp->was_nfc;
 }
 
 /* A grown subdirectory's entry: its new length and layout. */
@@ -1066,8 +1037,8 @@ static void build_sets(struct xop *op)
 {
 	size_t i;
 
-	for (i = 0; i < op->nfiles; i++)
-		if (is_changed(&op->files[i]))
+	for (i = 0; i < op->run->nfiles; i++)
+		if (op->files[i].pf.is_changed)
 			build_set(op, &op->files[i]);
 	for (i = 0; i < op->ndirs; i++)
 		if (op->dirs[i]->growth.nclus && op->dirs[i]->parent)
@@ -1116,13 +1087,6 @@ static int write_dirs(struct xop *op)
 }
 
 /* ---- commit --------------------------------------------------------------- */
-
-static int barrier(struct xop *op)
-{
-	if (op->o->sync == FK_SYNC_BATCH)
-		return fk_device_sync(op->vol->dev);
-	return 0;
-}
 
 static int write_boot(struct xop *op)
 {
@@ -1219,7 +1183,7 @@ static int write_fat(struct xop *op, int *nwrites)
 				return err;
 			(*nwrites)++;
 		}
-	if (*nwrites && (err = barrier(op)))
+	if (*nwrites && (err = fk_prun_barrier(op->run)))
 		return err;
 	for (i = 0; i < op->ndirs; i++) {
 		struct xdir *d = op->dirs[i];
@@ -1234,17 +1198,18 @@ static int write_fat(struct xop *op, int *nwrites)
 			return err;
 		(*nwrites)++;
 	}
-	for (i = 0; i < op->nfiles; i++) {
+	for (i = 0; i < op->run->nfiles; i++) {
 		const struct xfile *fp = &op->files[i];
+		const struct fk_plan *old = &fp->pf.old, *add = &fp->pf.add;
 
-		if (fp->is_nfc || !fp->add.nclus)
+		if (fp->is_nfc || !add->nclus)
 			continue;
-		if (fp->old.nclus && fp->was_nfc &&
-		    (err = fk_fat_put_run(op->vol, fp->old.runs[0].first,
-					  fp->old.runs[0].nclus,
-					  fp->add.runs[0].first)))
+		if (old->nclus && fp->was_nfc &&
+		    (err = fk_fat_put_run(op->vol, old->runs[0].first,
+					  old->runs[0].nclus,
+					  add->runs[0].first)))
 			return err;
-		if (!op->o->per_cluster && (err = put_chain(op, &fp->add)))
+		if (!op->o->per_cluster && (err = put_chain(op, add)))
 			return err;
 		(*nwrites)++;
 	}
@@ -1264,12 +1229,12 @@ static int write_per_cluster(struct xop *op)
 	size_t i, r;
 	int err;
 
-	for (i = 0; i < op->nfiles; i++) {
+	for (i = 0; i < op->run->nfiles; i++) {
 		const struct xfile *fp = &op->files[i];
 		uint32_t prev = 0, c;
 
-		for (r = 0; r < fp->add.nruns; r++) {
-			const struct fk_run *run = &fp->add.runs[r];
+		for (r = 0; r < fp->pf.add.nruns; r++) {
+			const struct fk_run *run = &fp->pf.add.runs[r];
 
 			for (c = run->first; c < run->first + run->nclus; c++) {
 				if (is_stopping(op))
@@ -1312,14 +1277,14 @@ static int write_links(struct xop *op, int *nlinks)
 			return err;
 		(*nlinks)++;
 	}
-	for (i = 0; i < op->nfiles; i++) {
+	for (i = 0; i < op->run->nfiles; i++) {
 		const struct xfile *fp = &op->files[i];
 
-		if (fp->is_nfc || !fp->add.nclus || !fp->old.nclus ||
+		if (fp->is_nfc || !fp->pf.add.nclus || !fp->pf.old.nclus ||
 		    fp->was_nfc)
 			continue;
-		if ((err = fk_fat_put(op->vol, tail_of(&fp->old),
-				      fp->add.runs[0].first)))
+		if ((err = fk_fat_put(op->vol, fk_prun_tail(&fp->pf.old),
+				      fp->pf.add.runs[0].first)))
 			return err;
 		(*nlinks)++;
 	}
@@ -1347,81 +1312,14 @@ static int write_bitmap(struct xop *op, int is_used)
 	for (i = 0; i < op->ndirs; i++)
 		if ((err = bitmap_plan(op, &op->dirs[i]->growth, is_used)))
 			return err;
-	for (i = 0; i < op->nfiles && !(is_used && op->o->per_cluster); i++)
-		if ((err = bitmap_plan(op, &op->files[i].add, is_used)))
+	for (i = 0; i < op->run->nfiles && !(is_used && op->o->per_cluster);
+	     i++)
+		if ((err = bitmap_plan(op, &op->files[i].pf.add, is_used)))
 			return err;
 	return fk_cache_flush(op->bmc);
 }
 
-/* Bytes [@from, @to) of @fp's clusters (old then new) as zeros. */
-static int zero_range(struct xop *op, const struct xfile *fp, uint64_t from,
-		      uint64_t to, uint64_t *done, uint64_t total)
-{
-	const struct fk_geom *g = &op->vol->g;
-	uint64_t at = 0;
-	size_t i;
-	int err;
-
-	for (i = 0; i < fp->old.nruns + fp->add.nruns && at < to; i++) {
-		const struct fk_run *r =
-			i < fp->old.nruns ? &fp->old.runs[i]
-					  : &fp->add.runs[i - fp->old.nruns];
-		uint64_t len = (uint64_t)r->nclus * g->clus_len;
-		uint64_t lo = from > at ? from : at;
-		uint64_t hi = to < at + len ? to : at + len;
-
-		while (lo < hi) {
-			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
-							     : FK_ZERO_CHUNK;
-
-			if (is_stopping(op))
-				return -EINTR;
-			if ((err = fk_device_zero(
-				     op->vol->dev,
-				     fk_clus_off(g, r->first) + (lo - at), n)))
-				return err;
-			lo += n;
-			*done += n;
-			if (op->o->progress)
-				op->o->progress(op->o->progress_arg, *done,
-						total);
-		}
-		at += len;
-	}
-	return 0;
-}
-
-/*
- * Step 4: from the old ValidDataLength to the end of the last cluster, so
- * the slack reads as zeros too (a reader that ignores ValidDataLength).
- */
-static int zero_new(struct xop *op, struct fk_prealloc_result *res)
-{
-	uint64_t total = 0, done = 0, clus_len = op->vol->g.clus_len;
-	size_t i;
-	int pass, err;
-
-	if (op->o->no_zero || op->o->lazy)
-		return 0;
-	for (pass = 0; pass < 2; pass++)
-		for (i = 0; i < op->nfiles; i++) {
-			const struct xfile *fp = &op->files[i];
-			uint64_t to = (fp->new_len + clus_len - 1) / clus_len *
-				      clus_len;
-
-			if (fp->new_len == fp->old_len || to <= fp->old_vdl)
-				continue;
-			if (!pass)
-				total += to - fp->old_vdl;
-			else if ((err = zero_range(op, fp, fp->old_vdl, to,
-						   &done, total)))
-				return err;
-		}
-	res->zeroed = done;
-	return 0;
-}
-
-static int commit(struct xop *op, struct fk_prealloc_result *res)
+static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 {
 	unsigned char *b = op->vol->boot;
 	uint32_t nused = op->bm.nused;
@@ -1433,38 +1331,40 @@ static int commit(struct xop *op, struct fk_prealloc_result *res)
 	if (!op->was_dirty) {
 		set_flags(op, 1);
 		op->set_dirty = 1;
-		if ((err = write_boot(op)) || (err = barrier(op)))
+		if ((err = write_boot(op)) || (err = fk_prun_barrier(op->run)))
 			return err;
 	}
 	if (is_stopping(op))
 		return -EINTR;
-	if ((err = write_fat(op, &nfat)) || (nfat && (err = barrier(op))))
+	if ((err = write_fat(op, &nfat)) ||
+	    (nfat && (err = fk_prun_barrier(op->run))))
 		return err;
 	if (is_stopping(op))
 		return -EINTR;
 	if ((err = write_bitmap(op, 1)) ||
 	    (op->o->per_cluster && (err = write_per_cluster(op))) ||
-	    (err = barrier(op)))
+	    (err = fk_prun_barrier(op->run)))
 		return err;
-	if ((err = zero_new(op, res)))
+	if ((err = fk_prun_zero(op->run, res)))
 		return err;
-	if (res->zeroed && (err = barrier(op)))
+	if (res->zeroed && (err = fk_prun_barrier(op->run)))
 		return err;
 	if (is_stopping(op))
 		return -EINTR;
-	op->is_linked = 1;
-	if ((err = write_links(op, &nlinks)) || (nlinks && (err = barrier(op))))
+	op->run->is_linked = 1;
+	if ((err = write_links(op, &nlinks)) ||
+	    (nlinks && (err = fk_prun_barrier(op->run))))
 		return err;
 	build_sets(op);
 	if ((err = write_dirs(op)))
 		return err;
-	for (i = 0; i < op->nfiles; i++)
-		nused += op->files[i].add.nclus;
+	for (i = 0; i < op->run->nfiles; i++)
+		nused += op->files[i].pf.add.nclus;
 	for (i = 0; i < op->ndirs; i++)
 		nused += op->dirs[i]->growth.nclus;
 	if (b[EB_PERCENT] != 0xff &&
 	    b[EB_PERCENT] != fk_exfat_percent(nused, op->vol->g.nclus)) {
-		if ((err = barrier(op)))
+		if ((err = fk_prun_barrier(op->run)))
 			return err;
 		b[EB_PERCENT] = (unsigned char)fk_exfat_percent(
 			nused, op->vol->g.nclus);
@@ -1490,8 +1390,9 @@ static int commit(struct xop *op, struct fk_prealloc_result *res)
  * and FAT entries of clusters the bitmap calls free mean nothing
  * (spec 7.1.5), so the new chains need no undoing.
  */
-static int rollback(struct xop *op)
+static int rollback(struct fk_prun *run)
 {
+	struct xop *op = run->fam_op;
 	int err;
 
 	fk_cache_discard(op->vol->fat);
@@ -1511,80 +1412,20 @@ static int rollback(struct xop *op)
 	return err;
 }
 
-static int interrupted(struct xop *op, int undo_err, struct fk_diag *diag)
+static int fill_dirs(struct fk_prun *run, struct fk_prealloc_result *res)
 {
-	const char *image =
-		op->o->image ? op->o->image : fk_device_path(op->vol->dev);
+	struct xop *op = run->fam_op;
+	size_t i;
 
-	if (op->is_linked)
-		fk_diag_set(diag, image,
-			    "interrupted after the commit point; the run was "
-			    "completed");
-	else if (undo_err)
-		fk_diag_set(diag, image,
-			    "interrupted, and freeing the new clusters failed "
-			    "(%s); run 'fatcheck -r %s'",
-			    strerror(-undo_err),
-			    fk_prealloc_check_args(op->vol, op->o));
-	else
-		fk_diag_set(diag, image, "interrupted; nothing was changed");
-	return -EINTR;
-}
-
-/* ---- result --------------------------------------------------------------- */
-
-static int fill_result(struct xop *op, const struct fk_prealloc_req *reqs,
-		       size_t n, struct fk_prealloc_result *res)
-{
-	size_t i, k;
-
-	if (!(res->files = calloc(n ? n : 1, sizeof(*res->files))) ||
-	    !(res->dirs = calloc(op->ndirs ? op->ndirs : 1, sizeof(char *))))
+	if (!(res->dirs = calloc(op->ndirs ? op->ndirs : 1, sizeof(char *))))
 		return -ENOMEM;
-	for (i = 0; i < op->ndirs; i++)
+	for (i = 0; i < op->ndirs; i++) {
+		res->new_clus += op->dirs[i]->growth.nclus;
 		if (op->dirs[i]->path) { /* the result takes it over */
 			res->dirs[res->dirs_created++] = op->dirs[i]->path;
 			op->dirs[i]->path = NULL;
 		}
-	res->nfiles = n;
-	for (i = 0; i < op->ndirs; i++)
-		res->new_clus += op->dirs[i]->growth.nclus;
-	for (i = 0; i < op->nfiles; i++) {
-		res->new_clus += op->files[i].add.nclus;
-		res->new_frags += (uint32_t)op->files[i].add.nruns;
 	}
-	for (i = 0; i < n; i++) {
-		const struct xfile *fp = &op->files[op->file_of[i]];
-		struct fk_prealloc_file *f = &res->files[i];
-
-		f->path = reqs[i].path;
-		f->action = fp->is_new	     ? FK_FILE_CREATED
-			    : is_changed(fp) ? FK_FILE_GROWN
-					     : FK_FILE_UNCHANGED;
-		f->old_size = fp->old_len;
-		f->size = fp->new_len;
-		f->new_clus = fp->add.nclus;
-		for (k = 0; k < fp->old.nruns + fp->add.nruns; k++) {
-			const struct fk_run *r =
-				k < fp->old.nruns
-					? &fp->old.runs[k]
-					: &fp->add.runs[k - fp->old.nruns];
-
-			if (fk_plan_add(&f->chain, r->first, r->nclus))
-				return -ENOMEM;
-		}
-		f->first_clus = f->chain.nruns ? f->chain.runs[0].first : 0;
-	}
-	return 0;
-}
-
-static int has_changes(const struct xop *op)
-{
-	size_t i;
-
-	for (i = 0; i < op->nfiles; i++)
-		if (is_changed(&op->files[i]))
-			return 1;
 	return 0;
 }
 
@@ -1633,34 +1474,38 @@ out:
 	return err;
 }
 
-static void op_free(struct xop *op)
+static void end(struct fk_prun *run)
 {
+	struct xop *op = run->fam_op;
 	size_t i;
 
+	if (!op)
+		return;
 	for (i = 0; i < op->ndirs; i++)
 		xdir_free(op->dirs[i]);
-	for (i = 0; i < op->nfiles; i++) {
-		fk_plan_free(&op->files[i].old);
-		fk_plan_free(&op->files[i].add);
-	}
 	free(op->dirs);
-	free(op->files);
-	free(op->file_of);
 	fk_cache_free(op->bmc);
 	fk_alloc_close(op->alloc);
 	fk_exfat_bitmap_free(&op->bm);
+	free(op);
+	run->fam_op = NULL;
 }
 
-/* When a cache flush fsyncs: --per-cluster --sync after every flush. */
-static enum fk_cache_sync sync_mode(const struct fk_prealloc_opts *o)
+static int commit(struct fk_prun *run, struct fk_prealloc_result *res)
 {
-	if (o->sync != FK_SYNC_BATCH)
-		return FK_CACHE_NOSYNC;
-	return o->per_cluster ? FK_CACHE_SYNC_COPY : FK_CACHE_SYNC_BUDGET;
+	struct xop *op = run->fam_op;
+	int err;
+
+	fk_cache_set_sync(op->vol->fat, fk_prun_cache_sync(run));
+	fk_cache_set_sync(op->bmc, fk_prun_cache_sync(run));
+	err = commit_steps(op, res);
+	res->bitmap_secs = fk_cache_stats(op->bmc)->secs_written;
+	return err;
 }
 
 /* Refusals exFAT alone makes, before anything is read. */
-static int refuse_opts(const struct fk_prealloc_opts *o, struct fk_diag *diag)
+static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
+		  struct fk_diag *diag)
 {
 	if (o->keep_size) {
 		fk_diag_set(diag, NULL,
@@ -1669,25 +1514,6 @@ static int refuse_opts(const struct fk_prealloc_opts *o, struct fk_diag *diag)
 			    "there); the image is left untouched");
 		return -EOPNOTSUPP;
 	}
-	return 0;
-}
-
-int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
-		      size_t n, const struct fk_prealloc_opts *opts,
-		      struct fk_prealloc_result *res, struct fk_diag *diag)
-{
-	const struct fk_io_stats *io;
-	uint64_t writes_before;
-	struct xop op;
-	size_t i;
-	int err;
-
-	memset(res, 0, sizeof(*res));
-	memset(&op, 0, sizeof(op));
-	op.vol = vol;
-	op.o = opts;
-	if ((err = refuse_opts(opts, diag)))
-		return err;
 	if (vol->g.nfats != 1) {
 		fk_diag_set(diag, NULL,
 			    "TexFAT volumes (two FATs) are not supported for "
@@ -1698,73 +1524,57 @@ int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		/* Linux refuses to mount it: writing would hide the damage. */
 		fk_diag_set(diag, NULL, "%s",
 			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
-		err = FK_ECORRUPT;
-		goto out_corrupt;
+		return FK_ECORRUPT;
 	}
 	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
 		/* Names hash through it: a new name's hash would be damage. */
 		fk_diag_set(diag, NULL,
 			    "the up-case table does not map a-z to A-Z");
-		err = FK_ECORRUPT;
-		goto out_corrupt;
+		return FK_ECORRUPT;
 	}
-	make_stamp(&op, opts->now, opts->now_is_utc);
-	op.was_dirty =
-		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
-	op.files = calloc(n ? n : 1, sizeof(*op.files));
-	op.file_of = calloc(n ? n : 1, sizeof(*op.file_of));
-	if (!op.files || !op.file_of) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if ((err = fk_exfat_bitmap_load_active(vol, &op.bm, diag)) ||
-	    (err = open_bitmap(&op, opts->batch_len, diag)) ||
-	    (err = fk_alloc_from_used(op.bm.bits, vol->g.nclus, FK_FIRST_CLUS,
-				      &op.alloc))) {
-		if (err == FK_ECORRUPT)
-			goto out_corrupt;
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		fk_diag_set(diag, reqs[i].path, NULL);
-		if ((err = resolve(&op, i, &reqs[i], diag))) {
-			if (err == FK_ECORRUPT)
-				goto out_corrupt;
-			goto out;
-		}
-	}
-	if ((err = plan_clusters(&op, diag)))
-		goto out;
-	settle(&op);
-	if ((err = fill_result(&op, reqs, n, res)))
-		goto out;
-	if (opts->dry_run || !has_changes(&op)) {
-		if (is_stopping(&op))
-			err = interrupted(&op, 0, diag);
-		goto out;
-	}
-	fk_cache_set_sync(vol->fat, sync_mode(opts));
-	fk_cache_set_sync(op.bmc, sync_mode(opts));
-	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
-	io = fk_device_stats(vol->dev);
-	writes_before = io->write_calls + io->zero_calls;
-	err = commit(&op, res);
-	res->bitmap_secs = fk_cache_stats(op.bmc)->secs_written;
-	if (err && !op.is_linked) {
-		int undo_err = io->write_calls + io->zero_calls == writes_before
-				       ? 0
-				       : rollback(&op);
+	return 0;
+}
 
-		if (err == -EINTR)
-			err = interrupted(&op, undo_err, diag);
-	} else if (is_stopping(&op)) {
-		err = err ? err : interrupted(&op, 0, diag);
-	}
-	goto out;
-out_corrupt:
-	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
-		       fk_prealloc_check_args(vol, opts));
+static int start(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct fk_volume *vol = run->vol;
+	struct xop *op;
+	int err;
+
+	if ((err = refuse(vol, run->o, diag)))
+		goto out;
+	if (!(op = calloc(1, sizeof(*op))))
+		return -ENOMEM;
+	run->fam_op = op;
+	op->run = run;
+	op->vol = vol;
+	op->o = run->o;
+	op->files = run->files;
+	make_stamp(op, run->o->now, run->o->now_is_utc);
+	op->was_dirty =
+		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
+	if ((err = fk_exfat_bitmap_load_active(vol, &op->bm, diag)) ||
+	    (err = open_bitmap(op, run->o->batch_len, diag)) ||
+	    (err = fk_alloc_take_used(op->bm.bits, vol->g.nclus, FK_FIRST_CLUS,
+				      &op->alloc)))
+		goto out;
+	op->bm.bits = NULL; /* the allocator's free map now */
+	run->alloc = op->alloc;
 out:
-	op_free(&op);
+	if (err == FK_ECORRUPT)
+		fk_prealloc_hint_repair(vol, run->o, diag);
 	return err;
 }
+
+const struct fk_prealloc_family fk_exfat_prealloc_family = {
+	.file_len = sizeof(struct xfile),
+	.is_whole_contig = 1,
+	.start = start,
+	.resolve = resolve,
+	.settle = settle,
+	.fill_dirs = fill_dirs,
+	.commit = commit,
+	.rollback = rollback,
+	.hint_nospc = NULL,
+	.end = end,
+};

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "device.h"
 #include "diag.h"
 #include "endian.h"
@@ -548,7 +549,33 @@ struct stream_io {
 	unsigned char *to;
 	const unsigned char *from;
 	uint64_t done, len;
+	int is_zeroed; /* @to reads as zeros: holes need no read */
 };
+
+/*
+ * @len bytes at @off into @buf, which already reads as zeros: the holes of
+ * a sparse image are skipped.  A fresh card image's 1 MiB bitmap is mostly
+ * hole, and reading one costs the kernel a zeroed page-cache page per
+ * 4 KiB, and us the copy.
+ */
+static int read_sparse(struct fk_device *dev, uint64_t off, unsigned char *buf,
+		       uint64_t len)
+{
+	uint64_t hole, data;
+	int err;
+
+	while (len) {
+		if ((err = fk_device_extent(dev, off, len, &hole, &data)))
+			return err;
+		if (data && (err = fk_device_read(dev, off + hole, buf + hole,
+						  (size_t)data)))
+			return err;
+		off += hole + data;
+		buf += hole + data;
+		len -= hole + data;
+	}
+	return 0;
+}
 
 static int io_run(void *arg, const struct fk_run *run)
 {
@@ -560,10 +587,16 @@ static int io_run(void *arg, const struct fk_run *run)
 
 	if (n > io->len - io->done)
 		n = io->len - io->done;
-	err = io->to ? fk_device_read(io->vol->dev, off, io->to + io->done,
-				      (size_t)n)
-		     : fk_device_write(io->vol->dev, off, io->from + io->done,
-				       (size_t)n);
+	if (!n)
+		return 1; /* all done: stop the walk */
+	if (io->to && io->is_zeroed)
+		err = read_sparse(io->vol->dev, off, io->to + io->done, n);
+	else if (io->to)
+		err = fk_device_read(io->vol->dev, off, io->to + io->done,
+				     (size_t)n);
+	else
+		err = fk_device_write(io->vol->dev, off, io->from + io->done,
+				      (size_t)n);
 	if (err)
 		return err;
 	io->done += n;
@@ -595,7 +628,17 @@ static int stream_io(struct stream_io *io, const struct fk_exfat_stream *s,
 int fk_exfat_stream_read(struct fk_volume *vol, const struct fk_exfat_stream *s,
 			 void *buf, uint64_t len, struct fk_diag *diag)
 {
-	struct stream_io io = {vol, buf, NULL, 0, len};
+	struct stream_io io = {vol, buf, NULL, 0, len, 0};
+
+	return stream_io(&io, s, diag);
+}
+
+/* fk_exfat_stream_read() into @buf that reads as zeros already. */
+static int read_stream_sparse(struct fk_volume *vol,
+			      const struct fk_exfat_stream *s, void *buf,
+			      uint64_t len, struct fk_diag *diag)
+{
+	struct stream_io io = {vol, buf, NULL, 0, len, 1};
 
 	return stream_io(&io, s, diag);
 }
@@ -604,7 +647,7 @@ int fk_exfat_stream_write(struct fk_volume *vol,
 			  const struct fk_exfat_stream *s, const void *buf,
 			  uint64_t len, struct fk_diag *diag)
 {
-	struct stream_io io = {vol, NULL, buf, 0, len};
+	struct stream_io io = {vol, NULL, buf, 0, len, 0};
 
 	return stream_io(&io, s, diag);
 }
@@ -772,11 +815,10 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 {
 	const struct fk_geom *g = &vol->g;
 	uint64_t need = ((uint64_t)g->nclus + 7) / 8, len;
-	size_t nwords = ((size_t)g->nclus + 63) / 64;
+	size_t nwords = ((size_t)g->nclus + 63) / 64, i;
 	struct fk_exfat_stream s = {first_clus, 0, 0};
 	struct fk_exfat_bitmap bm;
 	unsigned char *bytes;
-	size_t i;
 	int err;
 
 	memset(&bm, 0, sizeof(bm));
@@ -793,15 +835,20 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 	len = data_len < need ? data_len : need;
 	bm.is_short = data_len < need;
 	s.data_len = len;
-	if (!(bm.bits = calloc(nwords, sizeof(*bm.bits))))
+	/* bigmem: a 1 MiB bitmap in 4 KiB page faults costs more than its
+	 * read; and the allocator takes these words over as its map. */
+	if (!(bm.bits = fk_bigmem_alloc(fk_exfat_bitmap_words(g->nclus),
+					sizeof(*bm.bits))))
 		return -ENOMEM;
 	/* The words' bytes, little-endian as on disk, then put in order. */
 	bytes = (unsigned char *)bm.bits;
-	if ((err = fk_exfat_stream_read(vol, &s, bytes, len, diag))) {
-		free(bm.bits);
+	if ((err = read_stream_sparse(vol, &s, bytes, len, diag))) {
+		fk_exfat_bitmap_free(&bm);
 		return err;
 	}
-	for (i = 0; i < nwords; i++)
+	/* Already in order where the host is little-endian. */
+	for (i = 0; __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ && i < nwords;
+	     i++)
 		bm.bits[i] = get_le64(bytes + i * 8);
 	if (g->nclus % 64) {
 		uint64_t tail = ~(uint64_t)0 << (g->nclus % 64);
@@ -846,7 +893,8 @@ void fk_exfat_bitmap_free(struct fk_exfat_bitmap *bm)
 {
 	if (!bm)
 		return;
-	free(bm->bits);
+	fk_bigmem_free(bm->bits, fk_exfat_bitmap_words(bm->nclus),
+		       sizeof(*bm->bits));
 	bm->bits = NULL;
 }
 
@@ -868,7 +916,12 @@ uint32_t fk_exfat_bitmap_count(const struct fk_exfat_bitmap *bm, uint32_t first,
 			w &= ((uint64_t)1 << (end - i)) - 1;
 			m = end - i;
 		}
-		count += (uint32_t)__builtin_popcountll(w);
+		/* Without -mpopcnt each count is a libgcc call: the common
+		 * all-clear and all-set words need none. */
+		if (w == ~(uint64_t)0)
+			count += 64;
+		else if (w)
+			count += (uint32_t)__builtin_popcountll(w);
 		i += m;
 	}
 	return count;

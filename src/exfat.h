@@ -353,8 +353,11 @@ uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 
 /* One bit per data cluster: bit (clus - 2), as on disk. */
 struct fk_exfat_bitmap {
-	uint64_t *bits; /* (nclus + 63) / 64 words; caller frees with
-			      fk_exfat_bitmap_free() */
+	uint64_t *bits; /* fk_exfat_bitmap_words(nclus) words from
+			   fk_bigmem_alloc(), the bits in the first
+			   (nclus + 63) / 64; caller frees with
+			   fk_exfat_bitmap_free() or hands them to
+			   fk_alloc_take_used() */
 	uint32_t nclus; /* ClusterCount */
 	uint32_t first_clus;
 	uint64_t data_len;
@@ -363,6 +366,16 @@ struct fk_exfat_bitmap {
 			      bits read as clear */
 	int is_tail_set; /* bits past nclus in the last byte are set */
 };
+
+/*
+ * Words fk_exfat_bitmap.bits holds: as many as a free map of clusters
+ * 0 .. @nclus + 1 needs (alloc.h), one more than the bits alone when
+ * @nclus % 64 > 62, so that the allocator can build its map in place.
+ */
+static inline size_t fk_exfat_bitmap_words(uint32_t nclus)
+{
+	return ((size_t)nclus + 2 + 63) / 64;
+}
 
 /*
  * Read the bitmap of @data_len bytes from cluster @first_clus (an

@@ -16,6 +16,9 @@
  * A signal stops the run only before step 2 (see fk_prealloc()): up to
  * there nothing on disk reaches the new clusters, so freeing them again
  * undoes the run.
+ *
+ * fk_prealloc() itself is the run both families share (prealloc-int.h):
+ * the FAT family below and the exFAT one (exfat-prealloc.c) plug into it.
  */
 #include "prealloc.h"
 
@@ -31,20 +34,16 @@
 #include "family.h"
 #include "fat.h"
 #include "fsinfo.h"
+#include "prealloc-int.h"
 #include "vec.h"
 #include "volume.h"
 
 /* One file the run works on (requests for the same file share one). */
 struct file_plan {
+	struct fk_pfile pf;    /* what the run sees; first */
 	struct fk_dirplan *dp; /* its directory */
 	uint32_t id;	       /* its entry there */
 	struct fk_dirent ent;  /* fields as they will be */
-	struct fk_plan old;    /* the chain it has */
-	struct fk_plan add;    /* clusters it gets */
-	const char *path;      /* of its first request */
-	uint64_t want;	       /* bytes requested (largest request) */
-	uint32_t old_size;
-	int is_new;
 };
 
 /* A directory the run looks into or creates. */
@@ -56,21 +55,19 @@ struct dir_node {
 };
 
 struct op {
+	struct fk_prun *run; /* files, and is_linked once step 2 began */
 	struct fk_volume *vol;
 	const struct fk_prealloc_opts *o;
 	struct fk_alloc *alloc;
 	struct dir_node *dirs;
 	size_t ndirs, cap_dirs;
-	struct file_plan *files;
-	size_t nfiles;
-	size_t *file_of;	/* request -> files[] */
-	struct fk_dirent stamp; /* times for what the run creates */
-	int is_linked;		/* step 2 began: no rollback from here */
+	struct file_plan *files; /* run->files */
+	struct fk_dirent stamp;	 /* times for what the run creates */
 };
 
 static int is_stopping(const struct op *op)
 {
-	return op->o->stop && *op->o->stop;
+	return fk_prun_is_stopping(op->run);
 }
 
 /* ---- directories ------------------------------------------------------------
@@ -248,7 +245,7 @@ static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
 	int err;
 
 	if ((err = fk_chain_walk(op->vol, fp->ent.first_clus, collect_run,
-				 &fp->old, &info)))
+				 &fp->pf.old, &info)))
 		return err;
 	if (fp->ent.first_clus && info.end != FK_ENT_EOC)
 		return fk_chain_error(&info, diag);
@@ -262,18 +259,10 @@ static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
 	return 0;
 }
 
-static int file_push(struct op *op, struct file_plan **out)
+static int resolve(struct fk_prun *run, size_t r,
+		   const struct fk_prealloc_req *req, struct fk_diag *diag)
 {
-	struct file_plan *fp = &op->files[op->nfiles++];
-
-	memset(fp, 0, sizeof(*fp));
-	*out = fp;
-	return 0;
-}
-
-static int resolve(struct op *op, size_t r, const struct fk_prealloc_req *req,
-		   struct fk_diag *diag)
-{
+	struct op *op = run->fam_op;
 	struct file_plan *fp;
 	struct fk_dirplan *dp;
 	struct fk_dirent ent;
@@ -296,194 +285,48 @@ static int resolve(struct op *op, size_t r, const struct fk_prealloc_req *req,
 		tag = fk_dirplan_tag(dp, id);
 		if (tag != FK_DIRPLAN_NO_TAG) { /* the same file again */
 			fp = &op->files[tag];
-			fp->want = req->len > fp->want ? req->len : fp->want;
-			op->file_of[r] = tag;
+			if (req->len > fp->pf.want)
+				fp->pf.want = req->len;
+			run->file_of[r] = tag;
 			return 0;
 		}
-		file_push(op, &fp);
+		fp = (struct file_plan *)fk_prun_add_file(run, req);
 		fp->ent = ent;
-		fp->old_size = ent.size;
+		fp->pf.old_size = ent.size;
 		if ((err = load_chain(op, fp, diag)))
 			return err;
 	} else if (is_dir_form) {
 		return *leaf ? -ENOENT : -EISDIR; /* "/" is the root */
 	} else {
-		file_push(op, &fp);
+		fp = (struct file_plan *)fk_prun_add_file(run, req);
 		fp->ent = op->stamp;
 		fp->ent.attr = FK_ATTR_ARCHIVE;
-		fp->is_new = 1;
+		fp->pf.is_new = 1;
 		if ((err = fk_dirplan_add(dp, op->alloc, leaf, &fp->ent, &id,
 					  diag)))
 			return err;
 	}
 	fp->dp = dp;
 	fp->id = id;
-	fp->path = req->path;
-	fp->want = req->len;
 	fk_dirplan_set_tag(dp, id, (uint32_t)(fp - op->files));
-	op->file_of[r] = (size_t)(fp - op->files);
-	return 0;
-}
-
-/* ---- planning clusters
- * ------------------------------------------------------- */
-
-static uint32_t clusters_for(const struct op *op, uint64_t len)
-{
-	return (uint32_t)((len + op->vol->g.clus_len - 1) /
-			  op->vol->g.clus_len);
-}
-
-static uint32_t need_of(const struct op *op, const struct file_plan *fp)
-{
-	uint32_t want = clusters_for(op, fp->want);
-
-	return want > fp->old.nclus ? want - fp->old.nclus : 0;
-}
-
-static uint32_t tail_of(const struct fk_plan *p)
-{
-	return p->nruns ? p->runs[p->nruns - 1].first +
-				  p->runs[p->nruns - 1].nclus - 1
-			: 0;
-}
-
-static int plan_clusters(struct op *op, struct fk_diag *diag)
-{
-	unsigned flags = op->o->contiguous ? FK_ALLOC_CONTIG : 0;
-	uint64_t total = 0;
-	size_t i;
-	int err;
-
-	/* All-or-nothing: the whole run must fit before anything is taken. */
-	for (i = 0; i < op->nfiles; i++) {
-		total += need_of(op, &op->files[i]);
-		if (total > fk_alloc_nfree(op->alloc)) {
-			fk_diag_detail(diag, op->files[i].path,
-				       "need %llu cluster%s, %u free",
-				       (unsigned long long)total,
-				       total == 1 ? "" : "s",
-				       fk_alloc_nfree(op->alloc));
-			return -ENOSPC;
-		}
-	}
-	for (i = 0; i < op->nfiles; i++) {
-		struct file_plan *fp = &op->files[i];
-		uint32_t need = need_of(op, fp), tail = tail_of(&fp->old);
-
-		fk_diag_set(diag, fp->path, NULL);
-		if (!op->o->per_cluster) {
-			err = fk_alloc_plan(op->alloc, tail, need, flags,
-					    &fp->add, diag);
-			if (err)
-				return err;
-			continue;
-		}
-		/* The old kernel took one cluster per call, from its hint. */
-		for (; need; need--) {
-			if ((err = fk_alloc_plan(op->alloc, tail, 1, 0,
-						 &fp->add, diag)))
-				return err;
-			tail = tail_of(&fp->add);
-		}
-	}
+	run->file_of[r] = (size_t)(fp - op->files);
 	return 0;
 }
 
 /* ---- commit
  * ------------------------------------------------------------------ */
 
-/* Bytes [@from, @to) of a file whose chain is @old then @add, as zeros. */
-static int zero_file_range(struct op *op, const struct file_plan *fp,
-			   uint64_t from, uint64_t to, uint64_t *done,
-			   uint64_t total)
-{
-	const struct fk_geom *g = &op->vol->g;
-	uint64_t at = 0;
-	size_t i;
-	int err;
-
-	for (i = 0; i < fp->old.nruns + fp->add.nruns && at < to; i++) {
-		const struct fk_run *r =
-			i < fp->old.nruns ? &fp->old.runs[i]
-					  : &fp->add.runs[i - fp->old.nruns];
-		uint64_t len = (uint64_t)r->nclus * g->clus_len;
-		uint64_t lo = from > at ? from : at;
-		uint64_t hi = to < at + len ? to : at + len;
-
-		/* Bounded chunks: a slow card shows progress within each
-		 * run instead of one BLKZEROOUT for the whole of it, and a
-		 * signal is heard between them. */
-		while (lo < hi) {
-			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
-							     : FK_ZERO_CHUNK;
-
-			if (is_stopping(op))
-				return -EINTR;
-			err = fk_device_zero(
-				op->vol->dev,
-				fk_clus_off(g, r->first) + (lo - at), n);
-			if (err)
-				return err;
-			lo += n;
-			*done += n;
-			if (op->o->progress)
-				op->o->progress(op->o->progress_arg, *done,
-						total);
-		}
-		at += len;
-	}
-	return 0;
-}
-
 /* Final size of @fp (the entry's size field). */
 static uint32_t final_size(const struct op *op, const struct file_plan *fp)
 {
-	if (op->o->keep_size || fp->want <= fp->old_size)
-		return fp->old_size;
-	return (uint32_t)fp->want;
-}
-
-/* Zero from the old end of file through the last cluster it now needs. */
-static int zero_new_regions(struct op *op, struct fk_prealloc_result *res)
-{
-	uint64_t total = 0, done = 0, clus_len = op->vol->g.clus_len;
-	size_t i;
-	int pass, err;
-
-	if (op->o->keep_size || op->o->no_zero)
-		return 0;
-	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < op->nfiles; i++) {
-			const struct file_plan *fp = &op->files[i];
-			uint64_t to = final_size(op, fp);
-
-			to = (to + clus_len - 1) / clus_len * clus_len;
-			if (to <= fp->old_size)
-				continue;
-			if (!pass)
-				total += to - fp->old_size;
-			else if ((err = zero_file_range(op, fp, fp->old_size,
-							to, &done, total)))
-				return err;
-		}
-	}
-	res->zeroed = done;
-	return 0;
+	if (op->o->keep_size || fp->pf.want <= fp->pf.old_size)
+		return (uint32_t)fp->pf.old_size;
+	return (uint32_t)fp->pf.want;
 }
 
 static int flush(struct op *op)
 {
 	return fk_cache_flush(op->vol->fat);
-}
-
-/* The barrier at an ordering point: --sync only (the default syncs once,
- * at the end). */
-static int barrier(struct op *op)
-{
-	if (op->o->sync == FK_SYNC_BATCH)
-		return fk_device_sync(op->vol->dev);
-	return 0;
 }
 
 /* Step 1: every new chain, unlinked, on every FAT copy. */
@@ -502,11 +345,11 @@ static int write_chains(struct op *op)
 			     fk_dirplan_growth(op->dirs[i].dp))))
 			return err;
 	}
-	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++) {
+	for (i = 0; i < op->run->nfiles && !op->o->per_cluster; i++) {
 		if (is_stopping(op))
 			return -EINTR;
 		if ((err = fk_alloc_write_chain(op->alloc, op->vol,
-						&op->files[i].add)))
+						&op->files[i].pf.add)))
 			return err;
 	}
 	return flush(op);
@@ -523,12 +366,12 @@ static int write_chains_per_cluster(struct op *op)
 	size_t i, r;
 	int err;
 
-	for (i = 0; i < op->nfiles; i++) {
-		const struct file_plan *fp = &op->files[i];
-		uint32_t prev = tail_of(&fp->old), c;
+	for (i = 0; i < op->run->nfiles; i++) {
+		const struct fk_pfile *pf = &op->files[i].pf;
+		uint32_t prev = fk_prun_tail(&pf->old), c;
 
-		for (r = 0; r < fp->add.nruns; r++) {
-			const struct fk_run *run = &fp->add.runs[r];
+		for (r = 0; r < pf->add.nruns; r++) {
+			const struct fk_run *run = &pf->add.runs[r];
 
 			for (c = run->first; c < run->first + run->nclus; c++) {
 				if ((err = fk_fat_put(op->vol, c, eoc)) ||
@@ -554,14 +397,14 @@ static int write_links(struct op *op)
 	size_t i, nlinks = 0;
 	int err;
 
-	op->is_linked = 1;
-	for (i = 0; i < op->nfiles && !op->o->per_cluster; i++) {
-		const struct file_plan *fp = &op->files[i];
-		uint32_t tail = tail_of(&fp->old);
+	op->run->is_linked = 1;
+	for (i = 0; i < op->run->nfiles && !op->o->per_cluster; i++) {
+		const struct fk_pfile *pf = &op->files[i].pf;
+		uint32_t tail = fk_prun_tail(&pf->old);
 
-		if (!tail || !fp->add.nruns)
+		if (!tail || !pf->add.nruns)
 			continue;
-		if ((err = fk_fat_put(op->vol, tail, fp->add.runs[0].first)))
+		if ((err = fk_fat_put(op->vol, tail, pf->add.runs[0].first)))
 			return err;
 		nlinks++;
 	}
@@ -574,25 +417,29 @@ static int write_links(struct op *op)
 	}
 	if ((err = flush(op)) || !nlinks)
 		return err;
-	return barrier(op);
+	return fk_prun_barrier(op->run);
 }
 
 /*
  * Sizes, first clusters and times go into the plans before anything is
  * written, so fresh directory blocks (new directories, growth) are
- * written once and already final.
+ * written once and already final.  Zeroing covers the old end of file
+ * through the last cluster the file now needs.
  */
-static void settle_entries(struct op *op)
+static void settle_entries(struct fk_prun *run)
 {
+	struct op *op = run->fam_op;
+	uint64_t clus_len = op->vol->g.clus_len;
 	size_t i;
 
-	for (i = 0; i < op->nfiles; i++) {
+	for (i = 0; i < run->nfiles; i++) {
 		struct file_plan *fp = &op->files[i];
+		struct fk_pfile *pf = &fp->pf;
 		uint32_t size = final_size(op, fp);
 
-		if (!fp->ent.first_clus && fp->add.nruns)
-			fp->ent.first_clus = fp->add.runs[0].first;
-		if (size != fp->ent.size && !fp->is_new) {
+		if (!fp->ent.first_clus && pf->add.nruns)
+			fp->ent.first_clus = pf->add.runs[0].first;
+		if (size != fp->ent.size && !pf->is_new) {
 			/* The data changed: stamp it, as a write would. */
 			fp->ent.mtime = op->stamp.mtime;
 			fp->ent.mdate = op->stamp.mdate;
@@ -600,8 +447,12 @@ static void settle_entries(struct op *op)
 			fp->ent.attr |= FK_ATTR_ARCHIVE;
 		}
 		fp->ent.size = size;
-		if (fp->is_new || fp->add.nruns || size != fp->old_size)
+		if (pf->is_new || pf->add.nruns || size != pf->old_size)
 			fk_dirplan_set(fp->dp, fp->id, &fp->ent);
+		pf->size = size;
+		pf->is_changed = pf->add.nclus || size != pf->old_size;
+		pf->zero_from = pf->old_size;
+		pf->zero_to = (size + clus_len - 1) / clus_len * clus_len;
 	}
 }
 
@@ -632,14 +483,16 @@ static int write_fresh_dirs(struct op *op)
  * Steps 1 to 4.  -EINTR only before step 2: from the commit point on, a
  * stop request waits for the end of the run.
  */
-static int commit(struct op *op, struct fk_prealloc_result *res)
+static int commit(struct fk_prun *run, struct fk_prealloc_result *res)
 {
+	struct op *op = run->fam_op;
 	int err;
 
+	fk_cache_set_sync(op->vol->fat, fk_prun_cache_sync(run));
 	if (is_stopping(op))
 		return -EINTR;
-	if ((err = write_chains(op)) || (err = zero_new_regions(op, res)) ||
-	    (err = write_fresh_dirs(op)) || (err = barrier(op)))
+	if ((err = write_chains(op)) || (err = fk_prun_zero(run, res)) ||
+	    (err = write_fresh_dirs(op)) || (err = fk_prun_barrier(op->run)))
 		return err;
 	if (is_stopping(op))
 		return -EINTR;
@@ -661,18 +514,19 @@ static int commit(struct op *op, struct fk_prealloc_result *res)
  * free before, so the FAT ends as it was.  Returns 0 or -errno; if this
  * fails too, they are lost clusters, which fatcheck -r frees.
  */
-static int rollback(struct op *op)
+static int rollback(struct fk_prun *run)
 {
+	struct op *op = run->fam_op;
 	int err = 0;
 	const struct fk_plan *plans[3];
 	size_t i, k, r;
 
 	fk_cache_discard(op->vol->fat);
-	for (i = 0; i < op->ndirs || i < op->nfiles; i++) {
+	for (i = 0; i < op->ndirs || i < run->nfiles; i++) {
 		plans[0] = i < op->ndirs ? &op->dirs[i].own : NULL;
 		plans[1] = i < op->ndirs ? fk_dirplan_growth(op->dirs[i].dp)
 					 : NULL;
-		plans[2] = i < op->nfiles ? &op->files[i].add : NULL;
+		plans[2] = i < run->nfiles ? &op->files[i].pf.add : NULL;
 		for (k = 0; k < 3; k++)
 			for (r = 0; plans[k] && r < plans[k]->nruns; r++)
 				if (!err)
@@ -688,44 +542,11 @@ static int rollback(struct op *op)
 	return err;
 }
 
-const char *fk_prealloc_check_args(const struct fk_volume *vol,
-				   const struct fk_prealloc_opts *opts)
+static int fill_dirs(struct fk_prun *run, struct fk_prealloc_result *res)
 {
-	if (opts->check_args)
-		return opts->check_args;
-	return opts->image ? opts->image : fk_device_path(vol->dev);
-}
+	struct op *op = run->fam_op;
+	size_t i;
 
-/* What a stop request (-EINTR from commit(), or one noticed after it)
- * became, in @diag's words. */
-static int interrupted(struct op *op, int undo_err, struct fk_diag *diag)
-{
-	const char *image =
-		op->o->image ? op->o->image : fk_device_path(op->vol->dev);
-
-	if (op->is_linked)
-		fk_diag_set(diag, image,
-			    "interrupted after the commit point; the run was "
-			    "completed");
-	else if (undo_err)
-		fk_diag_set(diag, image,
-			    "interrupted, and freeing the new clusters failed "
-			    "(%s); run 'fatcheck -r %s'",
-			    strerror(-undo_err),
-			    fk_prealloc_check_args(op->vol, op->o));
-	else
-		fk_diag_set(diag, image, "interrupted; nothing was changed");
-	return -EINTR;
-}
-
-static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
-		       size_t n, struct fk_prealloc_result *res)
-{
-	size_t i, k;
-
-	if (!(res->files = calloc(n, sizeof(*res->files))))
-		return -ENOMEM;
-	res->nfiles = n;
 	if (!(res->dirs = calloc(op->ndirs ? op->ndirs : 1, sizeof(char *))))
 		return -ENOMEM;
 	for (i = 0; i < op->ndirs; i++) {
@@ -736,38 +557,328 @@ static int fill_result(struct op *op, const struct fk_prealloc_req *reqs,
 			op->dirs[i].path = NULL;
 		}
 	}
-	for (i = 0; i < op->nfiles; i++) {
-		res->new_clus += op->files[i].add.nclus;
-		res->new_frags += (uint32_t)op->files[i].add.nruns;
+	return 0;
+}
+
+/*
+ * Out of space while FSInfo, written last by every writer, counts more
+ * free clusters than the FAT (@nfree) has: most likely a run was cut off
+ * (a crash, a kill) after taking clusters it never linked, which are now
+ * lost.  Say so, and what gets them back.
+ */
+static void hint_lost(struct fk_prun *run, uint32_t nfree, struct fk_diag *diag)
+{
+	struct fk_volume *vol = run->vol;
+	struct fk_fsinfo fsi;
+
+	if (fk_fsinfo_read(vol, &fsi) || !fsi.is_present || !fsi.is_lead_ok ||
+	    !fsi.is_struc_ok || fsi.free_count == FK_FSINFO_UNKNOWN ||
+	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
+		return;
+	fk_diag_append(diag, -ENOSPC,
+		       "; FSInfo says %u free, so %u cluster%s likely lost: "
+		       "run 'fatcheck -r %s'",
+		       fsi.free_count, fsi.free_count - nfree,
+		       fsi.free_count - nfree == 1 ? " is" : "s are",
+		       fk_prealloc_check_args(vol, run->o));
+}
+
+static int start(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct op *op;
+	int err;
+
+	if (run->o->lazy) {
+		fk_diag_set(diag, NULL,
+			    "--lazy is for exFAT volumes only (FAT has no "
+			    "valid data length)");
+		return -EINVAL;
+	}
+	if (!(op = calloc(1, sizeof(*op))))
+		return -ENOMEM;
+	run->fam_op = op;
+	op->run = run;
+	op->vol = run->vol;
+	op->o = run->o;
+	op->files = run->files;
+	fk_dir_stamp(&op->stamp, run->o->now, run->o->now_is_utc);
+	if ((err = fk_alloc_open(op->vol, &op->alloc)))
+		return err;
+	run->alloc = op->alloc;
+	return 0;
+}
+
+static void end(struct fk_prun *run)
+{
+	struct op *op = run->fam_op;
+	size_t i;
+
+	if (!op)
+		return;
+	for (i = 0; i < op->ndirs; i++) {
+		fk_dirplan_close(op->dirs[i].dp);
+		fk_plan_free(&op->dirs[i].own);
+		free(op->dirs[i].path);
+	}
+	free(op->dirs);
+	fk_alloc_close(op->alloc);
+	free(op);
+	run->fam_op = NULL;
+}
+
+static const struct fk_prealloc_family fat_prealloc_family = {
+	.file_len = sizeof(struct file_plan),
+	.is_whole_contig = 0,
+	.start = start,
+	.resolve = resolve,
+	.settle = settle_entries,
+	.fill_dirs = fill_dirs,
+	.commit = commit,
+	.rollback = rollback,
+	.hint_nospc = hint_lost,
+	.end = end,
+};
+
+/* ---- the run both families share
+ * -------------------------------------------------------------------- */
+
+const char *fk_prealloc_check_args(const struct fk_volume *vol,
+				   const struct fk_prealloc_opts *opts)
+{
+	if (opts->check_args)
+		return opts->check_args;
+	return opts->image ? opts->image : fk_device_path(vol->dev);
+}
+
+/* Say what to do about damage: each kind resolving finds, fatcheck -r
+ * repairs. */
+void fk_prealloc_hint_repair(struct fk_volume *vol,
+			     const struct fk_prealloc_opts *opts,
+			     struct fk_diag *diag)
+{
+	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
+		       fk_prealloc_check_args(vol, opts));
+}
+
+int fk_prun_barrier(const struct fk_prun *run)
+{
+	if (run->o->sync == FK_SYNC_BATCH)
+		return fk_device_sync(run->vol->dev);
+	return 0;
+}
+
+enum fk_cache_sync fk_prun_cache_sync(const struct fk_prun *run)
+{
+	if (run->o->sync != FK_SYNC_BATCH)
+		return FK_CACHE_NOSYNC;
+	return run->o->per_cluster ? FK_CACHE_SYNC_COPY : FK_CACHE_SYNC_BUDGET;
+}
+
+struct fk_pfile *fk_prun_add_file(struct fk_prun *run,
+				  const struct fk_prealloc_req *req)
+{
+	struct fk_pfile *pf = fk_prun_file(run, run->nfiles++);
+
+	memset(pf, 0, run->file_len);
+	pf->path = req->path;
+	pf->want = req->len;
+	return pf;
+}
+
+/* New clusters @pf needs for its largest request. */
+static uint32_t need_of(const struct fk_prun *run, const struct fk_pfile *pf)
+{
+	uint64_t clus_len = run->vol->g.clus_len;
+	uint64_t want = (pf->want + clus_len - 1) / clus_len;
+
+	return want > pf->old.nclus ? (uint32_t)(want - pf->old.nclus) : 0;
+}
+
+static int plan_clusters(struct fk_prun *run,
+			 const struct fk_prealloc_family *fam,
+			 struct fk_diag *diag)
+{
+	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint64_t total = 0;
+	size_t i;
+	int err;
+
+	/* All-or-nothing: the whole run must fit before anything is taken. */
+	for (i = 0; i < run->nfiles; i++) {
+		total += need_of(run, fk_prun_file(run, i));
+		if (total > fk_alloc_nfree(run->alloc)) {
+			fk_diag_detail(diag, fk_prun_file(run, i)->path,
+				       "need %llu cluster%s, %u free",
+				       (unsigned long long)total,
+				       total == 1 ? "" : "s",
+				       fk_alloc_nfree(run->alloc));
+			return -ENOSPC;
+		}
+	}
+	for (i = 0; i < run->nfiles; i++) {
+		struct fk_pfile *pf = fk_prun_file(run, i);
+		uint32_t need = need_of(run, pf), tail = fk_prun_tail(&pf->old);
+
+		fk_diag_set(diag, pf->path, NULL);
+		if (run->o->per_cluster) {
+			/* The old kernels took one cluster per call, from
+			 * the last one. */
+			for (; need; need--) {
+				if ((err = fk_alloc_plan(run->alloc, tail, 1, 0,
+							 &pf->add, diag)))
+					return err;
+				tail = fk_prun_tail(&pf->add);
+			}
+			continue;
+		}
+		if (need && (err = fk_alloc_plan(run->alloc, tail, need, flags,
+						 &pf->add, diag)))
+			return err;
+		if (fam->is_whole_contig && run->o->contiguous && need &&
+		    pf->old.nclus && pf->add.runs[0].first != tail + 1) {
+			fk_diag_detail(diag, NULL,
+				       "no free clusters right after the file "
+				       "for one contiguous run");
+			return -ENOSPC;
+		}
+	}
+	return 0;
+}
+
+/* Bytes [@from, @to) of a file whose clusters are @pf's old then new. */
+static int zero_file_range(struct fk_prun *run, const struct fk_pfile *pf,
+			   uint64_t from, uint64_t to, uint64_t *done,
+			   uint64_t total)
+{
+	const struct fk_geom *g = &run->vol->g;
+	uint64_t at = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < pf->old.nruns + pf->add.nruns && at < to; i++) {
+		const struct fk_run *r =
+			i < pf->old.nruns ? &pf->old.runs[i]
+					  : &pf->add.runs[i - pf->old.nruns];
+		uint64_t len = (uint64_t)r->nclus * g->clus_len;
+		uint64_t lo = from > at ? from : at;
+		uint64_t hi = to < at + len ? to : at + len;
+
+		/* Bounded chunks: a slow card shows progress within each
+		 * run instead of one BLKZEROOUT for the whole of it, and a
+		 * signal is heard between them. */
+		while (lo < hi) {
+			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
+							     : FK_ZERO_CHUNK;
+
+			if (fk_prun_is_stopping(run))
+				return -EINTR;
+			err = fk_device_zero(
+				run->vol->dev,
+				fk_clus_off(g, r->first) + (lo - at), n);
+			if (err)
+				return err;
+			lo += n;
+			*done += n;
+			if (run->o->progress)
+				run->o->progress(run->o->progress_arg, *done,
+						 total);
+		}
+		at += len;
+	}
+	return 0;
+}
+
+int fk_prun_zero(struct fk_prun *run, struct fk_prealloc_result *res)
+{
+	uint64_t total = 0, done = 0;
+	size_t i;
+	int pass, err;
+
+	if (run->o->keep_size || run->o->no_zero || run->o->lazy)
+		return 0;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < run->nfiles; i++) {
+			const struct fk_pfile *pf = fk_prun_file(run, i);
+
+			if (pf->zero_to <= pf->zero_from)
+				continue;
+			if (!pass)
+				total += pf->zero_to - pf->zero_from;
+			else if ((err = zero_file_range(run, pf, pf->zero_from,
+							pf->zero_to, &done,
+							total)))
+				return err;
+		}
+	}
+	res->zeroed = done;
+	return 0;
+}
+
+/* What a stop request (-EINTR from commit(), or one noticed after it)
+ * became, in @diag's words. */
+static int interrupted(struct fk_prun *run, int undo_err, struct fk_diag *diag)
+{
+	const char *image =
+		run->o->image ? run->o->image : fk_device_path(run->vol->dev);
+
+	if (run->is_linked)
+		fk_diag_set(diag, image,
+			    "interrupted after the commit point; the run was "
+			    "completed");
+	else if (undo_err)
+		fk_diag_set(diag, image,
+			    "interrupted, and freeing the new clusters failed "
+			    "(%s); run 'fatcheck -r %s'",
+			    strerror(-undo_err),
+			    fk_prealloc_check_args(run->vol, run->o));
+	else
+		fk_diag_set(diag, image, "interrupted; nothing was changed");
+	return -EINTR;
+}
+
+static int fill_result(struct fk_prun *run,
+		       const struct fk_prealloc_family *fam,
+		       const struct fk_prealloc_req *reqs, size_t n,
+		       struct fk_prealloc_result *res)
+{
+	size_t i, k;
+	int err;
+
+	if (!(res->files = calloc(n ? n : 1, sizeof(*res->files))))
+		return -ENOMEM;
+	res->nfiles = n;
+	if ((err = fam->fill_dirs(run, res)))
+		return err;
+	for (i = 0; i < run->nfiles; i++) {
+		const struct fk_pfile *pf = fk_prun_file(run, i);
+
+		res->new_clus += pf->add.nclus;
+		res->new_frags += (uint32_t)pf->add.nruns;
 	}
 	for (i = 0; i < n; i++) {
-		const struct file_plan *fp = &op->files[op->file_of[i]];
+		const struct fk_pfile *pf = fk_prun_file(run, run->file_of[i]);
 		struct fk_prealloc_file *f = &res->files[i];
 		struct fk_plan *c = &f->chain;
 
 		f->path = reqs[i].path;
-		f->action =
-			fp->is_new ? FK_FILE_CREATED
-			: fp->add.nclus || final_size(op, fp) != fp->old_size
-				? FK_FILE_GROWN
-				: FK_FILE_UNCHANGED;
-		f->old_size = fp->old_size;
-		f->size = final_size(op, fp);
-		f->first_clus = fp->ent.first_clus ? fp->ent.first_clus
-				: fp->add.nruns	   ? fp->add.runs[0].first
-						   : 0;
-		f->new_clus = fp->add.nclus;
+		f->action = pf->is_new	     ? FK_FILE_CREATED
+			    : pf->is_changed ? FK_FILE_GROWN
+					     : FK_FILE_UNCHANGED;
+		f->old_size = pf->old_size;
+		f->size = pf->size;
+		f->new_clus = pf->add.nclus;
 		/* Growing in place merges the last old run and the first new
 		 * one, as fatls will count them. */
-		for (k = 0; k < fp->old.nruns + fp->add.nruns; k++) {
+		for (k = 0; k < pf->old.nruns + pf->add.nruns; k++) {
 			const struct fk_run *r =
-				k < fp->old.nruns
-					? &fp->old.runs[k]
-					: &fp->add.runs[k - fp->old.nruns];
+				k < pf->old.nruns
+					? &pf->old.runs[k]
+					: &pf->add.runs[k - pf->old.nruns];
 
 			if (fk_plan_add(c, r->first, r->nclus))
 				return -ENOMEM;
 		}
+		f->first_clus = c->nruns ? c->runs[0].first : 0;
 	}
 	return 0;
 }
@@ -782,147 +893,98 @@ static int has_changes(const struct fk_prealloc_result *res)
 	return res->new_clus != 0;
 }
 
-static void op_free(struct op *op)
-{
-	size_t i;
-
-	for (i = 0; i < op->ndirs; i++) {
-		fk_dirplan_close(op->dirs[i].dp);
-		fk_plan_free(&op->dirs[i].own);
-		free(op->dirs[i].path);
-	}
-	for (i = 0; i < op->nfiles; i++) {
-		fk_plan_free(&op->files[i].old);
-		fk_plan_free(&op->files[i].add);
-	}
-	free(op->dirs);
-	free(op->files);
-	free(op->file_of);
-	fk_alloc_close(op->alloc);
-}
-
-static void set_sync(struct op *op)
-{
-	enum fk_cache_sync mode = FK_CACHE_NOSYNC;
-
-	if (op->o->sync == FK_SYNC_BATCH)
-		mode = op->o->per_cluster ? FK_CACHE_SYNC_COPY
-					  : FK_CACHE_SYNC_BUDGET;
-	fk_cache_set_sync(op->vol->fat, mode);
-}
-
-/* Say what to do about damage: each kind resolving finds, fatcheck -r
- * repairs. */
-static void hint_repair(struct fk_volume *vol,
-			const struct fk_prealloc_opts *opts,
-			struct fk_diag *diag)
-{
-	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
-		       fk_prealloc_check_args(vol, opts));
-}
-
 /*
- * Out of space while FSInfo, written last by every writer, counts more
- * free clusters than the FAT (@nfree) has: most likely a run was cut off
- * (a crash, a kill) after taking clusters it never linked, which are now
- * lost.  Say so, and what gets them back.
+ * The run: resolve every request, plan every cluster, then hand the
+ * commit to the family.  Undoes only what was written: a stop or failure
+ * before the first write leaves the image as it was.
  */
-static void hint_lost(struct fk_volume *vol,
-		      const struct fk_prealloc_opts *opts, uint32_t nfree,
-		      struct fk_diag *diag)
+static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
+		      const struct fk_prealloc_req *reqs, size_t n,
+		      struct fk_prealloc_result *res, struct fk_diag *diag)
 {
-	struct fk_fsinfo fsi;
+	const struct fk_io_stats *io;
+	uint64_t writes_before;
+	uint32_t nfree;
+	size_t i;
+	int err;
 
-	if (fk_fsinfo_read(vol, &fsi) || !fsi.is_present || !fsi.is_lead_ok ||
-	    !fsi.is_struc_ok || fsi.free_count == FK_FSINFO_UNKNOWN ||
-	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
-		return;
-	fk_diag_append(diag, -ENOSPC,
-		       "; FSInfo says %u free, so %u cluster%s likely lost: "
-		       "run 'fatcheck -r %s'",
-		       fsi.free_count, fsi.free_count - nfree,
-		       fsi.free_count - nfree == 1 ? " is" : "s are",
-		       fk_prealloc_check_args(vol, opts));
+	if ((err = fam->start(run, diag)))
+		return err;
+	nfree = fk_alloc_nfree(run->alloc);
+	for (i = 0; i < n; i++) {
+		fk_diag_set(diag, reqs[i].path, NULL);
+		if ((err = fam->resolve(run, i, &reqs[i], diag))) {
+			if (err == FK_ECORRUPT)
+				fk_prealloc_hint_repair(run->vol, run->o, diag);
+			if (err == -ENOSPC && fam->hint_nospc)
+				fam->hint_nospc(run, nfree, diag);
+			return err;
+		}
+	}
+	if ((err = plan_clusters(run, fam, diag))) {
+		if (err == -ENOSPC && fam->hint_nospc)
+			fam->hint_nospc(run, nfree, diag);
+		return err;
+	}
+	fam->settle(run);
+	if ((err = fill_result(run, fam, reqs, n, res)))
+		return err;
+	if (run->o->dry_run || !has_changes(res)) {
+		/* Nothing to do writes nothing, not even FSInfo. */
+		if (fk_prun_is_stopping(run))
+			err = interrupted(run, 0, diag);
+		return err;
+	}
+	fk_diag_set(diag, fk_device_path(run->vol->dev), NULL);
+	io = fk_device_stats(run->vol->dev);
+	writes_before = io->write_calls + io->zero_calls;
+	err = fam->commit(run, res);
+	if (err && !run->is_linked) {
+		/* Undo only what was written: a stop or failure before the
+		 * first write leaves the image as it was, FAT copies too. */
+		int undo_err = io->write_calls + io->zero_calls == writes_before
+				       ? 0
+				       : fam->rollback(run);
+
+		if (err == -EINTR)
+			err = interrupted(run, undo_err, diag);
+	} else if (fk_prun_is_stopping(run)) {
+		/* Heard during or after the commit point; the run is done. */
+		err = err ? err : interrupted(run, 0, diag);
+	}
+	return err;
 }
 
 int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag)
 {
-	const struct fk_io_stats *io;
-	uint64_t writes_before;
-	struct op op;
-	uint32_t nfree;
+	/* The family was chosen at open. */
+	const struct fk_prealloc_family *fam =
+		vol->fam == &fk_exfat_family ? &fk_exfat_prealloc_family
+					     : &fat_prealloc_family;
+	struct fk_prun run;
 	size_t i;
 	int err;
 
 	memset(res, 0, sizeof(*res));
-	memset(&op, 0, sizeof(op));
-	/* The family was chosen at open: exFAT has its own plan and commit. */
-	if (vol->fam == &fk_exfat_family)
-		return fk_exfat_prealloc(vol, reqs, n, opts, res, diag);
-	if (opts->lazy) {
-		fk_diag_set(diag, NULL,
-			    "--lazy is for exFAT volumes only (FAT has no "
-			    "valid data length)");
-		return -EINVAL;
-	}
-	op.vol = vol;
-	op.o = opts;
-	fk_dir_stamp(&op.stamp, opts->now, opts->now_is_utc);
-	op.files = calloc(n ? n : 1, sizeof(*op.files));
-	op.file_of = calloc(n ? n : 1, sizeof(*op.file_of));
-	if (!op.files || !op.file_of) {
+	memset(&run, 0, sizeof(run));
+	run.vol = vol;
+	run.o = opts;
+	run.file_len = fam->file_len;
+	run.files = calloc(n ? n : 1, fam->file_len);
+	run.file_of = calloc(n ? n : 1, sizeof(*run.file_of));
+	if (!run.files || !run.file_of)
 		err = -ENOMEM;
-		goto out;
+	else
+		err = run_family(&run, fam, reqs, n, res, diag);
+	fam->end(&run);
+	for (i = 0; i < run.nfiles; i++) {
+		fk_plan_free(&fk_prun_file(&run, i)->old);
+		fk_plan_free(&fk_prun_file(&run, i)->add);
 	}
-	if ((err = fk_alloc_open(vol, &op.alloc)))
-		goto out;
-	nfree = fk_alloc_nfree(op.alloc);
-	for (i = 0; i < n; i++) {
-		fk_diag_set(diag, reqs[i].path, NULL);
-		if ((err = resolve(&op, i, &reqs[i], diag))) {
-			if (err == FK_ECORRUPT)
-				hint_repair(vol, opts, diag);
-			if (err == -ENOSPC)
-				hint_lost(vol, opts, nfree, diag);
-			goto out;
-		}
-	}
-	if ((err = plan_clusters(&op, diag))) {
-		if (err == -ENOSPC)
-			hint_lost(vol, opts, nfree, diag);
-		goto out;
-	}
-	settle_entries(&op);
-	if ((err = fill_result(&op, reqs, n, res)))
-		goto out;
-	if (opts->dry_run || !has_changes(res)) {
-		/* Nothing to do writes nothing, not even FSInfo. */
-		if (is_stopping(&op))
-			err = interrupted(&op, 0, diag);
-		goto out;
-	}
-	set_sync(&op);
-	fk_diag_set(diag, fk_device_path(vol->dev), NULL);
-	io = fk_device_stats(vol->dev);
-	writes_before = io->write_calls + io->zero_calls;
-	err = commit(&op, res);
-	if (err && !op.is_linked) {
-		/* Undo only what was written: a stop or failure before the
-		 * first write leaves the image as it was, FAT copies too. */
-		int undo_err = io->write_calls + io->zero_calls == writes_before
-				       ? 0
-				       : rollback(&op);
-
-		if (err == -EINTR)
-			err = interrupted(&op, undo_err, diag);
-	} else if (is_stopping(&op)) {
-		/* Heard during or after the commit point; the run is done. */
-		err = err ? err : interrupted(&op, 0, diag);
-	}
-out:
-	op_free(&op);
+	free(run.files);
+	free(run.file_of);
 	return err;
 }
 

@@ -104,8 +104,10 @@ const char *fk_prealloc_check_args(const struct fk_volume *vol,
  * without -p), -ENOTDIR, -EISDIR, -EFBIG, -EINVAL (bad name), -ENOSPC
  * (need and free in @diag), FK_ECORRUPT, -EOPNOTSUPP (an option or
  * layout the exFAT side cannot express or write: -n, a fragmented
- * bitmap, TexFAT).  Every refusal comes before the first write.  On exFAT
- * the run goes to fk_exfat_prealloc().  @res is filled either way; free it with
+ * bitmap, TexFAT).  Every refusal comes before the first write.  On exFAT,
+ * exfat-prealloc.c writes in exFAT's order (VolumeDirty,
+ * FAT chains of fragmented files, bitmap, zeros, entry sets, PercentInUse,
+ * VolumeDirty cleared).  @res is filled either way; free it with
  * fk_prealloc_result_free().
  *
  * -EINTR: *@opts->stop was set.  The run stops at the next safe point:
@@ -123,14 +125,5 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag);
 void fk_prealloc_result_free(struct fk_prealloc_result *res);
-
-/*
- * fk_prealloc() for the exFAT family (exfat-prealloc.c): the same
- * contract, exFAT's write order (VolumeDirty, FAT chains of fragmented
- * files, bitmap, zeros, entry sets, PercentInUse, VolumeDirty cleared).
- */
-int fk_exfat_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
-		      size_t n, const struct fk_prealloc_opts *opts,
-		      struct fk_prealloc_result *res, struct fk_diag *diag);
 
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "bigmem.h"
 #include "diag.h"
 #include "fsinfo.h"
 
@@ -239,6 +240,60 @@ static void check_map_edges(void)
  * maps whose sizes straddle word edges: the same free count and the same
  * plan of every free cluster.
  */
+/*
+ * fk_alloc_take_used() on a copy of @used in memory as the exFAT loader
+ * allocates it: the same free count and the same plan as @ref, including
+ * sizes whose map needs the spare word (@nclus % 64 of 62 and 63).
+ */
+static void check_take_used(const uint64_t *used, uint32_t nclus,
+			    const struct fk_alloc *ref)
+{
+	size_t nwords = ((size_t)nclus + 65) / 64;
+	uint64_t *buf = fk_bigmem_alloc(nwords, sizeof(*buf));
+	struct fk_plan pa = {NULL, 0, 0, 0}, pb = {NULL, 0, 0, 0};
+	struct fk_alloc *a = NULL, *b = NULL;
+	int same;
+	size_t r;
+
+	if (!buf || fk_alloc_take_used(buf, nclus, 2, &a)) {
+		OK(0, "take_used: set up %u clusters", nclus);
+		fk_bigmem_free(buf, nwords, sizeof(*buf));
+		return;
+	}
+	OK(fk_alloc_nfree(a) == nclus,
+	   "take_used: %u clusters, none used: %u free", nclus,
+	   fk_alloc_nfree(a));
+	fk_alloc_close(a);
+	buf = fk_bigmem_alloc(nwords, sizeof(*buf));
+	if (!buf) {
+		OK(0, "take_used: set up %u clusters", nclus);
+		return;
+	}
+	memcpy(buf, used, ((size_t)nclus + 63) / 64 * sizeof(*buf));
+	if (fk_alloc_take_used(buf, nclus, 2, &a) ||
+	    fk_alloc_from_used(used, nclus, 2, &b)) {
+		OK(0, "take_used: set up %u clusters", nclus);
+		fk_alloc_close(a);
+		return;
+	}
+	OK(fk_alloc_nfree(a) == fk_alloc_nfree(ref),
+	   "take_used: %u clusters: %u free in place, as the copy says (%u)",
+	   nclus, fk_alloc_nfree(a), fk_alloc_nfree(ref));
+	if (fk_alloc_nfree(ref)) {
+		fk_alloc_plan(a, 0, fk_alloc_nfree(ref), 0, &pa, NULL);
+		fk_alloc_plan(b, 0, fk_alloc_nfree(ref), 0, &pb, NULL);
+	}
+	same = pa.nruns == pb.nruns && pa.nclus == pb.nclus;
+	for (r = 0; same && r < pa.nruns; r++)
+		same = pa.runs[r].first == pb.runs[r].first &&
+		       pa.runs[r].nclus == pb.runs[r].nclus;
+	OK(same, "take_used: %u clusters: the same plan as the copy", nclus);
+	fk_plan_free(&pa);
+	fk_plan_free(&pb);
+	fk_alloc_close(a);
+	fk_alloc_close(b);
+}
+
 static void check_from_used(void)
 {
 	static const uint32_t sizes[] = {1,   61,  62,	63,  64,  65,
@@ -275,6 +330,7 @@ static void check_from_used(void)
 		   "from_used: %u clusters: %u free, as the bit-by-bit map "
 		   "says (%u)",
 		   nclus, fk_alloc_nfree(a), fk_alloc_nfree(b));
+		check_take_used(used, nclus, b);
 		if (fk_alloc_nfree(b)) {
 			fk_alloc_plan(a, 0, fk_alloc_nfree(b), 0, &pa, NULL);
 			fk_alloc_plan(b, 0, fk_alloc_nfree(b), 0, &pb, NULL);

@@ -62,7 +62,7 @@ static int sector_ok(const unsigned char *data, uint32_t sec)
 
 void suite_cache_evict(void)
 {
-	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1};
+	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0};
 	const unsigned char *data;
 	struct fk_device_opts o;
 	struct fk_device *dev = NULL;
