@@ -466,7 +466,8 @@ static int load_names(struct fk_check *ck, struct dirctx *d,
 	}
 	for (i = 0; i < st->keys.n; i++)
 		st->keys.v[i].name = st->bytes.v + st->keys.v[i].off;
-	qsort(st->keys.v, st->keys.n, sizeof(*st->keys.v), cmp_key);
+	if (st->keys.n) /* no array at all for a directory of no names */
+		qsort(st->keys.v, st->keys.n, sizeof(*st->keys.v), cmp_key);
 	d->has_all = 1;
 	return 0;
 }
