@@ -57,7 +57,7 @@
 
 #define ATTR_DIR     0x10
 #define ATTR_ARCHIVE 0x20
-#define NBUCKETS     1024 /* name index buckets per directory */
+#define NBUCKETS     4096 /* name index buckets per directory */
 #define NO_TAG	     UINT32_MAX
 
 /* A name in a directory, for lookups and duplicates. */
@@ -70,6 +70,7 @@ struct xname {
 	uint32_t tag;	/* file plan index, or NO_TAG */
 	uint32_t defects;
 	uint16_t attr;
+	uint16_t hash; /* NameHash through the volume's up-case table */
 	struct fk_exfat_stream s;
 	uint64_t valid_len;
 };
@@ -316,9 +317,11 @@ static int name_push(struct xdir *d, const struct xname *nm)
 static void name_index(struct xop *op, struct xdir *d, uint32_t i)
 {
 	struct xname *nm = &d->names[i];
-	uint32_t b = bucket_of(fk_exfat_name_hash(op->vol->exfat->upcase,
-						  nm->name16, nm->len));
+	uint32_t b;
 
+	nm->hash =
+		fk_exfat_name_hash(op->vol->exfat->upcase, nm->name16, nm->len);
+	b = bucket_of(nm->hash);
 	nm->next = d->bucket[b];
 	d->bucket[b] = i;
 }
@@ -328,10 +331,13 @@ static uint32_t name_find(const struct xop *op, const struct xdir *d,
 			  const uint16_t *name16, uint32_t len)
 {
 	const struct fk_exfat_upcase *up = op->vol->exfat->upcase;
-	uint32_t i = d->bucket[bucket_of(fk_exfat_name_hash(up, name16, len))];
+	uint16_t hash = fk_exfat_name_hash(up, name16, len);
+	uint32_t i = d->bucket[bucket_of(hash)];
 
+	/* Names whose hashes differ differ: most need no compare. */
 	for (; i != NO_TAG; i = d->names[i].next)
-		if (!fk_exfat_name_cmp(up, d->names[i].name16, d->names[i].len,
+		if (d->names[i].hash == hash &&
+		    !fk_exfat_name_cmp(up, d->names[i].name16, d->names[i].len,
 				       name16, len))
 			return i;
 	return NO_TAG;
