@@ -13,13 +13,15 @@
  *      a NoFatChain run that grows past a gap);
  *   3. allocation bitmap, through the bounded dirty-sector cache;
  *   4. zeroing of the new region (from the old ValidDataLength);
- *   5. entry sets (the commit point: from here the new clusters are owned);
- *   6. PercentInUse;
- *   7. VolumeDirty cleared (only if this run set it).
+ *   5. links from existing chains, then the entry sets (the commit point:
+ *      from here the new clusters are owned);
+ *   6. PercentInUse and
+ *   7. VolumeDirty cleared (only if this run set it), one boot sector write.
  * A crash before 5 leaves at worst bitmap bits nobody owns with VolumeDirty
  * set; a signal before 5 clears those bits again (rollback).  --sync puts
- * an fsync at each ordering point; the default syncs once before
- * VolumeDirty is cleared and once after.
+ * an fsync at each ordering point: after 1, after 2 to 4 (nothing reaches
+ * what they write before 5, so they need no order among them), after the
+ * links, and after 5 and after 7; the default syncs after 5 and after 7.
  *
  * Directories are held in memory while the run plans (a directory is at
  * most 256 MiB by the specification, and in practice a few clusters), so
@@ -1166,14 +1168,13 @@ static int put_chain(struct xop *op, const struct fk_plan *plan)
 }
 
 /*
- * Step 2: fresh directory clusters zeroed first (a crash never leaves a
- * reachable cluster of old bytes), then, in the FAT, the chains of
+ * Step 2: fresh directory clusters zeroed, then, in the FAT, the chains of
  * fragmented files and grown directories, unreachable from anything, and
  * the links of a NoFatChain run that becomes a chain (meaningless until
  * its entry clears NoFatChain).  Links from existing chains wait for
- * step 5.  *@nwrites counts what was written.
+ * step 5, behind a barrier, so no reader reaches a cluster of old bytes.
  */
-static int write_fat(struct xop *op, int *nwrites)
+static int write_fat(struct xop *op)
 {
 	const struct fk_geom *g = &op->vol->g;
 	size_t i, r;
@@ -1187,10 +1188,7 @@ static int write_fat(struct xop *op, int *nwrites)
 				     op->vol->dev, fk_clus_off(g, run->first),
 				     (uint64_t)run->nclus * g->clus_len)))
 				return err;
-			(*nwrites)++;
 		}
-	if (*nwrites && (err = fk_prun_barrier(op->run)))
-		return err;
 	for (i = 0; i < op->ndirs; i++) {
 		struct xdir *d = op->dirs[i];
 
@@ -1202,7 +1200,6 @@ static int write_fat(struct xop *op, int *nwrites)
 			return err;
 		if ((err = put_chain(op, &d->growth)))
 			return err;
-		(*nwrites)++;
 	}
 	for (i = 0; i < op->run->nfiles; i++) {
 		const struct xfile *fp = &op->files[i];
@@ -1217,7 +1214,6 @@ static int write_fat(struct xop *op, int *nwrites)
 			return err;
 		if (!op->o->per_cluster && (err = put_chain(op, add)))
 			return err;
-		(*nwrites)++;
 	}
 	return fk_cache_flush(op->vol->fat);
 }
@@ -1329,7 +1325,7 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 {
 	unsigned char *b = op->vol->boot;
 	uint32_t nused = op->bm.nused;
-	int err, nfat = 0, nlinks = 0;
+	int err, nlinks = 0, percent;
 	size_t i;
 
 	if (is_stopping(op))
@@ -1342,18 +1338,12 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 	}
 	if (is_stopping(op))
 		return -EINTR;
-	if ((err = write_fat(op, &nfat)) ||
-	    (nfat && (err = fk_prun_barrier(op->run))))
-		return err;
-	if (is_stopping(op))
-		return -EINTR;
-	if ((err = write_bitmap(op, 1)) ||
+	/* Steps 2 to 4 need no order among them: until step 5 nothing
+	 * reaches what they write.  One barrier ends them. */
+	if ((err = write_fat(op)) || (err = write_bitmap(op, 1)) ||
 	    (op->o->per_cluster && (err = write_per_cluster(op))) ||
+	    (err = fk_prun_zero(op->run, res)) ||
 	    (err = fk_prun_barrier(op->run)))
-		return err;
-	if ((err = fk_prun_zero(op->run, res)))
-		return err;
-	if (res->zeroed && (err = fk_prun_barrier(op->run)))
 		return err;
 	if (is_stopping(op))
 		return -EINTR;
@@ -1368,21 +1358,20 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 		nused += op->files[i].pf.add.nclus;
 	for (i = 0; i < op->ndirs; i++)
 		nused += op->dirs[i]->growth.nclus;
-	if (b[EB_PERCENT] != 0xff &&
-	    b[EB_PERCENT] != fk_exfat_percent(nused, op->vol->g.nclus)) {
-		if ((err = fk_prun_barrier(op->run)))
-			return err;
-		b[EB_PERCENT] = (unsigned char)fk_exfat_percent(
-			nused, op->vol->g.nclus);
-		if ((err = write_boot(op)))
-			return err;
-	}
+	percent = fk_exfat_percent(nused, op->vol->g.nclus);
+	if (b[EB_PERCENT] == 0xff || b[EB_PERCENT] == percent)
+		percent = -1; /* not kept, or right already */
+	/* Steps 6 and 7 are one write of the boot sector, after the entry
+	 * sets are on disk. */
 	if (op->o->sync != FK_SYNC_NEVER &&
 	    (err = fk_device_sync(op->vol->dev)))
 		return err;
-	if (!op->set_dirty)
+	if (percent < 0 && !op->set_dirty)
 		return 0;
-	set_flags(op, 0);
+	if (percent >= 0)
+		b[EB_PERCENT] = (unsigned char)percent;
+	if (op->set_dirty)
+		set_flags(op, 0);
 	if ((err = write_boot(op)))
 		return err;
 	if (op->o->sync != FK_SYNC_NEVER)
@@ -1518,12 +1507,6 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    "-n/--keep-size cannot be expressed on exFAT "
 			    "(clusters past the size are damage or leaks "
 			    "there); the image is left untouched");
-		return -EOPNOTSUPP;
-	}
-	if (vol->g.nfats != 1) {
-		fk_diag_set(diag, NULL,
-			    "TexFAT volumes (two FATs) are not supported for "
-			    "writing; the image is left untouched");
 		return -EOPNOTSUPP;
 	}
 	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {

@@ -421,67 +421,6 @@ repaired_as_ref()
 
 # ---- TexFAT: two FATs, two bitmaps ------------------------------------------
 
-# texfat IMG WHAT, through exfatref's objects: convert (a second FAT, a
-# copy of the first; a second allocation bitmap, BitmapFlags 1, a copy of
-# the first in clusters both mark; NumberOfFats 2 in both boot regions),
-# active1 (ActiveFat = 1), leakN (three free clusters marked in bitmap N
-# only), bitmapN / fatN (print the SHA-256 of bitmap N's clusters, FAT N).
-texfat()
-{
-	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
-import hashlib, sys
-sys.path.insert(0, sys.argv[1])
-import exfatref as r
-img, what = sys.argv[2], sys.argv[3]
-v = r.Volume(img, write=True)
-bps, cs = v.bps, v.csize
-def bitmap(n):
-    for _, e in v.special(r.T_BITMAP):
-        if e[1] & 1 == n:
-            return v.chain(r.le(e, 20, 4))[0]
-if what == "convert":
-    assert v.fat_offset + 2 * v.fat_length <= v.heap_offset
-    v.load_bitmap()
-    cl = v.alloc_run(len(v.bitmap_clusters))
-    v.claim(cl, True)
-    v.flush()
-    data = bytes(v.bitmap)
-    for k, c in enumerate(cl):
-        v.write(v.cluster_off(c), data[k * cs:(k + 1) * cs])
-    v.write((v.fat_offset + v.fat_length) * bps,
-            v.read(v.fat_offset * bps, v.fat_length * bps))
-    raw = bytearray(32)
-    raw[0], raw[1] = r.T_BITMAP, 1
-    r.put_le(raw, 20, 4, cl[0])
-    r.put_le(raw, 24, 8, len(data))
-    root = v.root_dir()
-    root.write_entries(root.free_slot(1), bytes(raw))
-    for first in (0, 12):
-        v.write(first * bps + 110, b"\x02")
-        r.fix_boot_checksum(v, first)
-elif what == "active1":
-    # VolumeFlags is outside the boot checksum (3.1.13)
-    v.write(106, (r.le(v.boot, 106, 2) | 1).to_bytes(2, "little"))
-elif what.startswith("leak"):
-    clusters = bitmap(int(what[4:]))
-    bm = bytearray(v.read_clusters(clusters))
-    free = [c for c in range(v.nclus + 1, 1, -1)
-            if not bm[(c - 2) >> 3] >> ((c - 2) & 7) & 1][:3]
-    for c in free:
-        bm[(c - 2) >> 3] |= 1 << ((c - 2) & 7)
-    for k, c in enumerate(clusters):
-        v.write(v.cluster_off(c), bytes(bm[k * cs:(k + 1) * cs]))
-elif what.startswith("bitmap"):
-    print(hashlib.sha256(v.read_clusters(bitmap(int(what[6:])))).hexdigest())
-elif what.startswith("fat"):
-    n = int(what[3:])
-    print(hashlib.sha256(v.read((v.fat_offset + n * v.fat_length) * bps,
-                                v.fat_length * bps)).hexdigest())
-v.flush()
-v.f.close()
-PY
-}
-
 @test "fatcheck exFAT on TexFAT: ActiveFat's bitmap is compared and repaired, the stale one left alone" {
 	local active other sum
 	use
