@@ -320,6 +320,18 @@ static void free_store(struct name_store *st)
 	memset(st, 0, sizeof(*st));
 }
 
+/*
+ * The first place of @hash in a table of @cap places (a power of two):
+ * the top bits of a multiplicative mix.  The low bits of fk_name_hash()
+ * depend only on the low bits of the names' bytes, so names made to
+ * share them would all probe from one place.
+ */
+static size_t first_place(uint64_t hash, size_t cap)
+{
+	return (size_t)((hash * 0x9e3779b97f4a7c15ull) >>
+			(64 - __builtin_ctzll(cap)));
+}
+
 /* Double @t's table (64 places at first); its keys have distinct names. */
 static int grow_table(struct name_table *t)
 {
@@ -335,7 +347,7 @@ static int grow_table(struct name_table *t)
 
 		if (!k)
 			continue;
-		for (h = t->st.keys.v[k - 1].hash & mask; tab[h];
+		for (h = first_place(t->st.keys.v[k - 1].hash, cap); tab[h];
 		     h = (h + 1) & mask)
 			;
 		tab[h] = k;
@@ -362,7 +374,7 @@ static int64_t table_add(struct name_table *t, const char *name, uint64_t hash,
 	    (err = add_key(&t->st, name, hash, slot, is_long)))
 		return err;
 	k = &t->st.keys.v[n];
-	for (h = k->hash & (t->cap - 1); t->tab[h];
+	for (h = first_place(k->hash, t->cap); t->tab[h];
 	     h = (h + 1) & (t->cap - 1)) {
 		const struct name_key *first = &t->st.keys.v[t->tab[h] - 1];
 
