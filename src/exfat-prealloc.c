@@ -1524,6 +1524,37 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 	return 0;
 }
 
+/*
+ * The up-case table's clusters and every bitmap's (a TexFAT volume has a
+ * second one) must be marked in the bitmap: a cluster marked free there
+ * could be given to a new directory and zeroed.
+ */
+static int judge_specials(struct xop *op, struct fk_diag *diag)
+{
+	const struct fk_exfat *ex = op->vol->exfat;
+	struct fk_exfat_stream s[3];
+	struct fk_plan runs = {NULL, 0, 0, 0};
+	struct fk_chain_info info;
+	uint32_t i, n = 0;
+	int err = 0;
+
+	if (!ex->upcase->is_fallback && ex->upcase->first_clus)
+		s[n++] = (struct fk_exfat_stream){ex->upcase->first_clus,
+						  ex->upcase->raw_len, 0};
+	for (i = 0; i < ex->nbitmaps && i < 2; i++)
+		s[n++] = (struct fk_exfat_stream){ex->bitmap_clus[i],
+						  ex->bitmap_len[i], 0};
+	for (i = 0; !err && i < n; i++) {
+		runs.nruns = 0;
+		runs.nclus = 0;
+		if (!(err = fk_exfat_stream_walk(op->vol, &s[i], collect_run,
+						 &runs, &info)))
+			err = judge_plan_bits(op, &runs, diag);
+	}
+	fk_plan_free(&runs);
+	return err;
+}
+
 static int start(struct fk_prun *run, struct fk_diag *diag)
 {
 	struct fk_volume *vol = run->vol;
@@ -1544,6 +1575,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
 	if ((err = fk_exfat_bitmap_load_active(vol, &op->bm, diag)) ||
 	    (err = open_bitmap(op, run->o->batch_len, diag)) ||
+	    (err = judge_specials(op, diag)) ||
 	    (err = fk_alloc_take_used(op->bm.bits, vol->g.nclus, FK_FIRST_CLUS,
 				      &op->alloc)))
 		goto out;

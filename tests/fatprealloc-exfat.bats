@@ -346,7 +346,7 @@ unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
 }
 
 # unmark IMG WHAT: clear the bitmap bit of the first cluster of WHAT (a
-# path, / for the root, or "bitmap"), which stays in use.
+# path, / for the root, "bitmap" or "upcase"), which stays in use.
 unmark()
 {
 	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "$2" <<'PY'
@@ -358,6 +358,8 @@ what = sys.argv[3]
 if what == "bitmap":
     v.load_bitmap()
     first = v.bitmap_clusters[0]
+elif what == "upcase":
+    first = next(r.le(e, 20, 4) for _, e in v.special(r.T_UPCASE))
 elif what == "/":
     first = v.root_cluster
 else:
@@ -368,9 +370,9 @@ v.f.close()
 PY
 }
 
-@test "fatprealloc on exFAT: a cluster in use that the bitmap marks free (a directory on the path, a file to grow, the bitmap's own) is refused, the image untouched" {
+@test "fatprealloc on exFAT: a cluster in use that the bitmap marks free (a directory on the path, a file to grow, the bitmap's own, the up-case table's) is refused, the image untouched" {
 	local sha what
-	for what in / /d /d/sub /d/sub/f.bin bitmap; do
+	for what in / /d /d/sub /d/sub/f.bin bitmap upcase; do
 		mkex img 8M 512
 		printf 'put /d/sub/f.bin --size 1000\nput /d/sub/g.bin --size 10\n' |
 			ref batch img
