@@ -113,8 +113,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 # Builds and bats files use every CPU: bats runs test files and tests side
 # by side through GNU parallel (each test has its own directory).
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-BATS_JOBS = $(if $(filter-out 0 1,$(JOBS)),$(if $(shell command -v parallel),\
-	    --jobs $(JOBS)))
+BATS_JOBS = $(if $(filter-out 0 1,$(JOBS)),$(if $(shell parallel --version \
+	    2>/dev/null | grep -q 'GNU parallel' && echo gnu),--jobs $(JOBS)))
 
 check: deps-check
 	$(MAKE) -j$(JOBS) all

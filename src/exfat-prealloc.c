@@ -1509,6 +1509,15 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    "there); the image is left untouched");
 		return -EOPNOTSUPP;
 	}
+	if (vol->g.active_fat) {
+		/* Linux reads the first FAT and bitmap whatever ActiveFat
+		 * says: it would see the new clusters as free. */
+		fk_diag_set(diag, NULL,
+			    "TexFAT volume with its second FAT active (Linux "
+			    "reads the first one); the image is left "
+			    "untouched");
+		return -EOPNOTSUPP;
+	}
 	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {
 		/* Linux refuses to mount it: writing would hide the damage. */
 		fk_diag_set(diag, NULL, "%s",

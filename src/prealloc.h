@@ -102,12 +102,14 @@ const char *fk_prealloc_check_args(const struct fk_volume *vol,
  * Carry out @n requests on @vol (opened for writing unless dry_run).
  * Returns 0, or -errno with @diag naming the path: -ENOENT (missing parent
  * without -p), -ENOTDIR, -EISDIR, -EFBIG, -EINVAL (bad name), -ENOSPC
- * (need and free in @diag), FK_ECORRUPT, -EOPNOTSUPP (an option or
- * layout the exFAT side cannot express or write: -n, a fragmented
- * bitmap, TexFAT).  Every refusal comes before the first write.  On exFAT,
- * exfat-prealloc.c writes in exFAT's order (VolumeDirty,
- * FAT chains of fragmented files, bitmap, zeros, entry sets, PercentInUse,
- * VolumeDirty cleared).  @res is filled either way; free it with
+ * (need and free in @diag), FK_ECORRUPT (damage, on exFAT also an
+ * up-case table that does not fold a-z, or a cluster in use that the
+ * bitmap marks free), -EOPNOTSUPP (an option or layout the exFAT side
+ * cannot express or write: -n, a fragmented bitmap, TexFAT with its
+ * second FAT active).  Every refusal comes before the first write.  On
+ * exFAT, exfat-prealloc.c writes in exFAT's order (VolumeDirty, FAT chains
+ * of fragmented files, bitmap, zeros, entry sets, then PercentInUse and
+ * VolumeDirty cleared in one write).  @res is filled either way; free it with
  * fk_prealloc_result_free().
  *
  * -EINTR: *@opts->stop was set.  The run stops at the next safe point:
