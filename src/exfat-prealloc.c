@@ -120,6 +120,7 @@ struct xop {
 	const struct fk_prealloc_opts *o;
 	struct fk_alloc *alloc;
 	struct fk_exfat_bitmap bm;
+	uint32_t nused;	      /* clusters the bitmap marked at the start */
 	struct fk_cache *bmc; /* the bitmap's sectors */
 	uint64_t bm_off;      /* byte offset of the bitmap */
 	struct xdir **dirs;
@@ -1324,7 +1325,7 @@ static int write_bitmap(struct xop *op, int is_used)
 static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 {
 	unsigned char *b = op->vol->boot;
-	uint32_t nused = op->bm.nused;
+	uint32_t nused = op->nused;
 	int err, nlinks = 0, percent;
 	size_t i;
 
@@ -1462,6 +1463,7 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 		(uint32_t)((op->bm.data_len + g->sec_len - 1) / g->sec_len);
 	lay.nfats = 1;
 	lay.is_mirrored = 1;
+	lay.is_rarely_written = 1; /* a few sectors a run: no huge page */
 	err = fk_cache_new(op->vol->dev, &lay, batch_len, FK_CACHE_NOSYNC,
 			   &op->bmc);
 out:
@@ -1589,6 +1591,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 				      &op->alloc)))
 		goto out;
 	op->bm.bits = NULL; /* the allocator's free map now */
+	op->nused = vol->g.nclus - fk_alloc_nfree(op->alloc);
 	run->alloc = op->alloc;
 out:
 	if (err == FK_ECORRUPT)

@@ -856,8 +856,7 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 		bm.is_tail_set = !!(bm.bits[nwords - 1] & tail);
 		bm.bits[nwords - 1] &= ~tail;
 	}
-	bm.nused = fk_exfat_bitmap_count(&bm, 2, g->nclus);
-	*out = bm;
+	*out = bm; /* not counted: the allocator counts as it takes them */
 	return 0;
 }
 

@@ -361,7 +361,6 @@ struct fk_exfat_bitmap {
 	uint32_t nclus; /* ClusterCount */
 	uint32_t first_clus;
 	uint64_t data_len;
-	uint32_t nused;	 /* bits set among the nclus */
 	int is_short;	 /* DataLength < ceil(nclus / 8): the missing
 			      bits read as clear */
 	int is_tail_set; /* bits past nclus in the last byte are set */

@@ -573,7 +573,7 @@ static int print_info_exfat(struct ls *ls)
 	struct fk_exfat_bitmap bm;
 	struct info_item it[32];
 	struct fk_diag diag = {{0}, {0}};
-	uint32_t nfree;
+	uint32_t nused, nfree;
 	int n = 0, err;
 
 	if ((err = fk_exfat_bitmap_load_active(ls->vol, &bm, &diag))) {
@@ -581,7 +581,8 @@ static int print_info_exfat(struct ls *ls)
 		ls->status = FK_EXIT_FAIL;
 		return 0;
 	}
-	nfree = g->nclus - bm.nused;
+	nused = fk_exfat_bitmap_count(&bm, FK_FIRST_CLUS, g->nclus);
+	nfree = g->nclus - nused;
 	memset(it, 0, sizeof(it));
 #define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
 #define STR(k, ...)                                                            \
@@ -602,7 +603,7 @@ static int print_info_exfat(struct ls *ls)
 	NUM("free clusters", nfree);
 	NUM("free bytes", (uint64_t)nfree * g->clus_len);
 	NUM("percent in use", b->percent_in_use);
-	NUM("percent in use computed", fk_exfat_percent(bm.nused, g->nclus));
+	NUM("percent in use computed", fk_exfat_percent(nused, g->nclus));
 	flags_string(b->vol_flags, it[n].str, sizeof(it[0].str));
 	it[n++].key = "volume flags";
 	STR("label", "%s", ex->has_label ? ex->label : "");
