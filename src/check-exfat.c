@@ -909,14 +909,14 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	size_t idx;
 	int err;
 
-	if (x->has_bitmap && x->ex->nbitmaps < 2) {
+	if (x->has_bitmap && nth >= (g->nfats == 2 ? 2u : 1u)) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
 				"a second allocation bitmap entry");
 		ck_set_fix(x->ck, idx, "entry removed");
 		delete_set(s);
 		return plan_set(x, s);
 	}
-	if (x->ex->nbitmaps >= 2 && nth != fk_exfat_active_bitmap(x->vol)) {
+	if (g->nfats == 2 && nth != fk_exfat_active_bitmap(x->vol)) {
 		/* TexFAT's other bitmap, whichever comes first in the root:
 		 * stale by spec 3.1.13.1 (ActiveFat names the one to use),
 		 * so owned but never compared with ownership. */

@@ -863,12 +863,14 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol)
 {
 	const struct fk_exfat *ex = vol->exfat;
-	uint32_t i, pick = 0, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
+	uint32_t i, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
 
+	if (vol->g.nfats < 2)
+		return 0; /* a second entry is damage: the first is the one */
 	for (i = 0; i < n; i++)
 		if ((ex->bitmap_flags[i] & 1) == vol->g.active_fat)
-			pick = i;
-	return pick;
+			return i;
+	return 0;
 }
 
 int fk_exfat_bitmap_load_active(struct fk_volume *vol,

@@ -389,10 +389,10 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 			 struct fk_diag *diag);
 /*
  * Which of the root's allocation bitmap entries, counted in directory
- * order from 0, goes with the active FAT: the one whose BitmapFlags bit 0
- * is ActiveFat (the last such of two; the first entry when neither is).
- * With one FAT that is the only one.  The other one of TexFAT's two is
- * stale (spec 3.1.13.1).
+ * order from 0, goes with the active FAT: on TexFAT (two FATs) the first
+ * whose BitmapFlags bit 0 is ActiveFat (the first entry when neither is;
+ * the other one is stale, spec 3.1.13.1); with one FAT the first entry,
+ * as Linux reads it (a second one is damage).
  */
 uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol);
 

@@ -497,14 +497,20 @@ elif case == "hidden-set":
 elif case == "fat-reserved":
     v.fat_set(0, 0x12345678)
     v.fat_set(1, 0)
+elif case == "bitmap-twice":
+    # a second allocation bitmap entry (BitmapFlags 0) on a one-FAT
+    # volume, naming the same clusters as the first
+    raw = next(bytes(e) for _, e in v.special(r.T_BITMAP))
+    root = v.root_dir()
+    root.write_entries(root.free_slot(1), raw)
 v.flush()
 v.f.close()
 PY
 }
 
-@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1]" {
+@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1], a second bitmap entry" {
 	local c
-	for c in empty-with-cluster nofat-overlap fat-reserved; do
+	for c in empty-with-cluster nofat-overlap fat-reserved bitmap-twice; do
 		use
 		exdamage img "$c"
 		run -4 fatcheck img
@@ -514,6 +520,10 @@ PY
 			assert_line --regexp "^error: /x-b: shares cluster [0-9]+ with another file or directory"
 		[[ $c != fat-reserved ]] ||
 			assert_line "error: img: FatEntry[1] is 0x00000000, not 0xFFFFFFFF"
+		# one FAT: the first entry is the bitmap (as Linux reads it)
+		[[ $c != bitmap-twice ]] ||
+			assert_output "error: img: a second allocation bitmap entry
+img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings, 0 notes"
 		run -1 fatcheck -r img
 		run -0 fatcheck img
 		fsck_exfat_clean img
