@@ -1177,10 +1177,12 @@ static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return found;
 	idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
 			"the allocation bitmap entry is marked unused");
-	ck_set_fix(x->ck, idx, "entry restored");
 	if ((err = check_bitmap_entry(x, s)))
 		return err;
-	return x->has_bitmap ? plan_set(x, s) : 0;
+	if (!x->has_bitmap) /* its chain refused: nothing to restore */
+		return 0;
+	ck_set_fix(x->ck, idx, "entry restored");
+	return plan_set(x, s);
 }
 
 static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
