@@ -497,6 +497,14 @@ elif case == "hidden-set":
 elif case == "fat-reserved":
     v.fat_set(0, 0x12345678)
     v.fat_set(1, 0)
+elif case == "bitmap-unused-bad-chain":
+    # the bitmap entry marked unused (0x01), its first cluster marked bad
+    # in the FAT: nothing left to restore it from
+    i, e = v.special(r.T_BITMAP)[0]
+    first = r.le(e, 20, 4)
+    root = v.root_dir()
+    root.write_entries(i, bytes([e[0] & 0x7f]) + bytes(e[1:]))
+    v.fat_set(first, 0xFFFFFFF7)
 elif case == "bitmap-twice":
     # a second allocation bitmap entry (BitmapFlags 0) on a one-FAT
     # volume, naming the same clusters as the first
@@ -530,6 +538,17 @@ img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings
 		run -0 ref verify -W img
 		sums img | diff - img.sums
 	done
+}
+
+@test "fatcheck exFAT: a bitmap entry marked unused whose chain is broken is not claimed restored; -r converges" {
+	use
+	exdamage img bitmap-unused-bad-chain
+	run -4 fatcheck img
+	assert_line "error: img: the allocation bitmap entry is marked unused"
+	run fatcheck -r img
+	run -4 fatcheck -r img
+	assert_line "error: img: the allocation bitmap entry is marked unused"
+	refute_output --partial "entry restored"
 }
 
 @test "fatcheck exFAT: two names whose 64-bit hashes collide are not duplicates; -r changes nothing" {
