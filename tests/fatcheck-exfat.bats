@@ -398,18 +398,7 @@ repaired_as_ref()
 					break
 				fi
 				echo "# $faults: signal $sig before write $n${again:+, and again}"
-				[ "$status" -eq $((128 + sig)) ]
-				# The findings, printed before the first write, and
-				# no summary: the check after the repairs is skipped.
-				[ -n "$output" ]
-				! grep -qvE '^(error|warning|note): ' <<<"$output"
-				[ "${stderr##*$'\n'}" = "fatcheck: img: interrupted after the first repair write; the repairs were completed" ]
-				if [[ -n $again ]]; then
-					[[ $stderr == *"fatcheck: signal ignored; finishing the repairs, please wait"* ]] ||
-						[ "$(wc -l <<<"$stderr")" -eq 1 ]
-				else
-					[ "$(wc -l <<<"$stderr")" -eq 1 ]
-				fi
+				signal_repair_ok "$sig" "$again"
 				# All of it done: what an uninterrupted run leaves.
 				[ "$(img_sha img)" = "$(img_sha ref.img)" ]
 				repaired_as_ref

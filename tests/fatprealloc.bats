@@ -1016,7 +1016,7 @@ fsck_clean_4g()
 		flock -n img true 2>/dev/null || break
 		sleep 0.05
 	done
-	! flock -n img true
+	run -1 flock -n img true # the holder has it
 	run -1 --separate-stderr timeout 10 fatprealloc img /x.bin 1K
 	# The flock(1) that took the lock has exited (the lock stays with
 	# the subshell's descriptor): no process is named.
