@@ -458,32 +458,13 @@ intact()
 	[ "$(ref info "$1" | sed -n 's/^volume_dirty=//p')" = 1 ]
 }
 
-@test "fatprealloc on exFAT: a crash after any write call leaves existing files intact and at worst unowned bitmap bits with VolumeDirty set" {
-	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+# crash_each_write [CHECK...]: run ARGS on a copy of base.img crashing
+# after write call 1, 2, ... until a run completes; after each crash
+# c.img must be intact (and CHECK, when given, must pass); the completed
+# run must match ref.img, one uninterrupted run.
+crash_each_write()
+{
 	local n rc
-	crash_fixture
-	cp base.img ref.img
-	run -0 fatprealloc ref.img "${ARGS[@]}"
-	clean ref.img
-	for ((n = 1; ; n++)); do
-		echo "# crash after call $n"
-		((n < 200))
-		cp base.img c.img
-		rc=0
-		FK_CRASH_AFTER_WRITE=$n fatprealloc c.img "${ARGS[@]}" 2>err || rc=$?
-		((rc == 0)) && break
-		[ "$rc" -eq 99 ]
-		intact c.img
-	done
-	[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
-}
-
-@test "fatprealloc on exFAT on TexFAT: a crash after any write call leaves existing files intact and the second FAT and bitmap untouched" {
-	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
-	local n rc sum
-	crash_fixture
-	texfat base.img convert
-	sum="$(texfat base.img bitmap1) $(texfat base.img fat1)"
 	cp base.img ref.img
 	run -0 fatprealloc ref.img "${ARGS[@]}"
 	run -0 ref verify -W ref.img
@@ -496,9 +477,30 @@ intact()
 		((rc == 0)) && break
 		[ "$rc" -eq 99 ]
 		intact c.img
-		[ "$(texfat c.img bitmap1) $(texfat c.img fat1)" = "$sum" ]
+		(($# == 0)) || "$@"
 	done
 	[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+}
+
+@test "fatprealloc on exFAT: a crash after any write call leaves existing files intact and at worst unowned bitmap bits with VolumeDirty set" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	crash_fixture
+	crash_each_write
+	clean ref.img
+}
+
+# second_pair_kept: TexFAT's second bitmap and FAT of c.img as in SUM.
+second_pair_kept()
+{
+	[ "$(texfat c.img bitmap1) $(texfat c.img fat1)" = "$SUM" ]
+}
+
+@test "fatprealloc on exFAT on TexFAT: a crash after any write call leaves existing files intact and the second FAT and bitmap untouched" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	crash_fixture
+	texfat base.img convert
+	SUM="$(texfat base.img bitmap1) $(texfat base.img fat1)"
+	crash_each_write second_pair_kept
 }
 
 @test "fatprealloc on exFAT: a failed write call fails the run with one line, existing files intact" {
