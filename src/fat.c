@@ -17,6 +17,7 @@
 #define SCAN_ENTS (1u << 18) /* entries read per scan block */
 /* Entries decoded per callback: the values stay in the CPU's cache. */
 #define DECODE_ENTS (1u << 14)
+#define WALK_BATCH  128 /* links a chain walk takes per lookup, at most */
 
 /* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
 #define FAT32_MASK 0x0fffffffu
@@ -708,6 +709,7 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 	const struct fk_geom *g = &vol->g;
 	struct fk_run run = {0, 0};
 	uint32_t clus = start, val, saved = start, power = 1, lam = 1;
+	uint32_t vals[WALK_BATCH], nvals = 0, at = 0; /* vals[at]: clus's */
 	int err;
 
 	memset(info, 0, sizeof(*info));
@@ -723,8 +725,16 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 	if (info->end != FK_ENT_NEXT)
 		return 0; /* 0: empty file; anything else: a bad start */
 	for (;;) {
-		if ((err = fk_fat_get(vol, clus, &val)))
-			return err;
+		/* A bitmap or up-case table of 2,000 clusters is a chain too:
+		 * one cache lookup a sector of links, not one a link. */
+		if (at == nvals) {
+			if ((err = fk_fat_get_links(vol, clus, vals,
+						    WALK_BATCH)) < 0)
+				return err;
+			nvals = (uint32_t)err;
+			at = 0;
+		}
+		val = vals[at++];
 		info->nlinks++;
 		info->nclus++;
 		info->last = clus;
