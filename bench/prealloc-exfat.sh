@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench/prealloc-exfat.sh: fatprealloc on exFAT against the targets of the
 # exFAT preallocation issue, on sparse mkfs.exfat images (4.5 GiB, clusters
-# of 512 B and 4 KiB), each run on a fresh copy (cp --sparse=always, not
-# timed).  Table times are fatprealloc's own --json "seconds" (open to exit
-# of the core, process start-up excluded), the median of PX_REPS runs; the
-# target lines use CPU time (perf stat's task-clock of fatprealloc), which
-# the other jobs on a shared machine disturb far less.
+# of 512 B and 4 KiB), each run on a fresh copy (cp --sparse=always, then
+# bench/warm.py: written back and in the page cache; none of it timed).
+# Table times are fatprealloc's own --json "seconds" (open to exit of the
+# core, process start-up excluded), the median of PX_REPS runs; the --sync
+# target is the same figure, both sides taking turns; the other target
+# lines use CPU time (perf stat's task-clock of fatprealloc), which the
+# other jobs on a shared machine disturb far less.
 #
 #   bench/prealloc-exfat.sh [BUILD_DIR]      (default: build/)
 #
@@ -18,7 +20,7 @@
 # default (zeroed) 256 MiB file on exFAT against FAT32 in the same run.
 #
 # Environment: PX_REPS (5), PX_MAX_SECS (20), PX_ONLY (a cluster size),
-# PX_TABLE (1; 0: the target lines only).
+# PX_TABLE (1; 0: the target lines only), PX_SYNC_ROUNDS (5).
 # Prints a Markdown section on stdout; bench/RESULTS.md holds the last one.
 set -euo pipefail
 
@@ -44,6 +46,16 @@ mkdir -p "$OUT"
 WORK=$OUT/px-work.img
 trap 'rm -f "$WORK"' EXIT
 
+# fresh IMG_SRC: a new copy of IMG_SRC as $WORK, written back and its data
+# in the page cache (bench/warm.py says why), so that no run pays for the
+# copy.
+fresh()
+{
+	rm -f "$WORK"
+	cp --sparse=always "$1" "$WORK"
+	python3 bench/warm.py "$WORK"
+}
+
 bytes()
 {
 	numfmt --from=iec "$1"
@@ -55,8 +67,7 @@ run()
 {
 	local src=$1
 	shift
-	rm -f "$WORK"
-	cp --sparse=always "$src" "$WORK"
+	fresh "$src"
 	"$PA" --json "$@" | python3 -c '
 import json, sys
 j = json.load(sys.stdin)["stats"]
@@ -105,8 +116,7 @@ cpu_run()
 {
 	local src=$1
 	shift
-	rm -f "$WORK"
-	cp --sparse=always "$src" "$WORK"
+	fresh "$src"
 	perf stat -x, -e task-clock -o "$OUT/px-perf" "$PA" --json "$@" >"$OUT/px-json"
 	python3 -c '
 import json, sys
@@ -154,6 +164,32 @@ for cs in $SIZES; do
 done
 
 if [[ " $SIZES " == *" 512 "* ]]; then
+	# The --sync target row side by side: per-cluster and batched take
+	# turns in each round, so a change in the host's fsync latency hits
+	# both; each side's median "seconds" and its fsync count.
+	echo
+	if [[ ! -f $OUT/px-512.img ]]; then
+		truncate -s 4608M "$OUT/px-512.img"
+		mkfs.exfat -c 512 "$OUT/px-512.img" >/dev/null
+	fi
+	# shellcheck disable=SC2046
+	for ((rep = 0; rep < ${PX_SYNC_ROUNDS:-5}; rep++)); do
+		echo "per $(run "$OUT/px-512.img" --lazy --per-cluster --sync "$WORK" $(pairs 16 1M))"
+		echo "batch $(run "$OUT/px-512.img" --lazy --sync "$WORK" $(pairs 16 1M))"
+	done >"$OUT/px-sync.tsv"
+	python3 - "$OUT/px-sync.tsv" <<'EOF2'
+import statistics, sys
+rows = {"per": [], "batch": []}
+for line in open(sys.argv[1]):
+    side, secs, clus, _bm, _fat, fsyncs = line.split()
+    rows[side].append((float(secs), int(clus), int(fsyncs)))
+(p, pc, pf), (b, bc, bf) = ([statistics.median(r[0] for r in rows[s])] + list(rows[s][0][1:])
+                            for s in ("per", "batch"))
+print("`--sync`, 16 x 1 MiB, 512 B clusters, side by side (%d rounds, median of \"seconds\"): "
+      "per-cluster %.3f s with %d fsyncs (%.0f us a cluster), batched %.2f ms with %d fsyncs: "
+      "**%.0fx** (target: at least 1000x)." % (len(rows["per"]), p, pf, p / pc * 1e6, b * 1e3, bf,
+                                                (p / pc) / (b / bc)))
+EOF2
 	# The 1 ns target row again in CPU time (the whole process, start-up
 	# included), median of 11: the wall time above is at the mercy of
 	# the other jobs on a shared machine.
@@ -192,8 +228,7 @@ for n in 1 1000 4000 5000; do
 done
 for ((rep = 0; rep < 11; rep++)); do
 	for n in 1 1000 4000 5000; do
-		rm -f "$WORK"
-		cp --sparse=always "$img" "$WORK"
+		fresh "$img"
 		# shellcheck disable=SC2046
 		perf stat -x, -e task-clock -o "$OUT/px-perf" "$PA" -p "$WORK" $(cat "$OUT/px-many-$n") >/dev/null
 		echo "$n $(grep task-clock "$OUT/px-perf" | cut -d, -f1 | awk '{print $1 / 1e3}')"
