@@ -929,7 +929,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return judge_claim(x, &c, NULL,
 				   "inactive allocation bitmap: ", &idx);
 	}
-	x->bm_need_len = ((uint64_t)g->nclus + 7) / 8;
+	x->bm_need_len = fk_exfat_bitmap_len(g->nclus);
 	x->bm_stream.first_clus = s->first_clus;
 	x->bm_stream.data_len = x->bm_need_len;
 	x->bm_stream.is_no_fat_chain = 0;

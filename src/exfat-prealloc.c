@@ -1437,10 +1437,13 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 	struct fk_plan runs = {NULL, 0, 0, 0};
 	int err;
 
-	if (op->bm.is_short) {
+	if (op->bm.data_len != fk_exfat_bitmap_len(g->nclus)) {
+		/* Its sectors are cached as one region of this length: a
+		 * longer DataLength would address bits past the heap. */
 		fk_diag_set(diag, NULL,
-			    "allocation bitmap is too short; run "
-			    "fatcheck");
+			    "allocation bitmap DataLength %" PRIu64
+			    ", the heap needs %" PRIu64,
+			    op->bm.data_len, fk_exfat_bitmap_len(g->nclus));
 		return FK_ECORRUPT;
 	}
 	if ((err = fk_exfat_stream_walk(op->vol, &s, collect_run, &runs,
@@ -1460,7 +1463,8 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 	lay.sec_len = g->sec_len;
 	lay.fat_off = op->bm_off;
 	lay.fat_secs =
-		(uint32_t)((op->bm.data_len + g->sec_len - 1) / g->sec_len);
+		(uint32_t)((fk_exfat_bitmap_len(g->nclus) + g->sec_len - 1) /
+			   g->sec_len);
 	lay.nfats = 1;
 	lay.is_mirrored = 1;
 	lay.is_rarely_written = 1; /* a few sectors a run: no huge page */

@@ -814,7 +814,7 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 			 struct fk_diag *diag)
 {
 	const struct fk_geom *g = &vol->g;
-	uint64_t need = ((uint64_t)g->nclus + 7) / 8, len;
+	uint64_t need = fk_exfat_bitmap_len(g->nclus), len;
 	size_t nwords = ((size_t)g->nclus + 63) / 64, i;
 	struct fk_exfat_stream s = {first_clus, 0, 0};
 	struct fk_exfat_bitmap bm;
@@ -833,7 +833,6 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 		return FK_ECORRUPT;
 	}
 	len = data_len < need ? data_len : need;
-	bm.is_short = data_len < need;
 	s.data_len = len;
 	/* bigmem: a 1 MiB bitmap in 4 KiB page faults costs more than its
 	 * read; and the allocator takes these words over as its map. */

@@ -361,10 +361,18 @@ struct fk_exfat_bitmap {
 	uint32_t nclus; /* ClusterCount */
 	uint32_t first_clus;
 	uint64_t data_len;
-	int is_short;	 /* DataLength < ceil(nclus / 8): the missing
-			      bits read as clear */
 	int is_tail_set; /* bits past nclus in the last byte are set */
 };
+
+/*
+ * Bytes the allocation bitmap of @nclus clusters has, one bit each: its
+ * DataLength must be exactly this (spec 7.1.5; Linux will not mount a
+ * volume whose bitmap says otherwise).
+ */
+static inline uint64_t fk_exfat_bitmap_len(uint32_t nclus)
+{
+	return ((uint64_t)nclus + 7) / 8;
+}
 
 /*
  * Words fk_exfat_bitmap.bits holds: as many as a free map of clusters
@@ -380,7 +388,7 @@ static inline size_t fk_exfat_bitmap_words(uint32_t nclus)
  * Read the bitmap of @data_len bytes from cluster @first_clus (an
  * FK_EXK_BITMAP entry's fields) through its FAT chain, one bit per cluster
  * in memory.  A bitmap shorter than the clusters need is read as far as
- * it goes (is_short).  Returns 0, FK_ECORRUPT (cluster out of range or a
+ * it goes (the missing bits read as clear).  Returns 0, FK_ECORRUPT (cluster out of range or a
  * broken chain; @diag says which), or -errno / -ENOMEM.  @bm is filled
  * only on success.
  */

@@ -103,8 +103,9 @@ const char *fk_prealloc_check_args(const struct fk_volume *vol,
  * Returns 0, or -errno with @diag naming the path: -ENOENT (missing parent
  * without -p), -ENOTDIR, -EISDIR, -EFBIG, -EINVAL (bad name), -ENOSPC
  * (need and free in @diag), FK_ECORRUPT (damage, on exFAT also an
- * up-case table that does not fold a-z, or a cluster in use that the
- * bitmap marks free), -EOPNOTSUPP (an option or layout the exFAT side
+ * up-case table that does not fold a-z, a bitmap DataLength other than
+ * the cluster count needs, or a cluster in use that the bitmap marks
+ * free), -EOPNOTSUPP (an option or layout the exFAT side
  * cannot express or write: -n, a fragmented bitmap, TexFAT with its
  * second FAT active).  Every refusal comes before the first write.  On
  * exFAT, exfat-prealloc.c writes in exFAT's order (VolumeDirty, FAT chains

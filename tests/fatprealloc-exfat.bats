@@ -345,6 +345,26 @@ unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
 	ref verify img
 }
 
+@test "fatprealloc on exFAT: a bitmap DataLength other than the heap needs is refused (Linux will not mount it), the image untouched" {
+	local sha c
+	# Found by fuzz_prealloc: a far larger DataLength was cached as a
+	# bitmap of as many sectors, and the run failed after its first
+	# write.  fsck.exfat 1.2.0 calls that volume clean; the reference
+	# reader does not.
+	for c in bitmap-too-large bitmap-too-small; do
+		mkex img 16M 4096
+		ref corrupt img "$c" >/dev/null
+		sha=$(img_sha img)
+		run -1 fatprealloc -p img /d/a.bin 1K
+		[[ $output == "fatprealloc: img: allocation bitmap DataLength "*", the heap needs 448; run 'fatcheck -r img'" ]]
+		[ "$(img_sha img)" = "$sha" ]
+		run -1 fatcheck -r img
+		run -0 fatprealloc -p img /d/a.bin 1K
+		run -0 fatcheck img
+		ref verify img
+	done
+}
+
 # unmark IMG WHAT: clear the bitmap bit of the first cluster of WHAT (a
 # path, / for the root, "bitmap" or "upcase"), which stays in use.
 unmark()

@@ -1286,6 +1286,9 @@ CASES = {
                       "80h before the end marker"),
     "bitmap-too-small": (True, False, "the allocation bitmap's DataLength "
                          "smaller than the heap needs"),
+    "bitmap-too-large": (False, False, "the allocation "
+                         "bitmap's DataLength far larger than the heap "
+                         "needs (2^63 more)"),
     "unknown-critical-secondary": (True, False, "an unknown critical "
                                    "secondary entry (0xDF) in a file's set"),
     "invalid-name-char": (False, False, "a file name with ':' (NameHash and "
@@ -1455,6 +1458,11 @@ def corrupt(vol, case):
         i, e = v.bitmap_entry()
         e = bytearray(e)
         put_le(e, 24, 8, (v.nclus + 7) // 8 - 1)
+        v.root_dir().write_entries(i, e)
+    elif case == "bitmap-too-large":
+        i, e = v.bitmap_entry()
+        e = bytearray(e)
+        put_le(e, 24, 8, (1 << 63) + (v.nclus + 7) // 8)
         v.root_dir().write_entries(i, e)
     elif case == "unknown-critical-secondary":
         d = v.root_dir()
