@@ -642,7 +642,9 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		n = keep;
 		*is_changed = 1;
 	}
-	for (i = 0; i < n; i++)
+	/* The iterator judged every unit it gathered: look again only
+	 * where it found one to replace. */
+	for (i = 0; (s->defects & FK_EXS_NAME_CHARS) && i < n; i++)
 		if (!fk_exfat_name_unit_ok(name_unit(s, i))) {
 			put_name_unit(s, i, '_');
 			bad++;

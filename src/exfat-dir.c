@@ -39,9 +39,6 @@ struct fk_exfat_dir {
 	uint32_t idx;	    /* index in the directory of the next entry */
 	uint32_t saved, power, lam; /* Brent's loop check, as fk_chain_walk() */
 	int is_done, is_root, seen_end, keep_going;
-	int has_back; /* one entry given back (not a secondary) */
-	unsigned char back[FK_EXFAT_ENT_LEN];
-	uint64_t back_off;
 	struct fk_exfat_dir_stats stats;
 };
 
@@ -196,26 +193,21 @@ static int load(struct fk_exfat_dir *dir, struct fk_diag *diag)
 	return 0;
 }
 
-/* The next raw entry: 1, 0 at the directory's end, or an error. */
-static int get_ent(struct fk_exfat_dir *dir, unsigned char *e, uint64_t *off,
-		   struct fk_diag *diag)
+/*
+ * The next raw entry, in the cluster buffer until the next call: 1, 0 at
+ * the directory's end, or an error.
+ */
+static int get_ent(struct fk_exfat_dir *dir, const unsigned char **e,
+		   uint64_t *off, struct fk_diag *diag)
 {
 	int err;
 
-	if (dir->has_back) {
-		memcpy(e, dir->back, FK_EXFAT_ENT_LEN);
-		*off = dir->back_off;
-		dir->has_back = 0;
-		dir->idx++;
-		return 1;
-	}
 	while (!dir->is_done && dir->pos == dir->buf_ents)
 		if ((err = load(dir, diag)))
 			return err;
 	if (dir->is_done)
 		return 0;
-	memcpy(e, dir->buf + (size_t)dir->pos * FK_EXFAT_ENT_LEN,
-	       FK_EXFAT_ENT_LEN);
+	*e = dir->buf + (size_t)dir->pos * FK_EXFAT_ENT_LEN;
 	*off = dir->buf_off + (uint64_t)dir->pos * FK_EXFAT_ENT_LEN;
 	dir->pos++;
 	dir->idx++;
@@ -223,13 +215,12 @@ static int get_ent(struct fk_exfat_dir *dir, unsigned char *e, uint64_t *off,
 	return 1;
 }
 
-static void unget_ent(struct fk_exfat_dir *dir, const unsigned char *e,
-		      uint64_t off)
+/* Give back the entry get_ent() just returned: it is still buffered. */
+static void unget_ent(struct fk_exfat_dir *dir)
 {
-	memcpy(dir->back, e, FK_EXFAT_ENT_LEN);
-	dir->back_off = off;
-	dir->has_back = 1;
+	dir->pos--;
 	dir->idx--;
+	dir->stats.nents--;
 }
 
 static int is_secondary(const unsigned char *e)
@@ -402,20 +393,20 @@ static int has_secondaries(uint8_t type)
 static int gather(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		  struct fk_diag *diag)
 {
-	unsigned char e[FK_EXFAT_ENT_LEN];
+	const unsigned char *e;
 	uint64_t off;
 	uint32_t i;
 	int r;
 
 	for (i = 0; i < set->sec_count; i++) {
-		if ((r = get_ent(dir, e, &off, diag)) < 0)
+		if ((r = get_ent(dir, &e, &off, diag)) < 0)
 			return r;
 		if (!r) {
 			set->defects |= FK_EXS_TRUNCATED;
 			break;
 		}
 		if (!is_secondary(e)) {
-			unget_ent(dir, e, off);
+			unget_ent(dir);
 			set->defects |= FK_EXS_TRUNCATED;
 			break;
 		}
@@ -429,16 +420,16 @@ static int gather(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 static int gather_orphans(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 			  struct fk_diag *diag)
 {
-	unsigned char e[FK_EXFAT_ENT_LEN];
+	const unsigned char *e;
 	uint64_t off;
 	int r;
 
 	set->kind = FK_EXK_ORPHAN;
 	while (set->nents < FK_EXFAT_SET_MAX) {
-		if ((r = get_ent(dir, e, &off, diag)) <= 0)
+		if ((r = get_ent(dir, &e, &off, diag)) <= 0)
 			return r < 0 ? r : 0;
 		if (!is_secondary(e)) {
-			unget_ent(dir, e, off);
+			unget_ent(dir);
 			break;
 		}
 		memcpy(set->raw[set->nents], e, FK_EXFAT_ENT_LEN);
@@ -450,12 +441,12 @@ static int gather_orphans(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		      struct fk_diag *diag)
 {
-	unsigned char e[FK_EXFAT_ENT_LEN];
+	const unsigned char *e;
 	uint64_t off;
 	int r;
 
 	for (;;) {
-		if ((r = get_ent(dir, e, &off, diag)) <= 0) {
+		if ((r = get_ent(dir, &e, &off, diag)) <= 0) {
 			if (!r && !dir->seen_end)
 				dir->stats.end_ent = dir->stats.nents;
 			return r;
@@ -468,7 +459,6 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 			}
 			if (!dir->keep_going) {
 				dir->is_done = 1;
-				dir->has_back = 0;
 				return 0;
 			}
 			continue;
@@ -483,9 +473,13 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 	}
 	memset(set, 0, offsetof(struct fk_exfat_set, raw));
 	memset(&set->type, 0,
-	       sizeof(*set) - offsetof(struct fk_exfat_set, type));
+	       offsetof(struct fk_exfat_set, name16) -
+		       offsetof(struct fk_exfat_set, type));
+	set->name16[0] = 0;
+	set->name[0] = 0;
 	set->first_ent = dir->idx - 1;
 	memcpy(set->raw[0], e, FK_EXFAT_ENT_LEN);
+	e = set->raw[0]; /* the buffer may be refilled from here on */
 	set->off[0] = off;
 	set->nents = 1;
 	set->type = e[0];

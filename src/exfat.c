@@ -710,10 +710,10 @@ int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up)
 	return 1;
 }
 
-int fk_exfat_name_unit_ok(uint16_t u)
+/* One byte into a SetChecksum or NameHash: rotate right by one, add. */
+static uint16_t csum_step(uint16_t sum, unsigned char b)
 {
-	return !(u < 0x20 || u == '"' || u == '*' || u == '/' || u == ':' ||
-		 u == '<' || u == '>' || u == '?' || u == '\\' || u == '|');
+	return (uint16_t)((uint16_t)(sum >> 1 | sum << 15) + b);
 }
 
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
@@ -726,10 +726,8 @@ uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 	for (i = 0; i < n; i++) {
 		uint16_t c = up->map[name[i]];
 
-		hash = (uint16_t)(((hash & 1) ? 0x8000 : 0) + (hash >> 1) +
-				  (c & 0xFF));
-		hash = (uint16_t)(((hash & 1) ? 0x8000 : 0) + (hash >> 1) +
-				  (c >> 8));
+		hash = csum_step(csum_step(hash, (unsigned char)c),
+				 (unsigned char)(c >> 8));
 	}
 	return hash;
 }
@@ -737,17 +735,17 @@ uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 			       uint32_t nents)
 {
-	uint16_t sum = 0;
-	uint32_t i, j;
+	const unsigned char *p = raw[0];
+	const unsigned char *end = p + (size_t)nents * FK_EXFAT_ENT_LEN;
+	uint16_t sum;
 
-	/* Spec 6.3.3: every byte but the checksum field itself. */
-	for (i = 0; i < nents; i++)
-		for (j = 0; j < FK_EXFAT_ENT_LEN; j++) {
-			if (i == 0 && (j == 2 || j == 3))
-				continue;
-			sum = (uint16_t)(((sum & 1) ? 0x8000 : 0) + (sum >> 1) +
-					 raw[i][j]);
-		}
+	if (!nents)
+		return 0;
+	/* Spec 6.3.3: every byte but the checksum field itself (bytes 2
+	 * and 3 of the primary); the entries lie end to end. */
+	sum = csum_step(csum_step(0, p[0]), p[1]);
+	for (p += 4; p < end; p++)
+		sum = csum_step(sum, *p);
 	return sum;
 }
 

@@ -263,12 +263,7 @@ struct fk_exfat_set {
 	uint64_t valid_len;	/* ValidDataLength */
 	uint32_t first_clus;	/* FirstCluster */
 	uint64_t data_len;	/* DataLength */
-	/* File Name entries (0xC1) */
-	uint16_t name16[FK_EXFAT_NAME_MAX + 1]; /* name_len units (as many
-						   as present), 0-ended */
-	uint32_t name16_len;			/* units actually gathered */
-	char name[FK_EXFAT_NAME_MAX * 3 + 1];	/* UTF-8; unpaired
-						 surrogates as U+FFFD */
+	uint32_t name16_len;	/* units of name16[] actually gathered */
 	/* unknown secondaries (neither stream nor name) */
 	uint32_t nbenign;   /* unknown benign secondaries skipped */
 	uint32_t ncritical; /* unknown critical ones (FK_EXS_CRITICAL) */
@@ -280,6 +275,12 @@ struct fk_exfat_set {
 	uint16_t label16[11];
 	char label[11 * 3 + 1]; /* UTF-8 */
 	unsigned char guid[16]; /* VolumeGuid */
+	/* File Name entries (0xC1), last: the iterator clears everything
+	   before them for each set, and ends each of these instead. */
+	uint16_t name16[FK_EXFAT_NAME_MAX + 1]; /* name_len units (as many
+						   as present), 0-ended */
+	char name[FK_EXFAT_NAME_MAX * 3 + 1];	/* UTF-8; unpaired
+						 surrogates as U+FFFD */
 };
 
 /* ---- Up-case table (spec 7.2) ---- */
@@ -341,9 +342,21 @@ static inline uint16_t fk_exfat_upcase(const struct fk_exfat_upcase *up,
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 			    const uint16_t *name, uint32_t n);
 
-/* Whether a file name may hold UTF-16 unit @u (spec 7.7.3, Table 35:
- * no control codes, none of " * / : < > ? \\ |). */
-int fk_exfat_name_unit_ok(uint16_t u);
+/* The ASCII units a file name may not hold (spec 7.7.3, Table 35: the
+ * control codes and " * / : < > ? \\ |), bit u of word u / 64. */
+#define FK_EXFAT_BAD_LO                                                        \
+	(0xffffffffull | 1ull << '"' | 1ull << '*' | 1ull << '/' |             \
+	 1ull << ':' | 1ull << '<' | 1ull << '>' | 1ull << '?')
+#define FK_EXFAT_BAD_HI (1ull << ('\\' - 64) | 1ull << ('|' - 64))
+
+/* Whether a file name may hold UTF-16 unit @u: inline, as the checker
+ * asks it of every unit of every name. */
+static inline int fk_exfat_name_unit_ok(uint16_t u)
+{
+	return u >= 128 ||
+	       !((u < 64 ? FK_EXFAT_BAD_LO >> u : FK_EXFAT_BAD_HI >> (u - 64)) &
+		 1);
+}
 
 /* SetChecksum (spec 6.3.3) over @nents raw entries. */
 uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
