@@ -188,7 +188,8 @@ struct fk_check {
 	LIST(struct tail, tails);
 	LIST(struct shared, shared);
 	LIST(struct run, runs); /* every claim, in order; 16 bytes each */
-	/* the path of the entry being checked ("" for the root) */
+	/* the path of the directory being walked ("" for the root), and
+	   of its entry once check-tree.c has something to say of it */
 	char *path;
 	size_t path_len, path_cap;
 	uint64_t claimed; /* clusters claimed, for progress */

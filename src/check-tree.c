@@ -6,7 +6,8 @@
  * It plans the names the repair gives: new short names (unique against
  * every name of the directory, which is read a second time only when an
  * entry may be renamed), re-attached long names, and "." and ".."
- * written anew.
+ * written anew.  Names are compared folded from their slots; an entry's
+ * UTF-8 names and path are made only when something is said of it.
  */
 #include "check-int.h"
 
@@ -29,7 +30,6 @@
 struct name_key {
 	uint64_t hash; /* fk_name_hash(name) */
 	uint32_t slot;
-	int is_long;
 	size_t off;	  /* of the name in the store's bytes */
 	const char *name; /* there, once the store is complete */
 };
@@ -40,12 +40,20 @@ struct name_store {
 	LIST(char, bytes);
 };
 
+/* A name of an entry walked so far, folded (fk_lfn_fold()). */
+struct seen_key {
+	uint64_t hash; /* fk_name_hash() of the name */
+	uint32_t slot;
+	uint32_t off, len; /* its units in the table's store */
+};
+
 /* The names of the entries walked so far, and a hash table (open
  * addressing) of the first key with each name: key number + 1, 0 empty. */
 struct name_table {
-	struct name_store st;
+	LIST(struct seen_key, keys);
+	LIST(uint16_t, units);
 	uint32_t *tab;
-	size_t cap, used;
+	size_t cap;
 };
 
 /* A name this run gives an entry (a new short name, a re-attached long
@@ -65,6 +73,12 @@ struct dirctx {
 	int depth;
 	uint32_t run; /* the run of its chain; ROOT_AREA: fixed root */
 	const struct fk_dirent *self; /* the entry naming it; NULL: root */
+	struct fk_dir *dir;	      /* its slots, as the walk reads them */
+	/* The entry being checked; its names are made, and its path
+	 * pushed, only when something is said of it (ent_path()). */
+	struct fk_dirent *ent;
+	int is_pushed;
+	size_t path_old; /* the path's length before it */
 	/* The names of the entries so far, and which names of the entry
 	 * in dup_slot an earlier one has (dup_what), the earliest such. */
 	struct name_table seen;
@@ -122,25 +136,51 @@ static int plan_delete(struct fk_check *ck, const struct dirctx *d,
 
 /* ---- paths --------------------------------------------------------------- */
 
-/* Append "/@name" to the current path; returns the old length. */
-static int push_name(struct fk_check *ck, const char *name, size_t *old)
+/* Room for the path of any entry of the directory whose path is the
+ * current one, so that ent_path() needs no memory. */
+static int reserve_path(struct fk_check *ck)
 {
-	size_t len = strlen(name);
-
-	if (FK_VEC_RESERVE(ck->path, ck->path_cap, ck->path_len + len + 2))
-		return -ENOMEM;
-	*old = ck->path_len;
-	ck->path[ck->path_len++] = '/';
-	memcpy(ck->path + ck->path_len, name, len + 1);
-	ck->path_len += len;
-	return 0;
+	return FK_VEC_RESERVE(ck->path, ck->path_cap,
+			      ck->path_len + 1 + FK_NAME_MAX);
 }
 
-static void pop_name(struct fk_check *ck, size_t old)
+/* @d's entry, with its names made. */
+static const struct fk_dirent *named(struct dirctx *d)
 {
-	ck->path_len = old;
-	if (ck->path)
-		ck->path[old] = '\0';
+	fk_dir_names(d->dir, d->ent);
+	return d->ent;
+}
+
+/*
+ * The path of @d's entry, made on the first call for it: most entries are
+ * sound, and need neither UTF-8 names nor a path (a file with long names
+ * in a 20,000-file tree took a third of the walk making them).
+ */
+static const char *ent_path(struct dirctx *d)
+{
+	struct fk_check *ck = d->ck;
+
+	if (!d->is_pushed) {
+		const char *name = named(d)->name;
+		size_t len = strlen(name);
+
+		d->is_pushed = 1;
+		d->path_old = ck->path_len;
+		ck->path[ck->path_len++] = '/';
+		memcpy(ck->path + ck->path_len, name, len + 1);
+		ck->path_len += len;
+	}
+	return ck_path(ck);
+}
+
+/* Done with @d's entry: the path is the directory's again. */
+static void pop_entry(struct dirctx *d)
+{
+	if (d->is_pushed) {
+		d->is_pushed = 0;
+		d->ck->path_len = d->path_old;
+		d->ck->path[d->path_old] = '\0';
+	}
 }
 
 /* ---- directory tree ------------------------------------------------------ */
@@ -153,14 +193,15 @@ static int is_label(const struct fk_dirent *ent)
 	return fk_slot_is_label(ent->attr);
 }
 
-static void visit(struct fk_check *ck, const struct fk_dirent *ent,
-		  uint32_t nclus)
+static void visit(struct dirctx *d, uint32_t nclus)
 {
+	struct fk_check *ck = d->ck;
+
 	if (ck->o.visit)
-		ck->o.visit(ck->o.arg, ck_path(ck), ent, nclus);
+		ck->o.visit(ck->o.arg, ent_path(d), named(d), nclus);
 }
 
-static int walk_file(struct fk_check *ck, const struct dirctx *d,
+static int walk_file(struct fk_check *ck, struct dirctx *d,
 		     const struct fk_dirent *ent)
 {
 	uint32_t clus_len = ck->g->clus_len;
@@ -172,13 +213,13 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 
 	struct entry_ref who = {d->run, ent->slot};
 
-	entry_set(&fix, d, ent);
 	ck->st.files++;
 	if (!ent->first_clus) {
-		visit(ck, ent, 0);
+		visit(d, 0);
 		if (!ent->size)
 			return 0;
-		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
+		entry_set(&fix, d, ent);
+		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ent_path(d),
 				"file size is %u bytes but it has no clusters",
 				(uint32_t)ent->size);
 		ck_set_fix(ck, idx, "size set to 0");
@@ -187,9 +228,11 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 	}
 	if ((err = ck_claim(ck, ent->first_clus, need, &who, NULL, &c)))
 		return err;
-	visit(ck, ent, c.nclus);
+	visit(d, c.nclus);
+	if (c.why == STOP_EOC && c.nclus == need)
+		return 0; /* the chain its size needs, ending there */
 	if (c.why == STOP_LIMIT) {
-		struct tail t = {strdup(ck_path(ck)),
+		struct tail t = {strdup(ent_path(d)),
 				 who,
 				 d->first,
 				 ent->slot,
@@ -206,14 +249,15 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 		}
 		return 0;
 	}
-	if ((err = ck_chain_problem(ck, &c, 0, ck_path(ck), "", &idx)))
+	entry_set(&fix, d, ent);
+	if ((err = ck_chain_problem(ck, &c, 0, ent_path(d), "", &idx)))
 		return err;
 	if (!c.nclus) {
 		ck_set_fix(ck, idx, "first cluster set to 0");
 		fix.set_first = 1;
 	}
 	if (c.nclus < need) {
-		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_path(ck),
+		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ent_path(d),
 				"file size is %u bytes but its chain holds %u "
 				"cluster%s (%llu bytes)",
 				(uint32_t)ent->size, c.nclus,
@@ -228,19 +272,21 @@ static int walk_file(struct fk_check *ck, const struct dirctx *d,
 	return 0;
 }
 
-static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
+static int walk_subdir(struct fk_check *ck, struct dirctx *d,
 		       const struct fk_dirent *ent, struct fk_diag *diag)
 {
 	struct entry_ref who = {d->run, ent->slot};
 	struct dirctx child;
 	struct ent_fix fix;
 	struct claim c;
+	const char *path;
 	size_t idx;
 	int err;
 
 	ck->st.dirs++;
+	path = ent_path(d); /* the path of every entry under it */
 	if (ent->size) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dir-size", ck_path(ck),
+		idx = ck_report(ck, FK_SEV_ERROR, "dir-size", path,
 				"directory has a size (%u bytes); "
 				"directories must have 0",
 				(uint32_t)ent->size);
@@ -251,8 +297,8 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 			return err;
 	}
 	if (!ent->first_clus) {
-		visit(ck, ent, 0);
-		idx = ck_report(ck, FK_SEV_ERROR, "bad-start", ck_path(ck),
+		visit(d, 0);
+		idx = ck_report(ck, FK_SEV_ERROR, "bad-start", path,
 				"directory entry has first cluster 0, which "
 				"means the root");
 		ck_set_fix(ck, idx, "entry removed");
@@ -260,16 +306,15 @@ static int walk_subdir(struct fk_check *ck, const struct dirctx *d,
 	}
 	if ((err = ck_claim(ck, ent->first_clus, UINT32_MAX, &who, NULL, &c)))
 		return err;
-	visit(ck, ent, c.nclus);
-	if ((err = ck_chain_problem(ck, &c, 1, ck_path(ck), "directory ",
-				    &idx)))
+	visit(d, c.nclus);
+	if ((err = ck_chain_problem(ck, &c, 1, path, "directory ", &idx)))
 		return err;
 	if (!c.nclus) {
 		ck_set_fix(ck, idx, "entry removed");
 		return plan_delete(ck, d, ent);
 	}
 	if (d->depth + 1 > FK_CHECK_MAX_DEPTH) {
-		fk_diag_set(diag, ck_path(ck),
+		fk_diag_set(diag, path,
 			    "directories nest deeper than %d levels",
 			    FK_CHECK_MAX_DEPTH);
 		return FK_ECORRUPT;
@@ -300,10 +345,10 @@ static int cmp_key(const void *a, const void *b)
 }
 
 static int add_key(struct name_store *st, const char *name, uint64_t hash,
-		   uint32_t slot, int is_long)
+		   uint32_t slot)
 {
 	size_t len = strlen(name) + 1;
-	struct name_key k = {hash, slot, is_long, st->bytes.n, NULL};
+	struct name_key k = {hash, slot, st->bytes.n, NULL};
 
 	if (FK_VEC_RESERVE(st->bytes.v, st->bytes.cap, st->bytes.n + len) ||
 	    PUSH(st->keys, k))
@@ -342,15 +387,12 @@ static int grow_table(struct name_table *t)
 		free(tab);
 		return -ENOMEM;
 	}
-	for (i = 0; i < t->cap; i++) {
-		uint32_t k = t->tab[i];
+	for (i = 0; i < t->keys.n; i++) {
+		const struct seen_key *k = &t->keys.v[i];
 
-		if (!k)
-			continue;
-		for (h = first_place(t->st.keys.v[k - 1].hash, cap); tab[h];
-		     h = (h + 1) & mask)
+		for (h = first_place(k->hash, cap); tab[h]; h = (h + 1) & mask)
 			;
-		tab[h] = k;
+		tab[h] = (uint32_t)i + 1;
 	}
 	free(t->tab);
 	t->tab = tab;
@@ -359,40 +401,44 @@ static int grow_table(struct name_table *t)
 }
 
 /*
- * Add @name (fk_name_hash() @hash) of the entry in @slot to @t.  Returns
- * the slot of the first entry that had the name (which may be @slot
- * itself), or -errno.
+ * Add the name of @len folded units @u (fk_name_hash() @hash) of the entry
+ * in @slot to @t.  Returns the slot of the first entry that had the name
+ * (which may be @slot itself), or -errno.
  */
-static int64_t table_add(struct name_table *t, const char *name, uint64_t hash,
-			 uint32_t slot, int is_long)
+static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
+			 uint64_t hash, uint32_t slot)
 {
-	const struct name_key *k;
-	size_t h, n = t->st.keys.n;
+	struct seen_key k = {hash, slot, (uint32_t)t->units.n, (uint32_t)len};
+	size_t h;
 	int err;
 
-	if ((2 * (t->used + 1) > t->cap && (err = grow_table(t))) ||
-	    (err = add_key(&t->st, name, hash, slot, is_long)))
+	if (2 * (t->keys.n + 1) > t->cap && (err = grow_table(t)))
 		return err;
-	k = &t->st.keys.v[n];
-	for (h = first_place(k->hash, t->cap); t->tab[h];
+	for (h = first_place(hash, t->cap); t->tab[h];
 	     h = (h + 1) & (t->cap - 1)) {
-		const struct name_key *first = &t->st.keys.v[t->tab[h] - 1];
+		const struct seen_key *first = &t->keys.v[t->tab[h] - 1];
 
-		if (first->hash == k->hash &&
-		    !fk_name_compare(t->st.bytes.v + first->off, name)) {
-			t->st.keys.n--; /* the first keeps the name */
-			t->st.bytes.n = k->off;
-			return first->slot;
-		}
+		if (first->hash == hash && first->len == len &&
+		    !memcmp(t->units.v + first->off, u, len * sizeof(*u)))
+			return first->slot; /* the first keeps the name */
 	}
-	t->tab[h] = (uint32_t)n + 1;
-	t->used++;
+	/* Tested here first: most names fit, and need no call. */
+	if ((t->units.n + len > t->units.cap &&
+	     FK_VEC_RESERVE(t->units.v, t->units.cap, t->units.n + len)) ||
+	    (t->keys.n == t->keys.cap &&
+	     FK_VEC_RESERVE(t->keys.v, t->keys.cap, t->keys.n + 1)))
+		return -ENOMEM;
+	t->keys.v[t->keys.n++] = k;
+	memcpy(t->units.v + t->units.n, u, len * sizeof(*u));
+	t->units.n += len;
+	t->tab[h] = (uint32_t)t->keys.n;
 	return slot;
 }
 
 static void free_table(struct name_table *t)
 {
-	free_store(&t->st);
+	free(t->keys.v);
+	free(t->units.v);
 	free(t->tab);
 	memset(t, 0, sizeof(*t));
 }
@@ -405,25 +451,28 @@ static void free_table(struct name_table *t)
  */
 static int note_names(struct dirctx *d, const struct fk_dirent *ent)
 {
-	uint64_t hs = fk_name_hash(ent->short_name), hl;
+	uint16_t su[FK_SHORT_UNITS], lu[FK_LFN_MAX];
+	const uint16_t *units;
+	size_t sn, ln;
+	uint64_t hs, hl;
 	int64_t first;
 
 	d->dup_slot = ent->slot;
 	d->dup_what = 0;
-	first = table_add(&d->seen, ent->short_name, hs, ent->slot, 0);
-	if (first < 0)
+	sn = fk_short_fold(ent->raw, su, &hs);
+	if ((first = table_add(&d->seen, su, sn, hs, ent->slot)) < 0)
 		return (int)first;
 	if (first != ent->slot) {
 		d->dup_what = DUP_SHORT;
 		d->dup_earlier = (uint32_t)first;
 	}
-	if (!ent->has_lfn)
+	units = fk_dir_long_units(d->dir, &ln);
+	if (!ln)
 		return 0;
-	/* Names that hash apart differ: most long names need no compare. */
-	hl = fk_name_hash(ent->name);
-	if (hl == hs && !fk_name_compare(ent->name, ent->short_name))
+	hl = fk_lfn_fold(units, ln, lu);
+	if (hl == hs && ln == sn && !memcmp(lu, su, sn * sizeof(*su)))
 		return 0;
-	if ((first = table_add(&d->seen, ent->name, hl, ent->slot, 1)) < 0)
+	if ((first = table_add(&d->seen, lu, ln, hl, ent->slot)) < 0)
 		return (int)first;
 	if (first != ent->slot) {
 		if (!d->dup_what || (uint32_t)first < d->dup_earlier)
@@ -459,13 +508,12 @@ static int load_names(struct fk_check *ck, struct dirctx *d,
 		if (fk_dirent_is_dot(ent) || is_label(ent))
 			continue;
 		if ((err = add_key(st, ent->short_name,
-				   fk_name_hash(ent->short_name), ent->slot,
-				   0)))
+				   fk_name_hash(ent->short_name), ent->slot)))
 			break;
 		if (ent->has_lfn &&
 		    fk_name_compare(ent->name, ent->short_name) &&
 		    (err = add_key(st, ent->name, fk_name_hash(ent->name),
-				   ent->slot, 1)))
+				   ent->slot)))
 			break;
 	}
 	fk_dir_close(dir);
@@ -664,11 +712,11 @@ static int reattach(struct fk_check *ck, struct dirctx *d,
 static int check_names(struct fk_check *ck, struct dirctx *d,
 		       const struct fk_dirent *ent, struct fk_diag *diag)
 {
-	const char *path = ck_path(ck);
+	const char *path;
 	char *long_name = NULL, *kept;
 	enum fk_short_verdict verdict;
 	size_t bad = NONE, dup = NONE;
-	uint32_t earlier, lfn_first = ent->slot;
+	uint32_t earlier = 0, lfn_first = ent->slot;
 	unsigned what;
 	struct ent_fix fix;
 	unsigned char raw[11];
@@ -678,6 +726,10 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 
 	verdict = fk_short_check(ent->raw);
 	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
+	if (verdict == FK_SHORT_VALID && !what && !d->reattach_n &&
+	    !ent->is_lfn_damaged)
+		return 0; /* most entries: nothing to say, nothing to name */
+	path = ent_path(d);
 	/* A name may be given: every name of the directory is needed. */
 	if ((d->reattach_n || verdict != FK_SHORT_VALID || what & DUP_SHORT) &&
 	    (err = load_names(ck, d, diag)))
@@ -861,7 +913,7 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 		idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
 				"'%s' entry is damaged: slot %u holds '%s'",
 				ent->slot ? ".." : ".", ent->slot,
-				ent->short_name);
+				named(d)->short_name);
 		return rebuild_dot(ck, d, ent->slot, idx);
 	}
 	if (ent->slot <= 1 &&
@@ -946,7 +998,7 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
  * claimed: those clusters are lost clusters from here on, which this run
  * frees or, with --salvage, saves as FOUND.000 files.
  */
-static int hidden_entry(struct fk_check *ck, const struct dirctx *d,
+static int hidden_entry(struct fk_check *ck, struct dirctx *d,
 			const struct fk_dirent *ent)
 {
 	const char *what = is_label(ent)	       ? "volume label"
@@ -954,7 +1006,7 @@ static int hidden_entry(struct fk_check *ck, const struct dirctx *d,
 						       : "file";
 	size_t idx;
 
-	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ck_path(ck),
+	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ent_path(d),
 			"%s '%s' (slot %u) lies past the directory's end "
 			"marker: Linux and fsck.fat see it, Windows and mtools "
 			"do not%s",
@@ -979,7 +1031,6 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent, int is_hidden,
 		      struct fk_diag *diag)
 {
-	size_t old;
 	int err;
 
 	if (d->reattach_n &&
@@ -992,11 +1043,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	if (is_hidden) { /* a label too: no reader that stops has it */
 		if (d->reattach_n && (err = drop_reattach(ck, d)))
 			return err;
-		if ((err = push_name(ck, ent->name, &old)))
-			return err;
-		err = hidden_entry(ck, d, ent);
-		pop_name(ck, old);
-		return err;
+		return hidden_entry(ck, d, named(d));
 	}
 	if (is_label(ent)) {
 		if (d->is_root && !ck->has_root_label) {
@@ -1007,18 +1054,11 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		if (!ent->first_clus && !ent->size)
 			return 0;
 	}
-	if ((err = push_name(ck, ent->name, &old)))
+	if ((err = check_names(ck, d, ent, diag)))
 		return err;
-	if ((err = check_names(ck, d, ent, diag))) {
-		pop_name(ck, old);
-		return err;
-	}
 	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
-		err = walk_subdir(ck, d, ent, diag);
-	else
-		err = walk_file(ck, d, ent);
-	pop_name(ck, old);
-	return err;
+		return walk_subdir(ck, d, ent, diag);
+	return walk_file(ck, d, ent);
 }
 
 /* Open the directory at @first (0: the root), reading at most @nclus
@@ -1132,11 +1172,15 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		return -ENOMEM;
 	d->sum_find = NONE;
 	d->dup_slot = UINT32_MAX;
-	if ((err = ck_open_dir(ck, d->first, d->nclus, &dir)))
+	if ((err = reserve_path(ck)) ||
+	    (err = ck_open_dir(ck, d->first, d->nclus, &dir)))
 		goto out;
 	d->ck = ck;
+	d->dir = dir;
+	d->ent = ent;
 	d->fixes_from = ck->ent_fixes.n;
 	fk_dir_on_orphan(dir, on_orphan, d);
+	fk_dir_defer_names(dir);
 	while ((r = fk_dir_next(dir, ent, diag)) == 1) {
 		const struct fk_dir_stats *st = fk_dir_stats(dir);
 
@@ -1158,7 +1202,9 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		if (!fk_dirent_is_dot(ent) && !is_label(ent) &&
 		    (err = note_names(d, ent)))
 			goto out;
-		if ((err = walk_entry(ck, d, ent, st->after_end > 0, diag)))
+		err = walk_entry(ck, d, ent, st->after_end > 0, diag);
+		pop_entry(d);
+		if (err)
 			goto out;
 	}
 	if (r) { /* -errno or FK_ECORRUPT */

@@ -32,6 +32,7 @@ struct fat_dir {
 	uint32_t slot;	    /* index of the next slot in the directory */
 	int is_done;
 	int keep_going;
+	int is_deferred; /* names made only on fk_dir_names() */
 	int seen_end;
 	uint32_t max_clus;   /* clusters to read; 0: the whole chain */
 	uint32_t nclus_read; /* clusters loaded so far */
@@ -41,6 +42,7 @@ struct fat_dir {
 	int lfn_next; /* ordinal expected next; 0: none pending */
 	int lfn_slots;
 	uint32_t lfn_first; /* slot of the pending name's first slot */
+	size_t name_units;  /* of the last entry's long name; 0: none */
 	void (*on_orphan)(void *arg, uint32_t first, uint32_t n,
 			  enum fk_lfn_orphan why);
 	void *orphan_arg;
@@ -265,9 +267,10 @@ static void lfn_take(struct fat_dir *dir, const unsigned char *e)
 /* Attach the pending long name to @ent if it belongs to it. */
 static void lfn_finish(struct fat_dir *dir, struct fk_dirent *ent)
 {
-	size_t n = 0;
+	size_t n = 0, max = (size_t)dir->lfn_slots * FK_LFN_CHARS;
 
 	ent->nslots = 1;
+	dir->name_units = 0;
 	if (!dir->lfn_next)
 		return;
 	if (dir->lfn_next != -1 || dir->lfn_sum != fk_lfn_checksum(ent->raw)) {
@@ -276,16 +279,31 @@ static void lfn_finish(struct fat_dir *dir, struct fk_dirent *ent)
 						  : FK_LFN_ORPHAN_ENTRY);
 		return;
 	}
-	while (n < (size_t)dir->lfn_slots * FK_LFN_CHARS && dir->lfn[n] != 0 &&
-	       n < FK_LFN_MAX)
+	if (max > FK_LFN_MAX)
+		max = FK_LFN_MAX;
+	while (n < max && dir->lfn[n] != 0)
 		n++;
-	if (n && !fk_utf16_to_utf8(dir->lfn, n, ent->name, sizeof(ent->name)))
+	/* FK_NAME_MAX holds any FK_LFN_MAX units in UTF-8. */
+	if (n)
 		ent->has_lfn = 1;
 	else
 		ent->is_lfn_damaged = 1;
+	dir->name_units = n;
 	ent->nslots += (uint32_t)dir->lfn_slots;
 	dir->lfn_next = 0;
 	dir->lfn_slots = 0;
+}
+
+/* The UTF-8 names of @ent, the entry just returned. */
+static void make_names(const struct fat_dir *dir, struct fk_dirent *ent)
+{
+	fk_short_display(ent->raw, ent->attr & FK_ATTR_VOLUME ? 0 : ent->nt,
+			 ent->short_name, sizeof(ent->short_name));
+	if (ent->has_lfn)
+		fk_utf16_to_utf8(dir->lfn, dir->name_units, ent->name,
+				 sizeof(ent->name));
+	else
+		memcpy(ent->name, ent->short_name, sizeof(ent->short_name));
 }
 
 static void fill_entry(struct fat_dir *dir, const unsigned char *e,
@@ -293,18 +311,17 @@ static void fill_entry(struct fat_dir *dir, const unsigned char *e,
 {
 	/* Every field is set below: no memset of the 800-byte entry, which
 	 * the checker fills twice per entry of every directory. */
-	ent->name[0] = '\0';
 	ent->has_lfn = 0;
 	ent->is_lfn_damaged = 0;
 	fk_slot_unpack(dir->vol, e, ent);
 	ent->off = dir->buf_off + (uint64_t)dir->pos * FK_DIRENT_LEN;
 	ent->slot = dir->slot;
 	ent->dir_clus = dir->is_fixed_root ? 0 : dir->first_clus;
-	fk_short_display(ent->raw, ent->attr & FK_ATTR_VOLUME ? 0 : ent->nt,
-			 ent->short_name, sizeof(ent->short_name));
 	lfn_finish(dir, ent);
-	if (!ent->has_lfn)
-		memcpy(ent->name, ent->short_name, sizeof(ent->short_name));
+	if (!dir->is_deferred)
+		make_names(dir, ent);
+	else
+		ent->name[0] = ent->short_name[0] = '\0';
 }
 
 static int fat_next(struct fat_dir *dir, struct fk_dirent *ent,
@@ -501,6 +518,30 @@ void fk_dir_set_limit(struct fk_dir *dir, uint32_t nclus)
 
 	if (d)
 		d->max_clus = nclus;
+}
+
+void fk_dir_defer_names(struct fk_dir *dir)
+{
+	struct fat_dir *d = fat_of(dir);
+
+	if (d)
+		d->is_deferred = 1;
+}
+
+void fk_dir_names(struct fk_dir *dir, struct fk_dirent *ent)
+{
+	struct fat_dir *d = fat_of(dir);
+
+	if (d && d->is_deferred && !ent->name[0])
+		make_names(d, ent);
+}
+
+const uint16_t *fk_dir_long_units(struct fk_dir *dir, size_t *n)
+{
+	struct fat_dir *d = fat_of(dir);
+
+	*n = d ? d->name_units : 0;
+	return d ? d->lfn : NULL;
 }
 
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)

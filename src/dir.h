@@ -10,6 +10,7 @@
 #ifndef FATKIT_DIR_H
 #define FATKIT_DIR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fat.h"
@@ -129,6 +130,18 @@ void fk_dir_on_orphan(struct fk_dir *dir,
 				 enum fk_lfn_orphan why),
 		      void *arg);
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir);
+
+/*
+ * After fk_dir_defer_names(), fk_dir_next() leaves name and short_name ""
+ * (has_lfn and every other field are as ever) until fk_dir_names() makes
+ * them for the entry it returned last: the checker makes UTF-8 only for
+ * the entries it says something of.  fk_dir_long_units() is that entry's
+ * long name as stored, *@n UCS-2 units (0: it has none), borrowed until
+ * the next fk_dir_next().
+ */
+void fk_dir_defer_names(struct fk_dir *dir);
+void fk_dir_names(struct fk_dir *dir, struct fk_dirent *ent);
+const uint16_t *fk_dir_long_units(struct fk_dir *dir, size_t *n);
 
 /*
  * Look up absolute @path ("/" separated, case-insensitive on long and short

@@ -278,29 +278,64 @@ static uint64_t fnv(uint64_t h, const unsigned char *p, size_t len)
 	return h;
 }
 
+/* FNV-1a of one folded unit's two bytes, low first: for the units below
+ * 0x100 (most names) the high byte's step is a second multiplication. */
+static uint64_t fnv_unit(uint64_t h, uint16_t u)
+{
+	if (u < 0x100)
+		return (h ^ u) * (FNV_PRIME * FNV_PRIME);
+	return ((h ^ (u & 0xff)) * FNV_PRIME ^ u >> 8) * FNV_PRIME;
+}
+
 uint64_t fk_name_hash(const char *name)
 {
 	uint16_t u[FK_LFN_MAX + 1];
 	uint64_t h = FNV_BASIS;
 	long n = ascii_len(name), i;
 
-	/* The units fold() would give: the byte, then 0, which leaves a
-	 * second multiplication (fnv() of both, one multiply per unit). */
 	if (n >= 0) {
 		for (i = 0; i < n; i++)
-			h = (h ^ ascii_upper((unsigned char)name[i])) *
-			    (FNV_PRIME * FNV_PRIME);
+			h = fnv_unit(h, ascii_upper((unsigned char)name[i]));
 		return h;
 	}
 	n = fold(name, u);
 	/* fk_name_compare() takes such names byte by byte: so do we. */
 	if (n < 0)
 		return fnv(h, (const unsigned char *)name, strlen(name));
-	for (i = 0; i < n; i++) {
-		unsigned char b[2] = {(unsigned char)u[i],
-				      (unsigned char)(u[i] >> 8)};
+	for (i = 0; i < n; i++)
+		h = fnv_unit(h, u[i]);
+	return h;
+}
 
-		h = fnv(h, b, 2);
+uint64_t fk_lfn_fold(const uint16_t *in, size_t n, uint16_t *out)
+{
+	uint64_t h = FNV_BASIS;
+	size_t i = 0;
+
+	while (i < n) {
+		uint16_t c;
+
+		for (; i < n && in[i] < 0x80; i++) { /* most names are ASCII */
+			c = ascii_upper((unsigned char)in[i]);
+			out[i] = c;
+			h = fnv_unit(h, c);
+		}
+		if (i == n)
+			break;
+		c = in[i];
+		/* fk_utf16_to_utf8()'s pairs, which UTF-8 keeps as they are */
+		if (c >= 0xd800 && c < 0xdc00 && i + 1 < n &&
+		    in[i + 1] >= 0xdc00 && in[i + 1] < 0xe000) {
+			out[i++] = c;
+			h = fnv_unit(h, c);
+			c = in[i];
+		} else if (c >= 0xd800 && c < 0xe000) {
+			c = 0xfffd;
+		} else {
+			c = fk_upcase(c);
+		}
+		out[i++] = c;
+		h = fnv_unit(h, c);
 	}
 	return h;
 }
@@ -319,42 +354,75 @@ static uint32_t oem_cp(unsigned char c)
 	return cp < 0x20 ? '?' : cp;
 }
 
+/*
+ * The bytes fk_short_display() shows for @raw, before code page 850 and
+ * the NT flags: the base and the extension with their trailing spaces cut,
+ * a dot between them when there is an extension, and the deleted marker's
+ * stand-in as the byte it means.  Returns how many; *@base_len is the
+ * base's.
+ */
+static size_t short_bytes(const unsigned char raw[11],
+			  unsigned char out[FK_SHORT_UNITS], size_t *base_len)
+{
+	size_t b, e;
+
+	for (b = 8; b > 0 && raw[b - 1] == ' '; b--)
+		;
+	for (e = 3; e > 0 && raw[8 + e - 1] == ' '; e--)
+		;
+	/* Whole parts, fixed lengths: copies with no call. */
+	memcpy(out, raw, 8);
+	out[0] = fk_slot_name_first(raw);
+	*base_len = b;
+	if (!e)
+		return b;
+	out[b] = '.';
+	memcpy(out + b + 1, raw + 8, 3);
+	return b + 1 + e;
+}
+
 void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 		      size_t len)
 {
-	size_t o = 0, k;
-	int base_len, ext_len, i;
+	unsigned char c, b[FK_SHORT_UNITS];
+	size_t base_len, n = short_bytes(raw, b, &base_len), o = 0, i, k;
 
-	for (base_len = 8; base_len > 0 && raw[base_len - 1] == ' '; base_len--)
-		;
-	for (ext_len = 3; ext_len > 0 && raw[8 + ext_len - 1] == ' '; ext_len--)
-		;
-	for (i = 0; i < base_len + ext_len; i++) {
-		int in_ext = i >= base_len;
-		unsigned char c = raw[in_ext ? 8 + i - base_len : i];
-		uint32_t cp;
+	for (i = 0; i < n; i++) {
+		int is_lower = nt & (i < base_len ? FK_NT_LOWER_BASE
+						  : FK_NT_LOWER_EXT);
 
-		if (in_ext && i == base_len && o + 1 < len)
-			out[o++] = '.';
-		if (i == 0 && !in_ext)
-			c = fk_slot_name_first(raw);
+		c = b[i];
+		if (c >= 'A' && c <= 'Z' && is_lower)
+			c = (unsigned char)(c + 32);
 		if (c >= 0x20 && c < 0x80 && len - o > 1) { /* ASCII */
-			if (c >= 'A' && c <= 'Z' &&
-			    (nt &
-			     (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
-				c = (unsigned char)(c + 32);
 			out[o++] = (char)c;
 			continue;
 		}
-		cp = oem_cp(c);
-		if (c >= 'A' && c <= 'Z' &&
-		    (nt & (in_ext ? FK_NT_LOWER_EXT : FK_NT_LOWER_BASE)))
-			cp = c + 32;
-		if (!(k = put_utf8(cp, out + o, len - o)))
+		if (!(k = put_utf8(oem_cp(c), out + o, len - o)))
 			break;
 		o += k;
 	}
 	out[o] = '\0';
+}
+
+size_t fk_short_fold(const unsigned char raw[11], uint16_t out[FK_SHORT_UNITS],
+		     uint64_t *hash)
+{
+	unsigned char b[FK_SHORT_UNITS];
+	size_t base_len, n = short_bytes(raw, b, &base_len), i;
+	uint64_t h = FNV_BASIS;
+
+	/* The NT flags only lower what folding raises again. */
+	for (i = 0; i < n; i++) {
+		uint16_t c = ascii_upper(b[i]);
+
+		if (c < 0x20 || c >= 0x80)
+			c = fk_upcase((uint16_t)oem_cp(b[i]));
+		out[i] = c;
+		h = fnv_unit(h, c);
+	}
+	*hash = h;
+	return n;
 }
 
 void fk_label_display(const unsigned char raw[11], char *out, size_t len)

@@ -62,6 +62,22 @@ int fk_name_compare(const char *a, const char *b);
  */
 uint64_t fk_name_hash(const char *name);
 
+/*
+ * Names as the walk of a directory meets them, folded and hashed in one
+ * pass with no UTF-8 made: the UTF-16 units, folded by fk_upcase(), that
+ * fk_name_compare() and fk_name_hash() see in the UTF-8 form.  Two names
+ * are fk_name_equal() exactly when these units are the same.
+ * fk_lfn_fold() folds the @n units of a long name as stored into @out (@n
+ * units: unpaired surrogates become U+FFFD, as in UTF-8) and returns the
+ * fk_name_hash() of the name; fk_short_fold() folds the name
+ * fk_short_display() shows for @raw into @out, returns its length and puts
+ * its fk_name_hash() in *@hash.
+ */
+#define FK_SHORT_UNITS 12 /* 8 + '.' + 3 */
+uint64_t fk_lfn_fold(const uint16_t *in, size_t n, uint16_t *out);
+size_t fk_short_fold(const unsigned char raw[11], uint16_t out[FK_SHORT_UNITS],
+		     uint64_t *hash);
+
 /* Hash of an 11-byte short name as stored (equal bytes, equal hashes). */
 uint64_t fk_short_hash(const unsigned char raw[11]);
 

@@ -39,9 +39,28 @@
 #define SLOT_FREE    0xe5
 #define SLOT_E5_NAME 0x05 /* a name's first byte 0xE5, stored */
 
-/* The 13 UCS-2 units of a long-name slot sit in three places. */
-static const unsigned char lfn_at[FK_LFN_CHARS] = {1,  3,  5,  7,  9,  14, 16,
-						   18, 20, 22, 24, 28, 30};
+/* The 13 UCS-2 units of a long-name slot sit in three runs: LDIR_Name1
+ * (units 0-4), LDIR_Name2 (5-10), LDIR_Name3 (11-12). */
+#define LDIR_NAME1 1
+#define LDIR_NAME2 14
+#define LDIR_NAME3 28
+
+/* @n units from @p; the counts are constants, so each run unrolls. */
+static void get_units(const unsigned char *p, uint16_t *u, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		u[i] = (uint16_t)get_le16(p + 2 * i);
+}
+
+static void put_units(unsigned char *p, const uint16_t *u, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		put_le16(p + 2 * i, u[i]);
+}
 
 void fk_slot_unpack(const struct fk_volume *vol, const unsigned char *e,
 		    struct fk_dirent *ent)
@@ -130,26 +149,24 @@ int fk_slot_is_lfn(const unsigned char *e)
 
 void fk_slot_lfn_unpack(const unsigned char *e, struct fk_lfn_slot *l)
 {
-	int i;
-
 	l->ord = e[LDIR_ORD] & LDIR_ORD_MASK;
 	l->is_last = !!(e[LDIR_ORD] & LDIR_LAST);
 	l->sum = e[LDIR_CHKSUM];
-	for (i = 0; i < FK_LFN_CHARS; i++)
-		l->units[i] = (uint16_t)get_le16(e + lfn_at[i]);
+	get_units(e + LDIR_NAME1, l->units, 5);
+	get_units(e + LDIR_NAME2, l->units + 5, 6);
+	get_units(e + LDIR_NAME3, l->units + 11, 2);
 }
 
 void fk_slot_lfn_pack(const struct fk_lfn_slot *l, unsigned char *e)
 {
-	int i;
-
 	memset(e, 0, FK_DIRENT_LEN);
 	e[LDIR_ORD] = (unsigned char)((l->ord & LDIR_ORD_MASK) |
 				      (l->is_last ? LDIR_LAST : 0));
 	e[LDIR_ATTR] = FK_ATTR_LFN;
 	e[LDIR_CHKSUM] = l->sum;
-	for (i = 0; i < FK_LFN_CHARS; i++)
-		put_le16(e + lfn_at[i], l->units[i]);
+	put_units(e + LDIR_NAME1, l->units, 5);
+	put_units(e + LDIR_NAME2, l->units + 5, 6);
+	put_units(e + LDIR_NAME3, l->units + 11, 2);
 }
 
 static const char dot_names[][12] = {
@@ -159,6 +176,8 @@ static const char dot_names[][12] = {
 
 enum fk_dot fk_slot_dot(const unsigned char raw[11])
 {
+	if (raw[0] != '.') /* every entry is asked, most are no dot */
+		return FK_DOT_NONE;
 	if (!memcmp(raw, dot_names[FK_DOT], 11))
 		return FK_DOT;
 	if (!memcmp(raw, dot_names[FK_DOT_DOT], 11))

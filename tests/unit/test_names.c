@@ -447,6 +447,53 @@ static void test_name_hash_defined(void)
 	   "fk_name_hash: as defined for 257 ASCII units (bytes)");
 }
 
+/*
+ * fk_lfn_fold() and fk_short_fold() against the UTF-8 they stand for: the
+ * folded units of a name are those of its UTF-8 form (@utf8, through
+ * fk_utf8_to_utf16() and fk_upcase()), and the hash is its
+ * fk_name_hash(), so the walk's names meet fk_name_equal() exactly.
+ */
+static int folds_as(const uint16_t *u, size_t n, uint64_t hash,
+		    const char *utf8)
+{
+	uint16_t want[FK_LFN_MAX + 1];
+	size_t nw, i;
+
+	if (fk_utf8_to_utf16(utf8, want, FK_LFN_MAX + 1, &nw) || nw != n ||
+	    hash != fk_name_hash(utf8))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (u[i] != fk_upcase(want[i]))
+			return 0;
+	return 1;
+}
+
+static void test_lfn_fold(void)
+{
+	unsigned bad = 0, c;
+	size_t i;
+
+	for (i = 0; i < NROWS(u16_rows); i++) {
+		const struct u16_row *r = &u16_rows[i];
+		uint16_t out[4];
+
+		if (r->err)
+			continue;
+		OK(folds_as(out, r->n, fk_lfn_fold(r->u16, r->n, out), r->utf8),
+		   "fk_lfn_fold: %s folds as its UTF-8", r->edge);
+	}
+	for (c = 1; c < 0x10000; c++) {
+		uint16_t in[3] = {'a', (uint16_t)c, 'b'}, out[3];
+		char utf8[16];
+
+		if (fk_utf16_to_utf8(in, 3, utf8, sizeof(utf8)) ||
+		    !folds_as(out, 3, fk_lfn_fold(in, 3, out), utf8))
+			bad++;
+	}
+	OK(!bad, "fk_lfn_fold: a<c>b folds as its UTF-8 for every c (%u bad)",
+	   bad);
+}
+
 /* Names in ascending order as FAT compares them. */
 static const char *const ordered[] = {
 	"",
@@ -866,6 +913,40 @@ static void test_short_display(void)
 	   "fk_short_display: a short buffer is cut and terminated");
 }
 
+static void test_short_fold(void)
+{
+	unsigned bad = 0, c, nt;
+	uint16_t out[FK_SHORT_UNITS];
+	uint64_t h;
+	size_t i, n;
+
+	for (i = 0; i < NROWS(display_rows); i++) {
+		const struct display_row *r = &display_rows[i];
+
+		n = fk_short_fold((const unsigned char *)r->raw, out, &h);
+		OK(folds_as(out, n, h, r->shown),
+		   "fk_short_fold: %s folds as it shows", r->edge);
+	}
+	for (c = 0; c < 256; c++) {
+		for (nt = 0; nt < 4; nt++) {
+			unsigned char raw[11] = "A       A  ";
+			char shown[40];
+
+			raw[c & 1 ? 0 : 7] = (unsigned char)c;
+			raw[9] = (unsigned char)c;
+			fk_short_display(raw, (uint8_t)(nt * FK_NT_LOWER_BASE),
+					 shown, sizeof(shown));
+			n = fk_short_fold(raw, out, &h);
+			if (!folds_as(out, n, h, shown))
+				bad++;
+		}
+	}
+	OK(!bad,
+	   "fk_short_fold: every byte, first or not, folds as it shows "
+	   "(%u bad)",
+	   bad);
+}
+
 static const struct valid_row {
 	const char *edge;
 	const char *raw;
@@ -1120,6 +1201,7 @@ void suite_names(void)
 	test_name_equal();
 	test_name_hash();
 	test_name_hash_defined();
+	test_lfn_fold();
 	test_name_compare();
 	test_name_check();
 	test_name_explain();
@@ -1127,6 +1209,7 @@ void suite_names(void)
 	test_short_alias();
 	test_alias_unique();
 	test_short_display();
+	test_short_fold();
 	test_short_check();
 	test_short_check_bytes();
 	test_short_choose();
