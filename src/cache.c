@@ -5,7 +5,9 @@
  * budget is full the whole set is flushed, which is always safe because
  * callers flush at every ordering point anyway (the Linux 7.4 lesson: pay
  * the write toll per batch, and bound the batch by memory, not by the
- * request).
+ * request).  Chain walks read through a few spans instead: aligned pieces
+ * of many sectors, each read in one call and valid only while nothing is
+ * dirty, so a walk costs a lookup per span rather than per sector.
  */
 #include "cache.h"
 
@@ -21,6 +23,9 @@
 #define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
 #define READ_AHEAD   64		/* sectors read per miss, when free */
 #define NO_SLOT	     UINT32_MAX
+#define SPAN_LEN     (1u << 16) /* bytes a span holds (at least a sector) */
+#define NSPANS	     8		/* spans kept, least recently used replaced */
+#define NO_SEC	     UINT32_MAX
 /*
  * An empty hash bucket is 0 (buckets hold slot + 1): a fresh table needs
  * no fill, so a cache that is never used (exFAT's FAT, when every file is
@@ -42,6 +47,13 @@ struct slot {
 	uint8_t referenced; /* second chance for the clock */
 };
 
+/* An aligned piece of the read copy, read whole (fk_cache_get_span()). */
+struct span {
+	uint32_t first; /* its first sector; NO_SEC: holds nothing */
+	uint32_t nsecs;
+	uint64_t used; /* when last borrowed, on the cache's span clock */
+};
+
 struct fk_cache {
 	struct fk_device *dev;
 	struct fk_cache_layout lay;
@@ -61,6 +73,12 @@ struct fk_cache {
 	struct iovec *iov;    /* scratch for flush */
 	unsigned char *arena; /* nslots * sec_len */
 	struct fk_cache_stats stats;
+	struct span spans[NSPANS];
+	unsigned char *span_mem; /* NSPANS spans; NULL until first used */
+	uint32_t span_secs;	 /* sectors a span holds */
+	uint32_t span_last;	 /* the span borrowed last */
+	uint64_t span_clock;
+	uint32_t bad_span; /* a span whose read failed; NO_SEC: none */
 };
 
 static uint32_t hash_sec(const struct fk_cache *c, uint32_t sec)
@@ -152,6 +170,15 @@ static int carve(struct fk_cache *c, uint32_t tsize)
 	return 0;
 }
 
+/* The disk changed under the spans (a flush wrote), or none was read. */
+static void forget_spans(struct fk_cache *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < NSPANS; i++)
+		c->spans[i].first = NO_SEC;
+}
+
 int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 		 size_t dirty_len, enum fk_cache_sync sync,
 		 struct fk_cache **out)
@@ -175,6 +202,10 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 		tsize <<= 1;
 	c->hash_mask = tsize - 1;
 	c->last = NO_SLOT;
+	c->span_secs =
+		layout->sec_len < SPAN_LEN ? SPAN_LEN / layout->sec_len : 1;
+	forget_spans(c);
+	c->bad_span = NO_SEC;
 	if (carve(c, tsize)) {
 		free(c);
 		return -ENOMEM;
@@ -191,6 +222,7 @@ void fk_cache_free(struct fk_cache *c)
 		fk_bigmem_free(c->mem, 1, c->mem_len);
 	else
 		free(c->mem);
+	free(c->span_mem);
 	free(c);
 }
 
@@ -302,6 +334,75 @@ int fk_cache_get(struct fk_cache *c, uint32_t sec, const unsigned char **data)
 	return err;
 }
 
+/* The span holding @sec, read now if no span does; NO_SLOT on failure. */
+static uint32_t span_of(struct fk_cache *c, uint32_t sec)
+{
+	uint64_t fat_off = c->lay.fat_off + (uint64_t)c->lay.read_fat *
+						    c->lay.fat_secs *
+						    c->lay.sec_len;
+	uint32_t first = sec - sec % c->span_secs, i, old = 0;
+	struct span *s;
+
+	for (i = 0; i < NSPANS; i++) {
+		if (c->spans[i].first == first)
+			return i;
+		if (c->spans[i].used < c->spans[old].used)
+			old = i;
+	}
+	if (first == c->bad_span)
+		return NO_SLOT;
+	if (!c->span_mem &&
+	    !(c->span_mem =
+		      malloc((size_t)NSPANS * c->span_secs * c->lay.sec_len)))
+		return NO_SLOT;
+	s = &c->spans[old];
+	s->first = NO_SEC;
+	s->nsecs = c->lay.fat_secs - first < c->span_secs
+			   ? c->lay.fat_secs - first
+			   : c->span_secs;
+	/* A span past the end of a short image is no error of the sectors
+	 * asked for: those are then read as fk_cache_get() reads them. */
+	if (fk_device_read(c->dev, fat_off + (uint64_t)first * c->lay.sec_len,
+			   c->span_mem +
+				   (size_t)old * c->span_secs * c->lay.sec_len,
+			   (size_t)s->nsecs * c->lay.sec_len)) {
+		c->bad_span = first;
+		return NO_SLOT;
+	}
+	c->stats.misses += s->nsecs;
+	s->first = first;
+	return old;
+}
+
+int fk_cache_get_span(struct fk_cache *c, uint32_t sec,
+		      const unsigned char **data, uint32_t *first,
+		      uint32_t *nsecs)
+{
+	uint32_t i;
+	int err;
+
+	if (sec >= c->lay.fat_secs)
+		return FK_ECORRUPT;
+	i = c->span_last;
+	/* Dirty sectors live in slots only: a span would be stale. */
+	if (!c->ndirty && (c->spans[i].first == NO_SEC ||
+			   sec - c->spans[i].first >= c->spans[i].nsecs))
+		i = span_of(c, sec);
+	if (c->ndirty || i == NO_SLOT) {
+		if ((err = fk_cache_get(c, sec, data)))
+			return err;
+		*first = sec;
+		*nsecs = 1;
+		return 0;
+	}
+	c->span_last = i;
+	c->spans[i].used = ++c->span_clock;
+	*data = c->span_mem + (size_t)i * c->span_secs * c->lay.sec_len;
+	*first = c->spans[i].first;
+	*nsecs = c->spans[i].nsecs;
+	return 0;
+}
+
 /*
  * A flush the budget forced comes at no ordering point of the caller's,
  * so --sync (a -o sync mount, per batch) puts its barrier here.
@@ -410,6 +511,7 @@ int fk_cache_flush(struct fk_cache *c)
 
 	if (!c->ndirty)
 		return 0;
+	forget_spans(c); /* even a failed write may have changed the disk */
 	n = sort_dirty(c);
 	for (f = 0; f < c->lay.nfats; f++) {
 		if (!c->lay.is_mirrored && f != c->lay.read_fat)

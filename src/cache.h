@@ -2,7 +2,8 @@
  * cache.h: a bounded cache of FAT sectors.  Reads come from one FAT copy;
  * dirty sectors are held (up to a byte budget) and a flush writes each
  * once to every FAT copy that mirrors, in sector order, adjacent sectors
- * in one vectored write.  It never decides when an ordering point is:
+ * in one vectored write.  While nothing is dirty, chain walks may borrow
+ * whole spans of sectors.  It never decides when an ordering point is:
  * callers flush there.  Sector numbers are relative to the FAT start.
  */
 #ifndef FATKIT_CACHE_H
@@ -66,6 +67,19 @@ int fk_cache_get(struct fk_cache *cache, uint32_t sec,
 		 const unsigned char **data);
 int fk_cache_get_dirty(struct fk_cache *cache, uint32_t sec,
 		       unsigned char **data);
+
+/*
+ * Borrow the sectors around @sec for reading as one piece of memory:
+ * *@data holds sectors *@first .. *@first + *@nsecs - 1, @sec among them.
+ * While no sector is dirty that is a whole aligned span read in one call
+ * (and kept apart from the slots fk_cache_get() uses), else sector @sec
+ * alone.  A chain walk then needs a lookup per span, not per sector.  The
+ * pointer is valid until the next call on @cache.  Returns 0, FK_ECORRUPT
+ * for a sector outside the FAT, or -errno.
+ */
+int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
+		      const unsigned char **data, uint32_t *first,
+		      uint32_t *nsecs);
 
 /*
  * fk_cache_get_dirty() for a caller that overwrites all of sector @sec:

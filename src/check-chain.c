@@ -21,7 +21,7 @@
 
 #define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
 #define LOST_LISTED   5		 /* lost chains named in the finding */
-#define LINKS_BATCH   64	 /* chain links read per FAT lookup, at most */
+#define LINKS_BATCH   256	 /* chain links read per FAT lookup, at most */
 
 /* A run whose owner's name the owners step looks up. */
 struct owner_name {
@@ -81,6 +81,60 @@ static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
 	return 0;
 }
 
+/* Count @k more claimed clusters, calling the progress hook at each
+ * multiple of PROGRESS_STEP passed (@k is below it). */
+static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
+{
+	if ((claimed + k) / PROGRESS_STEP != claimed / PROGRESS_STEP)
+		ck_progress(ck, "files",
+			    (claimed + k) / PROGRESS_STEP * PROGRESS_STEP,
+			    ck->st.used_clus);
+	return claimed + k;
+}
+
+/*
+ * Claim @clus (whose entry is @val) unless it is free, bad or claimed
+ * already, and say whether the chain goes on from @val: the one judgement
+ * of a link, for the last value of each batch and wherever the fast loop
+ * of claim_chain() stops.  0 (go on), 1 (stopped: @c says why) or -errno.
+ */
+static int claim_one(struct fk_check *ck, uint32_t start,
+		     const struct run_before *before, uint32_t clus,
+		     uint32_t val, struct claim *c)
+{
+	enum fk_ent_class cls = ck_class(ck, val);
+	unsigned s = get_cs(ck, clus);
+	int err, is_own;
+
+	if (cls == FK_ENT_FREE || cls == FK_ENT_BAD) {
+		c->why = cls == FK_ENT_FREE ? STOP_FREE : STOP_BAD;
+		return 1; /* @c->next is @clus already */
+	}
+	/* Take @clus unless a claim (this one or another) has it. */
+	if (s == CS_OWNED || s == CS_SHARED) {
+		c->why = STOP_CROSS;
+		err = before ? in_chain(ck, before->first,
+					before->nclus + c->nclus, clus, &is_own)
+			     : in_chain(ck, start, c->nclus, clus, &is_own);
+		if (err)
+			return err;
+		if (is_own)
+			c->why = STOP_LOOP;
+		else
+			set_cs(ck, clus, CS_SHARED);
+		return 1;
+	}
+	set_cs(ck, clus, CS_OWNED);
+	ck->claimed = count_claimed(ck, ck->claimed, 1);
+	c->nclus++;
+	c->last = clus;
+	c->next = val;
+	if (cls == FK_ENT_NEXT)
+		return 0;
+	c->why = cls == FK_ENT_EOC ? STOP_EOC : STOP_VALUE;
+	return 1;
+}
+
 /*
  * Claim the chain from @start, at most @limit clusters.  A chain stops at
  * its end, at a free or bad cluster, after a cluster whose value is
@@ -91,91 +145,54 @@ static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
 static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 		       const struct run_before *before, struct claim *c)
 {
-	uint32_t clus = start, val, vals[LINKS_BATCH];
-	uint32_t nvals = 0, at = 0; /* vals[at] is the entry of clus */
-	/* In locals while the loop runs: stores into the map may alias
-	 * anything behind a pointer. */
+	uint32_t clus = start, vals[LINKS_BATCH], n, k, want;
+	const uint32_t *v;
+	/* In a local while the fast loop runs: stores into the map may
+	 * alias anything behind a pointer. */
 	uint8_t *map = ck->map;
-	uint64_t claimed = ck->claimed;
-	uint32_t nclus = 0, last = 0, next = start;
-	enum stop why = STOP_EOC; /* as left on an error */
-	enum fk_ent_class cls;
-	int err = 0, is_own;
+	int err;
 
+	c->nclus = c->last = 0;
+	c->next = start;
+	c->why = STOP_EOC; /* as left on an error */
 	if (!fk_clus_valid(ck->g, start)) {
-		why = STOP_START;
-		goto out;
+		c->why = STOP_START;
+		return 0;
 	}
 	for (;;) {
-		unsigned sh = (clus & 3) * 2, s;
+		if (c->nclus == limit) {
+			c->why = STOP_LIMIT;
+			return 0;
+		}
+		want = limit - c->nclus;
+		err = fk_fat_get_links(ck->vol, clus, vals,
+				       want < LINKS_BATCH ? want : LINKS_BATCH);
+		if (err < 0)
+			return err;
+		n = (uint32_t)err;
+		/* Each value but the last is a link (fk_fat_get_links()), so
+		 * the cluster holding it was in use at the scan: ALLOC unless
+		 * a claim took it.  ALLOC becomes OWNED by adding 1 to the
+		 * state; any other state is for claim_one() to judge. */
+		for (v = vals; v + 1 < vals + n; v++) {
+			unsigned sh = (clus & 3) * 2, b = map[clus >> 2];
 
-		if (nclus == limit) {
-			why = STOP_LIMIT;
-			goto out;
+			if ((b >> sh & 3) != CS_ALLOC)
+				break;
+			map[clus >> 2] = (uint8_t)(b + (1u << sh));
+			clus = *v;
 		}
-		if (at == nvals) {
-			uint32_t want = limit - nclus;
-
-			err = fk_fat_get_links(
-				ck->vol, clus, vals,
-				want < LINKS_BATCH ? want : LINKS_BATCH);
-			if (err < 0)
-				goto out;
-			nvals = (uint32_t)err;
-			err = 0;
-			at = 0;
+		k = (uint32_t)(v - vals);
+		if (k) {
+			ck->claimed = count_claimed(ck, ck->claimed, k);
+			c->nclus += k;
+			c->last = k > 1 ? vals[k - 2] : c->next;
+			c->next = clus;
 		}
-		val = vals[at++];
-		cls = ck_class(ck, val);
-		if (cls == FK_ENT_FREE) {
-			why = STOP_FREE;
-			goto out;
-		}
-		if (cls == FK_ENT_BAD) {
-			why = STOP_BAD;
-			goto out;
-		}
-		/* Take @clus unless a claim (this one or another) has it. */
-		s = map[clus >> 2] >> sh & 3;
-		if (s == CS_OWNED || s == CS_SHARED) {
-			why = STOP_CROSS;
-			err = before ? in_chain(ck, before->first,
-						before->nclus + nclus, clus,
-						&is_own)
-				     : in_chain(ck, start, nclus, clus,
-						&is_own);
-			if (err)
-				goto out;
-			if (is_own)
-				why = STOP_LOOP;
-			else
-				set_cs(ck, clus, CS_SHARED);
-			goto out;
-		}
-		map[clus >> 2] = (uint8_t)((map[clus >> 2] & ~(3u << sh)) |
-					   CS_OWNED << sh);
-		if (!(++claimed % PROGRESS_STEP))
-			ck_progress(ck, "files", claimed, ck->st.used_clus);
-		nclus++;
-		last = clus;
-		next = val;
-		if (cls == FK_ENT_EOC) {
-			why = STOP_EOC;
-			goto out;
-		}
-		if (cls != FK_ENT_NEXT) {
-			why = STOP_VALUE;
-			goto out;
-		}
-		clus = val;
+		if ((err = claim_one(ck, start, before, clus, vals[k], c)))
+			return err < 0 ? err : 0;
+		clus = vals[k];
 	}
-out:
-	ck->claimed = claimed;
-	c->nclus = nclus;
-	c->last = last;
-	c->next = next;
-	c->why = why;
-	return err;
 }
 
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who

@@ -16,6 +16,7 @@
 
 #define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
 #define NEW_BACKUP_SEC 6   /* where a missing backup boot sector goes */
+#define SCAN_CHUNK     64  /* FAT entries judged at a time (a multiple of 4) */
 
 /* ---- boot sector --------------------------------------------------------- */
 
@@ -73,14 +74,82 @@ int ck_check_boot(struct fk_check *ck)
 
 /* ---- FAT copies and the cluster map ------------------------------------ */
 
+/* What the scan counts, in locals while a block is scanned: stores into
+ * the map may alias any of *ck. */
+struct scan_counts {
+	uint32_t nfree, nused, first_free;
+};
+
+/* A value is free (0), bad (the bad mark: fk_fat_class() says no other
+ * value is) or in use, which the map records as ALLOC. */
+static inline unsigned is_used(uint32_t v, uint32_t bad)
+{
+	return (v != 0) & (v != bad);
+}
+
+/* The first free cluster of the @m entries @v from @clus, if any. */
+static void note_free(const uint32_t *v, uint32_t m, uint32_t clus,
+		      struct scan_counts *sc)
+{
+	uint32_t j;
+
+	for (j = 0; j < m && !sc->first_free; j++)
+		if (!v[j])
+			sc->first_free = clus + j;
+}
+
+/*
+ * SCAN_CHUNK entries from a multiple of 4, ORed into their map bytes @map.
+ * Loops of a constant count with no branch, which the compiler turns into
+ * vector code: most of a FAT is judged here.
+ */
+static void scan_chunk(const uint32_t *v, uint32_t clus, uint32_t bad,
+		       uint8_t *map, struct scan_counts *sc)
+{
+	uint8_t used[SCAN_CHUNK];
+	uint32_t j, nfree = 0, nused = 0;
+
+	for (j = 0; j < SCAN_CHUNK; j++) {
+		used[j] = (uint8_t)is_used(v[j], bad);
+		nfree += !v[j];
+	}
+	for (j = 0; j < SCAN_CHUNK; j++)
+		nused += used[j];
+	for (j = 0; j < SCAN_CHUNK / 4; j++)
+		map[j] |= (uint8_t)((used[4 * j] | used[4 * j + 1] << 2 |
+				     used[4 * j + 2] << 4 |
+				     used[4 * j + 3] << 6) *
+				    CS_ALLOC);
+	sc->nused += nused;
+	sc->nfree += nfree;
+	if (nfree && !sc->first_free)
+		note_free(v, SCAN_CHUNK, clus, sc);
+}
+
+/* The map bits of @m entries from @clus, all in one map byte. */
+static unsigned scan_some(const uint32_t *v, uint32_t m, uint32_t clus,
+			  uint32_t bad, struct scan_counts *sc)
+{
+	unsigned bits = 0;
+	uint32_t j;
+
+	for (j = 0; j < m; j++) {
+		sc->nused += is_used(v[j], bad);
+		sc->nfree += !v[j];
+		bits |= is_used(v[j], bad) * CS_ALLOC << ((clus + j) & 3) * 2;
+	}
+	note_free(v, m, clus, sc);
+	return bits;
+}
+
 static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 		      uint32_t n)
 {
 	struct fk_check *ck = arg;
 	const struct fk_geom *g = ck->g;
 	uint8_t *map = ck->map;
-	uint32_t i = 0, nfree = 0, nused = 0, nbad = 0, nlink = ck->nlink;
-	uint32_t first_free = ck->first_free;
+	uint32_t i = 0, bad = fk_fat_bad(g), m, head;
+	struct scan_counts sc = {0, 0, ck->first_free};
 
 	for (; i < n && first + i < FK_FIRST_CLUS; i++)
 		if (first + i == 0)
@@ -96,35 +165,24 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 		ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
 		return 0;
 	}
-	/* Counts in locals: stores into the map may alias any of *ck. */
-	for (; i < n; i++) {
-		uint32_t clus = first + i, v = vals[i], run = 0;
+	/* Chunks where they fit whole from a multiple of 4, else a map
+	 * byte at a time (clusters 2 and 3, a block's end). */
+	for (head = i; i < n; i += m) {
+		uint32_t clus = first + i;
 
-		if (!v) { /* most of a FAT is free: four entries a test */
-			while (i + run + 4 <= n &&
-			       !(vals[i + run] | vals[i + run + 1] |
-				 vals[i + run + 2] | vals[i + run + 3]))
-				run += 4;
-			while (i + run < n && !vals[i + run])
-				run++;
-			if (!first_free)
-				first_free = clus;
-			nfree += run;
-			i += run - 1;
+		if (!(clus & 3) && n - i >= SCAN_CHUNK) {
+			m = SCAN_CHUNK;
+			scan_chunk(vals + i, clus, bad, map + (clus >> 2), &sc);
 			continue;
 		}
-		if (v - FK_FIRST_CLUS >= nlink &&
-		    fk_fat_class(g, v) == FK_ENT_BAD) {
-			nbad++;
-			continue;
-		}
-		nused++;
-		map[clus >> 2] |= (uint8_t)(CS_ALLOC << (clus & 3) * 2);
+		m = 4 - (clus & 3) < n - i ? 4 - (clus & 3) : n - i;
+		map[clus >> 2] |=
+			(uint8_t)scan_some(vals + i, m, clus, bad, &sc);
 	}
-	ck->st.free_clus += nfree;
-	ck->st.used_clus += nused;
-	ck->st.bad_clus += nbad;
-	ck->first_free = first_free;
+	ck->st.free_clus += sc.nfree;
+	ck->st.used_clus += sc.nused;
+	ck->st.bad_clus += n - head - sc.nfree - sc.nused;
+	ck->first_free = sc.first_free;
 	ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }

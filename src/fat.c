@@ -39,6 +39,12 @@ struct fat_ops {
 	 * free, ORs the raw value of free entries into *@kept. */
 	uint32_t (*free_block)(const unsigned char *p, uint32_t first,
 			       uint32_t n, uint64_t *map, uint32_t *kept);
+	/* Follows the chain from @clus while its entries lie in the FAT
+	 * bytes [@lo, @hi) held at @p (@clus's does), at most @max values,
+	 * stopping after one outside 2 .. @top: as fk_fat_get_links(). */
+	uint32_t (*links)(const unsigned char *p, uint64_t lo, uint64_t hi,
+			  uint32_t clus, uint32_t top, uint32_t *vals,
+			  uint32_t max);
 	/* Stores @cnt entries @val, @val + @step, ... keeping the reserved
 	 * bits unless @is_fresh; NULL where entries straddle sectors. */
 	void (*store_block)(unsigned char *p, uint32_t cnt, uint32_t val,
@@ -163,6 +169,91 @@ static void exfat_decode_block(const unsigned char *p, uint32_t first,
 	(void)first;
 	for (i = 0; i < n; i++, p += 4)
 		vals[i] = get_le32(p);
+}
+
+/*
+ * The one link-following loop, inlined into each width's links op with
+ * its own offset and load: the checker follows every chain of the volume
+ * through it, and a link is a load whose address hangs on the one before.
+ * @base is @p moved back by @lo as an integer, so the address of a link
+ * is one addition (a pointer before @p would be undefined); only offsets
+ * in [@lo, @hi - @len] are ever loaded.  Bounded by @max.
+ */
+static inline uint32_t
+follow_links(const unsigned char *p, uint64_t lo, uint64_t hi, uint32_t clus,
+	     uint32_t top, uint32_t *vals, uint32_t max,
+	     uint64_t (*off_of)(uint32_t), unsigned len,
+	     uint32_t (*get)(const unsigned char *, uint32_t))
+{
+	uint64_t room = hi - lo - len; /* entry offsets past it do not fit */
+	uintptr_t base = (uintptr_t)p - (uintptr_t)lo;
+	uint32_t n = 0, val;
+
+	for (;;) {
+		uintptr_t at = base + (uintptr_t)off_of(clus);
+
+		val = get((const unsigned char *)at, clus);
+		vals[n++] = val;
+		if (n == max || val - FK_FIRST_CLUS > top - FK_FIRST_CLUS ||
+		    off_of(val) - lo > room)
+			return n;
+		clus = val;
+	}
+}
+
+static uint32_t fat12_get(const unsigned char *p, uint32_t clus)
+{
+	return fat12_decode(get_le16(p), clus);
+}
+
+static uint32_t fat16_get(const unsigned char *p, uint32_t clus)
+{
+	(void)clus;
+	return get_le16(p);
+}
+
+static uint32_t fat32_get(const unsigned char *p, uint32_t clus)
+{
+	(void)clus;
+	return get_le32(p) & FAT32_MASK;
+}
+
+static uint32_t exfat_get(const unsigned char *p, uint32_t clus)
+{
+	(void)clus;
+	return get_le32(p);
+}
+
+static uint32_t fat12_links(const unsigned char *p, uint64_t lo, uint64_t hi,
+			    uint32_t clus, uint32_t top, uint32_t *vals,
+			    uint32_t max)
+{
+	return follow_links(p, lo, hi, clus, top, vals, max, fat12_off, 2,
+			    fat12_get);
+}
+
+static uint32_t fat16_links(const unsigned char *p, uint64_t lo, uint64_t hi,
+			    uint32_t clus, uint32_t top, uint32_t *vals,
+			    uint32_t max)
+{
+	return follow_links(p, lo, hi, clus, top, vals, max, fat16_off, 2,
+			    fat16_get);
+}
+
+static uint32_t fat32_links(const unsigned char *p, uint64_t lo, uint64_t hi,
+			    uint32_t clus, uint32_t top, uint32_t *vals,
+			    uint32_t max)
+{
+	return follow_links(p, lo, hi, clus, top, vals, max, fat32_off, 4,
+			    fat32_get);
+}
+
+static uint32_t exfat_links(const unsigned char *p, uint64_t lo, uint64_t hi,
+			    uint32_t clus, uint32_t top, uint32_t *vals,
+			    uint32_t max)
+{
+	return follow_links(p, lo, hi, clus, top, vals, max, fat32_off, 4,
+			    exfat_get);
 }
 
 /* Are the @len bytes at @p all zero?  The first is, and each equals the
@@ -331,6 +422,7 @@ static const struct fat_ops fat12_ops = {
 	.encode = fat12_encode,
 	.decode_block = fat12_decode_block,
 	.free_block = fat12_free_block,
+	.links = fat12_links,
 	.store_block = NULL, /* entries straddle sectors; runs are short */
 	.is_streamed = 0,    /* at most 6 KiB */
 	.eoc_min = 0xff8,
@@ -345,6 +437,7 @@ static const struct fat_ops fat16_ops = {
 	.encode = fat16_encode,
 	.decode_block = fat16_decode_block,
 	.free_block = fat16_free_block,
+	.links = fat16_links,
 	.store_block = fat16_store_block,
 	.is_streamed = 1,
 	.eoc_min = 0xfff8,
@@ -361,6 +454,7 @@ static const struct fat_ops fat32_ops = {
 	.encode = fat32_encode,
 	.decode_block = fat32_decode_block,
 	.free_block = fat32_free_block,
+	.links = fat32_links,
 	.store_block = fat32_store_block,
 	.is_streamed = 1,
 	.eoc_min = 0x0ffffff8,
@@ -384,6 +478,7 @@ static const struct fat_ops exfat_ops = {
 	.encode = exfat_encode,
 	.decode_block = exfat_decode_block,
 	.free_block = exfat_free_block,
+	.links = exfat_links,
 	.store_block = exfat_store_block,
 	.is_streamed = 1,
 	.eoc_min = 0xffffffff,
@@ -508,31 +603,24 @@ int fk_fat_get_links(struct fk_volume *vol, uint32_t clus, uint32_t *vals,
 						       : ops->bad - 1;
 	unsigned shift = (unsigned)__builtin_ctz(vol->g.sec_len);
 	const unsigned char *data;
-	uint32_t n = 0, lo, per, val;
+	uint64_t off, lo, hi;
+	uint32_t first, nsecs;
 	int err;
 
-	if (ops == &fat12_ops) { /* entries straddle sectors: one a call */
+	if (clus > fk_clus_max(&vol->g))
+		return FK_ECORRUPT;
+	off = ops->entry_off(clus);
+	if ((err = fk_cache_get_span(vol->fat, (uint32_t)(off >> shift), &data,
+				     &first, &nsecs)))
+		return err;
+	lo = (uint64_t)first << shift;
+	hi = lo + ((uint64_t)nsecs << shift);
+	if (off + ops->load_len > hi) { /* a FAT12 entry straddles the end */
 		if ((err = fk_fat_get(vol, clus, vals)))
 			return err;
 		return 1;
 	}
-	if (clus > fk_clus_max(&vol->g))
-		return FK_ECORRUPT;
-	shift -= ops->load_len == 4 ? 2 : 1; /* entries per sector, log2 */
-	per = 1u << shift;
-	lo = clus >> shift << shift;
-	if ((err = fk_cache_get(vol->fat, clus >> shift, &data)))
-		return err;
-	for (;;) {
-		val = (ops->load_len == 4 ? get_le32(data + 4 * (clus - lo))
-					  : get_le16(data + 2 * (clus - lo))) &
-		      ops->mask;
-		vals[n++] = val;
-		if (n == max || val - FK_FIRST_CLUS > top - FK_FIRST_CLUS ||
-		    val - lo >= per)
-			return (int)n;
-		clus = val;
-	}
+	return (int)ops->links(data, lo, hi, clus, top, vals, max);
 }
 
 /* Store the bytes of @raw for entry @clus, sector by sector. */

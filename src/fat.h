@@ -78,11 +78,12 @@ int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val);
 
 /*
  * Follow the chain from @clus for at most @max (at least 1) entries, as
- * far as one cache lookup serves: @vals[0] is the entry of @clus, each
- * later value the entry of the cluster the one before links to.  Stops
- * after a value that is no link, and where the next entry lies in
- * another sector.  Returns how many values it stored (at least 1), or
- * what fk_fat_get() returns on failure.
+ * far as one cache lookup serves (fk_cache_get_span(): a span of many
+ * sectors while none is dirty, else one sector): @vals[0] is the entry of
+ * @clus, each later value the entry of the cluster the one before links
+ * to.  Stops after a value that is no link, and where the next entry lies
+ * outside what the lookup served.  Returns how many values it stored (at
+ * least 1), or what fk_fat_get() returns on failure.
  */
 int fk_fat_get_links(struct fk_volume *vol, uint32_t clus, uint32_t *vals,
 		     uint32_t max);

@@ -60,6 +60,43 @@ static int sector_ok(const unsigned char *data, uint32_t sec)
 	return 1;
 }
 
+/* Spans: strided reads over more spans than are kept, then a dirty
+ * sector, which spans must never hide. */
+static void check_spans(struct fk_cache *c)
+{
+	const unsigned char *data;
+	unsigned char *dirty;
+	uint32_t k, sec, first, nsecs, bad = 0;
+	int err;
+
+	for (k = 0; k < 3000; k++) {
+		sec = k * 997 % FAT_SECS;
+		err = fk_cache_get_span(c, sec, &data, &first, &nsecs);
+		if (err || sec < first || sec - first >= nsecs ||
+		    !sector_ok(data + (size_t)(sec - first) * SEC_LEN, sec) ||
+		    !sector_ok(data, first))
+			bad++;
+	}
+	OK(bad == 0 && nsecs > 1,
+	   "cache: 3000 strided span reads hold their own sectors (%u wrong, "
+	   "spans of %u)",
+	   bad, nsecs);
+	err = fk_cache_get_dirty(c, 100, &dirty);
+	if (!err)
+		dirty[0] ^= 0xff;
+	err = err ? err : fk_cache_get_span(c, 100, &data, &first, &nsecs);
+	OK(!err && first == 100 && nsecs == 1 &&
+		   data[0] == (unsigned char)(byte_of(100, 0) ^ 0xff),
+	   "cache: with a sector dirty, a span is that sector, as changed");
+	fk_cache_discard(c);
+	err = fk_cache_get_span(c, 100, &data, &first, &nsecs);
+	OK(!err && nsecs > 1 &&
+		   sector_ok(data + (size_t)(100 - first) * SEC_LEN, 100),
+	   "cache: a discarded change leaves spans the bytes on disk");
+	OK(fk_cache_get_span(c, FAT_SECS, &data, &first, &nsecs) == FK_ECORRUPT,
+	   "cache: a span for the sector after the FAT is refused");
+}
+
 void suite_cache_evict(void)
 {
 	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0};
@@ -106,6 +143,7 @@ void suite_cache_evict(void)
 	}
 	OK(fk_cache_get(c, FAT_SECS, &data) == FK_ECORRUPT,
 	   "cache: the sector after the FAT is refused");
+	check_spans(c);
 out:
 	fk_cache_free(c);
 	fk_cache_free(NULL);
