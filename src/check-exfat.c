@@ -642,8 +642,10 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		n = keep;
 		*is_changed = 1;
 	}
-	/* The iterator judged every unit it gathered: look again only
-	 * where it found one to replace. */
+	/* The iterator judged every unit it gathered, and a set gets here
+	 * only with its File Name entries in place (check_file removes it
+	 * otherwise), so they are these: look again only where it found
+	 * one to replace. */
 	for (i = 0; (s->defects & FK_EXS_NAME_CHARS) && i < n; i++)
 		if (!fk_exfat_name_unit_ok(name_unit(s, i))) {
 			put_name_unit(s, i, '_');

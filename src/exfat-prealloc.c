@@ -1438,8 +1438,9 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 	int err;
 
 	if (op->bm.data_len != fk_exfat_bitmap_len(g->nclus)) {
-		/* Its sectors are cached as one region of this length: a
-		 * longer DataLength would address bits past the heap. */
+		/* Shorter, the missing bits would read as free; longer,
+		 * its sectors (cached as one region of the length the
+		 * clusters need) would address bits past the heap. */
 		fk_diag_set(diag, NULL,
 			    "allocation bitmap DataLength %" PRIu64
 			    ", the heap needs %" PRIu64,

@@ -401,9 +401,9 @@ static inline size_t fk_exfat_bitmap_words(uint32_t nclus)
  * Read the bitmap of @data_len bytes from cluster @first_clus (an
  * FK_EXK_BITMAP entry's fields) through its FAT chain, one bit per cluster
  * in memory.  A bitmap shorter than the clusters need is read as far as
- * it goes (the missing bits read as clear).  Returns 0, FK_ECORRUPT (cluster out of range or a
- * broken chain; @diag says which), or -errno / -ENOMEM.  @bm is filled
- * only on success.
+ * it goes (the missing bits read as clear).  Returns 0, FK_ECORRUPT
+ * (cluster out of range or a broken chain; @diag says which), or -errno /
+ * -ENOMEM.  @bm is filled only on success.
  */
 int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 			 uint64_t data_len, struct fk_exfat_bitmap *bm,
