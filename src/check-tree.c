@@ -418,8 +418,11 @@ static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
 	     h = (h + 1) & (t->cap - 1)) {
 		const struct seen_key *first = &t->keys.v[t->tab[h] - 1];
 
+		/* A hostile entry's name may fold to no units at all, with
+		 * no units stored yet: no pointer arithmetic on NULL. */
 		if (first->hash == hash && first->len == len &&
-		    !memcmp(t->units.v + first->off, u, len * sizeof(*u)))
+		    (!len ||
+		     !memcmp(t->units.v + first->off, u, len * sizeof(*u))))
 			return first->slot; /* the first keeps the name */
 	}
 	/* Tested here first: most names fit, and need no call. */
@@ -429,7 +432,8 @@ static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
 	     FK_VEC_RESERVE(t->keys.v, t->keys.cap, t->keys.n + 1)))
 		return -ENOMEM;
 	t->keys.v[t->keys.n++] = k;
-	memcpy(t->units.v + t->units.n, u, len * sizeof(*u));
+	if (len)
+		memcpy(t->units.v + t->units.n, u, len * sizeof(*u));
 	t->units.n += len;
 	t->tab[h] = (uint32_t)t->keys.n;
 	return slot;
