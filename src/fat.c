@@ -934,6 +934,26 @@ struct scan_fns {
 	int can_map;
 };
 
+/* Bytes a scan block can span (SCAN_ENTS entries, fewer on a smaller FAT)
+ * and the 4 zero bytes after it: a small volume's checker then peaks at
+ * what its FAT needs, not at a megabyte. */
+static size_t scan_buf_len(const struct fk_volume *vol)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	uint32_t total = fk_clus_max(&vol->g) + 1;
+	uint32_t n = total < SCAN_ENTS ? total : SCAN_ENTS;
+
+	return (size_t)ops->entry_off(n) + 2 * ops->load_len + 4;
+}
+
+/* Entries a decoded piece holds, at most. */
+static size_t decode_ents(const struct fk_volume *vol)
+{
+	uint32_t total = fk_clus_max(&vol->g) + 1;
+
+	return total < DECODE_ENTS ? total : DECODE_ENTS;
+}
+
 /*
  * The one scan loop: FAT copy @copy, entries 0 .. nclus + 1, in blocks of
  * SCAN_ENTS, read sequentially straight from the device.  Returns 0, a
@@ -948,7 +968,7 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy,
 	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
 	int is_fast = fns->hole && ops->is_streamed;
 	int is_mapped = fns->can_map && ops->is_streamed;
-	unsigned char *buf = malloc((size_t)SCAN_ENTS * 4 + 4);
+	unsigned char *buf = malloc(scan_buf_len(vol));
 	uint64_t data_end = 0; /* the FAT is known to hold data up to here */
 	int err = 0;
 
@@ -1109,7 +1129,7 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 				 NULL};
 	int err;
 
-	if (!(ds.vals = malloc(DECODE_ENTS * sizeof(*ds.vals))))
+	if (!(ds.vals = malloc(decode_ents(vol) * sizeof(*ds.vals))))
 		return -ENOMEM;
 	err = scan_raw(vol, copy, &fns, &ds);
 	free(ds.vals);
@@ -1257,8 +1277,8 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 				 NULL};
 	int err = -ENOMEM;
 
-	ds.vals = malloc(DECODE_ENTS * sizeof(*ds.vals));
-	ds.other = malloc((size_t)SCAN_ENTS * 4 + 4);
+	ds.vals = malloc(decode_ents(vol) * sizeof(*ds.vals));
+	ds.other = malloc(scan_buf_len(vol));
 	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
 	ds.maps = calloc(vol->g.nfats, sizeof(*ds.maps));
 	if (ds.vals && ds.other && ds.next_sec && ds.maps)
