@@ -195,6 +195,22 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 	}
 }
 
+/* Append @r to the run log, a new block when the last is full. */
+static int log_run(struct run_log *log, const struct run *r)
+{
+	if (log->n == log->nblocks * RUN_BLOCK) {
+		struct run *b;
+
+		if (FK_VEC_RESERVE(log->blocks, log->cap, log->nblocks + 1) ||
+		    !(b = malloc(RUN_BLOCK * sizeof(*b))))
+			return -ENOMEM;
+		log->blocks[log->nblocks++] = b;
+	}
+	log->blocks[log->n / RUN_BLOCK][log->n % RUN_BLOCK] = *r;
+	log->n++;
+	return 0;
+}
+
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who
  * for the owners step. */
 int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
@@ -206,7 +222,7 @@ int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 
 	if (err || !c->nclus)
 		return err;
-	return PUSH(ck->runs, r);
+	return log_run(&ck->runs, &r);
 }
 
 /* Remember a cross-link, so the owners step can name the first owner. */
@@ -428,7 +444,7 @@ static int follow_runs(struct fk_check *ck)
 	size_t i;
 
 	for (i = 0; i < ck->runs.n; i++) {
-		const struct run *r = &ck->runs.v[i];
+		const struct run *r = run_at(ck, i);
 		uint32_t clus = r->first, k, val;
 		int err;
 
@@ -448,10 +464,10 @@ static int follow_runs(struct fk_check *ck)
 /* The run of the directory holding run @r's entry; NO_RUN: the root. */
 static uint32_t parent_run(const struct fk_check *ck, uint32_t r)
 {
-	uint32_t dir = ck->runs.v[r].who.dir;
+	uint32_t dir = run_at(ck, r)->who.dir;
 
 	if (dir == ROOT_AREA || dir == NO_DIR ||
-	    ck->runs.v[dir].who.dir == NO_DIR)
+	    run_at(ck, dir)->who.dir == NO_DIR)
 		return NO_RUN;
 	return dir;
 }
@@ -483,7 +499,7 @@ static struct owner_name *find_name(struct owner_name *v, size_t n, uint32_t r)
 static int want_name(struct owner_name **v, size_t *n, size_t *cap,
 		     const struct fk_check *ck, uint32_t r)
 {
-	struct owner_name o = {r, ck->runs.v[r].who, NULL, NULL};
+	struct owner_name o = {r, run_at(ck, r)->who, NULL, NULL};
 
 	if (FK_VEC_RESERVE(*v, *cap, *n + 1))
 		return -ENOMEM;
@@ -520,8 +536,8 @@ static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
 	if (!ent)
 		return -ENOMEM;
 	if (dir != ROOT_AREA) {
-		first = ck->runs.v[dir].first;
-		nclus = ck->runs.v[dir].nclus;
+		first = run_at(ck, dir)->first;
+		nclus = run_at(ck, dir)->nclus;
 	}
 	if ((err = ck_open_dir(ck, first, nclus, &it))) {
 		free(ent);
@@ -585,7 +601,7 @@ static int name_owners(struct fk_check *ck)
 	for (i = 0; i < ck->shared.n && !err; i++)
 		if (ck->shared.v[i].finding != NONE &&
 		    ck->shared.v[i].owner != NO_RUN &&
-		    ck->runs.v[ck->shared.v[i].owner].who.dir != NO_DIR)
+		    run_at(ck, ck->shared.v[i].owner)->who.dir != NO_DIR)
 			err = want_name(&names.v, &names.n, &names.cap, ck,
 					ck->shared.v[i].owner);
 	/* Then their directories, level by level up to the root. */
@@ -614,7 +630,7 @@ static int name_owners(struct fk_check *ck)
 
 		if (s->finding == NONE || s->owner == NO_RUN)
 			continue;
-		if (ck->runs.v[s->owner].who.dir != NO_DIR) {
+		if (run_at(ck, s->owner)->who.dir != NO_DIR) {
 			o = find_name(names.v, names.n, s->owner);
 			if (!o || !(owner = o->path))
 				continue;

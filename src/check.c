@@ -189,7 +189,9 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->ent_fixes.v);
 	free(ck->tails.v);
 	free(ck->shared.v);
-	free(ck->runs.v);
+	for (i = 0; i < ck->runs.nblocks; i++)
+		free(ck->runs.blocks[i]);
+	free(ck->runs.blocks);
 	free(ck->lost.v);
 	ck_salvage_free(ck);
 	free(ck->path);

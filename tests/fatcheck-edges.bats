@@ -129,6 +129,23 @@ repaired()
 	check_sums img2
 }
 
+@test "fatcheck: a cross-link past the 4,096th claim names its first owner, as fsck.fat does" {
+	# The claim log keeps runs in blocks of 4,096: the owner and its
+	# directory here are both past the first block.  7,500 files are
+	# written straight into the FAT and directories by the benchmark's
+	# filler (mcopy would take minutes).
+	mkfs.fat -C -F 32 --invariant -S 512 -s 1 img $((96 * 1024)) >/dev/null
+	"$FK_PYTHON" "$BATS_TEST_DIRNAME/../bench/fragfill.py" img 3 2500 60 1
+	run -0 --separate-stderr fatcheck img
+	owner='/Frag 002/Piece 01000.bin' later='/Frag 002/Piece 01100.bin'
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img cross "$owner" "$later"
+	run -1 fsck.fat -n img
+	assert_output --partial "$owner  and"$'\n'"$later"$'\n'"  share clusters."
+	run -4 --separate-stderr fatcheck img
+	assert_line --regexp "^error: $later: shares cluster [0-9]+ with $owner \\(cross-linked\\)\$"
+	repaired img
+}
+
 @test "fatcheck: '.' and '..' swapped in a subdirectory are errors fsck.fat sees too" {
 	mkimg fat16 16M img
 	mmd -i img ::SUB
