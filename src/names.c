@@ -71,6 +71,26 @@ static size_t put_utf8(uint32_t cp, char *out, size_t room)
 	return 0;
 }
 
+/*
+ * The one rule for UTF-16 surrogates, which the conversion to UTF-8 and
+ * the folding both follow (so a name folds as it prints): a high half
+ * followed by a low half is a pair; any other half is lone, read as
+ * U+FFFD.
+ */
+enum { UNIT_PLAIN, UNIT_PAIR, UNIT_LONE };
+
+static int unit_kind(const uint16_t *in, size_t i, size_t n)
+{
+	uint16_t c = in[i];
+
+	if (c < 0xd800 || c >= 0xe000)
+		return UNIT_PLAIN;
+	if (c < 0xdc00 && i + 1 < n && in[i + 1] >= 0xdc00 &&
+	    in[i + 1] < 0xe000)
+		return UNIT_PAIR;
+	return UNIT_LONE;
+}
+
 int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len)
 {
 	size_t i, o = 0, k;
@@ -82,13 +102,15 @@ int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len)
 			out[o++] = (char)cp;
 			continue;
 		}
-		if (cp >= 0xd800 && cp < 0xdc00 && i + 1 < n &&
-		    in[i + 1] >= 0xdc00 && in[i + 1] < 0xe000) {
+		switch (unit_kind(in, i, n)) {
+		case UNIT_PAIR:
 			cp = 0x10000 + ((cp - 0xd800) << 10) +
 			     (in[i + 1] - 0xdc00);
 			i++;
-		} else if (cp >= 0xd800 && cp < 0xe000) {
+			break;
+		case UNIT_LONE:
 			cp = 0xfffd;
+			break;
 		}
 		if (!(k = put_utf8(cp, out + o, len - o)))
 			return -ENAMETOOLONG;
@@ -323,15 +345,18 @@ uint64_t fk_lfn_fold(const uint16_t *in, size_t n, uint16_t *out)
 		if (i == n)
 			break;
 		c = in[i];
-		/* fk_utf16_to_utf8()'s pairs, which UTF-8 keeps as they are */
-		if (c >= 0xd800 && c < 0xdc00 && i + 1 < n &&
-		    in[i + 1] >= 0xdc00 && in[i + 1] < 0xe000) {
+		/* A pair is kept as it is (fk_upcase() maps no character
+		 * past U+FFFF), a lone half reads as U+FFFD, as in UTF-8. */
+		switch (unit_kind(in, i, n)) {
+		case UNIT_PAIR:
 			out[i++] = c;
 			h = fnv_unit(h, c);
 			c = in[i];
-		} else if (c >= 0xd800 && c < 0xe000) {
+			break;
+		case UNIT_LONE:
 			c = 0xfffd;
-		} else {
+			break;
+		default:
 			c = fk_upcase(c);
 		}
 		out[i++] = c;
