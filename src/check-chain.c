@@ -139,8 +139,9 @@ static int claim_one(struct fk_check *ck, uint32_t start,
  * fk_links_take for claim_chain(): a cluster whose entry is a link was in
  * use at the scan, so it is ALLOC unless a claim took it.  ALLOC becomes
  * OWNED by adding 1 to the state; any other state is for claim_one() to
- * judge.  @arg is the map itself: stores into it may alias anything
- * behind a pointer, so the walk keeps nothing there.
+ * judge (not expected: the loop is laid out for going on).  @arg is the
+ * map itself: stores into it may alias anything behind a pointer, so the
+ * walk keeps nothing there.
  */
 static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
 {
@@ -149,7 +150,7 @@ static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
 
 	(void)n;
 	(void)val;
-	if ((b >> sh & 3) != CS_ALLOC)
+	if (__builtin_expect((b >> sh & 3) != CS_ALLOC, 0))
 		return 0;
 	map[clus >> 2] = (uint8_t)(b + (1u << sh));
 	return 1;
