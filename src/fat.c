@@ -503,10 +503,13 @@ int fk_fat_get(struct fk_volume *vol, uint32_t clus, uint32_t *val)
 }
 
 /* The first cluster whose entry starts at byte @off of a copy or later:
- * entry c starts at byte floor(c * bits / 8). */
+ * entry c starts at byte floor(c * bits / 8).  Each width divides by a
+ * constant: this runs for every chain the checker claims. */
 static uint64_t clus_from(const struct fat_ops *ops, uint64_t off)
 {
-	return (off * 8 + ops->bits - 1) / ops->bits;
+	return ops->bits == 12	 ? (off * 8 + 11) / 12
+	       : ops->bits == 16 ? (off * 8 + 15) / 16
+				 : (off * 8 + 31) / 32;
 }
 
 int fk_fat_links_span(struct fk_volume *vol, uint32_t clus,
