@@ -15,13 +15,13 @@
 #include <string.h>
 
 #include "dir.h"
+#include "fat-links.h"
 #include "fat.h"
 #include "vec.h"
 #include "volume.h"
 
 #define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
 #define LOST_LISTED   5		 /* lost chains named in the finding */
-#define LINKS_BATCH   256	 /* chain links read per FAT lookup, at most */
 
 /* A run whose owner's name the owners step looks up. */
 struct owner_name {
@@ -95,8 +95,8 @@ static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
 /*
  * Claim @clus (whose entry is @val) unless it is free, bad or claimed
  * already, and say whether the chain goes on from @val: the one judgement
- * of a link, for the last value of each batch and wherever the fast loop
- * of claim_chain() stops.  0 (go on), 1 (stopped: @c says why) or -errno.
+ * of a link, wherever the fast loop of claim_chain() stops.  0 (go on), 1
+ * (stopped: @c says why) or -errno.
  */
 static int claim_one(struct fk_check *ck, uint32_t start,
 		     const struct run_before *before, uint32_t clus,
@@ -136,6 +136,27 @@ static int claim_one(struct fk_check *ck, uint32_t start,
 }
 
 /*
+ * fk_links_take for claim_chain(): a cluster whose entry is a link was in
+ * use at the scan, so it is ALLOC unless a claim took it.  ALLOC becomes
+ * OWNED by adding 1 to the state; any other state is for claim_one() to
+ * judge (not expected: the loop is laid out for going on).  @arg is the
+ * map itself: stores into it may alias anything behind a pointer, so the
+ * walk keeps nothing there.
+ */
+static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
+{
+	uint8_t *map = arg;
+	unsigned sh = (clus & 3) * 2, b = map[clus >> 2];
+
+	(void)n;
+	(void)val;
+	if (__builtin_expect((b >> sh & 3) != CS_ALLOC, 0))
+		return 0;
+	map[clus >> 2] = (uint8_t)(b + (1u << sh));
+	return 1;
+}
+
+/*
  * Claim the chain from @start, at most @limit clusters.  A chain stops at
  * its end, at a free or bad cluster, after a cluster whose value is
  * reserved or out of range, or where it reaches a cluster already claimed
@@ -145,11 +166,9 @@ static int claim_one(struct fk_check *ck, uint32_t start,
 static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 		       const struct run_before *before, struct claim *c)
 {
-	uint32_t clus = start, vals[LINKS_BATCH], n, k, want;
-	const uint32_t *v;
-	/* In a local while the fast loop runs: stores into the map may
-	 * alias anything behind a pointer. */
-	uint8_t *map = ck->map;
+	struct fk_links_span span;
+	struct fk_links_end end;
+	uint32_t clus = start, k, want;
 	int err;
 
 	c->nclus = c->last = 0;
@@ -164,34 +183,36 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 			c->why = STOP_LIMIT;
 			return 0;
 		}
-		want = limit - c->nclus;
-		err = fk_fat_get_links(ck->vol, clus, vals,
-				       want < LINKS_BATCH ? want : LINKS_BATCH);
-		if (err < 0)
+		if ((err = fk_fat_links_span(ck->vol, clus, &span)) < 0)
 			return err;
-		n = (uint32_t)err;
-		/* Each value but the last is a link (fk_fat_get_links()), so
-		 * the cluster holding it was in use at the scan: ALLOC unless
-		 * a claim took it.  ALLOC becomes OWNED by adding 1 to the
-		 * state; any other state is for claim_one() to judge. */
-		for (v = vals; v + 1 < vals + n; v++) {
-			unsigned sh = (clus & 3) * 2, b = map[clus >> 2];
-
-			if ((b >> sh & 3) != CS_ALLOC)
-				break;
-			map[clus >> 2] = (uint8_t)(b + (1u << sh));
-			clus = *v;
+		/* Claimed in one go while each cluster's entry is a link in
+		 * the span and the cluster is ALLOC (count_claimed() takes
+		 * fewer than PROGRESS_STEP at a time). */
+		want = limit - c->nclus;
+		if (want >= PROGRESS_STEP)
+			want = PROGRESS_STEP - 1;
+		k = 0;
+		end.clus = clus;
+		if (err) {
+			k = fk_links_follow(&span, clus, want, take_alloc,
+					    ck->map, &end);
+		} else if ((err = fk_fat_get(ck->vol, clus, &end.val))) {
+			return err; /* a FAT12 entry straddles the span's end */
 		}
-		k = (uint32_t)(v - vals);
 		if (k) {
 			ck->claimed = count_claimed(ck, ck->claimed, k);
 			c->nclus += k;
-			c->last = k > 1 ? vals[k - 2] : c->next;
-			c->next = clus;
+			c->last = end.prev;
+			c->next = end.clus;
+			if (k == want) { /* the limit, or another batch */
+				clus = end.clus;
+				continue;
+			}
 		}
-		if ((err = claim_one(ck, start, before, clus, vals[k], c)))
+		/* The one cluster the fast loop stopped at. */
+		if ((err = claim_one(ck, start, before, end.clus, end.val, c)))
 			return err < 0 ? err : 0;
-		clus = vals[k];
+		clus = end.val;
 	}
 }
 
