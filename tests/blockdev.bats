@@ -129,3 +129,33 @@ reads_zeros()
 	fsck_clean fat.img
 	[[ $(mdir -i fat.img ::a.bin) == *"a        bin      1024 "* ]]
 }
+
+# mapped_reads TRACE PATH: how many mmap calls of strace's TRACE map the
+# file descriptor PATH was opened as, once it was (ld.so maps its cache
+# under the same number before).
+mapped_reads()
+{
+	awk -v path="\"$2\"" '
+		index($0, "openat(") && index($0, path ", ") {
+			fd = $NF
+			next
+		}
+		fd != "" && index($0, "PROT_READ, MAP_PRIVATE, " fd ", ") { n++ }
+		END { print fd == "" ? "none" : n + 0 }
+	' "$1"
+}
+
+@test "blockdev: fatcheck reads a device's FAT with pread, never through a mapping (a bad sector there would kill it with SIGBUS)" {
+	mkimg fat32 64M img
+	populate img
+	# The image file itself is mapped: the test can tell the two apart.
+	run -0 strace -f -e trace=openat,mmap -o file.trace fatcheck img
+	(($(mapped_reads file.trace img) > 0))
+	attach img
+	run -0 strace -f -e trace=openat,mmap,pread64 -o dev.trace \
+		fatcheck "$LOOPDEV"
+	[ "$(mapped_reads dev.trace "$LOOPDEV")" -eq 0 ]
+	grep -q 'pread64(' dev.trace
+	detach
+	fsck_clean img
+}
