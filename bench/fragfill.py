@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """fragfill.py: fill a freshly made FAT32 image (mkfs.fat --invariant) to
 a given share of its clusters with files whose chains interleave, so every
-file is in many fragments.  For bench/fatcheck.sh only: writing the FAT and
-the directories directly takes seconds where mcopy would write gigabytes,
-and the file data stays a hole of the sparse image (no checker reads it).
+file is in many fragments.  For bench/fatcheck.sh and one test in
+tests/fatcheck-edges.bats: writing the FAT and the directories directly
+takes seconds where mcopy would write gigabytes, and the file data stays
+a hole of the sparse image (no checker reads it).
 
     fragfill.py IMAGE NDIRS PER_DIR PERCENT GROUP
 

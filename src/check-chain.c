@@ -169,7 +169,7 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 	struct fk_links_span span;
 	struct fk_links_end end;
 	uint32_t clus = start, k, want;
-	int err;
+	int held, err; /* held: @clus's entry is whole in the span */
 
 	c->nclus = c->last = 0;
 	c->next = start;
@@ -183,8 +183,8 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 			c->why = STOP_LIMIT;
 			return 0;
 		}
-		if ((err = fk_fat_links_span(ck->vol, clus, &span)) < 0)
-			return err;
+		if ((held = fk_fat_links_span(ck->vol, clus, &span)) < 0)
+			return held;
 		/* Claimed in one go while each cluster's entry is a link in
 		 * the span and the cluster is ALLOC (count_claimed() takes
 		 * fewer than PROGRESS_STEP at a time). */
@@ -193,7 +193,7 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 			want = PROGRESS_STEP - 1;
 		k = 0;
 		end.clus = clus;
-		if (err) {
+		if (held) {
 			k = fk_links_follow(&span, clus, want, take_alloc,
 					    ck->map, &end);
 		} else if ((err = fk_fat_get(ck->vol, clus, &end.val))) {

@@ -243,7 +243,7 @@ struct run_before {
 };
 
 /* Run @i of the log (below ck->runs.n). */
-static inline struct run *run_at(const struct fk_check *ck, size_t i)
+static inline const struct run *run_at(const struct fk_check *ck, size_t i)
 {
 	return &ck->runs.blocks[i / RUN_BLOCK][i % RUN_BLOCK];
 }

@@ -475,13 +475,13 @@ int fk_device_map(struct fk_device *dev, uint64_t off, size_t len,
 	if (!in_window(dev, off, len))
 		return FK_ECORRUPT;
 	/* A sector that fails to read through a mapping is a SIGBUS, not
-	 * an error: block devices (where sectors go bad, and where the
-	 * device's speed hides the copy) are read with pread(). */
+	 * an error.  Block devices, where sectors go bad, are read with
+	 * pread(): their own speed, not the copy, sets the pace there. */
 	if (dev->is_blk)
 		return -EOPNOTSUPP;
 	/* Not MAP_POPULATE: faulting the pages in as the scan reaches them
-	 * costs less than populating up front (7 to 16% of fatcheck's run
-	 * on 4 KiB-cluster and 2 TiB FAT32 images), and the same cold. */
+	 * costs less than populating up front, warm or cold (measured in
+	 * bench/RESULTS.md). */
 	p = mmap(NULL, len + skew, PROT_READ, MAP_PRIVATE, dev->fd,
 		 (off_t)(at - skew));
 	if (p == MAP_FAILED)

@@ -71,8 +71,11 @@ int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len);
  * Map @len bytes at window offset @off read-only (the page cache itself, no
  * copy: the FAT scans read tens of MiB this way).  *@addr is valid until
  * fk_device_unmap(@addr, @len).  Image files only: on a block device
- * it returns -EOPNOTSUPP.  Returns 0, FK_ECORRUPT (past the window) or
- * -errno (callers then fall back to fk_device_read()).
+ * it returns -EOPNOTSUPP, since a sector that fails to read through a
+ * mapping kills the process with SIGBUS.  (An image file keeps that risk
+ * if its own disk fails or another process truncates it mid-scan.)
+ * Returns 0, FK_ECORRUPT (past the window) or -errno (callers then fall
+ * back to fk_device_read()).
  */
 int fk_device_map(struct fk_device *dev, uint64_t off, size_t len,
 		  const unsigned char **addr);

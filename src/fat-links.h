@@ -5,8 +5,9 @@
  * follows every chain of a volume and claims each cluster as it goes: the
  * load of an entry is the step a walk waits for, and the caller's work on
  * the cluster hides in its shadow.  How entries are packed is known here
- * and in fat.c only (which includes this); everything else about entries
- * is fat.h's.
+ * and in fat.c (which includes this); the checker includes it only to
+ * instantiate the loop, and everything else it knows of entries is
+ * fat.h's.
  */
 #ifndef FATKIT_FAT_LINKS_H
 #define FATKIT_FAT_LINKS_H
@@ -15,8 +16,6 @@
 
 #include "endian.h"
 #include "volume.h"
-
-struct fk_volume;
 
 /* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
 #define FAT32_MASK 0x0fffffffu
@@ -144,8 +143,7 @@ fk_links_walk(const struct fk_links_span *s, uint32_t clus, uint32_t max,
  * Follow the chain from @clus (its entry held in @s) while each entry is
  * a link held in @s and @take takes its cluster, at most @max clusters.
  * Returns how many were taken; @end says where it stopped, with the
- * entry of @end->clus loaded (a link or not, in @s or not).  Bounded by
- * @max, and by @take when it takes no cluster twice.
+ * entry of @end->clus loaded (a link or not, in @s or not).
  */
 static inline uint32_t fk_links_follow(const struct fk_links_span *s,
 				       uint32_t clus, uint32_t max,

@@ -892,7 +892,9 @@ struct scan_fns {
 
 /* Bytes a scan block can span (SCAN_ENTS entries, fewer on a smaller FAT)
  * and the 4 zero bytes after it: a small volume's checker then peaks at
- * what its FAT needs, not at a megabyte. */
+ * what its FAT needs, not at a megabyte.  A block spans at most
+ * entry_off(n - 1) + load_len bytes; one more load_len of slack covers a
+ * FAT12 block that starts on an odd entry. */
 static size_t scan_buf_len(const struct fk_volume *vol)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
