@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pair.py: time two commands side by side, for bench/fatcheck.sh.
 
-    pair.py RUNS -- COMMAND_A... -- COMMAND_B...
+    pair.py RUNS [--cold FILE] -- COMMAND_A... -- COMMAND_B...
 
 Runs each command once to warm the page cache, then RUNS rounds, each
 running both (A first in odd rounds, B first in even ones, so drift on a
@@ -16,6 +16,10 @@ Prints one line: the median wall time in ms and the median peak RSS in KiB
 of A, then of B, then the spread of the wall times (min-max) of each, then
 the median CPU time (user + system, from wait4) in ms of each: on a busy
 machine it moves less than wall time.
+
+--cold FILE drops FILE's pages from the page cache (POSIX_FADV_DONTNEED)
+before every timed run and skips the warm-up, so each run reads FILE from
+the disk as a first look at a card or an image would.
 """
 
 import os
@@ -51,19 +55,34 @@ def peak_rss(argv):
         return int(out.read().split()[-1])
 
 
+def drop_cache(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def main(argv):
+    cold = None
+    if len(argv) > 3 and argv[2] == "--cold":
+        cold = argv[3]
+        argv = argv[:2] + argv[4:]
     if len(argv) < 5 or argv[2] != "--" or "--" not in argv[3:]:
-        print("usage: pair.py RUNS -- COMMAND_A... -- COMMAND_B...",
-              file=sys.stderr)
+        print("usage: pair.py RUNS [--cold FILE] -- COMMAND_A... -- "
+              "COMMAND_B...", file=sys.stderr)
         return 2
     runs = int(argv[1])
     cut = argv.index("--", 3)
     cmds = (argv[3:cut], argv[cut + 1:])
     times, cpus, codes = ([], []), ([], []), [set(), set()]
-    for i in (0, 1):
-        codes[i].add(run(cmds[i])[2])
+    if cold is None:
+        for i in (0, 1):
+            codes[i].add(run(cmds[i])[2])
     for r in range(runs):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            if cold is not None:
+                drop_cache(cold)
             ms, cpu, code = run(cmds[i])
             times[i].append(ms)
             cpus[i].append(cpu)
