@@ -56,7 +56,7 @@ static inline uint32_t fat16_get(const unsigned char *p, uint32_t clus)
 
 /* A 32-bit entry as stored, FAT32's reserved top 4 bits too, which
  * fk_links_walk() masks off (its @mask). */
-static inline uint32_t fat32_get(const unsigned char *p, uint32_t clus)
+static inline uint32_t fat32_raw(const unsigned char *p, uint32_t clus)
 {
 	(void)clus;
 	return get_le32(p);
@@ -159,11 +159,11 @@ static inline uint32_t fk_links_follow(const struct fk_links_span *s,
 				     fat16_get, UINT32_MAX);
 	case FK_EXFAT:
 		return fk_links_walk(s, clus, max, take, arg, end, fat32_off,
-				     fat32_get, UINT32_MAX);
+				     fat32_raw, UINT32_MAX);
 	case FK_FAT32:
 		break;
 	}
-	return fk_links_walk(s, clus, max, take, arg, end, fat32_off, fat32_get,
+	return fk_links_walk(s, clus, max, take, arg, end, fat32_off, fat32_raw,
 			     FAT32_MASK);
 }
 
