@@ -4,9 +4,18 @@
 #   make check      set up, unit + bats tests, then again under ASan/UBSan
 #   make fuzz       run each libFuzzer target FUZZ_SECONDS (60) seconds
 #   make demo       set up, build, make a demo image, run the main job
-#   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: fsck.fat, fsck.vfat]
+#   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: fsck.fat, fsck.vfat, fsck.exfat]
+#   make deb        Debian packages in build/deb/ (fatkit, fatkit-fsck)
+#   make static     statically linked programs in build/static/
+#   make dist       fatkit-VERSION.tar.gz of the committed tree (git archive)
 
-VERSION   := 0.1.0
+# The version has one home, the top entry of debian/changelog: the
+# package, the tarball's name and every program's --version take it
+# from there, so a release is one `dch -v X.Y.Z` (or edit) away.
+VERSION   := ${shell sed -n '1s/^fatkit (\([^)]*\)).*/\1/p' debian/changelog 2>/dev/null}
+ifeq ($(VERSION),)
+$(error no version: debian/changelog must start with "fatkit (X.Y.Z) ...")
+endif
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 SBINDIR   ?= $(PREFIX)/sbin
@@ -48,6 +57,7 @@ FLAGS_NOW   := $(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS) core: $(CORE)
 # Goals that build nothing leave the stamp alone (`make test BUILD=X`
 # must not make X's next build start over).
 NOBUILD_GOALS := test format format-check deps deps-demo deps-check clean \
+		 version deb dist clean-packaging \
 		 clean-coverage coverage-report
 ifneq ($(filter-out $(NOBUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
 ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
@@ -162,11 +172,12 @@ install: $(PROG_BINS)
 		install -m 644 completions/bash/$$p $(DESTDIR)$(BASHCOMPDIR)/$$p; \
 		install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHCOMPDIR)/_$$p; \
 	done
-# FSCK_LINKS=1: fsck(8) runs fsck.vfat for FAT (from /sbin, then PATH);
-# only when asked, as the links take the names dosfstools' checker has.
+# FSCK_LINKS=1: fsck(8) runs fsck.vfat for FAT and fsck.exfat for exFAT
+# (from /sbin, then PATH); only when asked, as the links take the names
+# dosfstools' and exfatprogs' checkers have.
 ifeq ($(FSCK_LINKS),1)
 	install -d $(DESTDIR)$(SBINDIR)
-	for n in fsck.fat fsck.vfat; do \
+	for n in fsck.fat fsck.vfat fsck.exfat; do \
 		ln -sf $(BINDIR)/fatcheck $(DESTDIR)$(SBINDIR)/$$n; \
 	done
 endif
@@ -271,3 +282,76 @@ clean-coverage:
 	rm -rf $(COV_BUILD)
 
 .PHONY: coverage coverage-report clean-coverage
+
+# ---- packaging: make deb, make static, make dist ---------------------------
+# `make deb`: fatkit_VERSION_ARCH.deb and fatkit-fsck_VERSION_all.deb in
+# DEB_OUT, built by dpkg-buildpackage from a copy of this tree (its build
+# outputs left out), so that nothing is written beside the tree and
+# debian/ keeps no build state.  debian/control says why the fsck names
+# are a package of their own that conflicts with dosfstools and exfatprogs.
+# `make static`: the programs linked statically (libblkid.a, libc.a) from
+# this build's objects, in $(BUILD)/static/, for initramfs, recovery and
+# factory images; `make static-check` runs STATIC_BATS against them.
+# `make dist`: fatkit-VERSION.tar.gz in DIST_OUT, `git archive` of HEAD
+# (what is committed; uncommitted changes are not in it).
+# tests/packaging.bats checks all three and the version.
+DEB_OUT    ?= build/deb
+DIST_OUT   ?= .
+STATIC_DIR := $(BUILD)/static
+STATIC_BINS := $(PROGS:%=$(STATIC_DIR)/%)
+STATIC_LDFLAGS ?= -static
+STATIC_LIBS := $(shell pkg-config --static --libs blkid 2>/dev/null || echo -lblkid)
+# The suites that run the three programs through their everyday paths,
+# options, messages and partition probing (the code is the same as the
+# dynamic build's; what static linking changes is libc and libblkid):
+# about N s on 2 CPUs.
+STATIC_BATS ?= tests/cli.bats tests/blockdev.bats tests/everyday.bats \
+	       tests/fatls.bats tests/fatprealloc.bats tests/fatcheck.bats \
+	       tests/exfat.bats
+
+version:
+	@echo $(VERSION)
+
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "deb: needs dpkg-dev and debhelper:" \
+			"apt-get install dpkg-dev debhelper"; exit 1; }
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)/fatkit-$(VERSION)
+	tar -cf - --exclude=./.git --exclude=./build --exclude='./build-*' \
+		--exclude=./bench/out --exclude='*.img' \
+		--exclude='./fatkit-*.tar.gz' . | \
+		tar -xf - -C $(DEB_OUT)/fatkit-$(VERSION)
+	cd $(DEB_OUT)/fatkit-$(VERSION) && \
+		dpkg-buildpackage -b -uc -us -j$(JOBS) \
+		>../build.log 2>&1 || { tail -n 40 ../build.log; exit 1; }
+	@ls $(DEB_OUT)/*.deb
+
+static: $(STATIC_BINS)
+
+$(STATIC_BINS): $(STATIC_DIR)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
+	@mkdir -p $(STATIC_DIR)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC_LDFLAGS) -o $@ $< $(LIBS) \
+		$(STATIC_LIBS)
+
+static-check: static
+	@for p in $(STATIC_BINS); do \
+		file -L $$p | grep -Eq 'statically linked|static-pie linked' || \
+		{ echo "static-check: $$p is not statically linked:"; \
+		  file -L $$p; exit 1; }; \
+	done
+	FATKIT_BUILD=$(abspath $(STATIC_DIR)) bats $(BATS_JOBS) $(STATIC_BATS)
+
+dist:
+	@git rev-parse --verify -q HEAD >/dev/null || \
+		{ echo "dist: needs a git checkout (it archives HEAD)"; exit 1; }
+	@git diff --quiet HEAD -- || \
+		echo "dist: note: uncommitted changes are not in the tarball"
+	git archive --format=tar.gz --prefix=fatkit-$(VERSION)/ \
+		-o $(DIST_OUT)/fatkit-$(VERSION).tar.gz HEAD
+
+clean: clean-packaging
+clean-packaging:
+	rm -f fatkit-*.tar.gz
+
+.PHONY: version deb static static-check dist clean-packaging
+# ---- end of packaging -------------------------------------------------------
