@@ -237,7 +237,7 @@ dpkg_root()
 	[ "$output" = "fatls (fatkit) $VERSION" ]
 	run -0 apt-get -o DPkg::Lock::Timeout=600 purge -y fatkit </dev/null
 	rm -f "$BATS_TEST_TMPDIR/installed"
-	run dpkg-query -W -f '${db:Status-Status}' fatkit
+	run --separate-stderr dpkg-query -W -f '${db:Status-Status}' fatkit
 	[[ $output == "" || $output == not-installed ]]
 	local f left=0
 	while IFS= read -r f; do

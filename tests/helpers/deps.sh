@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # deps.sh [demo|check]: make sure the tools fatkit needs are present:
 # "demo" what building and the demo need, "check" (the default) that and
-# the test-only tools too. What counts is a command on PATH (or the blkid
-# header through pkg-config, or the bats libraries the tests load), so
-# any system with the tools passes, quietly. When something is missing:
+# the test-only tools too, and on Debian the packaging tools. What counts
+# is a command on PATH (or the blkid header through pkg-config, or the
+# bats libraries the tests load), so any system with the tools passes,
+# quietly. When something is missing:
 # on Debian (dpkg-query exists) as root (CI) it installs the packages that
 # provide it with apt-get, otherwise it prints the apt-get command and
 # exits 1; elsewhere it names what is missing and exits 1. Never reads
@@ -38,11 +39,27 @@ check_pkgs=(
 	# sfdisk for partitioned test images, script(1) for the progress test,
 	# mkfs.ext4 for a partition that holds another filesystem
 	fdisk=sfdisk bsdutils=script e2fsprogs=mkfs.ext4
+	# file(1) says the static build is statically linked (static-check)
+	file=file
+)
+# shellcheck disable=SC2054
+# Checked on Debian only (where dpkg-query is): the Debian package's tests
+# (tests/packaging.bats).  make deb needs dpkg-buildpackage, debhelper's
+# dh and build-essential (which dpkg-buildpackage requires of every
+# build); lintian judges the packages.
+deb_pkgs=(
+	dpkg-dev=dpkg-buildpackage debhelper=dh lintian=lintian
+	build-essential=/usr/share/build-essential/list
 )
 
 case ${1:-check} in
 demo) needs=("${demo_pkgs[@]}") ;;
-check) needs=("${demo_pkgs[@]}" "${check_pkgs[@]}") ;;
+check)
+	needs=("${demo_pkgs[@]}" "${check_pkgs[@]}")
+	if command -v dpkg-query >/dev/null 2>&1; then
+		needs+=("${deb_pkgs[@]}")
+	fi
+	;;
 *)
 	echo "usage: deps.sh [demo|check]" >&2
 	exit 2
@@ -107,5 +124,7 @@ fi
 
 echo "deps.sh: installing missing packages: ${pkgs[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update </dev/null
-apt-get install -y --no-install-recommends "${pkgs[@]}" </dev/null
+# Wait for another apt or dpkg (a second checkout's make check) to finish.
+apt-get -o DPkg::Lock::Timeout=600 update </dev/null
+apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
+	"${pkgs[@]}" </dev/null
