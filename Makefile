@@ -4,7 +4,7 @@
 #   make check      set up, unit + bats tests, then again under ASan/UBSan
 #   make fuzz       run each libFuzzer target FUZZ_SECONDS (60) seconds
 #   make demo       set up, build, make a demo image, run the main job
-#   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: fsck.fat, fsck.vfat, fsck.exfat]
+#   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: the fsck.* links]
 #   make deb        Debian packages in build/deb/ (fatkit, fatkit-fsck)
 #   make static     statically linked programs in build/static/
 #   make dist       fatkit-VERSION.tar.gz of the committed tree (git archive)
@@ -130,6 +130,7 @@ check: deps-check
 	$(MAKE) -j$(JOBS) all
 	$(MAKE) -j$(JOBS) all BUILD=build-clang CC=clang # warning-clean with clang too
 	$(MAKE) test BUILD=build
+	$(MAKE) static-check # the program suites against the static build
 	$(MAKE) core-check
 	$(MAKE) -j$(JOBS) all BUILD=build-san \
 		EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" LDFLAGS="$(SAN_FLAGS)"
@@ -139,9 +140,10 @@ check: deps-check
 
 BATS_FILES ?= tests/
 # The sanitizer pass runs what executes fatkit's C again; the docs, the
-# shell helpers and the exFAT reference reader are judged once.
-SAN_BATS := $(filter-out tests/docs.bats tests/helpers.bats tests/exfatref.bats,\
-	      $(wildcard tests/*.bats))
+# shell helpers, the exFAT reference reader and the packaging are judged
+# once.
+SAN_BATS := $(filter-out tests/docs.bats tests/helpers.bats tests/exfatref.bats \
+	      tests/packaging.bats,$(wildcard tests/*.bats))
 
 test:
 	$(BUILD)/unit-tests

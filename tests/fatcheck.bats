@@ -1259,7 +1259,7 @@ time.sleep(30)' "$LOOPDEV" &
 	[[ $output == *"error: "* ]]
 }
 
-@test "fatcheck: make install FSCK_LINKS=1 adds fsck.fat and fsck.vfat, which run fatcheck" {
+@test "fatcheck: make install FSCK_LINKS=1 adds fsck.fat, fsck.vfat and fsck.exfat, which run fatcheck" {
 	local b=$PWD/b p
 	mkdir -p "$b"
 	for p in fatls fatprealloc fatcheck; do
@@ -1273,7 +1273,7 @@ time.sleep(30)' "$LOOPDEV" &
 	run -0 make -s -C "$BATS_TEST_DIRNAME/.." install BUILD="$b" \
 		-o "$b/fatls" -o "$b/fatprealloc" -o "$b/fatcheck" \
 		PREFIX="$PWD/usr" FSCK_LINKS=1
-	for p in fsck.fat fsck.vfat; do
+	for p in fsck.fat fsck.vfat fsck.exfat; do
 		[ -L "usr/sbin/$p" ]
 		[ "$(readlink -f "usr/sbin/$p")" = "$(readlink -f usr/bin/fatcheck)" ]
 	done
@@ -1283,6 +1283,11 @@ time.sleep(30)' "$LOOPDEV" &
 	[[ $output == "error: img: FAT copy 2 differs"* ]]
 	run -1 usr/sbin/fsck.fat -a img
 	fsck_clean img
+	# As fsck.exfat it checks exFAT, and says so (exfatprogs' would not).
+	truncate -s 64M ex.img
+	mkfs.exfat ex.img >/dev/null
+	run -0 usr/sbin/fsck.exfat -n ex.img
+	[[ $output == "ex.img: exFAT, "*"; 0 errors, 0 warnings, 0 notes" ]]
 }
 
 # ---- hostile images ------------------------------------------------------------
