@@ -321,7 +321,7 @@ deb:
 	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)/fatkit-$(VERSION)
 	tar -cf - --exclude=./.git --exclude=./build --exclude='./build-*' \
 		--exclude=./bench/out --exclude='*.img' \
-		--exclude='./fatkit-*.tar.gz' . | \
+		--exclude='./fatkit-*' . | \
 		tar -xf - -C $(DEB_OUT)/fatkit-$(VERSION)
 	cd $(DEB_OUT)/fatkit-$(VERSION) && \
 		dpkg-buildpackage -b -uc -us -j$(JOBS) \
