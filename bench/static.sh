@@ -2,12 +2,13 @@
 # bench/static.sh: the static build (`make static`, build/static/) beside
 # the dynamic one (build/): size, start-up time and private memory.
 #
-#   make all static && bench/static.sh [RUNS]      (RUNS: default 500)
+#   make all static && bench/static.sh [RUNS [ROUNDS]]   (200 and 5)
 #
 # Start-up: `perf stat -r RUNS` of `PROG --version` (CPU time, page faults
-# and wall time per run), and of two small real jobs on a 64 MiB FAT32
-# image with 40 files (bench/out/static-fat32.img, made once with mkfs.fat
-# and mcopy): `fatls -l IMG /` and `fatcheck IMG`.
+# and wall time per run), ROUNDS times, dynamic and static in turn, the
+# median round reported; and the same for two small real jobs on a 64 MiB
+# FAT32 image with 40 files (bench/out/static-fat32.img, made once with
+# mkfs.fat and mcopy): `fatls -l IMG /DIR` and `fatcheck IMG`.
 # Memory: each job is stopped at exit_group under gdb (`catch syscall
 # exit_group`), and /proc/PID/smaps_rollup is read there: Rss (every
 # resident page, shared libc pages included), Private (Private_Clean +
@@ -17,7 +18,8 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-RUNS=${1:-500}
+RUNS=${1:-200}
+ROUNDS=${2:-5}
 OUT=bench/out
 IMG=$OUT/static-fat32.img
 export MTOOLS_SKIP_CHECK=1 MTOOLSRC=/dev/null LC_ALL=C TZ=UTC
@@ -51,22 +53,42 @@ if [[ ! -f $IMG ]]; then
 	mv "$IMG.tmp" "$IMG"
 fi
 
-# perf_line LABEL CMD...: task-clock ms, page faults and wall ms per run.
-perf_line()
+# perf_once CMD...: "CPU-ms faults wall-ms", each per run, over RUNS runs
+# (perf stat -r: task-clock, page-faults, time elapsed).
+perf_once()
 {
-	local label=$1 csv clock faults wall
+	perf stat -r "$RUNS" -e task-clock,page-faults "$@" 2>&1 >/dev/null |
+		awk '$2 == "msec" && $3 == "task-clock" { gsub(",", "", $1); c = $1 }
+		     $2 == "page-faults" { gsub(",", "", $1); f = $1 }
+		     /seconds time elapsed/ { w = $1 * 1000 }
+		     END { printf "%.3f %d %.3f\n", c, f, w }'
+}
+
+# perf_pair LABEL ARGS...: build/LABEL and build/static/LABEL with ARGS,
+# ROUNDS rounds of RUNS runs each, taking turns so that a busy moment
+# falls on both; the median round of each figure.
+perf_pair()
+{
+	local prog=$1 r b
 	shift
-	csv=$(perf stat -r "$RUNS" -x, -e task-clock,page-faults "$@" \
-		2>&1 >/dev/null)
-	clock=$(awk -F, '$3 == "task-clock" { printf "%.3f", $1 }' <<<"$csv")
-	faults=$(awk -F, '$3 == "page-faults" { printf "%d", $1 }' <<<"$csv")
-	# Wall time: perf's -x output has none, so time the same loop.
-	local s e i
-	s=$(date +%s%N)
-	for ((i = 0; i < RUNS; i++)); do "$@" >/dev/null 2>&1 || true; done
-	e=$(date +%s%N)
-	wall=$(awk -v d=$((e - s)) -v n="$RUNS" 'BEGIN { printf "%.3f", d / n / 1e6 }')
-	printf '| %s | %s | %s | %s |\n' "$label" "$clock" "$faults" "$wall"
+	for ((r = 0; r < ROUNDS; r++)); do
+		for b in build build/static; do
+			echo "$b $(perf_once "$b/$prog" "$@")"
+		done
+	done | awk -v p="$prog" -v a="$*" -v n="$ROUNDS" '
+		{ k = $1; c[k, ++m[k]] = $2; f[k, m[k]] = $3; w[k, m[k]] = $4 }
+		function med(arr, k,    i, j, t, v) {
+			for (i = 1; i <= n; i++) v[i] = arr[k, i]
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+				if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			return v[int((n + 1) / 2)]
+		}
+		END {
+			split("build build/static", ks, " ")
+			for (i = 1; i <= 2; i++)
+				printf "| %s/%s %s | %.3f | %d | %.3f |\n", ks[i], p, a,
+					med(c, ks[i]), med(f, ks[i]), med(w, ks[i])
+		}'
 }
 
 # mem_line LABEL CMD...: smaps_rollup at exit_group, in KiB.
@@ -98,19 +120,13 @@ for p in fatprealloc fatls fatcheck; do
 		"$(stat -c %s build/static/$p)" "$(stat -c %s "$tmp/s")"
 done
 echo
-echo "Start-up, $RUNS runs each (perf stat; wall time from a shell loop):"
+echo "Start-up: median of $ROUNDS rounds of $RUNS runs (perf stat), per run:"
 echo
-echo "| command | CPU ms/run | page faults/run | wall ms/run |"
+echo "| command | CPU ms | page faults | wall ms |"
 echo "|:---|---:|---:|---:|"
-for b in build build/static; do
-	perf_line "$b/fatls --version" $b/fatls --version
-done
-for b in build build/static; do
-	perf_line "$b/fatls -l IMG /DIR" $b/fatls -l "$IMG" /DIR
-done
-for b in build build/static; do
-	perf_line "$b/fatcheck IMG" $b/fatcheck "$IMG"
-done
+perf_pair fatls --version
+perf_pair fatls -l "$IMG" /DIR
+perf_pair fatcheck "$IMG"
 echo
 echo "Memory at exit (KiB, /proc/PID/smaps_rollup under gdb):"
 echo
