@@ -334,7 +334,21 @@ deb:
 
 static: $(STATIC_BINS)
 
-$(STATIC_BINS): $(STATIC_DIR)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
+# Relink when the static link flags change (-static-pie after -static).
+STATIC_STAMP := $(STATIC_DIR)/flags.stamp
+STATIC_NOW   := $(STATIC_LDFLAGS) $(STATIC_LIBS)
+ifneq ($(filter static static-check $(STATIC_BINS),$(MAKECMDGOALS)),)
+ifneq ($(file <$(STATIC_STAMP)),$(STATIC_NOW))
+$(shell mkdir -p $(STATIC_DIR))
+$(file >$(STATIC_STAMP),$(STATIC_NOW))
+endif
+endif
+$(STATIC_STAMP):
+	@mkdir -p $(@D)
+	$(file >$@,$(STATIC_NOW))
+
+$(STATIC_BINS): $(STATIC_DIR)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP) \
+		$(STATIC_STAMP)
 	@mkdir -p $(STATIC_DIR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC_LDFLAGS) -o $@ $< $(LIBS) \
 		$(STATIC_LIBS)
