@@ -181,7 +181,7 @@ dpkg_root()
 	[[ $output == "fatkit (>= $VERSION)"* ]]
 }
 
-@test "deb: both install into an empty root and run from there, purge leaves nothing, and fatkit-fsck refuses to go beside a dosfstools" {
+@test "deb: both install into an empty root and run from there, remove and purge leave nothing, and fatkit-fsck refuses to go beside a dosfstools" {
 	need_deb
 	[ "$(id -u)" -eq 0 ] || skip "dpkg --root needs root"
 	local main=$DEB/fatkit_${VERSION}_$ARCH.deb fsck=$DEB/fatkit-fsck_${VERSION}_all.deb
@@ -198,9 +198,13 @@ dpkg_root()
 	truncate -s 64M img.exfat
 	mkfs.exfat img.exfat >/dev/null
 	run -0 r/usr/sbin/fsck.exfat -n img.exfat
-	run -0 dpkg_root r --purge fatkit-fsck fatkit
+	# Removing (-r) leaves nothing already: there are no conffiles.
+	run -0 dpkg_root r -r fatkit-fsck fatkit
 	run -0 find r -mindepth 1 -path r/var -prune -o -print
 	[ -z "$output" ]
+	run -0 dpkg_root r --purge fatkit-fsck fatkit
+	run -0 dpkg_root r -l
+	[[ $output != *fatkit* ]]
 
 	# A stand-in dosfstools owning /sbin/fsck.fat, as bookworm's does.
 	mkdir -p fake/DEBIAN fake/sbin
