@@ -130,7 +130,7 @@ check: deps-check
 	$(MAKE) -j$(JOBS) all
 	$(MAKE) -j$(JOBS) all BUILD=build-clang CC=clang # warning-clean with clang too
 	$(MAKE) test BUILD=build
-	$(MAKE) static-check # the program suites against the static build
+	$(MAKE) static-check # STATIC_BATS against the static build
 	$(MAKE) core-check
 	$(MAKE) -j$(JOBS) all BUILD=build-san \
 		EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" LDFLAGS="$(SAN_FLAGS)"
