@@ -308,7 +308,7 @@ STATIC_LIBS := $(shell pkg-config --static --libs blkid 2>/dev/null || echo -lbl
 # device I/O, locks and /proc/locks, partition probing, the terminal,
 # messages.  STATIC_BATS runs the files that exercise that through all
 # three programs (options, usage errors, partitions, block and loop
-# devices, locks, progress, exFAT): 43 tests, 28 s of CPU.  Not the
+# devices, locks, progress, exFAT): 43 tests, 20 to 28 s of CPU.  Not the
 # per-program suites that test the checker's and the allocator's logic
 # case by case with the same objects, already tested: those take ten
 # times as long.  `make static-check STATIC_BATS=tests/` runs every file.
