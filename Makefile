@@ -12,7 +12,8 @@
 # The version has one home, the top entry of debian/changelog: the
 # package, the tarball's name and every program's --version take it
 # from there, so a release is one `dch -v X.Y.Z` (or edit) away.
-VERSION   := ${shell sed -n '1s/^fatkit (\([^)]*\)).*/\1/p' debian/changelog 2>/dev/null}
+VERSION   := ${shell sed -n '1s/^fatkit (\([^)]*\)).*/\1/p' \
+		 debian/changelog 2>/dev/null}
 ifeq ($(VERSION),)
 $(error no version: debian/changelog must start with "fatkit (X.Y.Z) ...")
 endif
@@ -142,8 +143,8 @@ BATS_FILES ?= tests/
 # The sanitizer pass runs what executes fatkit's C again; the docs, the
 # shell helpers, the exFAT reference reader and the packaging are judged
 # once.
-SAN_BATS := $(filter-out tests/docs.bats tests/helpers.bats tests/exfatref.bats \
-	      tests/packaging.bats,$(wildcard tests/*.bats))
+SAN_BATS := $(filter-out tests/docs.bats tests/helpers.bats \
+	      tests/exfatref.bats tests/packaging.bats,$(wildcard tests/*.bats))
 
 test:
 	$(BUILD)/unit-tests
@@ -302,7 +303,8 @@ DIST_OUT   ?= .
 STATIC_DIR := $(BUILD)/static
 STATIC_BINS := $(PROGS:%=$(STATIC_DIR)/%)
 STATIC_LDFLAGS ?= -static
-STATIC_LIBS := $(shell pkg-config --static --libs blkid 2>/dev/null || echo -lblkid)
+STATIC_LIBS := $(shell pkg-config --static --libs blkid 2>/dev/null || \
+		 echo -lblkid)
 # The static programs are this build's objects linked against libc.a and
 # libblkid.a, so what can differ is what those libraries do: file and
 # device I/O, locks and /proc/locks, partition probing, the terminal,
