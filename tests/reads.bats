@@ -190,3 +190,43 @@ big_fat32()
 	[[ $stderr == *"No space left on device"* ]]
 	[ "$(img_sha img)" = "$before" ]
 }
+
+# dev_sectors_read DEV: sectors the block device DEV has read so far.
+dev_sectors_read()
+{
+	awk '{ print $3 }' "/sys/block/${1#/dev/}/stat"
+}
+
+@test "reads: on a block device the kernel reads no more than fatls -R and fatcheck ask for (no read-ahead on their small reads)" {
+	((EUID == 0)) || skip "needs root for losetup"
+	local dev before asked got d f
+	mkimg fat32 512M img -s 8
+	mkdir tree
+	for d in $(seq 10 29); do
+		mkdir "tree/Dir $d"
+		for f in $(seq 1 12); do
+			printf 'file %s %s\n' "$d" "$f" >"tree/Dir $d/A long file name $f.txt"
+		done
+	done
+	mcopy -s -Q -m -i img tree/* ::/
+	dev=$(losetup -f --show img) || skip "losetup -f --show does not work here"
+	LOOPDEV=$dev
+	for prog in "fatls -R" fatcheck; do
+		blockdev --flushbufs "$dev"
+		before=$(dev_sectors_read "$dev")
+		run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+			$prog "$dev"
+		got=$((($(dev_sectors_read "$dev") - before) * 512))
+		read -r _ asked < <(image_reads r.log "$dev")
+		echo "# $prog: asked $asked bytes, the device read $got"
+		# Pages are 4 KiB: a 512-byte read costs one page at most.
+		((got <= asked + 64 * 1024))
+	done
+	losetup -d "$dev"
+	LOOPDEV=
+}
+
+teardown()
+{
+	[[ -z ${LOOPDEV:-} ]] || losetup -d "$LOOPDEV" 2>/dev/null || true
+}
