@@ -230,3 +230,63 @@ teardown()
 {
 	[[ -z ${LOOPDEV:-} ]] || losetup -d "$LOOPDEV" 2>/dev/null || true
 }
+
+@test "reads: a directory's adjacent clusters are read in one request, and fatls lists the same names as mdir" {
+	local calls bytes n
+	mkimg fat32 64M img -s 1
+	mkdir -p "tree/A dir"
+	for n in $(seq 100 199); do
+		: >"tree/A dir/An empty file with a long name $n.txt"
+	done
+	# Empty files take no clusters: the directory's 19 clusters of 512
+	# bytes follow each other.
+	mcopy -s -Q -m -i img tree/* ::/
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" chain img \
+		"$(fatls --json img "/A dir" | "$FK_PYTHON" -c \
+			'import json,sys; print(json.load(sys.stdin)["entries"][0]["first_cluster"])')"
+	[[ $output == runs=*-*" end=eoc" && $output != *,* ]]
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatls "img" "/A dir"
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# $calls reads, $bytes bytes"
+	# The boot sector, a FAT span or two, the root and the directory,
+	# each in one read (it was one per cluster: 20 for these two).
+	((calls <= 8))
+	diff <(printf '%s\n' "$output" | sort) \
+		<(mdir -b -i img "::/A dir" | sed 's|^::/A dir/||' | sort)
+}
+
+@test "reads: fatls reads an exFAT directory of 128 KiB clusters only in pieces up to its end marker; fatcheck still reads it whole" {
+	local calls bytes n long_dir
+	truncate -s 1G img
+	mkfs.exfat -c 128K img >/dev/null
+	{
+		echo "mkdir '/A dir'"
+		for n in $(seq 100 159); do
+			echo "put '/A dir/A file with a long name $n.txt' --size 100"
+		done
+		# 400 sets of 3 entries: 37.5 KiB, past the first pieces.
+		echo "mkdir '/Long'"
+		for n in $(seq 1000 1399); do
+			echo "put '/Long/f$n' --size 0"
+		done
+	} | "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" batch img
+	for d in "/A dir" /Long; do
+		run -0 strace -f -qq -o r.log \
+			-e trace=openat,pread64,preadv,mmap fatls img "$d"
+		read -r calls bytes < <(image_reads r.log img)
+		echo "# fatls $d: $calls reads, $bytes bytes"
+		# The boot region, a 64 KiB FAT span, the up-case table, the
+		# root and the directory, 8 KiB of each first, then doubling:
+		# each of the 128 KiB clusters read whole was 478 KB.
+		((bytes < 256 * 1024))
+		diff <(printf '%s\n' "$output" | sort) \
+			<("$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" ls img "$d" |
+				sed -n 's|.*path=[^	]*/||p' | sort)
+	done
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatcheck img
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# fatcheck: $calls reads, $bytes bytes"
+	((bytes >= 3 * 128 * 1024))
+}
