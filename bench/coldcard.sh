@@ -11,11 +11,14 @@
 # /proc/sys/vm/drop_caches), so each run starts cold.  Each command runs
 # RUNS times (a writer on a fresh copy of its image each time); the table
 # gives the median wall time and the requests and bytes the card served
-# (the same on every run but for a few read-ahead requests), side by side
+# (the same on every run but for a few read-ahead requests) and the time
+# the card charged for them (card ms: what the run costs on the card,
+# without the CPU time of a machine shared with other work), side by side
 # with the peer (mdir -/ for fatls -R, fsck.fat -n and fsck.exfat -n for
 # fatcheck) and with the floor: the bytes the job must read and their cost
 # at one request per contiguous run (bench/floor.py says what each job
-# needs).  Images: bench/coldcard-images.sh.
+# needs; reads only: a writer's own writes and flushes come on top).
+# Images: bench/coldcard-images.sh.
 #
 #   bench/coldcard.sh [--runs N] [--profile LATENCY_US:MBPS[:FLUSH_US]]...
 #                     [--qd N] [--read-ahead-kb N] [--build DIR]
@@ -140,11 +143,12 @@ mount_card()
 	echo "$RA" >"/sys/block/${LOOP#/dev/}/queue/read_ahead_kb"
 }
 
-# counters: "reads bytes_read writes bytes_written flushes"
+# counters: "reads bytes_read writes bytes_written flushes busy_ns"
 counters()
 {
 	awk '{ v[$1] = $2 } END { print v["reads"], v["bytes_read"],
-		v["writes"], v["bytes_written"], v["flushes"] }' "$MNT/stats"
+		v["writes"], v["bytes_written"], v["flushes"],
+		v["busy_ns"] }' "$MNT/stats"
 }
 
 cold()
@@ -154,8 +158,8 @@ cold()
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
-# measure CMD...: one cold run on $LOOP ("@" in CMD); prints "ms reads
-# bytes_read writes bytes_written flushes".
+# measure CMD...: one cold run on $LOOP ("@" in CMD); prints "us reads
+# bytes_read writes bytes_written flushes card_us".
 measure()
 {
 	local -a argv=("${@//@/$LOOP}") a b
@@ -175,7 +179,8 @@ measure()
 	sync
 	read -ra b < <(counters)
 	echo "$(((t1 - t0) / 1000)) $((b[0] - a[0])) $((b[1] - a[1]))" \
-		"$((b[2] - a[2])) $((b[3] - a[3])) $((b[4] - a[4]))"
+		"$((b[2] - a[2])) $((b[3] - a[3])) $((b[4] - a[4]))" \
+		"$(((b[5] - a[5]) / 1000))"
 }
 
 # median of the first fields of the lines on stdin (the other fields of
@@ -209,9 +214,9 @@ mib()
 run_profile()
 {
 	local lat=$1 mbps=$2 flush=$3 row name image fresh cmd fjob img
-	local mounted= r line ms reads br writes bw fl fb fr fms
-	echo "| job | wall ms | read requests | MiB read | write requests | MiB written | flushes | floor MiB | floor runs | floor ms | bytes / floor | time / floor |"
-	echo "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	local mounted= r line ms reads br writes bw fl cus fb fr fms
+	echo "| job | wall ms | card ms | read requests | MiB read | write requests | MiB written | flushes | floor MiB | floor runs | floor ms | bytes / floor | card time / floor |"
+	echo "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for row in "${ROWS[@]}"; do
 		IFS='|' read -r name image fresh cmd fjob <<<"$row"
 		[[ $name =~ $ONLY ]] || continue
@@ -236,12 +241,13 @@ run_profile()
 			measure "${argv[@]}" >>"$tmp/lines"
 		done
 		((fresh)) && { unmount; mounted=; }
-		read -r ms reads br writes bw fl < <(median_line <"$tmp/lines")
-		echo "coldcard.sh: $lat us, $mbps MB/s: $name: $((ms / 1000)) ms, $reads reads, $(mib "$br") MiB" >&2
-		echo "| $name | $((ms / 1000)) | $reads | $(mib "$br") | $writes |" \
+		read -r ms reads br writes bw fl cus < <(median_line <"$tmp/lines")
+		echo "coldcard.sh: $lat us, $mbps MB/s: $name: $((ms / 1000)) ms, card $((cus / 1000)) ms, $reads reads, $(mib "$br") MiB" >&2
+		echo "| $name | $((ms / 1000)) | $((cus / 1000)) | $reads |" \
+			"$(mib "$br") | $writes |" \
 			"$(mib "$bw") | $fl | $(mib "$fb") | $fr | $fms |" \
 			"$(awk -v a="$br" -v b="$fb" 'BEGIN { printf "%.1fx", a / b }') |" \
-			"$(awk -v a="$ms" -v b="$fms" 'BEGIN { printf "%.1fx", a / 1000 / b }') |"
+			"$(awk -v a="$cus" -v b="$fms" 'BEGIN { printf "%.1fx", a / 1000 / b }') |"
 	done
 	unmount
 }
