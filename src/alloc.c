@@ -357,7 +357,7 @@ int fk_alloc_is_free(struct fk_alloc *a, uint32_t clus)
 /* First free cluster in [from, a->end), or a->end. Skips whole words. */
 static uint32_t next_free(struct fk_alloc *a, uint32_t from)
 {
-	uint32_t w, stop, last_w;
+	uint32_t w, stop, last_w, c;
 	uint64_t word;
 
 	for (; from < a->end; from = stop) {
@@ -368,8 +368,9 @@ static uint32_t next_free(struct fk_alloc *a, uint32_t from)
 		word = a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
 		while (!word && w < last_w)
 			word = a->free_map[++w];
-		if (word && w * WORD_BITS + (uint32_t)__builtin_ctzll(word) < stop)
-			return w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
+		if (word && (c = w * WORD_BITS +
+				 (uint32_t)__builtin_ctzll(word)) < stop)
+			return c;
 	}
 	return a->end;
 }
@@ -382,7 +383,7 @@ static uint32_t next_free(struct fk_alloc *a, uint32_t from)
 static uint32_t next_used_upto(struct fk_alloc *a, uint32_t from,
 			       uint32_t limit)
 {
-	uint32_t w, last_w, stop;
+	uint32_t w, last_w, stop, c;
 	uint64_t word;
 
 	if (limit > a->end || limit < from)
@@ -396,8 +397,9 @@ static uint32_t next_used_upto(struct fk_alloc *a, uint32_t from,
 		word = ~a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
 		while (!word && w < last_w)
 			word = ~a->free_map[++w];
-		if (word && w * WORD_BITS + (uint32_t)__builtin_ctzll(word) < stop)
-			return w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
+		if (word && (c = w * WORD_BITS +
+				 (uint32_t)__builtin_ctzll(word)) < stop)
+			return c;
 	}
 	return limit;
 }
@@ -442,8 +444,7 @@ static int take(struct fk_alloc *a, struct fk_plan *p, uint32_t first,
  * (next fit, as the kernel's allocator).  Returns its start or 0; the
  * longest run seen goes to *@longest.
  */
-static uint32_t find_fit(struct fk_alloc *a, uint32_t need,
-			 uint32_t *longest)
+static uint32_t find_fit(struct fk_alloc *a, uint32_t need, uint32_t *longest)
 {
 	uint32_t start = a->cursor, pass, c, end;
 

@@ -1020,9 +1020,9 @@ static int free_hole(void *arg, uint32_t first, uint32_t n)
 	return 0;
 }
 
-int fk_fat_scan_free_range(struct fk_volume *vol, uint32_t copy,
-			   uint32_t first, uint32_t n, uint64_t *map,
-			   uint32_t *nfree, int *is_blank)
+int fk_fat_scan_free_range(struct fk_volume *vol, uint32_t copy, uint32_t first,
+			   uint32_t n, uint64_t *map, uint32_t *nfree,
+			   int *is_blank)
 {
 	static const struct scan_fns fns = {free_block, free_hole, 1};
 	struct free_scan fs = {ops_of(&vol->g), map, 0, 0};
@@ -1253,7 +1253,8 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
 	ds.maps = calloc(vol->g.nfats, sizeof(*ds.maps));
 	if (ds.vals && ds.other && ds.next_sec && ds.maps)
-		err = scan_raw(vol, copy, 0, fk_clus_max(&vol->g) + 1, &fns, &ds);
+		err = scan_raw(vol, copy, 0, fk_clus_max(&vol->g) + 1, &fns,
+			       &ds);
 	free(ds.vals);
 	free(ds.other);
 	free(ds.next_sec);

@@ -917,9 +917,9 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 			if (err == FK_ECORRUPT)
 				fk_prealloc_hint_repair(run->vol, run->o, diag);
 			if (err == -ENOSPC && fam->hint_nospc)
-				fam->hint_nospc(
-					run, fk_alloc_nfree_open(run->alloc),
-					diag);
+				fam->hint_nospc(run,
+						fk_alloc_nfree_open(run->alloc),
+						diag);
 			return err;
 		}
 	}
