@@ -10,6 +10,9 @@
 #                       (the 64g-default shape of bench/fatcheck-exfat.sh)
 #   coldcard-fresh.img  FAT32, 16 GiB, 4 KiB clusters, empty (fatprealloc)
 #   coldcard-fresh-exfat.img  exFAT, 64 GiB, 128 KiB clusters, empty
+#   coldcard-seed.img   FAT32, 4.5 GiB, 512-byte clusters, empty (the
+#                       seed's row of bench/prealloc.sh: 36 MiB of FAT)
+#   coldcard-seed-exfat.img  exFAT, 4.5 GiB, 512-byte clusters, empty
 #
 #   bench/coldcard-images.sh [--rebuild]
 set -euo pipefail
@@ -54,13 +57,14 @@ batch_lines()
 	}'
 }
 
+# fat32 IMG FILL [SECTORS_PER_CLUSTER KIB]
 fat32()
 {
-	local img=$1 fill=$2
+	local img=$1 fill=$2 spc=${3:-8} kib=${4:-$((16 * 1024 * 1024))}
 	echo "coldcard-images.sh: building $img (one-off)" >&2
 	rm -f "$img.tmp"
-	mkfs.fat --invariant -S 512 -F 32 -s 8 -C "$img.tmp" \
-		$((16 * 1024 * 1024)) >/dev/null
+	mkfs.fat --invariant -S 512 -F 32 -s "$spc" -C "$img.tmp" "$kib" \
+		>/dev/null
 	if ((fill)); then
 		tmp=$(mktemp -d)
 		make_tree "$tmp"
@@ -70,13 +74,16 @@ fat32()
 	mv "$img.tmp" "$img"
 }
 
+# exfat IMG FILL [SIZE CLUSTER]
 exfat()
 {
-	local img=$1 fill=$2
+	local img=$1 fill=$2 size=${3:-64G}
+	local -a opt=()
+	[[ -z ${4:-} ]] || opt=(-c "$4")
 	echo "coldcard-images.sh: building $img (one-off)" >&2
 	rm -f "$img.tmp"
-	truncate -s 64G "$img.tmp"
-	mkfs.exfat -L bench "$img.tmp" >/dev/null
+	truncate -s "$size" "$img.tmp"
+	mkfs.exfat "${opt[@]}" -L bench "$img.tmp" >/dev/null
 	((fill)) && batch_lines | python3 "$REF" batch "$img.tmp"
 	mv "$img.tmp" "$img"
 }
@@ -90,3 +97,7 @@ fi
 	exfat "$OUT/coldcard-fresh-exfat.img" 0
 [[ -f $OUT/coldcard-exfat.img ]] || exfat "$OUT/coldcard-exfat.img" 1
 [[ -f $OUT/coldcard-fat32.img ]] || fat32 "$OUT/coldcard-fat32.img" 1
+[[ -f $OUT/coldcard-seed.img ]] ||
+	fat32 "$OUT/coldcard-seed.img" 0 1 $((4608 * 1024))
+[[ -f $OUT/coldcard-seed-exfat.img ]] ||
+	exfat "$OUT/coldcard-seed-exfat.img" 0 4608M 512
