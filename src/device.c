@@ -342,12 +342,10 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 	dev->len = dev->img_len;
 	/*
 	 * fatkit reads what it needs in large requests itself (FAT spans,
-	 * whole directory runs) and asks ahead where it knows the next run
-	 * (fk_device_prefetch()).  The kernel's read-ahead would turn each
+	 * whole directory runs).  The kernel's read-ahead would turn each
 	 * small read of a directory cluster or FAT sector into 128 KiB
 	 * more: on a card that answers one request at a time, bytes nobody
-	 * reads (bench/coldcard.sh measured 2.7x to 6.9x the bytes needed).
-	 * Advice only: a kernel that ignores it changes no result.
+	 * reads.  Advice only: a kernel that ignores it changes no result.
 	 */
 	(void)posix_fadvise(dev->fd, 0, 0, POSIX_FADV_RANDOM);
 	fault_setup(dev);
