@@ -123,10 +123,10 @@ static int chain_break(struct fk_exfat_dir *dir, enum fk_ent_class end,
 /*
  * Read the next piece of the cluster in the buffer: a lister stops at the
  * end marker, which a directory of a few hundred files has in its first
- * 32 KiB, so the rest of a 128 KiB cluster is not read on its account
- * (bench/coldcard.sh: 13 MiB of the 20,000-file image's 2 MiB of
- * directories).  Pieces double, so a long directory costs few reads more;
- * a checker that looks past the end marker reads whole clusters.
+ * 32 KiB, so the rest of a 128 KiB cluster is not read on its account (on
+ * a card, bytes cost time).  Pieces double, so a long directory costs few
+ * reads more; a checker that looks past the end marker reads whole
+ * clusters.
  */
 static int load_piece(struct fk_exfat_dir *dir)
 {
