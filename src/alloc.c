@@ -43,6 +43,7 @@ struct fk_alloc {
 	uint32_t nunloaded; /* chunks not read yet */
 	uint32_t ahead;	    /* chunks the next load reads, at most */
 	uint32_t fsi_free;  /* FSInfo's free count at open, or UNKNOWN */
+	int has_fsinfo;	    /* FAT32 with an FSInfo sector to keep */
 	int err;	    /* a load failed: the next plan fails with it */
 };
 
@@ -198,6 +199,7 @@ int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out)
 	a->nunloaded = a->nchunks;
 	a->ahead = 1;
 	a->is_blank = 1;
+	a->has_fsinfo = fsi.is_present;
 	a->fsi_free = fsi.is_present && fsi.is_lead_ok && fsi.is_struc_ok
 			      ? fsi.free_count
 			      : FK_FSINFO_UNKNOWN;
@@ -342,6 +344,8 @@ uint32_t fk_alloc_fsinfo_free(struct fk_alloc *a)
 	 * while it is at least what the chunks read held: checking it all
 	 * would read the whole FAT, the cost the lazy map saves.
 	 */
+	if (a->nunloaded && a->vol && !a->has_fsinfo)
+		return FK_FSINFO_UNKNOWN; /* FAT12/16: nothing keeps a count */
 	if (a->nunloaded && a->fsi_free != FK_FSINFO_UNKNOWN &&
 	    a->fsi_free <= a->end - FK_FIRST_CLUS && a->fsi_free >= a->nfound)
 		return a->fsi_free - (a->nfound - a->nfree);

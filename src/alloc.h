@@ -82,7 +82,8 @@ int fk_alloc_has_free(struct fk_alloc *alloc, uint32_t nclus);
  * The free count for FSInfo after the plans: exact where the whole FAT was
  * read; else FSInfo's count at open less the clusters planned, when that
  * count is at least what the chunks read hold; else the whole FAT is read
- * (FK_FSINFO_UNKNOWN's 0xFFFFFFFF if that fails).
+ * (FK_FSINFO_UNKNOWN's 0xFFFFFFFF if that fails, or for a lazy map of a
+ * volume without FSInfo, whose count nobody keeps).
  */
 uint32_t fk_alloc_fsinfo_free(struct fk_alloc *alloc);
 
