@@ -26,8 +26,11 @@
 #
 # Default profiles 500:20:2000 and 100:80:2000 (a flush: 2 ms).  The loop
 # device's read-ahead is set to 128 KiB, what Linux gives an SD card or a
-# USB card reader (a loop device on a FUSE file would get far more).
-# --build runs the programs of another build (e.g. of an older commit, for
+# USB card reader (the table says what the kernel gave the loop device).
+# The rows: fatls -R and fatcheck on a 16 GiB FAT32 and a 64 GiB exFAT
+# card of 20,000 files, fatprealloc of 256 MiB (one file, and 16) on empty
+# ones, and the seed's rows of bench/prealloc.sh (--per-cluster runs once:
+# every cluster is flushed, tens of seconds).  --build runs the programs of another build (e.g. of an older commit, for
 # before-and-after).  --only keeps the rows whose name matches.  Appends a
 # section to bench/RESULTS.md unless --no-record.  Needs root (losetup,
 # FUSE).
