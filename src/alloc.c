@@ -2,7 +2,10 @@
  * alloc.c: the free-cluster bitmap and allocation plans.  Plans are
  * memory only, so validating every request before the first write costs
  * nothing; the FAT sees them through fk_alloc_write_chain(), run by run
- * and sector by sector, never cluster by cluster.
+ * and sector by sector, never cluster by cluster.  A lazy allocator reads
+ * the FAT a chunk at a time as its searches reach it, from the FSInfo
+ * hint on: on a card, 256 MiB near the start of an empty volume then
+ * costs a few hundred KiB of FAT, not all of it.
  */
 #include "alloc.h"
 
@@ -18,6 +21,12 @@
 
 #define WORD_BITS 64u
 #define NBUCKETS  32 /* run lengths by power of two */
+/*
+ * Clusters per chunk of a lazy map: 128 KiB of a FAT32 FAT, a whole
+ * number of sectors of every width (for FAT12, 96 sectors of 512 bytes).
+ */
+#define CHUNK_CLUS (1u << 15)
+#define MAX_AHEAD  64u /* chunks one lazy load reads at most */
 
 struct fk_alloc {
 	uint64_t *free_map; /* bit set: cluster is free */
@@ -26,10 +35,84 @@ struct fk_alloc {
 	uint32_t nfree;
 	uint32_t cursor; /* where the next search starts */
 	int is_blank;	 /* fk_fat_scan_free(): free sectors need no read */
+	uint32_t nfound; /* free clusters the map held when loaded */
+	/* A lazy map (fk_alloc_open_lazy()); vol NULL: all of it known. */
+	struct fk_volume *vol;
+	uint8_t *is_loaded; /* per chunk of CHUNK_CLUS clusters */
+	uint32_t nchunks;
+	uint32_t nunloaded; /* chunks not read yet */
+	uint32_t ahead;	    /* chunks the next load reads, at most */
+	uint32_t fsi_free;  /* FSInfo's free count at open, or UNKNOWN */
+	int has_fsinfo;	    /* FAT32 with an FSInfo sector to keep */
+	int err;	    /* a load failed: the next plan fails with it */
 };
 
-static int is_free(const struct fk_alloc *a, uint32_t clus)
+/*
+ * Read chunk @k, and up to a->ahead - 1 unread chunks after it, in one
+ * sequential scan; each further load reads twice as many, so a search
+ * that goes on costs few requests.  A failed read leaves its chunks with
+ * no free clusters and a->err set.
+ */
+static void load_from(struct fk_alloc *a, uint32_t k)
 {
+	uint32_t n = 1, found = 0, i, first = k * CHUNK_CLUS;
+	int is_blank = 0, err;
+
+	while (n < a->ahead && k + n < a->nchunks && !a->is_loaded[k + n])
+		n++;
+	err = fk_fat_scan_free_range(a->vol, a->vol->g.active_fat, first,
+				     n * CHUNK_CLUS, a->free_map, &found,
+				     &is_blank);
+	if (err) {
+		uint32_t end = (k + n) * CHUNK_CLUS;
+
+		memset(a->free_map + first / WORD_BITS, 0,
+		       (size_t)((end < a->end ? end : a->end) - first +
+				WORD_BITS - 1) /
+			       WORD_BITS * sizeof(*a->free_map));
+		found = 0;
+		if (!a->err)
+			a->err = err;
+	}
+	a->is_blank &= is_blank;
+	a->nfree += found;
+	a->nfound += found;
+	for (i = 0; i < n; i++)
+		a->is_loaded[k + i] = 1;
+	a->nunloaded -= n;
+	if (a->ahead < MAX_AHEAD)
+		a->ahead *= 2;
+}
+
+/* Make the free bit of @clus known. */
+static void ensure(struct fk_alloc *a, uint32_t clus)
+{
+	if (a->nunloaded && clus < a->end && !a->is_loaded[clus / CHUNK_CLUS])
+		load_from(a, clus / CHUNK_CLUS);
+}
+
+/* Read every chunk still unread, consecutive ones in one scan. */
+static void load_all(struct fk_alloc *a)
+{
+	uint32_t k;
+
+	a->ahead = UINT32_MAX;
+	for (k = 0; a->nunloaded && k < a->nchunks; k++)
+		if (!a->is_loaded[k])
+			load_from(a, k);
+}
+
+/* The end of the stretch from @from whose bits one check makes known. */
+static uint32_t known_end(const struct fk_alloc *a, uint32_t from)
+{
+	uint32_t end = (from / CHUNK_CLUS + 1) * CHUNK_CLUS;
+
+	return a->nunloaded && end < a->end ? end : a->end;
+}
+
+static int is_free(struct fk_alloc *a, uint32_t clus)
+{
+	ensure(a, clus);
 	return a->free_map[clus / WORD_BITS] >> (clus % WORD_BITS) & 1;
 }
 
@@ -95,7 +178,7 @@ static int alloc_new(uint32_t nclus, uint32_t hint, struct fk_alloc **out)
 	return 0;
 }
 
-int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
+int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out)
 {
 	struct fk_alloc *a;
 	struct fk_fsinfo fsi;
@@ -103,13 +186,40 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
 
 	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, &a)))
 		return err;
-	if ((err = fk_fat_scan_free(vol, vol->g.active_fat, a->free_map,
-				    &a->nfree, &a->is_blank)) ||
-	    (err = fk_fsinfo_read(vol, &fsi))) {
+	a->nchunks = (a->end + CHUNK_CLUS - 1) / CHUNK_CLUS;
+	if (!(a->is_loaded = calloc(a->nchunks, 1))) {
+		fk_alloc_close(a);
+		return -ENOMEM;
+	}
+	if ((err = fk_fsinfo_read(vol, &fsi))) {
 		fk_alloc_close(a);
 		return err;
 	}
+	a->vol = vol;
+	a->nunloaded = a->nchunks;
+	a->ahead = 1;
+	a->is_blank = 1;
+	a->has_fsinfo = fsi.is_present;
+	a->fsi_free = fsi.is_present && fsi.is_lead_ok && fsi.is_struc_ok
+			      ? fsi.free_count
+			      : FK_FSINFO_UNKNOWN;
 	set_hint(a, fsi.next_free);
+	*out = a;
+	return 0;
+}
+
+int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	int err;
+
+	if ((err = fk_alloc_open_lazy(vol, &a)))
+		return err;
+	load_all(a);
+	if ((err = a->err)) {
+		fk_alloc_close(a);
+		return err;
+	}
 	*out = a;
 	return 0;
 }
@@ -127,6 +237,7 @@ int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
 	for (c = FK_FIRST_CLUS; c < a->end; c++)
 		if (map[c / WORD_BITS] >> (c % WORD_BITS) & 1)
 			set_range(a, c, 1, 1);
+	a->nfound = a->nfree;
 	*out = a;
 	return 0;
 }
@@ -160,6 +271,7 @@ static void used_to_free(struct fk_alloc *a, uint32_t nclus)
 		else if (bits)
 			a->nfree += (uint32_t)__builtin_popcountll(bits);
 	}
+	a->nfound = a->nfree;
 }
 
 int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
@@ -197,36 +309,74 @@ void fk_alloc_close(struct fk_alloc *a)
 	if (!a)
 		return;
 	fk_bigmem_free(a->free_map, a->nwords, sizeof(*a->free_map));
+	free(a->is_loaded);
 	free(a);
 }
 
-uint32_t fk_alloc_nfree(const struct fk_alloc *a)
+uint32_t fk_alloc_nfree(struct fk_alloc *a)
 {
+	load_all(a);
 	return a->nfree;
 }
 
-int fk_alloc_is_free(const struct fk_alloc *a, uint32_t clus)
+uint32_t fk_alloc_nfree_open(struct fk_alloc *a)
 {
-	return clus >= FK_FIRST_CLUS && clus < a->end &&
-	       (a->free_map[clus / WORD_BITS] >> (clus % WORD_BITS) & 1);
+	load_all(a);
+	return a->nfound;
+}
+
+int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
+{
+	uint32_t k = a->cursor / CHUNK_CLUS, i;
+
+	/* The chunks the search from the cursor will reach, in its order. */
+	for (i = 0; a->nfree < nclus && a->nunloaded && i < a->nchunks; i++)
+		if (!a->is_loaded[(k + i) % a->nchunks])
+			load_from(a, (k + i) % a->nchunks);
+	/* A failed read is no lack of space: fk_alloc_plan() reports it. */
+	return a->nfree >= nclus || a->err;
+}
+
+uint32_t fk_alloc_fsinfo_free(struct fk_alloc *a)
+{
+	/*
+	 * FSInfo's count less what this run took, as the kernel keeps it,
+	 * while it is at least what the chunks read held: checking it all
+	 * would read the whole FAT, the cost the lazy map saves.
+	 */
+	if (a->nunloaded && a->vol && !a->has_fsinfo)
+		return FK_FSINFO_UNKNOWN; /* FAT12/16: nothing keeps a count */
+	if (a->nunloaded && a->fsi_free != FK_FSINFO_UNKNOWN &&
+	    a->fsi_free <= a->end - FK_FIRST_CLUS && a->fsi_free >= a->nfound)
+		return a->fsi_free - (a->nfound - a->nfree);
+	load_all(a);
+	return a->err ? FK_FSINFO_UNKNOWN : a->nfree;
+}
+
+int fk_alloc_is_free(struct fk_alloc *a, uint32_t clus)
+{
+	return clus >= FK_FIRST_CLUS && clus < a->end && is_free(a, clus);
 }
 
 /* First free cluster in [from, a->end), or a->end. Skips whole words. */
-static uint32_t next_free(const struct fk_alloc *a, uint32_t from)
+static uint32_t next_free(struct fk_alloc *a, uint32_t from)
 {
-	uint32_t w = from / WORD_BITS;
+	uint32_t w, stop, last_w, c;
 	uint64_t word;
 
-	if (from >= a->end)
-		return a->end;
-	word = a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
-	while (!word) {
-		if (++w >= a->nwords)
-			return a->end;
-		word = a->free_map[w];
+	for (; from < a->end; from = stop) {
+		stop = known_end(a, from);
+		ensure(a, from);
+		w = from / WORD_BITS;
+		last_w = (stop - 1) / WORD_BITS;
+		word = a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
+		while (!word && w < last_w)
+			word = a->free_map[++w];
+		if (word && (c = w * WORD_BITS +
+				 (uint32_t)__builtin_ctzll(word)) < stop)
+			return c;
 	}
-	from = w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
-	return from < a->end ? from : a->end;
+	return a->end;
 }
 
 /*
@@ -234,30 +384,32 @@ static uint32_t next_free(const struct fk_alloc *a, uint32_t from)
  * caller that needs only @limit - @from free clusters stops looking there,
  * instead of walking a free region to the end of a large volume.
  */
-static uint32_t next_used_upto(const struct fk_alloc *a, uint32_t from,
+static uint32_t next_used_upto(struct fk_alloc *a, uint32_t from,
 			       uint32_t limit)
 {
-	uint32_t w, last_w;
+	uint32_t w, last_w, stop, c;
 	uint64_t word;
 
 	if (limit > a->end || limit < from)
 		limit = a->end;
-	if (from >= limit)
-		return limit;
-	w = from / WORD_BITS;
-	last_w = (limit - 1) / WORD_BITS;
-	word = ~a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
-	while (!word) {
-		if (++w > last_w)
-			return limit;
-		word = ~a->free_map[w];
+	for (; from < limit; from = stop) {
+		stop = known_end(a, from);
+		stop = stop < limit ? stop : limit;
+		ensure(a, from);
+		w = from / WORD_BITS;
+		last_w = (stop - 1) / WORD_BITS;
+		word = ~a->free_map[w] & (~(uint64_t)0 << (from % WORD_BITS));
+		while (!word && w < last_w)
+			word = ~a->free_map[++w];
+		if (word && (c = w * WORD_BITS +
+				 (uint32_t)__builtin_ctzll(word)) < stop)
+			return c;
 	}
-	from = w * WORD_BITS + (uint32_t)__builtin_ctzll(word);
-	return from < limit ? from : limit;
+	return limit;
 }
 
 /* First used cluster in [from, a->end), or a->end. */
-static uint32_t next_used(const struct fk_alloc *a, uint32_t from)
+static uint32_t next_used(struct fk_alloc *a, uint32_t from)
 {
 	return next_used_upto(a, from, a->end);
 }
@@ -296,8 +448,7 @@ static int take(struct fk_alloc *a, struct fk_plan *p, uint32_t first,
  * (next fit, as the kernel's allocator).  Returns its start or 0; the
  * longest run seen goes to *@longest.
  */
-static uint32_t find_fit(const struct fk_alloc *a, uint32_t need,
-			 uint32_t *longest)
+static uint32_t find_fit(struct fk_alloc *a, uint32_t need, uint32_t *longest)
 {
 	uint32_t start = a->cursor, pass, c, end;
 
@@ -335,6 +486,7 @@ static int take_large_runs(struct fk_alloc *a, uint32_t need, struct fk_plan *p)
 	uint32_t c, end, min_len = 1, pass;
 	int b, err;
 
+	load_all(a); /* the histogram is of the whole volume */
 	for (c = next_free(a, FK_FIRST_CLUS); c < a->end;
 	     c = next_free(a, end)) {
 		end = next_used(a, c);
@@ -370,7 +522,9 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 	struct fk_plan mine = {NULL, 0, 0, 0};
 	int err;
 
-	if (need > a->nfree) {
+	if (!fk_alloc_has_free(a, need) || a->err) {
+		if (a->err)
+			return a->err;
 		fk_diag_detail(diag, NULL, "need %u cluster%s, %u free", nclus,
 			       nclus == 1 ? "" : "s", a->nfree);
 		return -ENOSPC;
@@ -399,6 +553,8 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 		goto out_undo;
 	}
 	if (need && (err = take_large_runs(a, need, &mine)))
+		goto out_undo;
+	if ((err = a->err)) /* a load failed: what was seen is not all */
 		goto out_undo;
 	for (size_t i = 0; i < mine.nruns; i++)
 		if ((err = fk_plan_add(plan, mine.runs[i].first,
@@ -444,7 +600,7 @@ int fk_alloc_write_chain(const struct fk_alloc *a, struct fk_volume *vol,
 	return 0;
 }
 
-uint32_t fk_alloc_next_free(const struct fk_alloc *a)
+uint32_t fk_alloc_next_free(struct fk_alloc *a)
 {
 	uint32_t c = next_free(a, a->cursor);
 

@@ -33,6 +33,14 @@ struct fk_plan {
  * cluster.  Returns 0 or -errno.
  */
 int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out);
+/*
+ * fk_alloc_open() that reads the FAT only as searches reach it, a chunk
+ * at a time from the FSInfo next-free hint on, larger chunks as a search
+ * goes on.  Planning reads (a failed read is the next plan's error); the
+ * FAT must not change under it except through its own plans.  Reads
+ * FSInfo now.  Returns 0 or -errno.
+ */
+int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out);
 
 /*
  * An allocator over a free map given as plain data (for tests and tools
@@ -60,11 +68,27 @@ int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
 		       struct fk_alloc **out);
 void fk_alloc_close(struct fk_alloc *alloc);
 
-/* Free clusters not yet planned. */
-uint32_t fk_alloc_nfree(const struct fk_alloc *alloc);
+/* Free clusters not yet planned (a lazy map reads the rest of the FAT). */
+uint32_t fk_alloc_nfree(struct fk_alloc *alloc);
+/* Free clusters when opened (a lazy map reads the rest of the FAT). */
+uint32_t fk_alloc_nfree_open(struct fk_alloc *alloc);
+/*
+ * Are at least @nclus clusters free and not yet planned?  A lazy map
+ * reads from the cursor on until it has seen them, or all of the FAT.
+ * Also 1 when a read failed, for fk_alloc_plan() to report.
+ */
+int fk_alloc_has_free(struct fk_alloc *alloc, uint32_t nclus);
+/*
+ * The free count for FSInfo after the plans: exact where the whole FAT was
+ * read; else FSInfo's count at open less the clusters planned, when that
+ * count is at least what the chunks read hold; else the whole FAT is read
+ * (FK_FSINFO_UNKNOWN's 0xFFFFFFFF if that fails, or for a lazy map of a
+ * volume without FSInfo, whose count nobody keeps).
+ */
+uint32_t fk_alloc_fsinfo_free(struct fk_alloc *alloc);
 
 /* Is cluster @clus free and not yet planned?  (0 for one out of range.) */
-int fk_alloc_is_free(const struct fk_alloc *alloc, uint32_t clus);
+int fk_alloc_is_free(struct fk_alloc *alloc, uint32_t clus);
 
 /*
  * Plan @nclus more clusters for a chain ending at @tail (0: a new chain),
@@ -99,6 +123,6 @@ int fk_alloc_write_chain(const struct fk_alloc *alloc, struct fk_volume *vol,
  * last one planned (wrapping), or FK_FSINFO_UNKNOWN-compatible 0xFFFFFFFF
  * when none is free.
  */
-uint32_t fk_alloc_next_free(const struct fk_alloc *alloc);
+uint32_t fk_alloc_next_free(struct fk_alloc *alloc);
 
 #endif

@@ -19,13 +19,20 @@
 #include "volume.h"
 
 #define ROOT_BLOCK_SECS 8 /* fixed-root sectors read at a time */
+/*
+ * Adjacent clusters of a chain are read in one request, up to this many
+ * bytes: on a card each request costs about what 10 KB of transfer does,
+ * and a directory of long names in 4 KiB clusters spans several.
+ */
+#define RUN_LEN (1u << 16)
 
 struct fat_dir {
 	struct fk_volume *vol;
 	int is_fixed_root;
 	uint32_t first_clus;
-	uint32_t clus;	    /* cluster in the buffer (chained dirs) */
-	unsigned char *buf; /* one block */
+	uint32_t clus;	    /* last cluster in the buffer (chained dirs) */
+	unsigned char *buf; /* one block: a cluster run, or root sectors */
+	uint32_t buf_cap;   /* bytes buf holds */
 	uint32_t buf_slots; /* slots in the buffer */
 	uint64_t buf_off;   /* volume offset of the buffer */
 	uint32_t pos;	    /* next slot in the buffer */
@@ -86,6 +93,7 @@ static int fat_open(struct fk_volume *vol, uint32_t clus, struct fat_dir **out)
 		free(dir);
 		return -ENOMEM;
 	}
+	dir->buf_cap = len;
 	*out = dir;
 	return 0;
 }
@@ -150,12 +158,55 @@ static void skip_zero_tail(struct fat_dir *dir)
 	dir->stats.slots += n;
 }
 
+/*
+ * How many clusters from @clus (1 at least, @max at most) follow each
+ * other on disk and in the chain, so one read takes them all.  A link
+ * that is not to the next cluster, or cannot be read, ends the run; the
+ * next load follows and judges it.
+ */
+static uint32_t run_from(struct fat_dir *dir, uint32_t clus, uint32_t max)
+{
+	const struct fk_geom *g = &dir->vol->g;
+	uint32_t n = 1, val;
+
+	while (n < max && !fk_fat_get(dir->vol, clus + n - 1, &val) &&
+	       fk_fat_class(g, val) == FK_ENT_NEXT && val == clus + n &&
+	       fk_clus_valid(g, val))
+		n++;
+	return n;
+}
+
+/* The clusters the next read may take from @clus, buffer grown to fit. */
+static uint32_t run_to_read(struct fat_dir *dir, uint32_t clus)
+{
+	const struct fk_geom *g = &dir->vol->g;
+	uint32_t clus_slots = g->clus_len / FK_DIRENT_LEN;
+	uint32_t max = RUN_LEN > g->clus_len ? RUN_LEN / g->clus_len : 1;
+	uint32_t n;
+	unsigned char *p;
+
+	if (dir->max_clus && dir->max_clus - dir->nclus_read < max)
+		max = dir->max_clus - dir->nclus_read;
+	/* Never past the 65536 slots a directory may hold: the load after
+	 * says so, as it did one cluster at a time. */
+	if ((FK_DIR_MAX_ENTS - dir->slot) / clus_slots < max)
+		max = (FK_DIR_MAX_ENTS - dir->slot) / clus_slots;
+	n = max > 1 ? run_from(dir, clus, max) : 1;
+	if ((uint64_t)n * g->clus_len > dir->buf_cap) {
+		if (!(p = realloc(dir->buf, (size_t)n * g->clus_len)))
+			return 1; /* one cluster fits, as ever */
+		dir->buf = p;
+		dir->buf_cap = n * g->clus_len;
+	}
+	return n;
+}
+
 /* Load the next block; sets is_done at the end of the directory. */
 static int load_block(struct fat_dir *dir, struct fk_diag *diag)
 {
 	struct fk_volume *vol = dir->vol;
 	const struct fk_geom *g = &vol->g;
-	uint32_t len, clus;
+	uint32_t len, clus, n;
 	int err;
 
 	if (dir->is_fixed_root) {
@@ -198,9 +249,10 @@ static int load_block(struct fat_dir *dir, struct fk_diag *diag)
 				    FK_DIR_MAX_ENTS);
 			return FK_ECORRUPT;
 		}
-		dir->clus = clus;
-		dir->nclus_read++;
-		len = g->clus_len;
+		n = run_to_read(dir, clus);
+		dir->clus = clus + n - 1;
+		dir->nclus_read += n;
+		len = n * g->clus_len;
 		dir->buf_off = fk_clus_off(g, clus);
 	}
 	if ((err = fk_device_read(vol->dev, dir->buf_off, dir->buf, len)))

@@ -913,17 +913,17 @@ static size_t decode_ents(const struct fk_volume *vol)
 }
 
 /*
- * The one scan loop: FAT copy @copy, entries 0 .. nclus + 1, in blocks of
- * SCAN_ENTS, read sequentially straight from the device.  Returns 0, a
- * non-zero value from @fns, or -errno.  Memory: one read buffer.
+ * The one scan loop: FAT copy @copy, entries @first (a multiple of 64) ..
+ * @total - 1, in blocks of SCAN_ENTS, read sequentially straight from the
+ * device.  Returns 0, a non-zero value from @fns, or -errno.  Memory: one
+ * read buffer.
  */
-static int scan_raw(struct fk_volume *vol, uint32_t copy,
-		    const struct scan_fns *fns, void *arg)
+static int scan_raw(struct fk_volume *vol, uint32_t copy, uint32_t first,
+		    uint32_t total, const struct scan_fns *fns, void *arg)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
 	uint64_t fat_len = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
 	uint64_t copy_off = vol->g.fat_off + copy * fat_len;
-	uint32_t total = fk_clus_max(&vol->g) + 1, first = 0;
 	int is_fast = fns->hole && ops->is_streamed;
 	int is_mapped = fns->can_map && ops->is_streamed;
 	unsigned char *buf = malloc(scan_buf_len(vol));
@@ -1020,17 +1020,30 @@ static int free_hole(void *arg, uint32_t first, uint32_t n)
 	return 0;
 }
 
-int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
-		     uint32_t *nfree, int *is_blank)
+int fk_fat_scan_free_range(struct fk_volume *vol, uint32_t copy, uint32_t first,
+			   uint32_t n, uint64_t *map, uint32_t *nfree,
+			   int *is_blank)
 {
 	static const struct scan_fns fns = {free_block, free_hole, 1};
 	struct free_scan fs = {ops_of(&vol->g), map, 0, 0};
-	int err = scan_raw(vol, copy, &fns, &fs);
+	uint32_t total = fk_clus_max(&vol->g) + 1;
+	int err;
 
+	if (first % 64 || first > total)
+		return -EINVAL;
+	n = n < total - first ? n : total - first;
+	err = scan_raw(vol, copy, first, first + n, &fns, &fs);
 	*nfree = fs.nfree;
 	if (is_blank)
 		*is_blank = !err && !(fs.kept & fs.ops->keep);
 	return err;
+}
+
+int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
+		     uint32_t *nfree, int *is_blank)
+{
+	return fk_fat_scan_free_range(vol, copy, 0, UINT32_MAX, map, nfree,
+				      is_blank);
 }
 
 struct decode_scan {
@@ -1089,7 +1102,7 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 
 	if (!(ds.vals = malloc(decode_ents(vol) * sizeof(*ds.vals))))
 		return -ENOMEM;
-	err = scan_raw(vol, copy, &fns, &ds);
+	err = scan_raw(vol, copy, 0, fk_clus_max(&vol->g) + 1, &fns, &ds);
 	free(ds.vals);
 	return err;
 }
@@ -1240,7 +1253,8 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
 	ds.maps = calloc(vol->g.nfats, sizeof(*ds.maps));
 	if (ds.vals && ds.other && ds.next_sec && ds.maps)
-		err = scan_raw(vol, copy, &fns, &ds);
+		err = scan_raw(vol, copy, 0, fk_clus_max(&vol->g) + 1, &fns,
+			       &ds);
 	free(ds.vals);
 	free(ds.other);
 	free(ds.next_sec);

@@ -156,6 +156,16 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 int fk_fat_scan_free(struct fk_volume *vol, uint32_t copy, uint64_t *map,
 		     uint32_t *nfree, int *is_blank);
 
+/*
+ * fk_fat_scan_free() of entries @first (a multiple of 64) .. @first + @n
+ * - 1 only (@n is cut at the end of the FAT): the words of @map for them
+ * are written whole, *@nfree counts their free data clusters, *@is_blank
+ * is for them.  Returns 0, -EINVAL for an unaligned @first, or -errno.
+ */
+int fk_fat_scan_free_range(struct fk_volume *vol, uint32_t copy, uint32_t first,
+			   uint32_t n, uint64_t *map, uint32_t *nfree,
+			   int *is_blank);
+
 /* The free data clusters of FAT copy @copy, as fk_fat_scan_free(). */
 int fk_fat_count_free(struct fk_volume *vol, uint32_t copy, uint32_t *nfree);
 

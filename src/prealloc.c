@@ -500,7 +500,7 @@ static int commit(struct fk_prun *run, struct fk_prealloc_result *res)
 	    (op->o->per_cluster && (err = write_chains_per_cluster(op))) ||
 	    (err = write_entries(op)))
 		return err;
-	if ((err = fk_fsinfo_write(op->vol, fk_alloc_nfree(op->alloc),
+	if ((err = fk_fsinfo_write(op->vol, fk_alloc_fsinfo_free(op->alloc),
 				   fk_alloc_next_free(op->alloc))))
 		return err;
 	if (op->o->sync != FK_SYNC_NEVER)
@@ -602,7 +602,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	op->o = run->o;
 	op->files = run->files;
 	fk_dir_stamp(&op->stamp, run->o->now, run->o->now_is_utc);
-	if ((err = fk_alloc_open(op->vol, &op->alloc)))
+	if ((err = fk_alloc_open_lazy(op->vol, &op->alloc)))
 		return err;
 	run->alloc = op->alloc;
 	return 0;
@@ -706,7 +706,8 @@ static int plan_clusters(struct fk_prun *run,
 	/* All-or-nothing: the whole run must fit before anything is taken. */
 	for (i = 0; i < run->nfiles; i++) {
 		total += need_of(run, fk_prun_file(run, i));
-		if (total > fk_alloc_nfree(run->alloc)) {
+		if (total > UINT32_MAX ||
+		    !fk_alloc_has_free(run->alloc, (uint32_t)total)) {
 			fk_diag_detail(diag, fk_prun_file(run, i)->path,
 				       "need %llu cluster%s, %u free",
 				       (unsigned long long)total,
@@ -904,26 +905,28 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 {
 	const struct fk_io_stats *io;
 	uint64_t writes_before;
-	uint32_t nfree;
 	size_t i;
 	int err;
 
 	if ((err = fam->start(run, diag)))
 		return err;
-	nfree = fk_alloc_nfree(run->alloc);
+	/* Out of space, the lazy free map has read all of the FAT. */
 	for (i = 0; i < n; i++) {
 		fk_diag_set(diag, reqs[i].path, NULL);
 		if ((err = fam->resolve(run, i, &reqs[i], diag))) {
 			if (err == FK_ECORRUPT)
 				fk_prealloc_hint_repair(run->vol, run->o, diag);
 			if (err == -ENOSPC && fam->hint_nospc)
-				fam->hint_nospc(run, nfree, diag);
+				fam->hint_nospc(run,
+						fk_alloc_nfree_open(run->alloc),
+						diag);
 			return err;
 		}
 	}
 	if ((err = plan_clusters(run, fam, diag))) {
 		if (err == -ENOSPC && fam->hint_nospc)
-			fam->hint_nospc(run, nfree, diag);
+			fam->hint_nospc(run, fk_alloc_nfree_open(run->alloc),
+					diag);
 		return err;
 	}
 	fam->settle(run);

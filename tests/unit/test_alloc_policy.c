@@ -246,7 +246,7 @@ static void check_map_edges(void)
  * sizes whose map needs the spare word (@nclus % 64 of 62 and 63).
  */
 static void check_take_used(const uint64_t *used, uint32_t nclus,
-			    const struct fk_alloc *ref)
+			    struct fk_alloc *ref)
 {
 	size_t nwords = ((size_t)nclus + 65) / 64;
 	uint64_t *buf = fk_bigmem_alloc(nwords, sizeof(*buf));

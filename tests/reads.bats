@@ -1,0 +1,292 @@
+#!/usr/bin/env bats
+# reads.bats: what the programs read, counted through strace (bytes and
+# system calls on the image's descriptor), for a card where every request
+# and every byte costs: fatprealloc reads the FAT only as far as its
+# search goes; the results stay what fsck.fat, mtools and fatimg.py say
+# they must be.  (bench/coldcard.sh measures the same on a slow device.)
+
+load helpers/common
+
+setup()
+{
+	common_setup
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+}
+
+# image_reads TRACE PATH: "CALLS BYTES" read from the descriptor PATH was
+# opened as (pread64, preadv and read-only mappings), from strace -f
+# -e trace=openat,pread64,preadv,mmap output.
+image_reads()
+{
+	awk -v path="\"$2\"" '
+		index($0, "openat(") && index($0, path ", ") {
+			fd = $NF
+			next
+		}
+		fd == "" { next }
+		$0 ~ ("pread(64|v)\\(" fd ", ") && $NF ~ /^[0-9]+$/ {
+			n++
+			bytes += $NF
+		}
+		$0 ~ ("mmap\\(NULL, [0-9]+, PROT_READ, MAP_PRIVATE, " fd ", ") {
+			split($0, f, ", ")
+			n++
+			bytes += f[2]
+		}
+		END { print n + 0, bytes + 0 }
+	' "$1"
+}
+
+# solid_fat IMG: rewrite IMG's FAT copies in place, so they are data, not
+# holes a sparse-aware scan skips (as a card has no holes).
+solid_fat()
+{
+	eval "$(fat_geometry "$1")"
+	"$FK_PYTHON" - "$1" $((rsvd_secs * bytes_per_sec)) \
+		$((nfats * fat_secs * bytes_per_sec)) <<'PY'
+import sys
+path, off, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(path, "r+b") as f:
+    f.seek(off)
+    data = f.read(n)
+    f.seek(off)
+    f.write(data)
+PY
+}
+
+# set_fsinfo IMG FREE NEXT: FSInfo's free count and next-free hint.
+set_fsinfo()
+{
+	eval "$(fat_geometry "$1")"
+	"$FK_PYTHON" - "$1" $((fsinfo_sec * bytes_per_sec)) "$2" "$3" <<'PY'
+import struct, sys
+path, off, free, nxt = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+with open(path, "r+b") as f:
+    f.seek(off + 488)
+    f.write(struct.pack("<II", free, nxt))
+PY
+}
+
+# fsinfo_exact IMG: FSInfo's free count is what the FAT holds, and its
+# hint names a free cluster.
+fsinfo_exact()
+{
+	local next
+	[ "$(fsinfo_free "$1")" = "$(count_free_clusters "$1")" ]
+	next=$(fsinfo_next "$1")
+	[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" get "$1" "$next")" = 0 ]
+}
+
+# big_fat32 IMG: FAT32 of 256 MiB in 512-byte clusters: a 2 MiB FAT per
+# copy (16 of the allocator's 128 KiB chunks), written out.
+big_fat32()
+{
+	mkimg fat32 256M "$1" -s 1
+	solid_fat "$1"
+}
+
+@test "reads: fatprealloc on an empty FAT32 reads the FAT from the FSInfo hint only as far as the file takes, not all of it" {
+	local calls bytes
+	big_fat32 img
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatprealloc img /a.bin 32M
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# $calls reads, $bytes bytes"
+	# 32 MiB is 65536 clusters, 256 KiB of FAT: the chunk at the hint
+	# and the two after it, 384 KiB, of the 2 MiB the FAT holds.
+	((bytes < 640 * 1024))
+	((calls < 40))
+	fsck_clean img
+	fat_copies_equal img
+	fsinfo_exact img
+	[[ $(mdir -i img ::a.bin) == *" 33554432 "* ]]
+}
+
+@test "reads: a search that runs off the end and wraps takes the first long enough free run from the hint on, and FSInfo stays exact" {
+	local hint calls bytes first
+	big_fat32 img
+	# The first 96 MiB in use by a file, then the hint near the end:
+	# the search starts there, runs off the end and wraps.
+	run -0 fatprealloc img /full.bin 96M
+	eval "$(fat_geometry img)"
+	hint=$((nclus - 1000))
+	set_fsinfo img "$(count_free_clusters img)" "$hint"
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatprealloc img /b.bin 8M
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# $calls reads, $bytes bytes"
+	fsck_clean img
+	fat_copies_equal img
+	fsinfo_exact img
+	# 1000 clusters at the end are too few for one run: the run found
+	# after the wrap starts right after the 96 MiB file (clusters 3 to
+	# 196610).
+	first=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" chain img \
+		"$(fatls --json img /b.bin | "$FK_PYTHON" -c \
+			'import json,sys; print(json.load(sys.stdin)["entries"][0]["first_cluster"])')")
+	echo "# $first"
+	[ "$first" = "runs=196611-212994 end=eoc" ]
+}
+
+@test "reads: fatprealloc reads the whole FAT and writes the exact free count when FSInfo's is unset or cannot be right" {
+	local calls bytes free
+	big_fat32 img
+	free=$(count_free_clusters img)
+	for bad in 4294967295 5; do
+		cp img t.img
+		solid_fat t.img # cp makes runs of zeros holes again
+		set_fsinfo t.img "$bad" 3
+		run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+			fatprealloc t.img /a.bin 1M
+		read -r calls bytes < <(image_reads r.log t.img)
+		echo "# FSInfo free $bad: $calls reads, $bytes bytes"
+		((bytes >= 2 * 1024 * 1024))
+		fsinfo_exact t.img
+		fsck_clean t.img
+	done
+	# A plausible count is kept, less what the run took, as the Linux
+	# kernel keeps it: no full read for it.
+	cp img t.img
+	set_fsinfo t.img $((free - 100)) 3
+	run -0 fatprealloc t.img /a.bin 1M
+	[ "$(fsinfo_free t.img)" = $((free - 100 - 2048)) ]
+}
+
+@test "reads: out of space on a large FAT32 the whole FAT is counted: the need and free numbers are exact and the image unchanged" {
+	local before free
+	big_fat32 img
+	run -0 fatprealloc img /full.bin 200M
+	free=$(count_free_clusters img)
+	before=$(img_sha img)
+	run -1 --separate-stderr fatprealloc img /big.bin 100M
+	echo "# $stderr"
+	[[ $stderr == *"No space left on device"* ]]
+	[ "$(img_sha img)" = "$before" ]
+	# And one that fits exactly is taken, from wherever the space is.
+	run -0 fatprealloc img /fits.bin $((free * 512))
+	fsck_clean img
+	fsinfo_exact img
+}
+
+@test "reads: -c finds the one long enough run in a later chunk, and refuses (unchanged) when there is none" {
+	local before
+	big_fat32 img
+	# Fragment the start: 40 files of 1 MiB, every other one removed.
+	for i in $(seq 10 49); do
+		fatprealloc img "/f$i.bin" 1M
+	done
+	for i in $(seq 10 2 49); do
+		mdel -i img "::f$i.bin"
+	done
+	set_fsinfo img "$(count_free_clusters img)" 3
+	run -0 fatprealloc -c img /long.bin 64M
+	fsck_clean img
+	fsinfo_exact img
+	run -0 fatls --chain img /long.bin
+	[[ $output == *" fragments=1 "* ]]
+	before=$(img_sha img)
+	run -1 --separate-stderr fatprealloc -c img /huge.bin 200M
+	[[ $stderr == *"No space left on device"* ]]
+	[ "$(img_sha img)" = "$before" ]
+}
+
+# dev_sectors_read DEV: sectors the block device DEV has read so far.
+dev_sectors_read()
+{
+	awk '{ print $3 }' "/sys/block/${1#/dev/}/stat"
+}
+
+@test "reads: on a block device the kernel reads no more than fatls -R and fatcheck ask for (no read-ahead on their small reads)" {
+	((EUID == 0)) || skip "needs root for losetup"
+	local dev before asked got d f
+	mkimg fat32 512M img -s 8
+	mkdir tree
+	for d in $(seq 10 29); do
+		mkdir "tree/Dir $d"
+		for f in $(seq 1 12); do
+			printf 'file %s %s\n' "$d" "$f" >"tree/Dir $d/A long file name $f.txt"
+		done
+	done
+	mcopy -s -Q -m -i img tree/* ::/
+	dev=$(losetup -f --show img) || skip "losetup -f --show does not work here"
+	LOOPDEV=$dev
+	for prog in "fatls -R" fatcheck; do
+		blockdev --flushbufs "$dev"
+		before=$(dev_sectors_read "$dev")
+		run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+			$prog "$dev"
+		got=$((($(dev_sectors_read "$dev") - before) * 512))
+		read -r _ asked < <(image_reads r.log "$dev")
+		echo "# $prog: asked $asked bytes, the device read $got"
+		# Pages are 4 KiB: a 512-byte read costs one page at most.
+		((got <= asked + 64 * 1024))
+	done
+	losetup -d "$dev"
+	LOOPDEV=
+}
+
+teardown()
+{
+	[[ -z ${LOOPDEV:-} ]] || losetup -d "$LOOPDEV" 2>/dev/null || true
+}
+
+@test "reads: a directory's adjacent clusters are read in one request, and fatls lists the same names as mdir" {
+	local calls bytes n
+	mkimg fat32 64M img -s 1
+	mkdir -p "tree/A dir"
+	for n in $(seq 100 199); do
+		: >"tree/A dir/An empty file with a long name $n.txt"
+	done
+	# Empty files take no clusters: the directory's 19 clusters of 512
+	# bytes follow each other.
+	mcopy -s -Q -m -i img tree/* ::/
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" chain img \
+		"$(fatls --json img "/A dir" | "$FK_PYTHON" -c \
+			'import json,sys; print(json.load(sys.stdin)["entries"][0]["first_cluster"])')"
+	[[ $output == runs=*-*" end=eoc" && $output != *,* ]]
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatls "img" "/A dir"
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# $calls reads, $bytes bytes"
+	# The boot sector, a FAT span or two, the root and the directory,
+	# each in one read (it was one per cluster: 20 for these two).
+	((calls <= 8))
+	diff <(printf '%s\n' "$output" | sort) \
+		<(mdir -b -i img "::/A dir" | sed 's|^::/A dir/||' | sort)
+}
+
+@test "reads: fatls reads an exFAT directory of 128 KiB clusters only in pieces up to its end marker; fatcheck still reads it whole" {
+	local calls bytes n long_dir
+	truncate -s 1G img
+	mkfs.exfat -c 128K img >/dev/null
+	{
+		echo "mkdir '/A dir'"
+		for n in $(seq 100 159); do
+			echo "put '/A dir/A file with a long name $n.txt' --size 100"
+		done
+		# 400 sets of 3 entries: 37.5 KiB, past the first pieces.
+		echo "mkdir '/Long'"
+		for n in $(seq 1000 1399); do
+			echo "put '/Long/f$n' --size 0"
+		done
+	} | "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" batch img
+	for d in "/A dir" /Long; do
+		run -0 strace -f -qq -o r.log \
+			-e trace=openat,pread64,preadv,mmap fatls img "$d"
+		read -r calls bytes < <(image_reads r.log img)
+		echo "# fatls $d: $calls reads, $bytes bytes"
+		# The boot region, a 64 KiB FAT span, the up-case table, the
+		# root and the directory, 8 KiB of each first, then doubling:
+		# each of the 128 KiB clusters read whole was 478 KB.
+		((bytes < 256 * 1024))
+		diff <(printf '%s\n' "$output" | sort) \
+			<("$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" ls img "$d" |
+				sed -n 's|.*path=[^	]*/||p' | sort)
+	done
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatcheck img
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# fatcheck: $calls reads, $bytes bytes"
+	((bytes >= 3 * 128 * 1024))
+}
