@@ -154,7 +154,8 @@ use()
 
 # ---- every corruption case ------------------------------------------------
 
-# corruption_cases CS SIZE: for every case of the corruptor, on a populated
+# corruption_cases CS SIZE: for every case of the corruptor (but the valid
+# volumes among them, which corrupt-exfat.bats holds to "clean"), on a populated
 # volume: fatcheck flags it (exit 4, or a warning for the warning cases);
 # fatcheck -r mends it, after which fsck.exfat -n and exfatref verify -W are
 # clean, the files the damage did not touch read back the same, and a second
@@ -198,7 +199,7 @@ corruption_cases()
 			{ echo "$name: files changed"; sums c.img | diff - cb.sums; failed=1; }
 		out=$(timeout 20 fatcheck c.img 2>&1) ||
 			{ echo "$name: second fatcheck: $out"; failed=1; }
-	done < <(ref corrupt --list | grep -E "${CASES:-.}" |
+	done < <(ref corrupt --list | grep -E "${CASES:-.}" | grep -v ' valid=1 ' |
 		sed 's/ warn=1/ warn=1/; t; s/^\([^ ]* [^ ]*\)/\1 warn=0/')
 	return "$failed"
 }
