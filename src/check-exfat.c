@@ -431,8 +431,8 @@ static int claim_generic(struct fk_exfat_check *x, unsigned char *e,
 	st.is_no_fat_chain = !!(e[flags_off] & FK_EXFAT_GSF_NO_FAT_CHAIN);
 	if (!st.first_clus && !st.data_len)
 		return 0;
-	snprintf(what, sizeof(what), "allocation of entry type 0x%02X: ",
-		 e[GEN_TYPE]);
+	snprintf(what, sizeof(what),
+		 "allocation of entry type 0x%02X: ", e[GEN_TYPE]);
 	need = fk_exfat_clus_needed(g, st.data_len);
 	if (!need) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain", cur_path(x),
@@ -934,8 +934,8 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		/* A set whose stream is in place is understood: its clusters
 		 * go with it.  One cut short, or with entries of unknown
 		 * meaning, may own clusters nobody can name any more. */
-		if ((s->defects & (FK_EXS_TRUNCATED | FK_EXS_NO_STREAM |
-				   FK_EXS_CRITICAL)) &&
+		if ((s->defects &
+		     (FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL)) &&
 		    may_hold_clusters(s, 1))
 			err = keep_bits(x, "a damaged entry set was removed");
 		goto out;
@@ -1027,7 +1027,8 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			if (!c.nclus && is_dir) {
 				ck_set_fix(x->ck, idx, "entry set removed");
 				is_gone = 1;
-				err = keep_bits(x, "a directory cannot be read");
+				err = keep_bits(x,
+						"a directory cannot be read");
 				goto out;
 			}
 			if (!c.nclus)
@@ -1504,13 +1505,14 @@ static int check_critical(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			  "unknown critical entry type 0x%02X (entry %u) "
 			  "with an allocation from cluster %u: left as it "
 			  "is, with its clusters",
-			  s->type, s->first_ent, get_le32(s->raw[0] + GEN_FIRST));
+			  s->type, s->first_ent,
+			  get_le32(s->raw[0] + GEN_FIRST));
 		/* Claimed as far as it goes, never mended: a repair of
 		   what is not understood would be a guess. */
 		st.first_clus = get_le32(s->raw[0] + GEN_FIRST);
 		st.data_len = get_u64le(s->raw[0] + GEN_LEN);
-		st.is_no_fat_chain = !!(s->raw[0][GEN_PFLAGS] &
-					FK_EXFAT_GSF_NO_FAT_CHAIN);
+		st.is_no_fat_chain =
+			!!(s->raw[0][GEN_PFLAGS] & FK_EXFAT_GSF_NO_FAT_CHAIN);
 		return claim(x, &st, fk_exfat_clus_needed(x->g, st.data_len),
 			     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
 	}
