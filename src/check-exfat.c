@@ -969,6 +969,11 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			s->raw[1][SE_FLAGS] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;
 		} else {
 			ck_set_fix(x->ck, idx, "file made empty");
+			/* A directory whose clusters are unknown held files
+			 * whose clusters nothing names any more. */
+			if (is_dir && s->data_len &&
+			    (err = keep_bits(x, "a directory cannot be read")))
+				goto out;
 			s->first_clus = 0;
 			s->data_len = 0;
 		}

@@ -748,12 +748,12 @@ leaked()
 
 @test "fatcheck exFAT -r: no bitmap bit is cleared while the tree holds what fatcheck cannot attribute" {
 	local c leak sum
-	for c in critical-primary-alloc critical-secondary-alloc truncated-set dir-chain-short; do
+	for c in critical-primary-alloc critical-secondary-alloc truncated-set dir-chain-short first-cluster-zero; do
 		use
 		ref corrupt img bitmap-leak
 		leak=$(leaked img)
 		[ -n "$leak" ]
-		if [[ $c == dir-chain-short ]]; then
+		if [[ $c == dir-chain-short || $c == first-cluster-zero ]]; then
 			ref corrupt img "$c"
 		else
 			exdamage img "$c"
@@ -775,6 +775,10 @@ leaked()
 			;;
 		dir-chain-short)
 			assert_line "warning: /corrupt-dshort: a directory cannot be read to its end: the 3 clusters owned by nothing are kept, as they may be what it held"
+			run -4 fatcheck -r img
+			;;
+		first-cluster-zero)
+			assert_line "warning: /corrupt-fc0: a directory cannot be read: the 3 clusters owned by nothing are kept, as they may be what it held"
 			run -4 fatcheck -r img
 			;;
 		esac
