@@ -388,8 +388,8 @@ static uint64_t get_u64le(const unsigned char *p)
 /*
  * Remember that the tree holds something this run cannot attribute (@why,
  * at the current path): then no bitmap bit is cleared (check_bitmap()),
- * since the clusters it would free may be that thing's.  exfatprogs never
- * clears a bit for the same reason.  Returns 0 or -ENOMEM.
+ * since the clusters it would free may be that thing's (fsck.exfat only
+ * ever sets bits, for the same reason).  Returns 0 or -ENOMEM.
  */
 static int keep_bits(struct fk_exfat_check *x, const char *why)
 {
@@ -482,8 +482,7 @@ static int claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	for (i = 1; i < s->nents; i++) {
 		unsigned char *e = s->raw[i];
 
-		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN) ||
-		    !(e[GEN_TYPE] & FK_EXFAT_SECONDARY))
+		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN))
 			continue; /* stream, name, or a set removed anyway */
 		if ((err = claim_generic(x, e, GEN_SFLAGS, is_changed)))
 			return err;

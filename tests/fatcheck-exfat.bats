@@ -311,7 +311,8 @@ several_faults()
 # open), then with entry damage (the main region opens, its checksum does
 # not match).
 FAULT_SETS=("duplicate-name" "name-length secondary-count unknown-critical-secondary"
-	"sector-shift" "boot-checksum duplicate-name name-length")
+	"sector-shift" "boot-checksum duplicate-name name-length"
+	"name-dot name-dotdot")
 
 # faulty CASES: ./dmg.img is the base image with the corruptor's CASES
 # (applied once: the loops copy it), ./ref.img that repaired by one
