@@ -274,6 +274,8 @@ enum vol_flags {
 	V_CRITICAL = 2, /* an unknown critical primary (0x86) */
 	V_LEAK = 4,	/* cluster 9 marked, owned by nothing */
 	V_MISS = 8,	/* d.txt's cluster 5 marked free */
+	V_VCROSS = 16,	/* the Vendor Allocation runs into cluster 8 */
+	V_VZERO = 32,	/* the Vendor Allocation: cluster 7, length 0 */
 };
 
 static const unsigned char up_raw[] = {
@@ -405,7 +407,9 @@ static unsigned char *build_volume(unsigned flags)
 	vendor[0] = 0xe1;
 	vendor[1] = 3; /* AllocationPossible, NoFatChain */
 	put32(vendor + 20, 7);
-	put32(vendor + 24, SEC);
+	put32(vendor + 24, flags & V_VZERO    ? 0
+			   : flags & V_VCROSS ? 2 * SEC
+					      : SEC);
 	/* entries 14 to 17: across the root's two clusters, 4 and 6 */
 	put_file(img, up, 14, "c.txt", 0, 0, vendor);
 	root_ent(img, 18)[0] = 0x05; /* deleted */
@@ -630,6 +634,14 @@ static const struct check_row {
 	 "entry-set+ lost lost-kept", 0xff},
 	{"the same repaired: the entry removed, the leak kept",
 	 V_LEAK | V_CRITICAL, 1, "lost+", 0xff},
+	{"a Vendor Allocation over the benign primary's cluster: the later "
+	 "claim, the primary's, is cleared",
+	 V_VCROSS, 0, "cross-link+", 0x7f},
+	{"the same repaired: the clusters stay the vendor's", V_VCROSS, 1, "",
+	 0x7f},
+	{"a Vendor Allocation of length 0 loses its cluster", V_VZERO, 0,
+	 "long-chain+ lost+", 0x7f},
+	{"the same repaired: its cluster freed", V_VZERO, 1, "", 0x5f},
 	{"a set cut short keeps the leak: its clusters are unknown",
 	 V_LEAK | V_DAMAGE, 0,
 	 "set-checksum+ entry-set+ orphan-entry+ hidden-entry+ lost lost-kept",
