@@ -958,11 +958,18 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		ck_set_fix(x->ck, idx, "hash rewritten");
 		is_changed = 1;
 	}
-	if (s->defects & FK_EXS_ALLOC) {
+	if ((s->defects & FK_EXS_ALLOC) && s->is_alloc_possible) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
+				"%sfirst cluster 0 with a non-zero length "
+				"(%llu bytes)",
+				what, (unsigned long long)s->data_len);
+	} else if (s->defects & FK_EXS_ALLOC) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
 				"%sAllocationPossible and FirstCluster %u "
 				"disagree",
 				what, s->first_clus);
+	}
+	if (s->defects & FK_EXS_ALLOC) {
 		if (s->first_clus && s->data_len) {
 			ck_set_fix(x->ck, idx, "AllocationPossible set");
 			s->raw[1][SE_FLAGS] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;

@@ -779,6 +779,7 @@ leaked()
 			run -4 fatcheck -r img
 			;;
 		first-cluster-zero)
+			assert_line "error: /corrupt-fc0: directory: first cluster 0 with a non-zero length (4096 bytes)"
 			assert_line "warning: /corrupt-fc0: a directory cannot be read: the 3 clusters owned by nothing are kept, as they may be what it held"
 			run -4 fatcheck -r img
 			;;
