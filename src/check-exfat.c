@@ -893,6 +893,28 @@ static int keep_unknown_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
 }
 
+/*
+ * Are @s's File Name entries all in place, right after its stream, and
+ * only too few for its NameLength?  The iterator calls that a missing
+ * name entry like any other; check_name() mends it by cutting the name to
+ * what the entries hold, which keeps the file (removing the set would
+ * free its clusters over a name).
+ */
+static int is_name_short(const struct fk_exfat_set *s)
+{
+	uint32_t i = 2;
+
+	if (s->nents < 3 || s->raw[1][GEN_TYPE] != FK_EXFAT_T_STREAM)
+		return 0;
+	while (i < s->nents && s->raw[i][GEN_TYPE] == FK_EXFAT_T_NAME)
+		i++;
+	for (; i < s->nents; i++)
+		if (s->raw[i][GEN_TYPE] == FK_EXFAT_T_NAME ||
+		    s->raw[i][GEN_TYPE] == FK_EXFAT_T_STREAM)
+			return 0;
+	return s->raw[1][SE_NAME_LEN] > name_room(s);
+}
+
 /* Judge one file or directory set; claim its stream; recurse. */
 static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		      struct fk_exfat_set *s, struct fk_diag *diag)
@@ -910,8 +932,9 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	uint32_t dead;
 
 	memset(&c, 0, sizeof(c));
-	dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_NAME_ENTRY |
-	       FK_EXS_CRITICAL;
+	dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
+	if (!is_name_short(s))
+		dead |= FK_EXS_NAME_ENTRY;
 
 	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;

@@ -739,6 +739,27 @@ fsck_exfat_vendor()
 	done
 }
 
+@test "fatcheck exFAT: a NameLength past what the File Name entries hold cuts the name and keeps the file" {
+	local c sum
+	for c in name-length secondary-count; do
+		use
+		ref corrupt img "$c"
+		run -4 fatcheck img
+		assert_line --regexp "^error: /corrupt-(len|x{7}): NameLength (40|28) but the set's File Name entries hold 15 characters$"
+		run -1 fatcheck -r img
+		assert_output --regexp "\(repair: name cut to (11|15) characters\)"
+		refute_output --partial "entry set removed"
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		run -0 ref ls img /
+		assert_output --regexp $'size=4096\t[^\n]*path=/corrupt-(len|x{7})$'
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+		sums img | diff - img.sums
+	done
+}
+
 # leaked IMG: the clusters whose bitmap bits exfatref finds owned by
 # nothing, one a line, sorted as text.
 leaked()
