@@ -119,6 +119,8 @@ struct fk_exfat_check {
 	char *path;
 	size_t path_len, path_cap;
 	int is_tree_incomplete; /* then never free bitmap bits */
+	const char *keep_why;	/* the first reason for it, at keep_path */
+	char *keep_path;
 	/* the allocation bitmap (the active one of TexFAT's two) */
 	int has_bitmap;
 	uint32_t nbitmaps_seen; /* bitmap entries met in the root so far */
@@ -374,6 +376,161 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 	f.clus = c->last;
 	f.val = FK_EXFAT_EOC;
 	return PUSH(x->fat_fixes, f);
+}
+
+/* ---- allocations of the generic templates -------------------------------- */
+
+static uint64_t get_u64le(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p + 4) << 32 | get_le32(p);
+}
+
+/*
+ * Remember that the tree holds something this run cannot attribute (@why,
+ * at the current path): then no bitmap bit is cleared (check_bitmap()),
+ * since the clusters it would free may be that thing's (fsck.exfat only
+ * ever sets bits, for the same reason).  Returns 0 or -ENOMEM.
+ */
+static int keep_bits(struct fk_exfat_check *x, const char *why)
+{
+	x->is_tree_incomplete = 1;
+	if (x->keep_why)
+		return 0;
+	if (!(x->keep_path = strdup(cur_path(x))))
+		return -ENOMEM;
+	x->keep_why = why;
+	return 0;
+}
+
+/*
+ * The allocation entry @e describes through the generic template (spec
+ * 6.3.4 and 6.4.3: flags at @flags_off, FirstCluster, DataLength), if
+ * AllocationPossible is set: a Vendor Allocation secondary (7.9), or any
+ * other benign entry, known or not.  What its owner keeps there is not
+ * ours to judge, but the clusters are its own: they are claimed as a
+ * file's are (FAT chain or NoFatChain per the flags), so no repair frees
+ * them and no writer takes them.  A broken chain is cut and DataLength set
+ * to what was claimed, as for a file.  Sets *@is_changed when @e changed.
+ * Returns 0 or -errno.
+ */
+static int claim_generic(struct fk_exfat_check *x, unsigned char *e,
+			 unsigned flags_off, int *is_changed)
+{
+	const struct fk_geom *g = x->g;
+	struct fk_exfat_stream st;
+	struct claim c;
+	char what[48];
+	uint64_t need, new_len;
+	size_t idx;
+	int err;
+
+	if (!(e[flags_off] & FK_EXFAT_GSF_ALLOC_POSSIBLE))
+		return 0;
+	st.first_clus = get_le32(e + GEN_FIRST);
+	st.data_len = get_u64le(e + GEN_LEN);
+	st.is_no_fat_chain = !!(e[flags_off] & FK_EXFAT_GSF_NO_FAT_CHAIN);
+	if (!st.first_clus && !st.data_len)
+		return 0;
+	snprintf(what, sizeof(what),
+		 "allocation of entry type 0x%02X: ", e[GEN_TYPE]);
+	need = fk_exfat_clus_needed(g, st.data_len);
+	if (!need) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain", cur_path(x),
+				"%sDataLength is 0 but FirstCluster is %u",
+				what, st.first_clus);
+		ck_set_fix(x->ck, idx, "FirstCluster cleared");
+		put_le32(e + GEN_FIRST, 0);
+		*is_changed = 1;
+		return 0;
+	}
+	if (!st.first_clus)
+		st.first_clus = 1; /* out of range: judged below */
+	if ((err = claim(x, &st, need, 0, &c)) ||
+	    (err = judge_claim(x, &c, cur_path(x), what, &idx)))
+		return err;
+	if (c.why == CUT_NONE && c.nclus >= need)
+		return 0;
+	new_len = (uint64_t)c.nclus * g->clus_len;
+	if (new_len > st.data_len)
+		new_len = st.data_len;
+	if (!c.nclus) {
+		ck_set_fix(x->ck, idx, "allocation cleared");
+		put_le32(e + GEN_FIRST, 0);
+		e[flags_off] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+	} else if (new_len != st.data_len) {
+		ck_set_fix(x->ck, idx, "%sDataLength set to %llu",
+			   is_fat_cut(&c) ? "chain ended, " : "",
+			   (unsigned long long)new_len);
+	} else {
+		return 0;
+	}
+	put_u64le(e + GEN_LEN, new_len);
+	*is_changed = 1;
+	return 0;
+}
+
+/*
+ * The allocations of @s's secondaries other than the Stream Extension and
+ * the File Name entries, whose bytes 20 to 31 are something else.
+ */
+static int claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
+			     int *is_changed)
+{
+	uint32_t i;
+	int err;
+
+	for (i = 1; i < s->nents; i++) {
+		unsigned char *e = s->raw[i];
+
+		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN))
+			continue; /* stream, name, or a set removed anyway */
+		if ((err = claim_generic(x, e, GEN_SFLAGS, is_changed)))
+			return err;
+	}
+	return 0;
+}
+
+static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
+
+/* A benign primary's set (TexFAT padding, a vendor's...): its allocations. */
+static int check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	int is_changed = 0, err;
+
+	if ((err = claim_generic(x, s->raw[0], GEN_PFLAGS, &is_changed)) ||
+	    (err = claim_secondaries(x, s, &is_changed)))
+		return err;
+	if (!is_changed)
+		return 0;
+	put_le16(&s->raw[0][GEN_CHECKSUM],
+		 fk_exfat_set_checksum((const unsigned char(*)[32])s->raw,
+				       s->nents));
+	x->st->has_repairs = 1;
+	return plan_set(x, s);
+}
+
+/*
+ * May the entries of @s from @from on describe clusters (a stream with a
+ * FirstCluster, a benign secondary with AllocationPossible), or did the
+ * set lose entries that might?  Asked of sets a repair removes.
+ */
+static int may_hold_clusters(const struct fk_exfat_set *s, uint32_t from)
+{
+	uint32_t i;
+
+	if (s->defects & FK_EXS_TRUNCATED)
+		return 1;
+	for (i = from; i < s->nents; i++) {
+		const unsigned char *e = s->raw[i];
+
+		if (!get_le32(e + GEN_FIRST))
+			continue;
+		if (e[GEN_TYPE] == FK_EXFAT_T_STREAM ||
+		    ((e[GEN_TYPE] & FK_EXFAT_BENIGN) &&
+		     (e[GEN_SFLAGS] & FK_EXFAT_GSF_ALLOC_POSSIBLE)))
+			return 1;
+	}
+	return 0;
 }
 
 /* ---- entry sets ---------------------------------------------------------- */
@@ -658,6 +815,19 @@ static int check_name(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		ck_set_fix(x->ck, idx, "replaced by '_'");
 		*is_changed = 1;
 	}
+	/* "." and ".." stand for a directory and its parent in every path
+	 * (spec 7.7.3): no path reaches a file of either name, and
+	 * fsck.exfat refuses them. */
+	if (n <= 2 && name_unit(s, 0) == '.' && name_unit(s, n - 1) == '.') {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bad-name", path,
+				"the name '%s' is reserved (no path can name "
+				"this entry)",
+				n == 1 ? "." : "..");
+		ck_set_fix(x->ck, idx, "renamed to '%s'", n == 1 ? "_" : "__");
+		for (i = 0; i < n; i++)
+			put_name_unit(s, i, '_');
+		*is_changed = 1;
+	}
 	return 0;
 }
 
@@ -699,6 +869,52 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 	return 0;
 }
 
+/*
+ * A file set with a critical secondary of no type this checker knows
+ * (spec 6.4: the whole set is then not understood) and an allocation: as
+ * an unknown critical primary (check_critical()), left as it is with its
+ * clusters claimed as far as they go.  Returns 0 or -errno.
+ */
+static int keep_unknown_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	struct fk_exfat_stream st = {s->first_clus, s->data_len,
+				     s->is_no_fat_chain};
+	struct claim c;
+	int err;
+
+	ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+		  "entry set holds an unknown critical secondary entry and "
+		  "an allocation from cluster %u: left as it is, with its "
+		  "clusters",
+		  s->first_clus);
+	if ((err = keep_bits(x, "an unknown critical entry")))
+		return err;
+	return claim(x, &st, fk_exfat_clus_needed(x->g, s->data_len),
+		     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
+}
+
+/*
+ * Are @s's File Name entries all in place, right after its stream, and
+ * only too few for its NameLength?  The iterator calls that a missing
+ * name entry like any other; check_name() mends it by cutting the name to
+ * what the entries hold, which keeps the file (removing the set would
+ * free its clusters over a name).
+ */
+static int is_name_short(const struct fk_exfat_set *s)
+{
+	uint32_t i = 2;
+
+	if (s->nents < 3 || s->raw[1][GEN_TYPE] != FK_EXFAT_T_STREAM)
+		return 0;
+	while (i < s->nents && s->raw[i][GEN_TYPE] == FK_EXFAT_T_NAME)
+		i++;
+	for (; i < s->nents; i++)
+		if (s->raw[i][GEN_TYPE] == FK_EXFAT_T_NAME ||
+		    s->raw[i][GEN_TYPE] == FK_EXFAT_T_STREAM)
+			return 0;
+	return s->raw[1][SE_NAME_LEN] > name_room(s);
+}
+
 /* Judge one file or directory set; claim its stream; recurse. */
 static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		      struct fk_exfat_set *s, struct fk_diag *diag)
@@ -716,8 +932,9 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	uint32_t dead;
 
 	memset(&c, 0, sizeof(c));
-	dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_NAME_ENTRY |
-	       FK_EXS_CRITICAL;
+	dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
+	if (!is_name_short(s))
+		dead |= FK_EXS_NAME_ENTRY;
 
 	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;
@@ -725,12 +942,24 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		x->st->dirs++;
 	else
 		x->st->files++;
+	if ((s->defects & dead) == FK_EXS_CRITICAL && s->first_clus) {
+		err = keep_unknown_set(x, s);
+		pop_name(x, old);
+		return err;
+	}
 	if (s->defects & dead) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
 				"damaged entry set: %s",
 				fk_exfat_set_reason(s->defects & dead));
 		ck_set_fix(x->ck, idx, "entry set removed");
 		is_gone = 1;
+		/* A set whose stream is in place is understood: its clusters
+		 * go with it.  One cut short, or with entries of unknown
+		 * meaning, may own clusters nobody can name any more. */
+		if ((s->defects &
+		     (FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL)) &&
+		    may_hold_clusters(s, 1))
+			err = keep_bits(x, "a damaged entry set was removed");
 		goto out;
 	}
 	if (s->defects & FK_EXS_CHECKSUM) {
@@ -752,16 +981,28 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		ck_set_fix(x->ck, idx, "hash rewritten");
 		is_changed = 1;
 	}
-	if (s->defects & FK_EXS_ALLOC) {
+	if ((s->defects & FK_EXS_ALLOC) && s->is_alloc_possible) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
+				"%sfirst cluster 0 with a non-zero length "
+				"(%llu bytes)",
+				what, (unsigned long long)s->data_len);
+	} else if (s->defects & FK_EXS_ALLOC) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
 				"%sAllocationPossible and FirstCluster %u "
 				"disagree",
 				what, s->first_clus);
+	}
+	if (s->defects & FK_EXS_ALLOC) {
 		if (s->first_clus && s->data_len) {
 			ck_set_fix(x->ck, idx, "AllocationPossible set");
 			s->raw[1][SE_FLAGS] |= FK_EXFAT_GSF_ALLOC_POSSIBLE;
 		} else {
 			ck_set_fix(x->ck, idx, "file made empty");
+			/* A directory whose clusters are unknown held files
+			 * whose clusters nothing names any more. */
+			if (is_dir && s->data_len &&
+			    (err = keep_bits(x, "a directory cannot be read")))
+				goto out;
 			s->first_clus = 0;
 			s->data_len = 0;
 		}
@@ -820,6 +1061,8 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			if (!c.nclus && is_dir) {
 				ck_set_fix(x->ck, idx, "entry set removed");
 				is_gone = 1;
+				err = keep_bits(x,
+						"a directory cannot be read");
 				goto out;
 			}
 			if (!c.nclus)
@@ -864,6 +1107,13 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 						      : s->valid_len);
 		is_changed = 1;
 	}
+	if (is_dir && st.first_clus &&
+	    (c.why == CUT_START || c.why == CUT_LINK || c.why == CUT_CROSS ||
+	     (c.why == CUT_NONE && c.nclus < need)) &&
+	    (err = keep_bits(x, "a directory cannot be read to its end")))
+		goto out;
+	if ((err = claim_secondaries(x, s, &is_changed)))
+		goto out;
 	/* Duplicates, through the volume's up-case table (spec 7.2). */
 	nlen = s->raw[1][SE_NAME_LEN];
 	name_units(s, nlen, is_changed, units);
@@ -1228,6 +1478,8 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		}
 		x->has_label = 1;
 		return 0;
+	case FK_EXK_GUID:
+		return check_benign(x, s);
 	default:
 		return 0;
 	}
@@ -1261,6 +1513,47 @@ static int hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
 				what, s->type, s->first_ent);
 	ck_set_fix(x->ck, idx, "%s freed", what);
 	memset(s->raw, 0, s->nents * sizeof(s->raw[0]));
+	return plan_set(x, s);
+}
+
+/*
+ * A critical primary of no type this checker knows (spec 6.2.1: a reader
+ * must not use the directory as if it were not there).  One that
+ * describes clusters through the generic template stays as it is, with
+ * its clusters: what it holds is not ours to throw away.  Any other
+ * (0x80, the invalid type, say) is removed.  Either way its meaning is
+ * unknown, so the run frees no cluster (keep_bits()).
+ */
+static int check_critical(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	struct fk_exfat_stream st;
+	struct claim c;
+	size_t idx;
+	int err;
+
+	if ((err = keep_bits(x, "an unknown critical entry")))
+		return err;
+	if ((s->raw[0][GEN_PFLAGS] & FK_EXFAT_GSF_ALLOC_POSSIBLE) &&
+	    get_le32(s->raw[0] + GEN_FIRST) && s->type != 0x80) {
+		ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+			  "unknown critical entry type 0x%02X (entry %u) "
+			  "with an allocation from cluster %u: left as it "
+			  "is, with its clusters",
+			  s->type, s->first_ent,
+			  get_le32(s->raw[0] + GEN_FIRST));
+		/* Claimed as far as it goes, never mended: a repair of
+		   what is not understood would be a guess. */
+		st.first_clus = get_le32(s->raw[0] + GEN_FIRST);
+		st.data_len = get_u64le(s->raw[0] + GEN_LEN);
+		st.is_no_fat_chain =
+			!!(s->raw[0][GEN_PFLAGS] & FK_EXFAT_GSF_NO_FAT_CHAIN);
+		return claim(x, &st, fk_exfat_clus_needed(x->g, st.data_len),
+			     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
+	}
+	idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+			"unknown critical entry type 0x%02X", s->type);
+	ck_set_fix(x->ck, idx, "entry removed");
+	delete_set(s);
 	return plan_set(x, s);
 }
 
@@ -1311,15 +1604,10 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 			err = check_special(x, set, !s);
 			break;
 		case FK_EXK_BENIGN:
+			err = check_benign(x, set);
 			break;
 		case FK_EXK_CRITICAL:
-			idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set",
-					cur_path(x),
-					"unknown critical entry type 0x%02X",
-					set->type);
-			ck_set_fix(x->ck, idx, "entry removed");
-			delete_set(set);
-			err = plan_set(x, set);
+			err = check_critical(x, set);
 			break;
 		case FK_EXK_ORPHAN:
 			idx = ck_report(
@@ -1328,6 +1616,10 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 				"%u secondary entr%s without a file entry",
 				set->nents, set->nents == 1 ? "y" : "ies");
 			ck_set_fix(x->ck, idx, "entries freed");
+			if (may_hold_clusters(set, 0) &&
+			    (err = keep_bits(x, "secondary entries without a "
+						"file entry were freed")))
+				break;
 			delete_set(set);
 			err = plan_set(x, set);
 			break;
@@ -1343,7 +1635,7 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		fk_diag_reason(&d2, r, msg, sizeof(msg));
 		ck_report(x->ck, FK_SEV_ERROR, "dir-read", cur_path(x),
 			  "directory cannot be read on: %s", msg);
-		x->is_tree_incomplete = 1;
+		err = keep_bits(x, "a directory cannot be read to its end");
 	}
 	fk_exfat_dir_close(dir);
 	free_names(&w.names);
@@ -1592,6 +1884,13 @@ static int check_bitmap(struct fk_exfat_check *x)
 			ck_set_fix(x->ck, idx, "bit%s cleared",
 				   ck_plural(w.nleak));
 			x->fix_bits_clear = 1;
+		} else if (x->keep_why) {
+			ck_report(x->ck, FK_SEV_WARNING, "lost-kept",
+				  x->keep_path,
+				  "%s: the %u cluster%s owned by nothing %s "
+				  "kept, as they may be what it held",
+				  x->keep_why, w.nleak, ck_plural(w.nleak),
+				  w.nleak == 1 ? "is" : "are");
 		}
 	}
 	/* PercentInUse is a hint (spec 3.1.16) that Linux never updates
@@ -1919,6 +2218,7 @@ static void free_state(void *state)
 	free(x->set_fixes.v);
 	free(x->own);
 	free(x->path);
+	free(x->keep_path);
 	free(x->sec0);
 	free(x->backup);
 	free(x->upcase_raw);

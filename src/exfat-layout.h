@@ -11,6 +11,8 @@
 #define GEN_TYPE     0	/* EntryType */
 #define GEN_COUNT    1	/* primary: SecondaryCount */
 #define GEN_CHECKSUM 2	/* primary: SetChecksum */
+#define GEN_PFLAGS   4	/* primary: GeneralPrimaryFlags */
+#define GEN_SFLAGS   1	/* secondary: GeneralSecondaryFlags */
 #define GEN_FIRST    20 /* FirstCluster */
 #define GEN_LEN	     24 /* DataLength */
 /* File directory entry (7.4). */

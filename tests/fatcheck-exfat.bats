@@ -154,7 +154,8 @@ use()
 
 # ---- every corruption case ------------------------------------------------
 
-# corruption_cases CS SIZE: for every case of the corruptor, on a populated
+# corruption_cases CS SIZE: for every case of the corruptor (but the valid
+# volumes among them, which corrupt-exfat.bats holds to "clean"), on a populated
 # volume: fatcheck flags it (exit 4, or a warning for the warning cases);
 # fatcheck -r mends it, after which fsck.exfat -n and exfatref verify -W are
 # clean, the files the damage did not touch read back the same, and a second
@@ -198,7 +199,7 @@ corruption_cases()
 			{ echo "$name: files changed"; sums c.img | diff - cb.sums; failed=1; }
 		out=$(timeout 20 fatcheck c.img 2>&1) ||
 			{ echo "$name: second fatcheck: $out"; failed=1; }
-	done < <(ref corrupt --list | grep -E "${CASES:-.}" |
+	done < <(ref corrupt --list | grep -E "${CASES:-.}" | grep -v ' valid=1 ' |
 		sed 's/ warn=1/ warn=1/; t; s/^\([^ ]* [^ ]*\)/\1 warn=0/')
 	return "$failed"
 }
@@ -310,7 +311,8 @@ several_faults()
 # open), then with entry damage (the main region opens, its checksum does
 # not match).
 FAULT_SETS=("duplicate-name" "name-length secondary-count unknown-critical-secondary"
-	"sector-shift" "boot-checksum duplicate-name name-length")
+	"sector-shift" "boot-checksum duplicate-name name-length"
+	"name-dot name-dotdot")
 
 # faulty CASES: ./dmg.img is the base image with the corruptor's CASES
 # (applied once: the loops copy it), ./ref.img that repaired by one
@@ -483,6 +485,33 @@ elif case == "hidden-set":
     a, acl = v.put("/x-a", cs, b"", vdl=0)
     v.put("/x-h", 2 * cs, b"h" * cs)
     a.dir.write_entries(a.index, bytes(len(a.raw)))
+elif case == "critical-primary-alloc":
+    # an unknown critical primary (type 86h) with a one-cluster
+    # allocation through the generic primary template
+    cl = v.alloc_run(1)
+    v.claim(cl, False)
+    e = bytearray(32)
+    e[0], e[4] = 0x86, 3
+    r.put_le(e, 20, 4, cl[0])
+    r.put_le(e, 24, 8, cs)
+    r.put_le(e, 2, 2, r.set_checksum(e))
+    root = v.root_dir()
+    root.write_entries(root.free_slot(1), bytes(e))
+elif case == "critical-secondary-alloc":
+    # a file of two clusters whose set holds an unknown critical
+    # secondary (DFh)
+    cl = v.alloc_run(2)
+    v.claim(cl, False)
+    raw = v.build_set("x-crit", r.ATTR_ARCHIVE, cl[0], 2 * cs, 2 * cs,
+                      True, extra=bytes([0xDF]) + bytes(31))
+    v.add_set(v.root_dir(), raw)
+elif case == "truncated-set":
+    # /x-t's SecondaryCount says 3 but /x-u's File entry follows its
+    # name: the set is cut short, its two clusters owned by nothing known
+    t, _ = v.put("/x-t", 2 * cs, b"", vdl=0)
+    v.put("/x-u", 10, b"u")
+    t.raw[1] = 3
+    v.rewrite_set(t)
 elif case == "fat-reserved":
     v.fat_set(0, 0x12345678)
     v.fat_set(1, 0)
@@ -623,6 +652,164 @@ print("".join(map(chr, a)), "".join(map(chr, b)))')
 	fsck_exfat_clean img
 	run -0 ref verify -W img
 	sums img | diff - img.sums
+}
+
+# ---- allocations fatcheck must not free -------------------------------------
+
+# vendor_intact IMG: every Vendor Allocation entry of the root (the sets of
+# /corrupt-vfile and /corrupt-vdir) still names clusters that hold the
+# corruptor's "V" bytes; prints how many entries were found.
+vendor_intact()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2])
+data, n = v.root_dir().data, 0
+for i in range(0, len(data), 32):
+    e = data[i:i + 32]
+    if e[0] == 0xE1:
+        cl, prob = v.clusters_of(r.le(e, 20, 4), r.le(e, 24, 8), e[1] & 2)
+        assert not prob and cl, (cl, prob)
+        assert v.read_clusters(cl) == b"V" * len(cl) * v.csize, cl
+        assert all(v.bit(c) for c in cl), cl
+        n += 1
+print(n)
+PY
+}
+
+# fsck_exfat_vendor IMG: fsck.exfat -n 1.2.0 predates Vendor Allocation
+# entries: its only complaint may be "failed to get name dentry" (one per
+# such set), which -y would act on by deleting the set.
+fsck_exfat_vendor()
+{
+	local out
+	out=$(timeout 20 fsck.exfat -n "$1" 2>&1) && return 0
+	if grep '^ERROR' <<<"$out" | grep -qv 'failed to get name dentry'; then
+		echo "fsck.exfat -n $1: $out" >&2
+		return 1
+	fi
+}
+
+@test "fatcheck exFAT: a Vendor Allocation secondary owns its clusters, in a file's set and a directory's; -r frees nothing and fatprealloc does not take them" {
+	local c sum free
+	for c in vendor-alloc-file vendor-alloc-dir; do
+		use
+		ref corrupt img "$c"
+		run -0 ref verify -W img
+		run -0 vendor_intact img
+		assert_output 1
+		run -0 fatcheck img
+		refute_output --partial "error:"
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+		# Every free cluster to a new file: the vendor's stay the vendor's.
+		free=$(ref info img | sed -n 's/^free_clusters=//p')
+		run -0 fatprealloc img /fill.bin $((free * 4096))
+		run -0 ref verify -W img
+		run -0 vendor_intact img
+		assert_output 1
+		fsck_exfat_vendor img
+		sums img | diff - img.sums
+	done
+}
+
+@test "fatcheck exFAT: files named . and .. are errors; -r renames them, fsck.exfat agrees, a second -r writes nothing" {
+	local c name sum
+	for c in name-dot name-dotdot; do
+		use
+		ref corrupt img "$c"
+		name=.
+		[[ $c == name-dot ]] || name=..
+		run -4 fatcheck img
+		assert_line "error: /$name: the name '$name' is reserved (no path can name this entry)"
+		run -1 fatcheck -r img
+		assert_line "error: /$name: the name '$name' is reserved (no path can name this entry) (repair: renamed to '${name//./_}')"
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+		run -0 fatls img "/${name//./_}"
+		run -0 ref cat img "/${name//./_}"
+		assert_output d
+		sums img | diff - img.sums
+	done
+}
+
+@test "fatcheck exFAT: a NameLength past what the File Name entries hold cuts the name and keeps the file" {
+	local c sum
+	for c in name-length secondary-count; do
+		use
+		ref corrupt img "$c"
+		run -4 fatcheck img
+		assert_line --regexp "^error: /corrupt-(len|x{7}): NameLength (40|28) but the set's File Name entries hold 15 characters$"
+		run -1 fatcheck -r img
+		assert_output --regexp "\(repair: name cut to (11|15) characters\)"
+		refute_output --partial "entry set removed"
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		run -0 ref ls img /
+		assert_output --regexp $'size=4096\t[^\n]*path=/corrupt-(len|x{7})$'
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+		sums img | diff - img.sums
+	done
+}
+
+# leaked IMG: the clusters whose bitmap bits exfatref finds owned by
+# nothing, one a line, sorted as text.
+leaked()
+{
+	ref verify "$1" | sed -n 's/^error: bitmap: clusters \([0-9]*\)-\([0-9]*\) are marked used but owned by nothing.*/\1 \2/p' |
+		while read -r a b; do seq "$a" "$b"; done | sort
+}
+
+@test "fatcheck exFAT -r: no bitmap bit is cleared while the tree holds what fatcheck cannot attribute" {
+	local c leak sum
+	for c in critical-primary-alloc critical-secondary-alloc truncated-set dir-chain-short first-cluster-zero; do
+		use
+		ref corrupt img bitmap-leak
+		leak=$(leaked img)
+		[ -n "$leak" ]
+		if [[ $c == dir-chain-short || $c == first-cluster-zero ]]; then
+			ref corrupt img "$c"
+		else
+			exdamage img "$c"
+		fi
+		run -4 fatcheck img
+		assert_line --regexp "^error: img: [0-9]+ clusters marked in the allocation bitmap are owned by nothing, the first [0-9]+$"
+		case $c in
+		critical-*)
+			assert_line --regexp "^warning: /(x-crit)?: an unknown critical entry: the 3 clusters owned by nothing are kept, as they may be what it held$"
+			assert_line --regexp "^error: /.*(unknown critical entry type 0x86 \(entry [0-9]+\) with an allocation from cluster [0-9]+|holds an unknown critical secondary entry and an allocation from cluster [0-9]+): left as it is, with its clusters$"
+			# nothing to write: the entry stays, the bits too
+			sum=$(img_sha img)
+			run -4 fatcheck -r img
+			[ "$(img_sha img)" = "$sum" ]
+			;;
+		truncated-set)
+			assert_line "warning: /x-t: a damaged entry set was removed: the 5 clusters owned by nothing are kept, as they may be what it held"
+			run -4 fatcheck -r img
+			;;
+		dir-chain-short)
+			assert_line "warning: /corrupt-dshort: a directory cannot be read to its end: the 3 clusters owned by nothing are kept, as they may be what it held"
+			run -4 fatcheck -r img
+			;;
+		first-cluster-zero)
+			assert_line "error: /corrupt-fc0: directory: first cluster 0 with a non-zero length (4096 bytes)"
+			assert_line "warning: /corrupt-fc0: a directory cannot be read: the 3 clusters owned by nothing are kept, as they may be what it held"
+			run -4 fatcheck -r img
+			;;
+		esac
+		refute_output --partial "bits cleared"
+		# the leaked bits are still set
+		[ -z "$(comm -23 <(echo "$leak") <(leaked img))" ]
+		sums img | diff - img.sums
+	done
 }
 
 # ---- memory -----------------------------------------------------------------

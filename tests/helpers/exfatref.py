@@ -1298,7 +1298,135 @@ CASES = {
     "directory-loop": (True, False, "a subdirectory whose FirstCluster is "
                        "its parent's"),
     "label-length": (False, False, "volume label CharacterCount 12"),
+    # exfat-checker cases. A fourth field True marks a volume that is
+    # valid (listed with valid=1): every judge must call it clean and no
+    # repair may change it.
+    # (fsck.exfat 1.2.0 predates Vendor Allocation entries: it reports
+    # "failed to get name dentry" for such sets, and -y deletes them.)
+    "vendor-alloc-file": (True, False, "a file's set holds a Vendor "
+                          "Allocation secondary (E1h) owning two "
+                          "FAT-chained clusters", True),
+    "vendor-alloc-dir": (True, False, "a directory's set holds a Vendor "
+                         "Allocation secondary (E1h) owning one NoFatChain "
+                         "cluster", True),
+    "set-split-nonadjacent": (False, False, "an entry set spans the "
+                              "boundary between a directory's two "
+                              "non-adjacent clusters", True),
+    "dir-chain-long": (True, False, "a subdirectory whose first cluster is "
+                       "full of entry sets has a FAT chain one cluster "
+                       "longer than its DataLength"),
+    "dir-chain-short": (True, False, "a subdirectory's FAT chain one "
+                        "cluster shorter than its DataLength"),
+    "first-cluster-zero": (True, False, "a subdirectory with FirstCluster 0 "
+                           "and a non-zero DataLength"),
+    "dir-cross-link": (True, False, "two directory entries share one "
+                       "directory's cluster"),
+    "name-dot": (True, False, "a file named '.' (NameHash and SetChecksum "
+                 "updated)"),
+    "name-dotdot": (True, False, "a file named '..' (NameHash and "
+                    "SetChecksum updated)"),
 }
+
+
+def checker_case(v, case):
+    """The exfat-checker cases of CASES; False if case is not one."""
+    cs = v.csize
+
+    def vendor_alloc(n, chained):
+        # Vendor Allocation (7.9): the generic secondary template with
+        # AllocationPossible, a VendorGuid; the clusters hold vendor data.
+        cl = v.alloc_fragmented(n) if chained else v.alloc_run(n)
+        v.claim(cl, chained)
+        for c in cl:
+            v.write(v.cluster_off(c), b"V" * cs)
+        e = bytearray(32)
+        e[0], e[1] = 0xE1, 1 if chained else 3
+        e[2:18] = bytes(range(0x10, 0x20))
+        put_le(e, 20, 4, cl[0])
+        put_le(e, 24, 8, n * cs)
+        return bytes(e)
+
+    def chained_dir(path, n):
+        # A directory of n clusters with a free gap between each: a FAT
+        # chain, whatever the writer would have made.
+        d = v.mkdir(path)
+        more = v.alloc_fragmented(n - 1) if n > 1 else []
+        v.claim(d.clusters + more, True)
+        for c in more:
+            v.write(v.cluster_off(c), bytes(cs))
+        d.clusters += more
+        d.data += bytes(cs * len(more))
+        d.entry.set_stream(dl=n * cs, vdl=n * cs, flags=d.entry.flags & ~2)
+        v.rewrite_set(d.entry)
+        return d
+
+    def fill_first(path, d):
+        # Sets of three entries until the first cluster has fewer than
+        # three entries free.
+        k = 0
+        while d.free_slot(1) is not None and \
+                d.free_slot(1) + 3 <= cs // 32:
+            v.put("%s/f%03d" % (path, k), 10, b"x")
+            k += 1
+
+    def rename(e, name):
+        units = units_of(name)
+        e.raw[32 + 3] = len(units)
+        put_le(e.raw, 32 + 4, 2, name_hash(v.upcase_units(units)))
+        put_le(e.raw, 64 + 2, 30, 0)
+        for k, u in enumerate(units):
+            put_le(e.raw, 64 + 2 + 2 * k, 2, u)
+        v.rewrite_set(e)
+
+    if case == "vendor-alloc-file":
+        data = v.alloc_run(1)
+        v.claim(data, False)
+        v.write(v.cluster_off(data[0]), b"f" * cs)
+        raw = v.build_set("corrupt-vfile", ATTR_ARCHIVE, data[0], cs, cs,
+                          True, extra=vendor_alloc(2, True))
+        v.add_set(v.root_dir(), raw)
+    elif case == "vendor-alloc-dir":
+        c = v.alloc_run(1)
+        v.claim(c, False)
+        v.write(v.cluster_off(c[0]), bytes(cs))
+        raw = v.build_set("corrupt-vdir", ATTR_DIR, c[0], cs, cs, True,
+                          extra=vendor_alloc(1, False))
+        v.add_set(v.root_dir(), raw)
+        v.put("/corrupt-vdir/inner.txt", 100, b"i")
+    elif case == "set-split-nonadjacent":
+        d = chained_dir("/corrupt-split", 2)
+        fill_first("/corrupt-split", d)
+        e, _ = v.put("/corrupt-split/" + "long name " * 5, 10, b"s")
+        assert e.index < cs // 32 < e.index + len(e.raw) // 32
+    elif case == "dir-chain-long":
+        d = chained_dir("/corrupt-dlong", 1)
+        fill_first("/corrupt-dlong", d)
+        extra = v.alloc_fragmented(1)
+        v.write(v.cluster_off(extra[0]), bytes(cs))
+        v.claim(d.clusters + extra, True)
+    elif case == "dir-chain-short":
+        d = chained_dir("/corrupt-dshort", 2)
+        v.put("/corrupt-dshort/in-first", 10, b"a")
+        v.fat_set(d.clusters[0], EOC)
+        v.set_bit(d.clusters[1], 0)
+    elif case == "first-cluster-zero":
+        d = v.mkdir("/corrupt-fc0")
+        v.set_bit(d.clusters[0], 0)
+        d.entry.set_stream(first=0, flags=1)
+        v.rewrite_set(d.entry)
+    elif case == "dir-cross-link":
+        v.put("/corrupt-xd1/inside", 10, b"a")
+        a = v.dirs["/corrupt-xd1"]
+        b = v.mkdir("/corrupt-xd2")
+        v.set_bit(b.clusters[0], 0)
+        b.entry.set_stream(first=a.clusters[0])
+        v.rewrite_set(b.entry)
+    elif case in ("name-dot", "name-dotdot"):
+        e, _ = v.put("/c-" + case[5:], 10, b"d")  # one File Name entry
+        rename(e, "." if case == "name-dot" else "..")
+    else:
+        return False
+    return True
 
 
 def fix_boot_checksum(vol, first):
@@ -1503,7 +1631,7 @@ def corrupt(vol, case):
             e[0] = T_LABEL
         e[1] = 12
         v.root_dir().write_entries(i, e)
-    else:
+    elif not checker_case(v, case):
         raise Usage("unknown case %s (see corrupt --list)" % case)
     v.flush()
 
@@ -1695,9 +1823,11 @@ def main(argv):
                     "docstring)")
     cmd, args = argv[1], argv[2:]
     if cmd == "corrupt" and args == ["--list"]:
-        for name, (fsck, warn, desc) in CASES.items():
+        for name, (fsck, warn, desc, *valid) in CASES.items():
             print("%s fsck=%s%s %s" % (name, "yes" if fsck else "no",
-                                       " warn=1" if warn else "", desc))
+                                       " warn=1" if warn else
+                                       " valid=1" if valid and valid[0]
+                                       else "", desc))
         return 0
     if cmd in ("info", "verify", "cat", "ls") or not args:
         flags = [a for a in args if a in ("-R", "-W")]

@@ -2,14 +2,22 @@
  * test_exfat.c: the exFAT boot region judged field by field, the three
  * checksums, the up-case table's compressed form and NameHash.  Expected
  * checksum and hash values come from tests/helpers/exfatref.py, written
- * from Microsoft's exFAT specification independently of exfat.c.
+ * from Microsoft's exFAT specification independently of exfat.c.  Then a
+ * small volume built here entry by entry: the entry-set iterator over
+ * every kind of set, and the checker's claims and bitmap passes on it.
  */
 #include "tap.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "check.h"
+#include "device.h"
+#include "diag.h"
 #include "exfat.h"
 #include "volume.h"
 
@@ -249,10 +257,423 @@ static void test_name_units(void)
 	   "DEL, space, a surrogate and 0xFFFF are allowed");
 }
 
+/* ---- a small volume ------------------------------------------------------ */
+
+/*
+ * 1 MiB of 512-byte sectors and clusters: FAT at sector 24 (16 sectors),
+ * heap at 40, 2008 clusters.  Cluster 2 is the bitmap, 3 the up-case
+ * table, 4 and 6 the root (non-adjacent), 5 d.txt, 7 a Vendor
+ * Allocation's, 8 a benign primary's.
+ */
+#define V_SECS	2048u
+#define V_NCLUS 2008u
+#define V_HEAP	40u
+
+enum vol_flags {
+	V_DAMAGE = 1,	/* a bad checksum, a set cut short, an orphan */
+	V_CRITICAL = 2, /* an unknown critical primary (0x86) */
+	V_LEAK = 4,	/* cluster 9 marked, owned by nothing */
+	V_MISS = 8,	/* d.txt's cluster 5 marked free */
+	V_VCROSS = 16,	/* the Vendor Allocation runs into cluster 8 */
+	V_VZERO = 32,	/* the Vendor Allocation: cluster 7, length 0 */
+};
+
+static const unsigned char up_raw[] = {
+	0xff, 0xff, 0x61, 0x00, 'A', 0, 'B', 0, 'C', 0, 'D', 0, 'E', 0,
+	'F',  0,    'G',  0,	'H', 0, 'I', 0, 'J', 0, 'K', 0, 'L', 0,
+	'M',  0,    'N',  0,	'O', 0, 'P', 0, 'Q', 0, 'R', 0, 'S', 0,
+	'T',  0,    'U',  0,	'V', 0, 'W', 0, 'X', 0, 'Y', 0, 'Z', 0,
+};
+
+static unsigned char *clus_at(unsigned char *img, uint32_t clus)
+{
+	return img + (size_t)(V_HEAP + clus - 2) * SEC;
+}
+
+static unsigned char *root_ent(unsigned char *img, uint32_t i)
+{
+	return clus_at(img, i < 16 ? 4 : 6) + (i % 16) * 32;
+}
+
+static void fat_put(unsigned char *img, uint32_t clus, uint32_t val)
+{
+	put32(img + 24 * SEC + clus * 4, val);
+}
+
+/*
+ * A file set of @name (ASCII, at most 15) at root entry @at, with @extra
+ * (a 32-byte secondary, or NULL) last; checksum and NameHash sealed.
+ */
+static void put_file(unsigned char *img, const struct fk_exfat_upcase *up,
+		     uint32_t at, const char *name, uint32_t first,
+		     uint32_t len, const unsigned char *extra)
+{
+	unsigned char set[4][32];
+	uint16_t u[16];
+	uint32_t n = (uint32_t)strlen(name), i, nents = extra ? 4 : 3;
+
+	memset(set, 0, sizeof(set));
+	set[0][0] = 0x85;
+	set[0][1] = (unsigned char)(nents - 1);
+	set[0][4] = 0x20;
+	set[1][0] = 0xc0;
+	set[1][1] = first ? 3 : 1; /* NoFatChain when it has clusters */
+	set[1][3] = (unsigned char)n;
+	for (i = 0; i < n; i++) {
+		u[i] = (uint16_t)name[i];
+		put16(set[2] + 2 + 2 * i, u[i]);
+	}
+	put16(set[1] + 4, fk_exfat_name_hash(up, u, n));
+	put32(set[1] + 8, len);
+	put32(set[1] + 20, first);
+	put32(set[1] + 24, len);
+	set[2][0] = 0xc1;
+	if (extra)
+		memcpy(set[3], extra, 32);
+	put16(set[0] + 2,
+	      fk_exfat_set_checksum((const unsigned char(*)[32])set, nents));
+	for (i = 0; i < nents; i++)
+		memcpy(root_ent(img, at + i), set[i], 32);
+}
+
+/* A one-entry primary of @type with a generic allocation of @first. */
+static void put_primary(unsigned char *img, uint32_t at, uint8_t type,
+			uint32_t first)
+{
+	unsigned char *e = root_ent(img, at);
+
+	memset(e, 0, 32);
+	e[0] = type;
+	e[4] = first ? 1 : 0;
+	put32(e + 20, first);
+	put32(e + 24, first ? SEC : 0);
+	put16(e + 2, fk_exfat_set_checksum((const unsigned char(*)[32])e, 1));
+}
+
+static unsigned char *build_volume(unsigned flags)
+{
+	unsigned char *img = calloc(V_SECS, SEC);
+	struct fk_exfat_upcase *up = calloc(1, sizeof(*up));
+	unsigned char vendor[32], *e;
+	uint32_t i;
+
+	if (!img || !up)
+		abort();
+	memcpy(img,
+	       "\xEB\x76\x90"
+	       "EXFAT   ",
+	       11);
+	put32(img + 72, V_SECS);
+	put32(img + 80, 24);
+	put32(img + 84, 16);
+	put32(img + 88, V_HEAP);
+	put32(img + 92, V_NCLUS);
+	put32(img + 96, 4);
+	put16(img + 104, 0x0100);
+	img[108] = 9;
+	img[110] = 1;
+	img[112] = 0xff;
+	put16(img + 510, 0xaa55);
+	for (i = 1; i <= 8; i++)
+		put32(img + (i + 1) * SEC - 4, 0xaa550000u);
+	seal(img);
+	memcpy(img + 12 * SEC, img, 12 * SEC);
+	fat_put(img, 0, 0xfffffff8u);
+	for (i = 1; i <= 8; i++)
+		fat_put(img, i, FK_EXFAT_EOC);
+	fat_put(img, 4, 6);
+	/* bitmap: clusters 2 to 8 */
+	clus_at(img, 2)[0] = 0x7f;
+	if (flags & V_LEAK)
+		clus_at(img, 2)[0] |= 0x80;
+	if (flags & V_MISS)
+		clus_at(img, 2)[0] &= (unsigned char)~(1u << 3);
+	memcpy(clus_at(img, 3), up_raw, sizeof(up_raw));
+	fk_exfat_upcase_expand(up_raw, sizeof(up_raw), up);
+	e = root_ent(img, 0);
+	e[0] = 0x81;
+	put32(e + 20, 2);
+	put32(e + 24, (V_NCLUS + 7) / 8);
+	e = root_ent(img, 1);
+	e[0] = 0x82;
+	put32(e + 4, fk_exfat_upcase_checksum(up_raw, sizeof(up_raw)));
+	put32(e + 20, 3);
+	put32(e + 24, sizeof(up_raw));
+	put_file(img, up, 2, "a.txt", 0, 0, NULL);
+	put_file(img, up, 5, "b.txt", 0, 0, NULL);
+	put_file(img, up, 8, "x.txt", 0, 0, NULL);
+	put_file(img, up, 11, "d.txt", 5, SEC, NULL);
+	memset(vendor, 0, sizeof(vendor));
+	vendor[0] = 0xe1;
+	vendor[1] = 3; /* AllocationPossible, NoFatChain */
+	put32(vendor + 20, 7);
+	put32(vendor + 24, flags & V_VZERO    ? 0
+			   : flags & V_VCROSS ? 2 * SEC
+					      : SEC);
+	/* entries 14 to 17: across the root's two clusters, 4 and 6 */
+	put_file(img, up, 14, "c.txt", 0, 0, vendor);
+	root_ent(img, 18)[0] = 0x05; /* deleted */
+	put_primary(img, 19, 0xa5, 8);
+	put_primary(img, 20, (flags & V_CRITICAL) ? 0x86 : 0x05, 0);
+	/* 21: the end marker */
+	if (flags & V_DAMAGE) {
+		root_ent(img, 5)[2] ^= 0x5a; /* b.txt: SetChecksum */
+		root_ent(img, 8)[1] = 3;     /* x.txt: cut short by d.txt */
+		root_ent(img, 18)[0] = 0xc1; /* an orphaned name entry */
+		put_file(img, up, 22, "e.txt", 0, 0, NULL); /* past the end */
+	}
+	free(up);
+	return img;
+}
+
+struct vol_file {
+	char path[64];
+	struct fk_volume *vol;
+};
+
+static int vol_open(struct vol_file *vf, unsigned flags, int is_writer)
+{
+	struct fk_volume_opts opts;
+	struct fk_diag diag = {{0}, {0}};
+	const char *dir = getenv("TMPDIR");
+	unsigned char *img = build_volume(flags);
+	ssize_t n;
+	int fd;
+
+	snprintf(vf->path, sizeof(vf->path), "%s/fk-unit-XXXXXX",
+		 dir && *dir ? dir : "/tmp");
+	if ((fd = mkstemp(vf->path)) < 0) {
+		free(img);
+		return -errno;
+	}
+	n = write(fd, img, (size_t)V_SECS * SEC);
+	close(fd);
+	free(img);
+	if (n != (ssize_t)V_SECS * SEC)
+		return -EIO;
+	memset(&opts, 0, sizeof(opts));
+	opts.dev.path = vf->path;
+	opts.dev.is_writer = is_writer;
+	opts.batch_len = 1 << 20;
+	return fk_volume_open(&opts, &vf->vol, &diag);
+}
+
+static int vol_reopen(struct vol_file *vf)
+{
+	struct fk_volume_opts opts;
+	struct fk_diag diag = {{0}, {0}};
+
+	fk_volume_close(vf->vol);
+	memset(&opts, 0, sizeof(opts));
+	opts.dev.path = vf->path;
+	opts.batch_len = 1 << 20;
+	return fk_volume_open(&opts, &vf->vol, &diag);
+}
+
+static void vol_close(struct vol_file *vf)
+{
+	fk_volume_close(vf->vol);
+	unlink(vf->path);
+}
+
+static const struct set_row {
+	const char *edge;
+	enum fk_exfat_kind kind;
+	uint32_t first_ent, nents, defects;
+} set_rows[] = {
+	{"the allocation bitmap", FK_EXK_BITMAP, 0, 1, 0},
+	{"the up-case table", FK_EXK_UPCASE, 1, 1, 0},
+	{"an empty file", FK_EXK_FILE, 2, 3, 0},
+	{"a bad SetChecksum", FK_EXK_FILE, 5, 3, FK_EXS_CHECKSUM},
+	{"a set cut short by the next File entry", FK_EXK_FILE, 8, 3,
+	 FK_EXS_TRUNCATED | FK_EXS_CHECKSUM},
+	{"a file with a cluster", FK_EXK_FILE, 11, 3, 0},
+	{"a set over two clusters apart, Vendor Allocation last", FK_EXK_FILE,
+	 14, 4, 0},
+	{"an orphaned File Name entry", FK_EXK_ORPHAN, 18, 1, 0},
+	{"a benign primary", FK_EXK_BENIGN, 19, 1, 0},
+	{"an unknown critical primary", FK_EXK_CRITICAL, 20, 1, 0},
+	{"a set past the end marker", FK_EXK_FILE, 22, 3, FK_EXS_CROSSES_END},
+};
+
+static void test_iterator(void)
+{
+	struct fk_exfat_set *set = malloc(sizeof(*set));
+	struct fk_diag diag = {{0}, {0}};
+	const struct fk_exfat_dir_stats *st;
+	struct fk_exfat_dir *dir;
+	struct vol_file vf;
+	size_t i;
+	int r = 0;
+
+	if (!set || vol_open(&vf, V_DAMAGE | V_CRITICAL, 0) ||
+	    fk_exfat_dir_open(vf.vol, NULL, &dir)) {
+		OK(0, "iterator: the small volume opens");
+		free(set);
+		return;
+	}
+	fk_exfat_dir_keep_going(dir);
+	for (i = 0; i < NROWS(set_rows); i++) {
+		const struct set_row *w = &set_rows[i];
+
+		r = fk_exfat_dir_next(dir, set, &diag);
+		OK(r == 1 && set->kind == w->kind &&
+			   set->first_ent == w->first_ent &&
+			   set->nents == w->nents && set->defects == w->defects,
+		   "iterator: %s (r %d, kind %d, entry %u, %u entries, "
+		   "defects 0x%x)",
+		   w->edge, r, set->kind, set->first_ent, set->nents,
+		   set->defects);
+		if (w->nents == 4)
+			OK(set->off[1] == 42u * SEC + 15 * 32 &&
+				   set->off[2] == 44u * SEC &&
+				   set->nbenign == 1 &&
+				   !strcmp(set->name, "c.txt"),
+			   "iterator: the set's entries where they lie, in "
+			   "clusters 4 and 6, its vendor entry counted");
+	}
+	r = fk_exfat_dir_next(dir, set, &diag);
+	st = fk_exfat_dir_stats(dir);
+	OK(r == 0 && st->end_ent == 21 && st->nclus == 2 && !st->ndeleted &&
+		   st->after_end == 1,
+	   "iterator: the end at the root's last cluster (end marker %u, "
+	   "%u clusters, %u deleted, %u after the end)",
+	   st->end_ent, st->nclus, st->ndeleted, st->after_end);
+	fk_exfat_dir_close(dir);
+	/* Without keep_going the end marker ends it; a limit of one cluster
+	 * ends it at entry 16. */
+	if (!fk_exfat_dir_open(vf.vol, NULL, &dir)) {
+		for (i = 0; (r = fk_exfat_dir_next(dir, set, &diag)) == 1; i++)
+			;
+		OK(r == 0 && i == NROWS(set_rows) - 1,
+		   "iterator: stops at the end marker (%zu sets)", i);
+		fk_exfat_dir_close(dir);
+	}
+	if (!fk_exfat_dir_open(vf.vol, NULL, &dir)) {
+		fk_exfat_dir_set_limit(dir, 1);
+		for (i = 0; (r = fk_exfat_dir_next(dir, set, &diag)) == 1; i++)
+			if (set->first_ent == 14)
+				break;
+		OK(r == 1 && (set->defects & FK_EXS_TRUNCATED) &&
+			   set->nents == 2,
+		   "iterator: a one-cluster limit cuts the spanning set short");
+		fk_exfat_dir_close(dir);
+	}
+	vol_close(&vf);
+	free(set);
+}
+
+/* Run the checker on a volume of @flags; optionally repair and check again. */
+static struct fk_check *check_vol(struct vol_file *vf, unsigned flags,
+				  int is_repair)
+{
+	struct fk_check_opts co;
+	struct fk_check *ck = NULL;
+	struct fk_diag diag = {{0}, {0}};
+
+	memset(&co, 0, sizeof(co));
+	if (vol_open(vf, flags, is_repair) || fk_check_new(vf->vol, &co, &ck) ||
+	    fk_check_run(ck, &diag))
+		return NULL;
+	if (!is_repair)
+		return ck;
+	if (fk_check_repair(ck, &diag) || vol_reopen(vf)) {
+		fk_check_free(ck);
+		return NULL;
+	}
+	fk_check_free(ck);
+	ck = NULL;
+	if (fk_check_new(vf->vol, &co, &ck) || fk_check_run(ck, &diag)) {
+		fk_check_free(ck);
+		return NULL;
+	}
+	return ck;
+}
+
+static const char *codes(const struct fk_check *ck, char *buf, size_t len)
+{
+	const struct fk_finding *f = fk_check_findings(ck, &len);
+	size_t i, at = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < len && at + 40 < 256; i++)
+		at += (size_t)snprintf(buf + at, 256 - at, "%s%s%s",
+				       i ? " " : "", f[i].code,
+				       f[i].fix ? "+" : "");
+	return buf;
+}
+
+/* Bitmap byte 0 (clusters 2 to 9) of the volume's file. */
+static int bitmap_byte(const struct vol_file *vf)
+{
+	unsigned char b;
+	FILE *f = fopen(vf->path, "rb");
+	int v = -1;
+
+	if (f && !fseek(f, (long)V_HEAP * SEC, SEEK_SET) && fread(&b, 1, 1, f))
+		v = b;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static const struct check_row {
+	const char *edge;
+	unsigned flags;
+	int is_repair;
+	const char *codes; /* "+": with a fix */
+	int bitmap;	   /* byte 0 after; -1: not looked at */
+} check_rows[] = {
+	{"a clean volume: the vendor's and the benign primary's clusters "
+	 "owned",
+	 0, 0, "", 0x7f},
+	{"a leaked bit is lost, and cleared", V_LEAK, 0, "lost+", 0xff},
+	{"after the repair: clean, the leak cleared", V_LEAK, 1, "", 0x7f},
+	{"an owned cluster marked free is set again", V_MISS, 1, "", 0x7f},
+	{"an unknown critical entry keeps the leak", V_LEAK | V_CRITICAL, 0,
+	 "entry-set+ lost lost-kept", 0xff},
+	{"the same repaired: the entry removed, the leak kept",
+	 V_LEAK | V_CRITICAL, 1, "lost+", 0xff},
+	{"a Vendor Allocation over the benign primary's cluster: the later "
+	 "claim, the primary's, is cleared",
+	 V_VCROSS, 0, "cross-link+", 0x7f},
+	{"the same repaired: the clusters stay the vendor's", V_VCROSS, 1, "",
+	 0x7f},
+	{"a Vendor Allocation of length 0 loses its cluster", V_VZERO, 0,
+	 "long-chain+ lost+", 0x7f},
+	{"the same repaired: its cluster freed", V_VZERO, 1, "", 0x5f},
+	{"a set cut short keeps the leak: its clusters are unknown",
+	 V_LEAK | V_DAMAGE, 0,
+	 "set-checksum+ entry-set+ orphan-entry+ hidden-entry+ lost lost-kept",
+	 0xff},
+};
+
+static void test_checker(void)
+{
+	char buf[256];
+	size_t i;
+
+	for (i = 0; i < NROWS(check_rows); i++) {
+		const struct check_row *w = &check_rows[i];
+		struct vol_file vf;
+		struct fk_check *ck = check_vol(&vf, w->flags, w->is_repair);
+
+		OK(ck && !strcmp(codes(ck, buf, sizeof(buf)), w->codes),
+		   "checker: %s: \"%s\"", w->edge, ck ? buf : "(failed)");
+		OK(bitmap_byte(&vf) == w->bitmap,
+		   "checker: %s: bitmap byte 0x%02x", w->edge,
+		   (unsigned)bitmap_byte(&vf));
+		fk_check_free(ck);
+		vol_close(&vf);
+	}
+}
+
 void suite_exfat(void)
 {
 	test_sound();
 	test_fields();
 	test_checksums();
 	test_name_units();
+	test_iterator();
+	test_checker();
 }
