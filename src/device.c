@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "diag.h"
@@ -123,22 +124,48 @@ static int lock_holder(int fd, char *who, size_t len)
 	return 0;
 }
 
-static int take_lock(struct fk_device *dev, struct fk_diag *diag)
+/* Milliseconds on the monotonic clock. */
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * --wait polls rather than blocking in flock(): a blocking call would
+ * need a timer signal to give up, and a poll every 50 ms costs nothing
+ * beside a lock that is held for seconds.
+ */
+static int take_lock(struct fk_device *dev, long long wait_ms,
+		     struct fk_diag *diag)
 {
 	int op = (dev->is_writer ? LOCK_EX : LOCK_SH) | LOCK_NB;
+	long long until = wait_ms > 0 ? now_ms() + wait_ms : 0;
+	struct timespec pause = {0, 50 * 1000000L};
+	char who[128];
 
-	if (!flock(dev->fd, op))
-		return 0;
-	if (errno == EWOULDBLOCK) {
-		char who[128];
-
+	while (flock(dev->fd, op)) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (wait_ms < 0 || (wait_ms > 0 && now_ms() < until)) {
+			nanosleep(&pause, NULL);
+			continue;
+		}
 		if (!lock_holder(dev->fd, who, sizeof(who)))
 			fk_diag_set(diag, NULL, "image is in use by %s", who);
 		else
 			fk_diag_set(diag, NULL, "image is in use");
+		if (wait_ms > 0)
+			fk_diag_append(diag, -EBUSY,
+				       "; gave up after waiting %g s",
+				       (double)wait_ms / 1000);
 		return -EBUSY;
 	}
-	return -errno;
+	return 0;
 }
 
 /*
@@ -334,7 +361,7 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 		goto out_free;
 	if ((err = image_size(dev, &dev->img_len, diag)))
 		goto out_close;
-	if ((err = take_lock(dev, diag)))
+	if ((err = take_lock(dev, opts->wait_ms, diag)))
 		goto out_close;
 	if (opts->is_writer && !opts->force &&
 	    (err = check_not_mounted(dev, diag)))

@@ -124,6 +124,8 @@ static void usage(FILE *out)
 		"      --no-progress   no progress line\n"
 		"  -P, --partition N   use partition N (1-based) of an MBR or GPT table\n"
 		"      --force         with --repair, write even to a device in use\n"
+		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
+		"                      at once when another program holds it)\n"
 		"  -h, --help          show this help and exit\n"
 		"  -V, --version       show the version and exit\n"
 		"\n"
@@ -165,6 +167,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
+		FK_CLI_LONG_OPTS,
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -499,6 +502,7 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	int err, status, is_printed = 0, is_repaired = 0;
 
 	if (r->o.is_json) {
+		fk_cli_json_begun();
 		fk_json_object(&r->js, NULL);
 		fk_json_str(&r->js, "image", r->image);
 		if (r->o.is_verbose)
@@ -568,15 +572,9 @@ fail:
 	if (err == -EINTR && caught)
 		status = fk_exit_signal(caught);
 	if (r->o.is_json) { /* still one whole document */
-		char msg[sizeof(diag.reason) + 128];
-
-		fk_diag_reason(&diag, err, msg, sizeof(msg));
 		if (ck) /* what was found before the failure */
 			print_findings(r, ck, 0, NULL);
-		if (diag.what[0])
-			fk_json_str(&r->js, "error_path", diag.what);
-		fk_json_str(&r->js, "error", msg);
-		fk_json_u64(&r->js, "exit_status", (uint64_t)status);
+		fk_cli_json_error_member(&r->js, status);
 		fk_json_end(&r->js);
 		fk_json_finish(&r->js);
 	}
@@ -584,7 +582,7 @@ fail:
 	return status;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
 	struct fk_diag diag = {{0}, {0}};
@@ -635,4 +633,10 @@ int main(int argc, char **argv)
 		return status | FK_FSCK_OPERATIONAL;
 	}
 	return status;
+}
+
+int main(int argc, char **argv)
+{
+	fk_cli_json_errors(argc, argv);
+	return fk_cli_exit(run_main(argc, argv));
 }

@@ -76,6 +76,8 @@ static void usage(FILE *out)
 		"      --progress     count of entries listed on stderr (default when stderr\n"
 		"                     is a terminal and stdout is not)\n"
 		"      --no-progress  no progress line\n"
+		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
+		"                     at once when a writer holds it)\n"
 		"  -P, --partition N  use partition N (1-based) of an MBR or GPT table\n"
 		"  -h, --help         show this help and exit\n"
 		"  -V, --version      show the version and exit\n"
@@ -724,6 +726,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
+		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
@@ -775,7 +778,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
 	struct fk_diag diag = {{0}, {0}};
@@ -822,8 +825,10 @@ int main(int argc, char **argv)
 	}
 	nargs = argc - optind - 1;
 	fk_json_init(&ls.js, stdout);
-	if (ls.o.is_json)
+	if (ls.o.is_json) {
+		fk_cli_json_begun();
 		fk_json_object(&ls.js, NULL);
+	}
 	if (ls.o.show_info && (err = print_info(&ls))) {
 		fk_diag_set(&diag, image, NULL);
 		fk_report_in(PROG, ls.image, &diag, err);
@@ -838,6 +843,7 @@ int main(int argc, char **argv)
 	clear_progress(&ls);
 	if (ls.o.is_json) {
 		fk_json_end(&ls.js);
+		fk_cli_json_error_member(&ls.js, ls.status);
 		fk_json_end(&ls.js);
 		fk_json_finish(&ls.js);
 	}
@@ -849,4 +855,10 @@ int main(int argc, char **argv)
 		return FK_EXIT_FAIL;
 	}
 	return ls.status;
+}
+
+int main(int argc, char **argv)
+{
+	fk_cli_json_errors(argc, argv);
+	return fk_cli_exit(run_main(argc, argv));
 }

@@ -94,6 +94,8 @@ static void usage(FILE *out)
 		"      --json          stats and resulting files as JSON\n"
 		"      --dry-run       plan and report, write nothing\n"
 		"  -f, --force         write to a block device even if it is in use\n"
+		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
+		"                      at once when another program holds it)\n"
 		"  -v, --verbose       say what is done\n"
 		"      --progress      progress of zeroing on stderr (default when it is a\n"
 		"                      terminal)\n"
@@ -179,6 +181,7 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		break;
 	case 'v':
 		o->is_verbose = 1;
+		o->core.verbose = 1;
 		break;
 	case OPT_PROGRESS:
 		o->progress = 1;
@@ -213,6 +216,7 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
+		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
@@ -239,7 +243,17 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		if (err)
 			return err;
 	}
-	if (argc - optind < 3 || (argc - optind - 1) % 2) {
+	if (argc - optind >= 2 && (argc - optind) % 2 == 0) {
+		/* A PATH has no SIZE (a script's empty variable): name the
+		 * first PATH followed by another path or by nothing. */
+		int i = optind + 1;
+
+		while (i + 2 < argc && argv[i + 1][0] != '/')
+			i += 2;
+		fk_usage_error(PROG, "no SIZE after PATH '%s'", argv[i]);
+		return -EINVAL;
+	}
+	if (argc - optind < 3) {
 		fk_usage_error(PROG, "expected IMAGE PATH SIZE [PATH SIZE]...");
 		return -EINVAL;
 	}
@@ -489,7 +503,7 @@ static void print_plan(const struct pa_opts *o,
 	print_verbose(stdout, res, o->core.dry_run);
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	struct fk_prealloc_result res;
 	struct fk_prealloc_req *reqs = NULL;
@@ -581,4 +595,10 @@ out_free:
 		return FK_EXIT_FAIL;
 	}
 	return status;
+}
+
+int main(int argc, char **argv)
+{
+	fk_cli_json_errors(argc, argv);
+	return fk_cli_exit(run_main(argc, argv));
 }

@@ -23,6 +23,7 @@
 #include "prealloc.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -694,8 +695,80 @@ static uint32_t need_of(const struct fk_prun *run, const struct fk_pfile *pf)
 	return want > pf->old.nclus ? (uint32_t)(want - pf->old.nclus) : 0;
 }
 
+/*
+ * "1.5 GiB": sizes in messages, as people read them, rounded up
+ * (@is_up) or down, so that a need just over what is free never prints
+ * as the same figure.
+ */
+static void human_len(uint64_t len, int is_up, char *out, size_t out_len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	unsigned u = 0, shift;
+	uint64_t whole, rem, tenths;
+
+	while (u < 4 && len >> (10 * (u + 1)))
+		u++;
+	if (!u) {
+		snprintf(out, out_len, "%llu B", (unsigned long long)len);
+		return;
+	}
+	shift = 10 * u;
+	whole = len >> shift;
+	rem = len & (((uint64_t)1 << shift) - 1);
+	/* tenths, in integers: rem * 10 stays below 10 * 2^40 */
+	tenths = whole * 10 + ((rem * 10) >> shift);
+	if (is_up && ((rem * 10) & (((uint64_t)1 << shift) - 1)))
+		tenths++;
+	snprintf(out, out_len, "%llu.%llu %s",
+		 (unsigned long long)(tenths / 10),
+		 (unsigned long long)(tenths % 10), units[u]);
+}
+
+/*
+ * The whole run does not fit: say, in bytes, what it needs (directories
+ * -p creates included) and what is free on the volume (@nfree clusters
+ * before the run), and which requests do not fit when the others are
+ * served in command-line order.  Clusters only with -v.
+ */
+static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
+		    struct fk_diag *diag)
+{
+	uint64_t clus_len = run->vol->g.clus_len, avail, need_all;
+	const char *first = NULL;
+	char need_s[32], free_s[32], more[32] = "";
+	size_t i, nmiss = 0;
+
+	avail = fk_alloc_nfree(run->alloc);
+	need_all = total + (nfree - avail); /* + the new directories */
+	for (i = 0; i < run->nfiles; i++) {
+		uint32_t need = need_of(run, fk_prun_file(run, i));
+
+		if (need <= avail) {
+			avail -= need;
+		} else if (!nmiss++) {
+			first = fk_prun_file(run, i)->path;
+		}
+	}
+	human_len(need_all * clus_len, 1, need_s, sizeof(need_s));
+	human_len((uint64_t)nfree * clus_len, 0, free_s, sizeof(free_s));
+	if (nmiss > 1)
+		snprintf(more, sizeof(more), " and %zu more", nmiss - 1);
+	fk_diag_set(diag, run->o->image ? run->o->image
+					: fk_device_path(run->vol->dev),
+		    "%s: the run needs %s, %s is free (%s%s do%s not fit)",
+		    strerror(ENOSPC), need_s, free_s, first ? first : "it",
+		    more, nmiss > 1 ? "" : "es");
+	if (run->o->verbose)
+		fk_diag_append(diag, -ENOSPC,
+			       "; %llu cluster%s of %llu bytes needed, %u free",
+			       (unsigned long long)need_all,
+			       need_all == 1 ? "" : "s",
+			       (unsigned long long)clus_len, nfree);
+	return -ENOSPC;
+}
+
 static int plan_clusters(struct fk_prun *run,
-			 const struct fk_prealloc_family *fam,
+			 const struct fk_prealloc_family *fam, uint32_t nfree,
 			 struct fk_diag *diag)
 {
 	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
@@ -704,17 +777,10 @@ static int plan_clusters(struct fk_prun *run,
 	int err;
 
 	/* All-or-nothing: the whole run must fit before anything is taken. */
-	for (i = 0; i < run->nfiles; i++) {
+	for (i = 0; i < run->nfiles; i++)
 		total += need_of(run, fk_prun_file(run, i));
-		if (total > fk_alloc_nfree(run->alloc)) {
-			fk_diag_detail(diag, fk_prun_file(run, i)->path,
-				       "need %llu cluster%s, %u free",
-				       (unsigned long long)total,
-				       total == 1 ? "" : "s",
-				       fk_alloc_nfree(run->alloc));
-			return -ENOSPC;
-		}
-	}
+	if (total > fk_alloc_nfree(run->alloc))
+		return no_space(run, nfree, total, diag);
 	for (i = 0; i < run->nfiles; i++) {
 		struct fk_pfile *pf = fk_prun_file(run, i);
 		uint32_t need = need_of(run, pf), tail = fk_prun_tail(&pf->old);
@@ -921,7 +987,7 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 			return err;
 		}
 	}
-	if ((err = plan_clusters(run, fam, diag))) {
+	if ((err = plan_clusters(run, fam, nfree, diag))) {
 		if (err == -ENOSPC && fam->hint_nospc)
 			fam->hint_nospc(run, nfree, diag);
 		return err;

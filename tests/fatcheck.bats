@@ -1316,8 +1316,9 @@ time.sleep(30)' "$LOOPDEV" &
 		"$FK_PYTHON" -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert d["error_path"] == "/EMPTYDIR" and d["exit_status"] == 8, d
-assert d["error"].startswith("directory has more than 65536 entries")
+e = d["error"]
+assert e["exit_status"] == 8 and e["code"] == "EUCLEAN", d
+assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 entries")
 ' "$output"
 		use $t
 		damage nest /EMPTYDIR 300

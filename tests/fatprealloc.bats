@@ -961,9 +961,9 @@ fsck_clean_4g()
 		c=$(clus_len img)
 		free=$(count_free_clusters img)
 		before=$(img_sha img)
-		run -1 --separate-stderr fatprealloc img /a.bin $((2 * c)) \
+		run -1 --separate-stderr fatprealloc -v img /a.bin $((2 * c)) \
 			/b.bin $(((free - 1) * c))
-		[ "$stderr" = "fatprealloc: img:/b.bin: No space left on device (need $((free + 1)) clusters, $free free)" ]
+		[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" MiB, "*" MiB is free (/b.bin does not fit); $((free + 1)) clusters of $c bytes needed, $free free" ]]
 		[ -z "$output" ]
 		[ "$(img_sha img)" = "$before" ]
 		# Exactly the free space fits.
@@ -1467,7 +1467,9 @@ PY
 	size=$(((avail + 10) * clus_len))
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc img /big.bin "$size"
-	[ "$stderr" = "fatprealloc: img:/big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
+	[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" is free (/big.bin does not fit); FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img'" ]]
+	run -1 --separate-stderr fatprealloc -v img /big.bin "$size"
+	[[ $stderr == *"(/big.bin does not fit); $((avail + 10)) clusters of $clus_len bytes needed, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img'" ]]
 	[ "$(img_sha img)" = "$before" ]
 	# The hint is right: after the repair the same request fits.
 	run fatcheck -r img
@@ -1476,5 +1478,5 @@ PY
 	fsck_clean img
 	# Out of space with nothing lost: no such hint.
 	run -1 --separate-stderr fatprealloc img /more.bin "$size"
-	[[ $stderr == "fatprealloc: img:/more.bin: No space left on device (need "*" free)" ]]
+	[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" is free (/more.bin does not fit)" ]]
 }

@@ -1,0 +1,190 @@
+#!/usr/bin/env bats
+# scripts.bats: what a shell script preparing cards relies on: the
+# out-of-space line in bytes for the whole run, a PATH without a SIZE
+# named, one JSON document on stdout also when a run fails, --wait for
+# the image lock, fatcheck -q.  Judged by mdir, fsck.fat, python's json
+# module and sha256 of whole images.
+
+load helpers/common
+
+PROGS=(fatls fatprealloc fatcheck)
+
+teardown()
+{
+	if [[ -n ${HOLDER:-} ]]; then
+		kill "$HOLDER" 2>/dev/null || true
+		wait "$HOLDER" 2>/dev/null || true
+	fi
+}
+
+# hold IMAGE: another process holds an exclusive flock on IMAGE until
+# teardown (or until "kill $HOLDER").
+hold()
+{
+	flock -x "$1" sleep 60 &
+	HOLDER=$!
+	for _ in $(seq 100); do
+		flock -n "$1" true || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "out of space: the line gives what the whole run needs and what is free, in bytes, and the requests that do not fit" {
+	local t
+	for t in fat32 exfat; do
+		rm -f img
+		if [[ $t == exfat ]]; then
+			truncate -s 64M img
+			mkfs.exfat img >/dev/null
+		else
+			mkimg fat32 64M img
+		fi
+		local before
+		before=$(img_sha img)
+		run -1 --separate-stderr fatprealloc img /a 20M /b 30M /c 20M /d 1M /e 40M
+		# 111 MiB asked; /a, /b fit; /c and /e do not; /d still fits
+		[[ $stderr =~ ^"fatprealloc: img: No space left on device: the run needs 111.0 MiB, "[0-9.]+" MiB is free (/c and 1 more do not fit)"$ ]]
+		[[ $stderr != *cluster* ]]
+		[ "$(img_sha img)" = "$before" ]
+		run -1 --separate-stderr fatprealloc img /a 30M /b 30M /c 30M
+		[[ $stderr =~ "the run needs 90.0 MiB, "[0-9.]+" MiB is free (/c does not fit)"$ ]]
+		# -v adds the clusters
+		run -1 --separate-stderr fatprealloc -v img /a 30M /b 30M /c 30M
+		[[ $stderr =~ "(/c does not fit); "[0-9]+" clusters of "[0-9]+" bytes needed, "[0-9]+" free"$ ]]
+		[ "$(img_sha img)" = "$before" ]
+	done
+}
+
+@test "out of space: a need just over what is free never reads as equal to it" {
+	mkimg fat32 64M img
+	local free
+	free=$(fatls --json --info img | "$FK_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["volume"]["free_bytes"])')
+	run -1 --separate-stderr fatprealloc img /a "$((free + 1))"
+	[[ $stderr =~ "the run needs "([0-9.]+)" MiB, "([0-9.]+)" MiB is free" ]]
+	[ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[2]}" ]
+}
+
+@test "out of space counts the directories -p would create" {
+	mkimg fat16 16M img
+	local free
+	free=$(fatls --json --info img | "$FK_PYTHON" -c 'import json,sys; v=json.load(sys.stdin)["volume"]; print(v["free_clusters"]*v["cluster_size"])')
+	# exactly the free space for the file, plus one cluster for /D
+	run -1 --separate-stderr fatprealloc -p img /D/f "$free"
+	[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" (/D/f does not fit)" ]]
+	run fatprealloc img /f "$free"
+	fsck_clean img
+}
+
+@test "a PATH without a SIZE is named (usage error)" {
+	mkimg fat16 16M img
+	local before
+	before=$(img_sha img)
+	run -2 --separate-stderr fatprealloc img /a
+	[ "$stderr" = "fatprealloc: no SIZE after PATH '/a' (try 'fatprealloc --help')" ]
+	run -2 --separate-stderr fatprealloc img /a 1M /b
+	[ "$stderr" = "fatprealloc: no SIZE after PATH '/b' (try 'fatprealloc --help')" ]
+	# an empty variable in the middle: the PATH before the next PATH
+	run -2 --separate-stderr fatprealloc img /a /b 1M
+	[ "$stderr" = "fatprealloc: no SIZE after PATH '/a' (try 'fatprealloc --help')" ]
+	run -2 --separate-stderr fatprealloc img
+	[ "$stderr" = "fatprealloc: expected IMAGE PATH SIZE [PATH SIZE]... (try 'fatprealloc --help')" ]
+	[ "$(img_sha img)" = "$before" ]
+}
+
+# json_error STATUS CODE: $output is one JSON document whose error has
+# exit status STATUS and code CODE, and its message is the stderr line.
+json_error()
+{
+	"$FK_PYTHON" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+e = d["error"]
+assert e["exit_status"] == int(sys.argv[2]), d
+assert e["code"] == sys.argv[3], d
+assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
+' "$output" "$1" "$2" "$stderr" "$3"
+}
+
+@test "--json: a failed run still prints one JSON document with the error, on every program" {
+	mkimg fat16 16M img
+	local p
+	for p in "${PROGS[@]}"; do
+		local code=1 usage=2
+		[[ $p == fatcheck ]] && code=8 usage=16
+		set -- nosuch.img
+		[[ $p == fatprealloc ]] && set -- nosuch.img /a 1K
+		run "-$code" --separate-stderr "$p" --json "$@"
+		json_error "$code" ENOENT "$p"
+		run "-$usage" --separate-stderr "$p" --json --no-such-option img
+		json_error "$usage" usage "$p"
+	done
+	run -1 --separate-stderr fatprealloc --json img /a 1G
+	json_error 1 EFBIG fatprealloc || json_error 1 ENOSPC fatprealloc
+	run -1 --separate-stderr fatprealloc --json img /a 15M /b 15M
+	json_error 1 ENOSPC fatprealloc
+	# fatls had begun its document: the error goes inside it
+	run -1 --separate-stderr fatls --json img /nosuch
+	json_error 1 ENOENT fatls
+	"$FK_PYTHON" -c 'import json,sys; assert json.loads(sys.argv[1])["entries"] == []' "$output"
+	# a usage error before --json was seen by getopt still gives JSON
+	run -2 --separate-stderr fatprealloc --bogus --json img /a 1K
+	json_error 2 usage fatprealloc
+	# success: the ordinary document, no error member
+	run -0 --separate-stderr fatprealloc --json img /a 1K
+	"$FK_PYTHON" -c 'import json,sys; d = json.loads(sys.argv[1]); assert "error" not in d' "$output"
+}
+
+@test "--json: a held lock is an error object with EBUSY" {
+	mkimg fat16 16M img
+	hold img
+	local p code
+	for p in fatprealloc fatcheck; do
+		code=1
+		[[ $p == fatcheck ]] && code=8
+		case $p in
+		fatprealloc) set -- img /x 1K ;;
+		fatcheck) set -- -r img ;;
+		esac
+		run "-$code" --separate-stderr "$p" --json "$@"
+		json_error "$code" EBUSY "$p"
+	done
+}
+
+@test "--wait waits for the image lock, --wait=SECONDS gives up after that long" {
+	mkimg fat16 16M img
+	hold img
+	local before p start end
+	before=$(img_sha img)
+	for p in "${PROGS[@]}"; do
+		local code=1
+		[[ $p == fatcheck ]] && code=8
+		case $p in
+		fatls) set -- img / ;;
+		fatcheck) set -- -r img ;;
+		fatprealloc) set -- img /x.bin 1K ;;
+		esac
+		start=$(date +%s%N)
+		run "-$code" --separate-stderr "$p" --wait=0.5 "$@"
+		end=$(date +%s%N)
+		[ "$stderr" = "$p: img: image is in use by process $HOLDER (flock); gave up after waiting 0.5 s" ]
+		(( (end - start) / 1000000 >= 450 ))
+		(( (end - start) / 1000000 < 5000 ))
+	done
+	[ "$(img_sha img)" = "$before" ]
+	# --wait (no limit): the run goes on once the holder lets go
+	(sleep 1; kill "$HOLDER") &
+	start=$(date +%s%N)
+	run -0 --separate-stderr fatprealloc --wait img /x.bin 1K
+	end=$(date +%s%N)
+	(( (end - start) / 1000000 >= 800 ))
+	mdir -i img ::/X.BIN
+	fsck_clean img
+	# a bad value is a usage error
+	run -2 --separate-stderr fatls --wait=soon img
+	[ "$stderr" = "fatls: invalid --wait 'soon' (seconds, such as 10 or 0.5) (try 'fatls --help')" ]
+	# --wait=0 fails at once, as flock -w 0
+	hold img
+	run -8 --separate-stderr fatcheck -r --wait=0 img
+	[ "$stderr" = "fatcheck: img: image is in use by process $HOLDER (flock)" ]
+}
