@@ -27,8 +27,8 @@ static struct {
 	int is_on;    /* the run has --json */
 	int is_begun; /* the program began its own document */
 	int has_err;
-	int errnum;	 /* positive errno; 0 for a usage error */
-	char code[32];	 /* "ENOSPC", or "usage" */
+	int errnum;	/* positive errno; 0 for a usage error */
+	char code[32];	/* "ENOSPC", or "usage" */
 	char msg[2048]; /* the stderr line without "PROGRAM: " */
 } json_err;
 

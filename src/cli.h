@@ -91,8 +91,11 @@ int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
  * is above any program's own option codes.  `--wait[=SECONDS]` waits for
  * the image lock (as flock -w); fk_cli_common_opt() fills @dev->wait_ms.
  */
-#define FK_CLI_OPT_WAIT	 1000
-#define FK_CLI_LONG_OPTS {"wait", optional_argument, NULL, FK_CLI_OPT_WAIT}
+#define FK_CLI_OPT_WAIT 1000
+#define FK_CLI_LONG_OPTS                                                       \
+	{                                                                      \
+		"wait", optional_argument, NULL, FK_CLI_OPT_WAIT               \
+	}
 
 /* Outcomes of fk_cli_common_opt() besides a negative error. */
 enum fk_cli_opt {

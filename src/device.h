@@ -20,8 +20,10 @@ struct fk_device_opts {
 	int partition;	  /* 1-based partition number; 0: choose (window.c) */
 	int is_writer;	  /* exclusive lock, O_EXCL, mount check */
 	int force;	  /* write even if mounted or busy */
-	long long wait_ms; /* --wait: ms to wait for the lock; 0: fail at
-			      once (the default); -1: wait for ever */
+
+	/* --wait: ms to wait for the lock; 0: fail at once (the default);
+	 * -1: wait for ever */
+	long long wait_ms;
 };
 
 /* What a run cost, as the device saw it. */

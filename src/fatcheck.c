@@ -572,7 +572,8 @@ fail:
 	if (err == -EINTR && caught)
 		status = fk_exit_signal(caught);
 	if (r->o.is_json) { /* still one whole document */
-		if (ck) /* what was found before the failure */
+		/* what was found before the failure */
+		if (ck)
 			print_findings(r, ck, 0, NULL);
 		fk_cli_json_error_member(&r->js, status);
 		fk_json_end(&r->js);

@@ -753,8 +753,9 @@ static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
 	human_len((uint64_t)nfree * clus_len, 0, free_s, sizeof(free_s));
 	if (nmiss > 1)
 		snprintf(more, sizeof(more), " and %zu more", nmiss - 1);
-	fk_diag_set(diag, run->o->image ? run->o->image
-					: fk_device_path(run->vol->dev),
+	fk_diag_set(diag,
+		    run->o->image ? run->o->image
+				  : fk_device_path(run->vol->dev),
 		    "%s: the run needs %s, %s is free (%s%s do%s not fit)",
 		    strerror(ENOSPC), need_s, free_s, first ? first : "it",
 		    more, nmiss > 1 ? "" : "es");
