@@ -81,6 +81,7 @@ struct opts {
 	int is_strict;
 	int is_json;
 	int is_verbose;
+	int is_quiet; /* -q: text output holds only error findings */
 	int progress; /* -1: when stderr is a terminal */
 };
 
@@ -119,6 +120,8 @@ static void usage(FILE *out)
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
 		"      --json          findings and summary as one JSON document\n"
+		"  -q, --quiet         print only findings of error severity (no warnings,\n"
+		"                      notes or summary; --json is unchanged)\n"
 		"  -v, --verbose       list every file checked\n"
 		"      --progress      progress on stderr (default when it is a terminal)\n"
 		"      --no-progress   no progress line\n"
@@ -164,6 +167,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"strict", no_argument, NULL, OPT_STRICT},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
@@ -175,7 +179,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 	int c, err;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":rapynfvP:hV", longs, NULL)) !=
+	while ((c = getopt_long(argc, argv, ":rapynfqvP:hV", longs, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'r':
@@ -207,6 +211,9 @@ static int parse_args(int argc, char **argv, struct opts *o,
 			break;
 		case 'v':
 			o->is_verbose = 1;
+			break;
+		case 'q':
+			o->is_quiet = 1;
 			break;
 		case OPT_PROGRESS:
 			o->progress = 1;
@@ -334,6 +341,9 @@ static const char *path_of(const struct run *r, const struct fk_finding *f)
 static void print_finding(struct run *r, const struct fk_finding *f,
 			  const char *prefix)
 {
+	/* -q: what a script must act on, nothing else */
+	if (r->o.is_quiet && !r->o.is_json && f->sev != FK_SEV_ERROR)
+		return;
 	if (r->o.is_json) {
 		fk_json_object(&r->js, NULL);
 		fk_json_str(&r->js, "severity", fk_sev_name(f->sev));
@@ -439,6 +449,8 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 		fk_json_end(&r->js);
 		return;
 	}
+	if (r->o.is_quiet)
+		return;
 	printf("%s: %s, ", r->image, fk_fat_type_name(g->type));
 	count(now->files, "file", "files");
 	printf(", ");
@@ -479,7 +491,7 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	co.arg = r;
 	if (with_cb && r->o.progress)
 		co.progress = on_progress;
-	if (with_cb && r->o.is_verbose)
+	if (with_cb && r->o.is_verbose && (!r->o.is_quiet || r->o.is_json))
 		co.visit = on_visit;
 	if ((err = fk_check_new(vol, &co, out)))
 		return err;

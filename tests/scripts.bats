@@ -188,3 +188,34 @@ assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
 	run -8 --separate-stderr fatcheck -r --wait=0 img
 	[ "$stderr" = "fatcheck: img: image is in use by process $HOLDER (flock)" ]
 }
+
+@test "fatcheck -q prints only findings of error severity: no warning, note or summary" {
+	mkimg fat32 64M img
+	# a warning alone: -q prints nothing, exit 0
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img media
+	run -0 --separate-stderr fatcheck img
+	[[ $output == "warning: img: FAT[0] is "* ]]
+	run -0 --separate-stderr fatcheck -q img
+	[ -z "$output" ] && [ -z "$stderr" ]
+	run -0 --separate-stderr fatcheck --quiet -v img
+	[ -z "$output" ]
+	# add errors: only they are printed, exit as without -q
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img lost
+	run -4 --separate-stderr fatcheck -q img
+	[ "${#lines[@]}" -eq 1 ]
+	[[ ${lines[0]} == "error: img: "*" lost clusters"* ]]
+	# with -r the errors are printed with their repair, nothing else
+	run -1 --separate-stderr fatcheck -q -r img
+	[ "${#lines[@]}" -eq 1 ]
+	[[ ${lines[0]} == "error: img: "*"(repair: freed)" ]]
+	run -0 --separate-stderr fatcheck -q img
+	[ -z "$output" ]
+	fsck.fat -n img
+	# --json is unchanged by -q: a warning is still in it
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img media
+	run -0 --separate-stderr fatcheck -q --json img
+	"$FK_PYTHON" -c 'import json,sys; d = json.loads(sys.argv[1]); assert [f["severity"] for f in d["findings"]] == ["warning"], d' "$output"
+	# an operational error is still printed
+	run -8 --separate-stderr fatcheck -q nosuch.img
+	[ "$stderr" = "fatcheck: nosuch.img: No such file or directory" ]
+}
