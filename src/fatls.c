@@ -219,6 +219,22 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	fk_json_end(js);
 }
 
+/*
+ * The alignment of byte offset @off in IMAGE: the largest power of two
+ * that divides it, up to 1G ("4M", "512"), which is what an SD card's
+ * allocation unit or an erase block is compared with.
+ */
+static void align_string(uint64_t off, char *out, size_t len)
+{
+	static const char units[] = {'\0', 'K', 'M', 'G'};
+	unsigned shift = off ? (unsigned)__builtin_ctzll(off) : 30;
+
+	if (shift > 30)
+		shift = 30;
+	snprintf(out, len, "%llu%.1s", 1ull << (shift % 10),
+		 &units[shift / 10]);
+}
+
 static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			     const char *shown, const struct chain *c)
 {
@@ -246,6 +262,14 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			       run_off(ls, &c->runs[i]),
 			       (uint64_t)c->runs[i].nclus * clus_len);
 		printf("%s ", c->nruns ? "" : "-");
+		for (i = 0; i < c->nruns; i++) {
+			char al[16];
+
+			align_string(run_off(ls, &c->runs[i]), al, sizeof(al));
+			printf("%s%s", i ? "," : "aligned=", al);
+		}
+		if (c->nruns)
+			printf(" ");
 		if (ent->is_no_fat_chain)
 			printf("NoFatChain ");
 	}

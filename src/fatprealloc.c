@@ -85,6 +85,10 @@ static void usage(FILE *out)
 		"                      some readers mishandle it: see the man page)\n"
 		"  -p, --parents       create missing parent directories\n"
 		"  -c, --contiguous    new clusters must be one contiguous run\n"
+		"      --align SIZE    each new file starts at a device offset that is a\n"
+		"                      multiple of SIZE (a power of two, 512 to 1G: an SD\n"
+		"                      card's allocation unit, e.g. 4M); with -c the whole\n"
+		"                      file is one aligned run\n"
 		"  -s, --sync          fsync after every batch flush (like -o sync)\n"
 		"      --no-sync       never fsync (default: once before exit)\n"
 		"      --batch SIZE    memory bound of dirty FAT data before a flush (default 4M)\n"
@@ -124,6 +128,7 @@ enum {
 	OPT_DRY_RUN,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
+	OPT_ALIGN,
 };
 
 static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
@@ -163,6 +168,18 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 			return -EINVAL;
 		}
 		vo->batch_len = (size_t)len;
+		break;
+	case OPT_ALIGN:
+		if (fk_cli_size(PROG, "--align size", optarg, &len))
+			return -EINVAL;
+		if (len < 512 || len > (1ull << 30) || (len & (len - 1))) {
+			fk_usage_error(PROG,
+				       "invalid --align size '%s' (a power of "
+				       "two from 512 bytes to 1G, such as 4M)",
+				       optarg);
+			return -EINVAL;
+		}
+		o->core.align_len = len;
 		break;
 	case OPT_PER_CLUSTER:
 		o->core.per_cluster = 1;
@@ -208,6 +225,7 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
 		{"batch", required_argument, NULL, OPT_BATCH},
 		{"per-cluster", no_argument, NULL, OPT_PER_CLUSTER},
+		{"align", required_argument, NULL, OPT_ALIGN},
 		{"stats", no_argument, NULL, OPT_STATS},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
@@ -242,6 +260,12 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 			err = parse_opt(c, o, vo);
 		if (err)
 			return err;
+	}
+	if (o->core.align_len && o->core.per_cluster) {
+		/* the old kernels' algorithm knows no alignment */
+		fk_usage_error(PROG, "--align cannot be combined with "
+				     "--per-cluster");
+		return -EINVAL;
 	}
 	if (argc - optind >= 2 && (argc - optind) % 2 == 0) {
 		/* A PATH has no SIZE (a script's empty variable): name the

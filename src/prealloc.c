@@ -768,11 +768,58 @@ static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
 	return -ENOSPC;
 }
 
+/*
+ * --align: the clusters whose byte offset on the device (IMAGE, the
+ * volume's offset in it included) is a multiple of @run->o->align_len
+ * are *@phase + k * *@step.  Cluster and alignment sizes are powers of
+ * two, so either every cluster is aligned, or every step-th one, or none
+ * (a data area that starts off the cluster grid): that is a refusal.
+ */
+static int align_grid(struct fk_prun *run, uint32_t *phase, uint32_t *step,
+		      struct fk_diag *diag)
+{
+	const struct fk_geom *g = &run->vol->g;
+	uint64_t align = run->o->align_len, clus_len = g->clus_len;
+	uint64_t off2 = fk_device_base(run->vol->dev) + fk_clus_off(g, 2);
+	uint64_t k;
+
+	if (clus_len >= align ? off2 % align == 0 : off2 % clus_len == 0) {
+		*step = clus_len >= align ? 1 : (uint32_t)(align / clus_len);
+		k = (align - off2 % align) % align / clus_len;
+		*phase = FK_FIRST_CLUS + (uint32_t)(clus_len >= align ? 0 : k);
+		return 0;
+	}
+	fk_diag_set(diag,
+		    run->o->image ? run->o->image
+				  : fk_device_path(run->vol->dev),
+		    "--align %llu: no cluster starts at a multiple of it: the "
+		    "data area starts at byte %llu of the image and clusters "
+		    "are %llu bytes",
+		    (unsigned long long)align, (unsigned long long)off2,
+		    (unsigned long long)clus_len);
+	return -EINVAL;
+}
+
+/* Plan the new clusters of @pf, --align honoured for a new chain. */
+static int plan_file(struct fk_prun *run, struct fk_pfile *pf, uint32_t need,
+		     uint32_t phase, uint32_t step, struct fk_diag *diag)
+{
+	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint32_t tail = fk_prun_tail(&pf->old);
+
+	if (!need)
+		return 0;
+	if (run->o->align_len && !pf->old.nclus)
+		return fk_alloc_plan_aligned(run->alloc, need, phase, step,
+					     flags, &pf->add, diag);
+	return fk_alloc_plan(run->alloc, tail, need, flags, &pf->add, diag);
+}
+
 static int plan_clusters(struct fk_prun *run,
 			 const struct fk_prealloc_family *fam, uint32_t nfree,
 			 struct fk_diag *diag)
 {
-	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint32_t phase = 0, step = 1;
 	uint64_t total = 0;
 	size_t i;
 	int err;
@@ -782,6 +829,8 @@ static int plan_clusters(struct fk_prun *run,
 		total += need_of(run, fk_prun_file(run, i));
 	if (total > fk_alloc_nfree(run->alloc))
 		return no_space(run, nfree, total, diag);
+	if (run->o->align_len && (err = align_grid(run, &phase, &step, diag)))
+		return err;
 	for (i = 0; i < run->nfiles; i++) {
 		struct fk_pfile *pf = fk_prun_file(run, i);
 		uint32_t need = need_of(run, pf), tail = fk_prun_tail(&pf->old);
@@ -798,8 +847,7 @@ static int plan_clusters(struct fk_prun *run,
 			}
 			continue;
 		}
-		if (need && (err = fk_alloc_plan(run->alloc, tail, need, flags,
-						 &pf->add, diag)))
+		if ((err = plan_file(run, pf, need, phase, step, diag)))
 			return err;
 		if (fam->is_whole_contig && run->o->contiguous && need &&
 		    pf->old.nclus && pf->add.runs[0].first != tail + 1) {

@@ -45,6 +45,9 @@ struct fk_prealloc_opts {
 	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
 	int dry_run;
 	int verbose;	  /* -v: messages also give clusters */
+	/* --align: a new chain starts at a device byte offset that is a
+	 * multiple of it (a power of two); 0: anywhere */
+	uint64_t align_len;
 	size_t batch_len; /* dirty bitmap bytes held before a flush
 			     (exFAT; the FAT cache has its own) */
 	enum fk_sync_mode sync;
