@@ -169,11 +169,11 @@ EOF
 	mkex v.img 16M 4096
 	fill v.img 4096
 	run -0 fatls --chain v.img /nofat.bin
-	assert_output --regexp '^first=([0-9]+) fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+20480 NoFatChain /nofat.bin$'
+	assert_output --regexp '^first=([0-9]+) fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+20480 aligned=[0-9]+[KMG]? NoFatChain /nofat.bin$'
 	run -0 fatls --chain v.img /chained.bin
-	assert_output --regexp '^first=[0-9]+ fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+12288 /chained.bin$'
+	assert_output --regexp '^first=[0-9]+ fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+12288 aligned=[0-9]+[KMG]? /chained.bin$'
 	run -0 fatls --chain v.img /frag.bin
-	assert_output --regexp '^first=[0-9]+ fragments=4 runs=([0-9]+-[0-9]+@[0-9]+\+4096,){3}[0-9]+-[0-9]+@[0-9]+\+4096 /frag.bin$'
+	assert_output --regexp '^first=[0-9]+ fragments=4 runs=([0-9]+-[0-9]+@[0-9]+\+4096,){3}[0-9]+-[0-9]+@[0-9]+\+4096 aligned=([0-9]+[KMG]?,){3}[0-9]+[KMG]? /frag.bin$'
 	# The byte offsets are where the data is: the reference reader's
 	# bytes of the NoFatChain file sit at the offset --chain prints.
 	local off
