@@ -421,7 +421,7 @@ static uint32_t aligned_from(uint32_t c, uint32_t phase, uint32_t step)
 		return phase;
 	k = ((uint64_t)c - phase + step - 1) / step;
 	return phase + k * step > UINT32_MAX ? UINT32_MAX
-					      : (uint32_t)(phase + k * step);
+					     : (uint32_t)(phase + k * step);
 }
 
 /*

@@ -49,6 +49,16 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 		   struct fk_diag *diag);
 void fk_device_close(struct fk_device *dev);
 
+/*
+ * A writer's last busy check, once the volume's extent is known: refuse
+ * (-EBUSY, @diag naming the mount point and loop device) when a mounted
+ * loop device backed by IMAGE overlaps bytes [@off, @off + @len) of the
+ * window.  Loop devices over other partitions of the same image do not
+ * count.  0 for readers, block devices and --force.
+ */
+int fk_device_claim(struct fk_device *dev, uint64_t off, uint64_t len,
+		    struct fk_diag *diag);
+
 /* Bytes in the volume window (from its start to the end of IMAGE). */
 uint64_t fk_device_len(const struct fk_device *dev);
 /* Byte offset of the window in IMAGE (for --chain offsets). */

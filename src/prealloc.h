@@ -44,7 +44,7 @@ struct fk_prealloc_opts {
 	int contiguous;	 /* -c */
 	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
 	int dry_run;
-	int verbose;	  /* -v: messages also give clusters */
+	int verbose; /* -v: messages also give clusters */
 	/* --align: a new chain starts at a device byte offset that is a
 	 * multiple of it (a power of two); 0: anywhere */
 	uint64_t align_len;

@@ -324,9 +324,18 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		return -ENOMEM;
 	if ((err = fk_device_open(&opts->dev, &vol->dev, diag)))
 		goto out_free;
-	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
+	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)) ||
+	    (err = read_boot(vol, opts, diag))) {
+		/* No volume to measure: a writer is told first about a
+		 * mounted loop device anywhere in the window (the kernel's
+		 * file system is likely what is there). */
+		if (fk_device_claim(vol->dev, 0, fk_device_len(vol->dev),
+				    diag))
+			err = -EBUSY;
 		goto out_close;
-	if ((err = read_boot(vol, opts, diag)))
+	}
+	if ((err = fk_device_claim(vol->dev, 0,
+				   vol->g.total_secs * vol->g.sec_len, diag)))
 		goto out_close;
 	lay.sec_len = vol->g.sec_len;
 	lay.fat_off = vol->g.fat_off;

@@ -15,6 +15,27 @@ teardown()
 		kill "$HOLDER" 2>/dev/null || true
 		wait "$HOLDER" 2>/dev/null || true
 	fi
+	if [[ -n ${MNT:-} ]]; then
+		umount "$MNT" 2>/dev/null || true
+	fi
+	if [[ -n ${LOOPDEV:-} ]]; then
+		losetup -d "$LOOPDEV" 2>/dev/null || true
+	fi
+}
+
+# rpi FILE: a Raspberry Pi style card image: MBR, partition 1 FAT16 at
+# 4 MiB (32 MiB), partition 2 ext4 at 36 MiB (8 MiB).
+rpi()
+{
+	local file=$1
+	truncate -s 44M "$file"
+	printf 'label: dos\nstart=8192, size=65536, type=c\nstart=73728, type=83\n' |
+		sfdisk -q --no-reread --no-tell-kernel "$file"
+	mkfs.fat -F 16 -S 512 -s 4 -h 8192 --offset 8192 "$file" 32768 >/dev/null
+	truncate -s 8M p2.ext4
+	mkfs.ext4 -q -F p2.ext4 >/dev/null 2>&1
+	dd if=p2.ext4 of="$file" bs=512 seek=73728 conv=notrunc status=none
+	rm -f p2.ext4
 }
 
 # hold IMAGE: another process holds an exclusive flock on IMAGE until
@@ -218,4 +239,52 @@ assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
 	# an operational error is still printed
 	run -8 --separate-stderr fatcheck -q nosuch.img
 	[ "$stderr" = "fatcheck: nosuch.img: No such file or directory" ]
+}
+
+@test "a mounted other partition of the same image (losetup -o) does not block writes to the FAT partition; one over the FAT partition does" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root for losetup and mount"
+	rpi sd.img
+	MNT=$BATS_TEST_TMPDIR/mnt
+	mkdir -p "$MNT"
+	LOOPDEV=$(losetup -f --show -o $((73728 * 512)) --sizelimit $((8 << 20)) sd.img 2>/dev/null) ||
+		skip "no loop devices"
+	mount -o ro "$LOOPDEV" "$MNT" 2>/dev/null || skip "cannot mount ext4"
+	# partition 2 is mounted: partition 1 is written all the same
+	run -0 --separate-stderr fatprealloc sd.img /boot.bin 1M
+	run -0 --separate-stderr fatprealloc -P 1 sd.img /cfg.txt 10K
+	run -0 --separate-stderr fatprealloc sd.img@@4M /x.bin 2K
+	run -0 --separate-stderr fatcheck -r -P 1 sd.img
+	mdir -i sd.img@@4M ::/BOOT.BIN ::/CFG.TXT ::/X.BIN
+	dd if=sd.img of=p1.img bs=1M skip=4 count=32 status=none
+	fsck_clean p1.img
+	umount "$MNT"
+	losetup -d "$LOOPDEV"
+	# the other way round: ext4 first, FAT after it.  A loop device on
+	# partition 1 without --sizelimit reaches to the end of the image,
+	# over the FAT partition: refused; with the size limit it is not.
+	truncate -s 44M sd2.img
+	printf 'label: dos\nstart=8192, size=16384, type=83\nstart=24576, size=65536, type=c\n' |
+		sfdisk -q --no-reread --no-tell-kernel sd2.img
+	mkfs.fat -F 16 -S 512 -s 4 -h 24576 --offset 24576 sd2.img 32768 >/dev/null
+	truncate -s 8M p1.ext4
+	mkfs.ext4 -q -F p1.ext4 >/dev/null 2>&1
+	dd if=p1.ext4 of=sd2.img bs=512 seek=8192 conv=notrunc status=none
+	LOOPDEV=$(losetup -f --show -o $((8192 * 512)) sd2.img) || skip "no loop devices"
+	mount -o ro "$LOOPDEV" "$MNT"
+	local before
+	before=$(img_sha sd2.img)
+	run -1 --separate-stderr fatprealloc sd2.img /y.bin 1K
+	[ "$stderr" = "fatprealloc: sd2.img: image is mounted on $MNT via $LOOPDEV; refusing to write (use --force)" ]
+	run -8 --separate-stderr fatcheck -r -P 2 sd2.img
+	[ "$stderr" = "fatcheck: sd2.img: image is mounted on $MNT via $LOOPDEV; refusing to write (use --force)" ]
+	[ "$(img_sha sd2.img)" = "$before" ]
+	# readers are not concerned
+	run -0 fatls sd2.img /
+	umount "$MNT"
+	losetup -d "$LOOPDEV"
+	LOOPDEV=$(losetup -f --show -o $((8192 * 512)) --sizelimit $((8 << 20)) sd2.img) ||
+		skip "no loop devices"
+	mount -o ro "$LOOPDEV" "$MNT"
+	run -0 --separate-stderr fatprealloc sd2.img /y.bin 1K
+	mdir -i sd2.img@@12M ::/Y.BIN
 }
