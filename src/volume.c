@@ -329,8 +329,7 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		/* No volume to measure: a writer is told first about a
 		 * mounted loop device anywhere in the window (the kernel's
 		 * file system is likely what is there). */
-		if (fk_device_claim(vol->dev, 0, fk_device_len(vol->dev),
-				    diag))
+		if (fk_device_claim(vol->dev, 0, fk_device_len(vol->dev), diag))
 			err = -EBUSY;
 		goto out_close;
 	}
