@@ -261,6 +261,13 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		if (err)
 			return err;
 	}
+	if (o->core.lazy && o->core.no_zero) {
+		/* two answers to one question: what ValidDataLength becomes */
+		fk_usage_error(PROG, "--lazy cannot be combined with --no-zero "
+				     "(--lazy keeps ValidDataLength, --no-zero "
+				     "raises it without zeroing)");
+		return -EINVAL;
+	}
 	if (o->core.align_len && o->core.per_cluster) {
 		/* the old kernels' algorithm knows no alignment */
 		fk_usage_error(PROG, "--align cannot be combined with "
@@ -495,7 +502,7 @@ static void print_stats(struct fk_volume *vol,
 }
 
 static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
-			  int is_dry)
+			  int is_dry, int is_lazy)
 {
 	static const char *const done[] = {"unchanged", "created", "grown"};
 	static const char *const plan[] = {"would leave unchanged",
@@ -511,6 +518,13 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 			(is_dry ? plan : done)[f->action], f->path, f->old_size,
 			f->size, f->new_clus, f->new_clus == 1 ? "" : "s",
 			f->chain.nruns, f->chain.nruns == 1 ? "" : "s");
+		/* --lazy: say what readers will see as data */
+		if (is_lazy && f->action != FK_FILE_UNCHANGED)
+			fprintf(out,
+				"  ValidDataLength %s at %" PRIu64
+				" (bytes past it read as zeros)\n",
+				is_dry ? "would be kept" : "kept",
+				f->valid_len);
 	}
 }
 
@@ -524,7 +538,7 @@ static void print_plan(const struct pa_opts *o,
 		printf("%s directory %s\n",
 		       o->core.dry_run ? "would create" : "created",
 		       res->dirs[i]);
-	print_verbose(stdout, res, o->core.dry_run);
+	print_verbose(stdout, res, o->core.dry_run, o->core.lazy);
 }
 
 static int run_main(int argc, char **argv)

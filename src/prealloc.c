@@ -981,6 +981,7 @@ static int fill_result(struct fk_prun *run,
 					     : FK_FILE_UNCHANGED;
 		f->old_size = pf->old_size;
 		f->size = pf->size;
+		f->valid_len = run->vol->exfat ? pf->valid_len : pf->size;
 		f->new_clus = pf->add.nclus;
 		/* Growing in place merges the last old run and the first new
 		 * one, as fatls will count them. */

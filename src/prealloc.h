@@ -78,6 +78,7 @@ struct fk_prealloc_file {
 	const char *path; /* borrowed from the request */
 	enum fk_file_action action;
 	uint64_t old_size, size; /* bytes, as the entry says */
+	uint64_t valid_len;	 /* exFAT: ValidDataLength; FAT: size */
 	uint32_t first_clus;
 	uint32_t new_clus;    /* clusters added */
 	struct fk_plan chain; /* the whole chain after the run */

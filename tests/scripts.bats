@@ -288,3 +288,26 @@ assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
 	run -0 --separate-stderr fatprealloc sd2.img /y.bin 1K
 	mdir -i sd2.img@@12M ::/Y.BIN
 }
+
+@test "exFAT --lazy: with --no-zero a usage error; -v says ValidDataLength was kept (exfatref.py agrees)" {
+	truncate -s 64M img
+	mkfs.exfat img >/dev/null
+	local before
+	before=$(img_sha img)
+	run -2 --separate-stderr fatprealloc --lazy --no-zero img /a 1M
+	[ "$stderr" = "fatprealloc: --lazy cannot be combined with --no-zero (--lazy keeps ValidDataLength, --no-zero raises it without zeroing) (try 'fatprealloc --help')" ]
+	[ "$(img_sha img)" = "$before" ]
+	run -0 fatprealloc img /b 10K
+	run -0 --separate-stderr fatprealloc -v --lazy img /a 1M /b 1M
+	[ "${lines[0]}" = "created /a: size 0 -> 1048576, 256 new clusters, 1 fragment" ]
+	[ "${lines[1]}" = "  ValidDataLength kept at 0 (bytes past it read as zeros)" ]
+	[[ ${lines[2]} == "grown /b: size 10240 -> 1048576, 253 new clusters, "* ]]
+	[ "${lines[3]}" = "  ValidDataLength kept at 10240 (bytes past it read as zeros)" ]
+	[[ $("$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" ls img /b) == *$'\tvdl=10240\t'* ]]
+	run -0 --separate-stderr fatprealloc -v --dry-run --lazy img /c 1M
+	[ "${lines[1]}" = "  ValidDataLength would be kept at 0 (bytes past it read as zeros)" ]
+	# without --lazy: no such line
+	run -0 --separate-stderr fatprealloc -v img /d 1M
+	[ "${#lines[@]}" -eq 1 ]
+	fsck.exfat -n img
+}
