@@ -696,9 +696,9 @@ static uint32_t need_of(const struct fk_prun *run, const struct fk_pfile *pf)
 }
 
 /*
- * "1.5 GiB": sizes in messages, as people read them, rounded up
- * (@is_up) or down, so that a need just over what is free never prints
- * as the same figure.
+ * "1.5 GiB": sizes in messages, as people read them, rounded to the
+ * nearest tenth (@is_up < 0), up (> 0) or down (0), so that a need just
+ * over what is free can be shown as more.
  */
 static void human_len(uint64_t len, int is_up, char *out, size_t out_len)
 {
@@ -717,7 +717,9 @@ static void human_len(uint64_t len, int is_up, char *out, size_t out_len)
 	rem = len & (((uint64_t)1 << shift) - 1);
 	/* tenths, in integers: rem * 10 stays below 10 * 2^40 */
 	tenths = whole * 10 + ((rem * 10) >> shift);
-	if (is_up && ((rem * 10) & (((uint64_t)1 << shift) - 1)))
+	if (is_up < 0 && ((rem * 10) >> (shift - 1) & 1))
+		tenths++; /* nearest */
+	else if (is_up > 0 && ((rem * 10) & (((uint64_t)1 << shift) - 1)))
 		tenths++;
 	snprintf(out, out_len, "%llu.%llu %s",
 		 (unsigned long long)(tenths / 10),
@@ -749,8 +751,13 @@ static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
 			first = fk_prun_file(run, i)->path;
 		}
 	}
-	human_len(need_all * clus_len, 1, need_s, sizeof(need_s));
-	human_len((uint64_t)nfree * clus_len, 0, free_s, sizeof(free_s));
+	human_len(need_all * clus_len, -1, need_s, sizeof(need_s));
+	human_len((uint64_t)nfree * clus_len, -1, free_s, sizeof(free_s));
+	if (!strcmp(need_s, free_s)) {
+		human_len(need_all * clus_len, 1, need_s, sizeof(need_s));
+		human_len((uint64_t)nfree * clus_len, 0, free_s,
+			  sizeof(free_s));
+	}
 	if (nmiss > 1)
 		snprintf(more, sizeof(more), " and %zu more", nmiss - 1);
 	fk_diag_set(diag,
