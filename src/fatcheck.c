@@ -503,6 +503,50 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	return err;
 }
 
+/*
+ * A truncated dump (read-only check): one error finding, and nothing
+ * else checked, since every structure may reach past the end.  A repair
+ * never opens one (the open refuses it), so the image is never written.
+ */
+static int report_cut(struct run *r, const struct fk_volume *vol)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg),
+		 "image is truncated: the volume needs %" PRIu64
+		 " bytes, the image has %" PRIu64
+		 "; nothing past its end can be checked or repaired",
+		 vol->g.total_secs * vol->g.sec_len, vol->present_len);
+	if (!r->o.is_json) {
+		printf("error: %s: %s\n", r->image, msg);
+		if (!r->o.is_quiet)
+			printf("%s: %s, 1 error (not checked further)\n",
+			       r->image, fk_fat_type_name(vol->g.type));
+		return FK_FSCK_UNCORRECTED;
+	}
+	fk_cli_json_begun();
+	fk_json_object(&r->js, NULL);
+	fk_json_str(&r->js, "image", r->image);
+	fk_json_array(&r->js, "findings");
+	fk_json_object(&r->js, NULL);
+	fk_json_str(&r->js, "severity", "error");
+	fk_json_str(&r->js, "code", "truncated");
+	fk_json_null(&r->js, "path");
+	fk_json_str(&r->js, "message", msg);
+	fk_json_null(&r->js, "repair");
+	fk_json_bool(&r->js, "fixed", 0);
+	fk_json_end(&r->js);
+	fk_json_end(&r->js);
+	fk_json_object(&r->js, "summary");
+	fk_json_str(&r->js, "fat_type", fk_fat_type_name(vol->g.type));
+	fk_json_u64(&r->js, "errors", 1);
+	fk_json_u64(&r->js, "exit_status", FK_FSCK_UNCORRECTED);
+	fk_json_end(&r->js);
+	fk_json_end(&r->js);
+	fk_json_finish(&r->js);
+	return FK_FSCK_UNCORRECTED;
+}
+
 /* Check, repair and check again; the exit status as fsck(8) has it. */
 static int check_volume(struct run *r, struct fk_volume *vol)
 {
@@ -616,6 +660,7 @@ static int run_main(int argc, char **argv)
 	if (r.o.progress < 0)
 		r.o.progress = r.is_tty;
 	vo.dev.is_writer = r.o.is_repair;
+	vo.is_cut_ok = !r.o.is_repair; /* a repair refuses a truncated dump */
 	/* A checker that does not repair holds nothing dirty. */
 	vo.batch_len = r.o.is_repair ? 4u << 20 : 0;
 	fk_json_init(&r.js, stdout);
@@ -638,7 +683,7 @@ static int run_main(int argc, char **argv)
 	}
 	if (r.o.is_repair)
 		catch_signals(r.image);
-	status = check_volume(&r, vol);
+	status = vol->present_len ? report_cut(&r, vol) : check_volume(&r, vol);
 	fk_volume_close(vol);
 	free(image);
 	if (fflush(stdout) || ferror(stdout)) {

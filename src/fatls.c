@@ -322,11 +322,43 @@ static void count_entry(struct ls *ls)
  * Print one entry; @path is its full path, @shown what the line names.
  * Returns 0, or the error of a broken chain, which is reported already.
  */
+/*
+ * A truncated dump: name an entry whose clusters reach past the end of
+ * the image (one line each, as ls names an entry it cannot read), and
+ * fail the run.
+ */
+static void warn_cut(struct ls *ls, const char *path, const struct chain *c)
+{
+	const struct fk_geom *g = &ls->vol->g;
+	uint64_t have = ls->vol->present_len, held = 0, all = 0;
+	struct fk_diag diag;
+	size_t i;
+
+	for (i = 0; i < c->nruns; i++) {
+		uint64_t off = fk_clus_off(g, c->runs[i].first);
+		uint64_t len = (uint64_t)c->runs[i].nclus * g->clus_len;
+
+		all += len;
+		held += off >= have ? 0 : have - off < len ? have - off : len;
+	}
+	if (held == all)
+		return;
+	memset(&diag, 0, sizeof(diag));
+	fk_diag_set(&diag, path,
+		    "reaches past the end of the truncated image (it holds "
+		    "%" PRIu64 " of its %" PRIu64 " allocated bytes)",
+		    held, all);
+	fflush(stdout);
+	fk_report_in(PROG, ls->image, &diag, FK_ECORRUPT);
+	ls->status = FK_EXIT_FAIL;
+}
+
 static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		       const char *path, const char *shown)
 {
 	struct chain c;
-	int need_chain = ls->o.is_long || ls->o.show_chain || ls->o.is_json;
+	int need_chain = ls->o.is_long || ls->o.show_chain || ls->o.is_json ||
+			 ls->vol->present_len;
 	int err;
 
 	memset(&c, 0, sizeof(c));
@@ -343,6 +375,8 @@ static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		print_json_entry(ls, ent, path, &c);
 	else
 		print_text_entry(ls, ent, shown, &c);
+	if (ls->vol->present_len && !fk_dirent_is_dot(ent))
+		warn_cut(ls, path, &c);
 	free(c.runs);
 	return 0;
 }
@@ -814,6 +848,7 @@ static int run_main(int argc, char **argv)
 	memset(&ls, 0, sizeof(ls));
 	ls.o.progress = -1;
 	vo.batch_len = 0; /* a reader holds nothing dirty */
+	vo.is_cut_ok = 1; /* a truncated dump: list what it holds */
 	if ((err = parse_args(argc, argv, &ls.o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
@@ -836,6 +871,14 @@ static int run_main(int argc, char **argv)
 		return FK_EXIT_FAIL;
 	}
 	ls.is_exfat = ls.vol->exfat != NULL;
+	if (ls.vol->present_len)
+		fprintf(stderr,
+			PROG
+			": %s: image is truncated: the volume needs %" PRIu64
+			" bytes, the image has %" PRIu64
+			"; files past its end are named\n",
+			ls.image, ls.vol->g.total_secs * ls.vol->g.sec_len,
+			ls.vol->present_len);
 	if (ls.is_exfat)
 		warn_boot(&ls);
 	if (ls.o.is_recursive) {

@@ -311,3 +311,45 @@ assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
 	[ "${#lines[@]}" -eq 1 ]
 	fsck.exfat -n img
 }
+
+@test "a truncated card dump: fatls lists what it holds and names each file past its end; fatcheck reports it as an error; writers refuse it, image unchanged" {
+	local fam want got before
+	for fam in fat16 exfat; do
+		rm -f img whole
+		truncate -s 64M img
+		if [[ $fam == exfat ]]; then
+			mkfs.exfat img >/dev/null
+		else
+			mkfs.fat -F 16 -s 8 img >/dev/null
+		fi
+		run -0 fatprealloc --no-zero img /a 10M /b 10M /c 30M /d 5K
+		cp img whole
+		truncate -s 32M img
+		before=$(img_sha img)
+		run -1 --separate-stderr fatls img
+		# the names the whole image holds, listed all the same
+		if [[ $fam == exfat ]]; then
+			want=$("$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" ls whole / | sed 's/.*path=\///' | sort)
+		else
+			want=$(mdir -b -i whole :: | sed 's|^::/||' | sort)
+			# mdir reads the cut image too, and agrees
+			[ "$(mdir -b -i img :: | sed 's|^::/||' | sort)" = "$want" ]
+		fi
+		[ "$(sort <<<"$output")" = "$(tr 'A-Z' 'a-z' <<<"$want")" ]
+		[ "${stderr_lines[0]}" = "fatls: img: image is truncated: the volume needs 67108864 bytes, the image has 33554432; files past its end are named" ]
+		# /c straddles the end, /d lies past it; /a and /b are whole
+		[[ ${stderr_lines[1]} == "fatls: img:/c: reaches past the end of the truncated image (it holds "*" of its 31457280 allocated bytes)" ]]
+		[ "${stderr_lines[2]}" = "fatls: img:/d: reaches past the end of the truncated image (it holds 0 of its 8192 allocated bytes)" ]
+		[ "${#stderr_lines[@]}" -eq 3 ]
+		# a file that lies wholly inside: exit 0
+		run -0 --separate-stderr fatls img /a
+		# fatcheck: one error, exit 4; -r refuses (8); nothing written
+		run -4 --separate-stderr fatcheck img
+		[ "${lines[0]}" = "error: img: image is truncated: the volume needs 67108864 bytes, the image has 33554432; nothing past its end can be checked or repaired" ]
+		run -8 --separate-stderr fatcheck -r img
+		[ "$stderr" = "fatcheck: img: image is truncated: the volume needs 67108864 bytes, the image has 33554432" ]
+		run -1 --separate-stderr fatprealloc img /e 1K
+		[ "$stderr" = "fatprealloc: img: image is truncated: the volume needs 67108864 bytes, the image has 33554432" ]
+		[ "$(img_sha img)" = "$before" ]
+	done
+}
