@@ -293,8 +293,35 @@ int fk_path_normalise(const char *in, char *out, size_t len)
 	return 0;
 }
 
+/* "FAT names ..." as the rule reads on exFAT: "exFAT names ...". */
+static void say_exfat(char *why, size_t len)
+{
+	char out[256];
+	const char *p = why;
+	size_t o = 0;
+
+	while (*p && o + 16 < sizeof(out)) {
+		if (!strncmp(p, "a FAT name", 10)) {
+			memcpy(out + o, "an exFAT name", 13);
+			o += 13;
+			p += 10;
+		} else if (!strncmp(p, "FAT name", 8)) {
+			memcpy(out + o, "exFAT name", 10);
+			o += 10;
+			p += 8;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+	if (o >= len)
+		o = len - 1;
+	memcpy(why, out, o);
+	why[o] = '\0';
+}
+
 int fk_cli_path(const char *prog, const char *image, const char *arg,
-		char **out)
+		int is_exfat, char **out)
 {
 	size_t len = strlen(arg) + 2;
 	char why[128] = "name too long", comp[FK_NAME_MAX];
@@ -333,6 +360,8 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 	if (err) {
 		struct fk_diag diag;
 
+		if (is_exfat)
+			say_exfat(why, sizeof(why));
 		memset(&diag, 0, sizeof(diag));
 		fk_diag_set(&diag, arg, "%s", why);
 		fk_report_in(prog, image, &diag, -EILSEQ);

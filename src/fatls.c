@@ -764,7 +764,7 @@ static void list_arg(struct ls *ls, const char *arg, int nargs)
 	char *path;
 
 	clear_progress(ls);
-	if (fk_cli_path(PROG, ls->image, arg, &path)) {
+	if (fk_cli_path(PROG, ls->image, arg, ls->is_exfat, &path)) {
 		ls->status = FK_EXIT_FAIL;
 		return;
 	}

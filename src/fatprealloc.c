@@ -300,9 +300,34 @@ static void free_pairs(struct fk_prealloc_req *reqs, size_t n)
 	free(reqs);
 }
 
-/* PATH SIZE pairs from the command line; paths resolved, names checked. */
-static int parse_pairs(int argc, char **argv, struct fk_prealloc_req **out,
-		       size_t *n)
+/*
+ * The usage errors of the PATH SIZE pairs, before the image is opened: a
+ * size that does not parse, a path that is not absolute.
+ */
+static int check_pairs(int argc, char **argv)
+{
+	int i;
+	uint64_t len;
+
+	for (i = optind + 1; i + 1 < argc; i += 2) {
+		if (fk_cli_size(PROG, "size", argv[i + 1], &len))
+			return -EINVAL;
+		if (argv[i][0] != '/') {
+			fk_usage_error(PROG, "path '%s' is not absolute",
+				       argv[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * PATH SIZE pairs from the command line; paths resolved, names checked
+ * by the rules of the volume's family (@is_exfat), which the messages
+ * name.
+ */
+static int parse_pairs(int argc, char **argv, int is_exfat,
+		       struct fk_prealloc_req **out, size_t *n)
 {
 	size_t i, count = (size_t)(argc - optind - 1) / 2;
 	struct fk_prealloc_req *reqs = calloc(count, sizeof(*reqs));
@@ -319,7 +344,8 @@ static int parse_pairs(int argc, char **argv, struct fk_prealloc_req **out,
 
 		if ((err = fk_cli_size(PROG, "size", size, &reqs[i].len)))
 			break;
-		if ((err = fk_cli_path(PROG, argv[optind], path, &norm)))
+		if ((err = fk_cli_path(PROG, argv[optind], path, is_exfat,
+				       &norm)))
 			break;
 		reqs[i].path = norm;
 	}
@@ -501,8 +527,42 @@ static void print_stats(struct fk_volume *vol,
 	printf("seconds: %.6f\n", secs);
 }
 
-static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
-			  int is_dry, int is_lazy)
+/*
+ * @path as the volume spells it ("/DCIM/Clip.MP4" for a typed
+ * "/dcim/clip.mp4"), each component looked up; @path itself where a
+ * component is not there (a --dry-run that would create it).
+ */
+static void stored_path(struct fk_volume *vol, const char *path, char *out,
+			size_t len)
+{
+	char prefix[1024];
+	struct fk_dirent ent;
+	size_t o = 0, n = strlen(path);
+	const char *p = path;
+
+	if (n >= sizeof(prefix))
+		goto typed;
+	while (*p == '/' && p[1]) {
+		const char *end = strchr(p + 1, '/');
+		size_t k = end ? (size_t)(end - path) : n;
+
+		memcpy(prefix, path, k);
+		prefix[k] = '\0';
+		if (fk_dir_lookup(vol, prefix, &ent, NULL) ||
+		    o + 1 + strlen(ent.name) + 1 > len)
+			goto typed;
+		o += (size_t)snprintf(out + o, len - o, "/%s", ent.name);
+		p = path + k;
+	}
+	if (o)
+		return;
+typed:
+	snprintf(out, len, "%s", path);
+}
+
+static void print_verbose(struct fk_volume *vol, FILE *out,
+			  const struct fk_prealloc_result *res, int is_dry,
+			  int is_lazy)
 {
 	static const char *const done[] = {"unchanged", "created", "grown"};
 	static const char *const plan[] = {"would leave unchanged",
@@ -511,11 +571,13 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 
 	for (i = 0; i < res->nfiles; i++) {
 		const struct fk_prealloc_file *f = &res->files[i];
+		char name[1024];
 
+		stored_path(vol, f->path, name, sizeof(name));
 		fprintf(out,
 			"%s %s: size %" PRIu64 " -> %" PRIu64 ", %" PRIu32
 			" new cluster%s, %zu fragment%s\n",
-			(is_dry ? plan : done)[f->action], f->path, f->old_size,
+			(is_dry ? plan : done)[f->action], name, f->old_size,
 			f->size, f->new_clus, f->new_clus == 1 ? "" : "s",
 			f->chain.nruns, f->chain.nruns == 1 ? "" : "s");
 		/* --lazy: say what readers will see as data */
@@ -529,7 +591,7 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 }
 
 /* -v and --dry-run: the directories -p creates, then the files. */
-static void print_plan(const struct pa_opts *o,
+static void print_plan(struct fk_volume *vol, const struct pa_opts *o,
 		       const struct fk_prealloc_result *res)
 {
 	uint32_t i;
@@ -538,7 +600,7 @@ static void print_plan(const struct pa_opts *o,
 		printf("%s directory %s\n",
 		       o->core.dry_run ? "would create" : "created",
 		       res->dirs[i]);
-	print_verbose(stdout, res, o->core.dry_run, o->core.lazy);
+	print_verbose(vol, stdout, res, o->core.dry_run, o->core.lazy);
 }
 
 static int run_main(int argc, char **argv)
@@ -565,11 +627,9 @@ static int run_main(int argc, char **argv)
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
 		return FK_EXIT_USAGE;
-	if ((err = parse_pairs(argc, argv, &reqs, &n))) {
+	if (check_pairs(argc, argv)) {
 		free(image);
-		/* a name FAT refuses is refused as mkdir(1) refuses it */
-		return err == -EILSEQ || err == -ENOMEM ? FK_EXIT_FAIL
-							: FK_EXIT_USAGE;
+		return FK_EXIT_USAGE;
 	}
 	pick_time(&o.core);
 	o.core.image = argv[optind];
@@ -601,6 +661,13 @@ static int run_main(int argc, char **argv)
 		status = FK_EXIT_FAIL;
 		goto out_free;
 	}
+	/* a name the volume refuses is refused as mkdir(1) refuses it */
+	if ((err = parse_pairs(argc, argv, vol->exfat != NULL, &reqs, &n))) {
+		status = err == -EILSEQ || err == -ENOMEM ? FK_EXIT_FAIL
+							  : FK_EXIT_USAGE;
+		fk_volume_close(vol);
+		goto out_free;
+	}
 	if (!o.core.dry_run) {
 		o.core.stop = &caught;
 		fk_cli_catch_signals(on_signal);
@@ -615,7 +682,7 @@ static int run_main(int argc, char **argv)
 		print_json(vol, &res, seconds_since(&meter.t0), o.core.dry_run);
 	} else {
 		if (o.is_verbose || o.core.dry_run)
-			print_plan(&o, &res);
+			print_plan(vol, &o, &res);
 		if (o.show_stats)
 			print_stats(vol, &res, seconds_since(&meter.t0));
 	}

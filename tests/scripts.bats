@@ -353,3 +353,34 @@ assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
 		[ "$(img_sha img)" = "$before" ]
 	done
 }
+
+@test "name rules say exFAT on exFAT, FAT on FAT; -v names each file as the volume stores it, not as typed" {
+	truncate -s 64M ex.img
+	mkfs.exfat ex.img >/dev/null
+	mkimg fat16 16M fat.img
+	local before
+	before=$(img_sha ex.img)
+	run -1 --separate-stderr fatprealloc ex.img /a:b 1K
+	[ "$stderr" = "fatprealloc: ex.img:/a:b: ':' is not allowed in exFAT names" ]
+	run -1 --separate-stderr fatprealloc ex.img /trail. 1K
+	[ "$stderr" = "fatprealloc: ex.img:/trail.: exFAT names cannot end with a dot" ]
+	run -1 --separate-stderr fatls ex.img '/a*b'
+	[ "$stderr" = "fatls: ex.img:/a*b: '*' is not allowed in exFAT names" ]
+	[ "$(img_sha ex.img)" = "$before" ]
+	run -1 --separate-stderr fatprealloc fat.img /a:b 1K
+	[ "$stderr" = "fatprealloc: fat.img:/a:b: ':' is not allowed in FAT names" ]
+	# usage errors still come before the image is opened
+	run -2 --separate-stderr fatprealloc nosuch.img a 1K
+	[ "$stderr" = "fatprealloc: path 'a' is not absolute (try 'fatprealloc --help')" ]
+	# -v: the stored spelling of every component
+	run -0 fatprealloc -p ex.img '/DCIM/Résumé.TXT' 1K
+	run -0 --separate-stderr fatprealloc -v ex.img '/dcim/RÉSUMÉ.txt' 2K /dcim/new.bin 1K
+	[ "${lines[0]}" = "grown /DCIM/Résumé.TXT: size 1024 -> 2048, 0 new clusters, 1 fragment" ]
+	[ "${lines[1]}" = "created /DCIM/new.bin: size 0 -> 1024, 1 new cluster, 1 fragment" ]
+	run -0 fatprealloc -p fat.img '/Dcim/Long Name.Txt' 1K
+	run -0 --separate-stderr fatprealloc -v fat.img '/DCIM/LONGNA~1.TXT' 2K
+	[[ $output == "grown /Dcim/Long Name.Txt: size 1024 -> 2048, "* ]]
+	mdir -i fat.img '::/Dcim/Long Name.Txt'
+	fsck.exfat -n ex.img
+	fsck_clean fat.img
+}
