@@ -457,6 +457,26 @@ uint64_t fk_device_base(const struct fk_device *dev)
 	return dev->base;
 }
 
+uint64_t fk_device_disk_off(const struct fk_device *dev)
+{
+	unsigned long long start = 0;
+	struct stat st;
+	char path[96];
+	FILE *f;
+
+	if (!dev->is_blk || fstat(dev->fd, &st))
+		return 0;
+	/* "start" exists for partitions only, in 512-byte units */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/start",
+		 major(st.st_rdev), minor(st.st_rdev));
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (fscanf(f, "%llu", &start) != 1)
+		start = 0;
+	fclose(f);
+	return (uint64_t)start * 512;
+}
+
 const char *fk_device_path(const struct fk_device *dev)
 {
 	return dev->path;

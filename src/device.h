@@ -63,6 +63,13 @@ int fk_device_claim(struct fk_device *dev, uint64_t off, uint64_t len,
 uint64_t fk_device_len(const struct fk_device *dev);
 /* Byte offset of the window in IMAGE (for --chain offsets). */
 uint64_t fk_device_base(const struct fk_device *dev);
+/*
+ * Where IMAGE itself starts on its disk: a partition's block device
+ * (/dev/sdb1, /dev/mmcblk0p1) starts that many bytes into the card, from
+ * sysfs; 0 for a whole disk or an image file.  For --align, which the
+ * card's own grid decides.
+ */
+uint64_t fk_device_disk_off(const struct fk_device *dev);
 /* The path as given; borrowed until fk_device_close(). */
 const char *fk_device_path(const struct fk_device *dev);
 /* Bytes in the whole IMAGE, whatever the window. */

@@ -777,7 +777,8 @@ static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
 
 /*
  * --align: the clusters whose byte offset on the device (IMAGE, the
- * volume's offset in it included) is a multiple of @run->o->align_len
+ * volume's offset in it included, and IMAGE's own on its disk when it is
+ * a partition's block device) is a multiple of @run->o->align_len
  * are *@phase + k * *@step.  Cluster and alignment sizes are powers of
  * two, so either every cluster is aligned, or every step-th one, or none
  * (a data area that starts off the cluster grid): that is a refusal.
@@ -787,7 +788,8 @@ static int align_grid(struct fk_prun *run, uint32_t *phase, uint32_t *step,
 {
 	const struct fk_geom *g = &run->vol->g;
 	uint64_t align = run->o->align_len, clus_len = g->clus_len;
-	uint64_t off2 = fk_device_base(run->vol->dev) + fk_clus_off(g, 2);
+	uint64_t off2 = fk_device_disk_off(run->vol->dev) +
+			fk_device_base(run->vol->dev) + fk_clus_off(g, 2);
 	uint64_t k;
 
 	if (clus_len >= align ? off2 % align == 0 : off2 % clus_len == 0) {

@@ -191,3 +191,32 @@ r = json.loads(sys.argv[1])["entries"][0]["runs"][0]
 assert r["offset"] % r["alignment"] == 0 and r["alignment"] >= 4 << 20, r
 ' "$output"
 }
+
+@test "--align on a partition's block device counts from the start of the disk (sysfs start)" {
+	((EUID == 0)) || skip "needs root for losetup"
+	mkvol fat16 4096 1 # partition 1 at 1 MiB + 64 KiB
+	local loop off n
+	loop=$(losetup -f --show -P img 2>/dev/null) || skip "losetup -P does not work here"
+	LOOPDEV=$loop
+	for _ in $(seq 50); do
+		[[ -b ${loop}p1 ]] && break
+		sleep 0.1
+	done
+	[[ -b ${loop}p1 ]] || { losetup -d "$loop"; skip "no partition device"; }
+	run fatprealloc --align 4M "${loop}p1" /a 1M
+	local st=$status
+	losetup -d "$loop"
+	LOOPDEV=
+	[ "$st" -eq 0 ]
+	# the offset on the disk, from mtools through the partition offset
+	read -r off n < <(dev_off "$VOL" /a fat16 | paste -sd' ')
+	((off % (4 << 20) == 0))
+	judge "$VOL" fat16
+}
+
+teardown()
+{
+	if [[ -n ${LOOPDEV:-} ]]; then
+		losetup -d "$LOOPDEV" 2>/dev/null || true
+	fi
+}
