@@ -247,8 +247,9 @@ default_run()
 	ref put img /a.bin --size 50000
 	sha=$(img_sha img)
 	run -0 fatprealloc -v img /a.bin 1000 /A.BIN 50000
+	# -v names the file as the volume stores it, whatever case was typed
 	assert_output "unchanged /a.bin: size 50000 -> 50000, 0 new clusters, 1 fragment
-unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
+unchanged /a.bin: size 50000 -> 50000, 0 new clusters, 1 fragment"
 	[ "$(img_sha img)" = "$sha" ]
 }
 
