@@ -460,6 +460,16 @@ static uint32_t find_aligned(const struct fk_alloc *a, uint32_t need,
 	return 0;
 }
 
+uint32_t fk_alloc_longest(const struct fk_alloc *a, uint32_t phase,
+			  uint32_t step)
+{
+	uint32_t best, best_len;
+
+	/* a need no run meets: the search measures every candidate */
+	find_aligned(a, a->end, phase, step, &best, &best_len);
+	return best_len;
+}
+
 int fk_alloc_plan_aligned(struct fk_alloc *a, uint32_t nclus, uint32_t phase,
 			  uint32_t step, unsigned flags, struct fk_plan *plan,
 			  struct fk_diag *diag)

@@ -89,6 +89,13 @@ int fk_alloc_plan_aligned(struct fk_alloc *alloc, uint32_t nclus,
 			  uint32_t phase, uint32_t step, unsigned flags,
 			  struct fk_plan *plan, struct fk_diag *diag);
 
+/*
+ * The longest free run that starts at a cluster @phase + k * @step (all
+ * of them: @phase 2, @step 1), for messages.  One pass over the map.
+ */
+uint32_t fk_alloc_longest(const struct fk_alloc *alloc, uint32_t phase,
+			  uint32_t step);
+
 /* Give the clusters of @plan back to the map (a plan not carried out). */
 void fk_alloc_unplan(struct fk_alloc *alloc, const struct fk_plan *plan);
 

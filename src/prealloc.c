@@ -809,19 +809,59 @@ static int align_grid(struct fk_prun *run, uint32_t *phase, uint32_t *step,
 	return -EINVAL;
 }
 
+/*
+ * -c (or --align) found no free run long enough for @pf: say so in bytes,
+ * with the longest run there is (starting aligned, with --align), and
+ * clusters only with -v.
+ */
+static int no_run(struct fk_prun *run, const struct fk_pfile *pf, uint32_t need,
+		  int is_aligned, uint32_t phase, uint32_t step,
+		  struct fk_diag *diag)
+{
+	uint64_t clus_len = run->vol->g.clus_len;
+	uint32_t longest = fk_alloc_longest(run->alloc, is_aligned ? phase : 2,
+					    is_aligned ? step : 1);
+	char need_s[32], long_s[32], at[64] = "";
+
+	human_len((uint64_t)need * clus_len, 1, need_s, sizeof(need_s));
+	human_len((uint64_t)longest * clus_len, 0, long_s, sizeof(long_s));
+	if (is_aligned)
+		snprintf(at, sizeof(at), " that starts at a multiple of %llu",
+			 (unsigned long long)run->o->align_len);
+	fk_diag_set(diag, pf->path,
+		    "%s: %s needs %s run of %s%s; the longest free one is %s",
+		    strerror(ENOSPC), run->o->contiguous ? "-c" : "--align",
+		    run->o->contiguous ? "one contiguous" : "a free", need_s,
+		    at, long_s);
+	if (run->o->verbose)
+		fk_diag_append(diag, -ENOSPC,
+			       " (%u cluster%s of %llu bytes; %u)", need,
+			       need == 1 ? "" : "s",
+			       (unsigned long long)clus_len, longest);
+	return -ENOSPC;
+}
+
 /* Plan the new clusters of @pf, --align honoured for a new chain. */
 static int plan_file(struct fk_prun *run, struct fk_pfile *pf, uint32_t need,
 		     uint32_t phase, uint32_t step, struct fk_diag *diag)
 {
 	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
 	uint32_t tail = fk_prun_tail(&pf->old);
+	int is_aligned = run->o->align_len && !pf->old.nclus;
+	int err;
 
 	if (!need)
 		return 0;
-	if (run->o->align_len && !pf->old.nclus)
-		return fk_alloc_plan_aligned(run->alloc, need, phase, step,
-					     flags, &pf->add, diag);
-	return fk_alloc_plan(run->alloc, tail, need, flags, &pf->add, diag);
+	if (is_aligned)
+		err = fk_alloc_plan_aligned(run->alloc, need, phase, step,
+					    flags, &pf->add, diag);
+	else
+		err = fk_alloc_plan(run->alloc, tail, need, flags, &pf->add,
+				    diag);
+	/* The whole run fits (checked before): no run long enough. */
+	if (err == -ENOSPC && (flags || is_aligned))
+		return no_run(run, pf, need, is_aligned, phase, step, diag);
+	return err;
 }
 
 static int plan_clusters(struct fk_prun *run,

@@ -170,7 +170,9 @@ mkvol()
 	done
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc -c --align 4M img /x 2M
-	[ "$stderr" = "fatprealloc: img:/x: No space left on device (no free run of 512 clusters starts at an aligned cluster; the longest that does is 256)" ]
+	[ "$stderr" = "fatprealloc: img:/x: No space left on device: -c needs one contiguous run of 2.0 MiB that starts at a multiple of 4194304; the longest free one is 1.0 MiB" ]
+	run -1 --separate-stderr fatprealloc -v -c --align 4M img /x 2M
+	[[ $stderr == *" (512 clusters of 4096 bytes; 256)" ]]
 	[ "$(img_sha img)" = "$before" ]
 	run -0 --separate-stderr fatprealloc --align 4M img /y 2M
 	read -r off n < <(dev_off img /y fat16 | paste -sd' ')

@@ -498,11 +498,14 @@ fragment()
 	before=$(img_sha img)
 
 	run -1 --separate-stderr fatprealloc -c img /c.bin $(((long + 1) * c))
-	[ "$stderr" = "fatprealloc: img:/c.bin: No space left on device (no contiguous run of $((long + 1)) clusters, longest free run is $long)" ]
+	[[ $stderr == "fatprealloc: img:/c.bin: No space left on device: -c needs one contiguous run of "*"; the longest free one is "* ]]
+	# -v: the same in clusters, the independent count of the longest
+	run -1 --separate-stderr fatprealloc -v -c img /c.bin $(((long + 1) * c))
+	[[ $stderr == *" ($((long + 1)) clusters of $c bytes; $long)" ]]
 	[ "$(img_sha img)" = "$before" ]
 	# Growing an existing file: its new clusters must be one run too.
 	run -1 --separate-stderr fatprealloc -c img /SMALL.BIN $((1000 + (long + 2) * c))
-	[[ $stderr == "fatprealloc: img:/SMALL.BIN: No space left on device (no contiguous run of "* ]]
+	[[ $stderr == "fatprealloc: img:/SMALL.BIN: No space left on device: -c needs one contiguous run of "* ]]
 	[ "$(img_sha img)" = "$before" ]
 
 	run -0 --separate-stderr fatprealloc -c img /c.bin $((long * c))
