@@ -671,12 +671,12 @@ static int run_main(int argc, char **argv)
 		return FK_FSCK_OPERATIONAL;
 	}
 	if (r.o.salvage && vol->exfat) {
-		/* exFAT has no FOUND.000 convention: say so, write nothing */
-		fprintf(stderr,
-			PROG ": %s: --salvage works on FAT12/16/32 only; on "
-			     "exFAT, -r frees lost clusters (run without "
-			     "--salvage)\n",
-			r.image);
+		/* exFAT has no FOUND.000 convention: say so, write nothing
+		 * (through fk_report_in(), so that --json says it too) */
+		fk_diag_set(&diag, r.image,
+			    "--salvage works on FAT12/16/32 only; on exFAT, -r "
+			    "frees lost clusters (run without --salvage)");
+		fk_report_in(PROG, r.image, &diag, -EINVAL);
 		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_USAGE;

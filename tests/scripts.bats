@@ -384,3 +384,11 @@ assert sys.argv[4] == sys.argv[5] + ": " + e["message"], (sys.argv[4], e)
 	fsck.exfat -n ex.img
 	fsck_clean fat.img
 }
+
+@test "--json: fatcheck --salvage refused on exFAT is a JSON error too (exit 16)" {
+	truncate -s 64M img
+	mkfs.exfat img >/dev/null
+	run -16 --separate-stderr fatcheck -r --salvage --json img
+	json_error 16 EINVAL fatcheck
+	[ "$stderr" = "fatcheck: img: --salvage works on FAT12/16/32 only; on exFAT, -r frees lost clusters (run without --salvage)" ]
+}
