@@ -39,8 +39,10 @@ struct fk_io_stats {
 
 /*
  * Open @opts->path, lock it (shared for readers, exclusive for writers;
- * a held lock fails at once with -EBUSY "image is in use"), refuse a
- * mounted device or a file behind a mounted loop device for writing.  The
+ * a held lock fails at once with -EBUSY "image is in use", or is waited
+ * for with @opts->wait_ms), refuse a mounted device for writing, and
+ * note the mounted loop devices behind an image file for
+ * fk_device_claim(), which refuses the ones over the volume.  The
  * window is the whole image until fk_device_set_window() narrows it.  On
  * success *@out is the caller's, to free with fk_device_close().  Returns
  * 0 or -errno; @diag says why.
