@@ -568,6 +568,106 @@ out_undo:
 	return err;
 }
 
+/* The first cluster at or after @c of the form @phase + k * @step. */
+static uint32_t aligned_from(uint32_t c, uint32_t phase, uint32_t step)
+{
+	uint64_t k;
+
+	if (c <= phase)
+		return phase;
+	k = ((uint64_t)c - phase + step - 1) / step;
+	return phase + k * step > UINT32_MAX ? UINT32_MAX
+					     : (uint32_t)(phase + k * step);
+}
+
+/*
+ * First free run of at least @need clusters that starts at an aligned
+ * cluster, next fit from the cursor, wrapping.  Each free run is measured
+ * once (the next candidate is the first aligned cluster past its end), so
+ * the search is linear in the volume whatever @step is.  Returns its
+ * start or 0; the longest aligned run seen goes to *@best (its start) and
+ * *@best_len.
+ */
+static uint32_t find_aligned(struct fk_alloc *a, uint32_t need,
+			     uint32_t phase, uint32_t step, uint32_t *best,
+			     uint32_t *best_len)
+{
+	uint32_t start = a->cursor, pass, c, end;
+
+	*best = *best_len = 0;
+	for (pass = 0; pass < 2; pass++) {
+		uint32_t from = pass ? FK_FIRST_CLUS : start;
+		uint32_t to = pass ? start : a->end;
+
+		for (c = aligned_from(next_free(a, from), phase, step); c < to;
+		     c = aligned_from(next_free(a, c), phase, step)) {
+			if (!is_free(a, c))
+				continue; /* the step moves past it */
+			end = next_used_upto(a, c, c + need);
+			if (end - c >= need)
+				return c;
+			if (end - c > *best_len) {
+				*best = c;
+				*best_len = end - c;
+			}
+			c = end;
+		}
+	}
+	return 0;
+}
+
+uint32_t fk_alloc_longest(struct fk_alloc *a, uint32_t phase,
+			  uint32_t step)
+{
+	uint32_t best, best_len;
+
+	/* a need no run meets: the search measures every candidate */
+	find_aligned(a, a->end, phase, step, &best, &best_len);
+	return best_len;
+}
+
+int fk_alloc_plan_aligned(struct fk_alloc *a, uint32_t nclus, uint32_t phase,
+			  uint32_t step, unsigned flags, struct fk_plan *plan,
+			  struct fk_diag *diag)
+{
+	struct fk_plan mine = {NULL, 0, 0, 0};
+	uint32_t start, best, best_len;
+	int err;
+
+	if (!fk_alloc_has_free(a, nclus) || a->err) {
+		if (a->err)
+			return a->err;
+		fk_diag_detail(diag, NULL, "need %u cluster%s, %u free", nclus,
+			       nclus == 1 ? "" : "s", a->nfree);
+		return -ENOSPC;
+	}
+	if (!nclus)
+		return 0;
+	if ((start = find_aligned(a, nclus, phase, step, &best, &best_len)))
+		return take(a, plan, start, nclus);
+	if ((flags & FK_ALLOC_CONTIG) || !best_len) {
+		fk_diag_detail(diag, NULL,
+			       "no free run of %u cluster%s starts at an "
+			       "aligned cluster; the longest that does is %u",
+			       nclus, nclus == 1 ? "" : "s", best_len);
+		return -ENOSPC;
+	}
+	if ((err = take(a, &mine, best, best_len)) ||
+	    (err = fk_alloc_plan(a, best + best_len - 1, nclus - best_len, 0,
+				 &mine, diag)))
+		goto out_undo;
+	for (size_t i = 0; i < mine.nruns; i++)
+		if ((err = fk_plan_add(plan, mine.runs[i].first,
+				       mine.runs[i].nclus)))
+			goto out_undo;
+	fk_plan_free(&mine);
+	return 0;
+out_undo:
+	fk_alloc_unplan(a, &mine);
+	fk_plan_free(&mine);
+	return err;
+}
+
 void fk_alloc_unplan(struct fk_alloc *a, const struct fk_plan *p)
 {
 	size_t i;

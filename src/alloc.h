@@ -99,6 +99,27 @@ int fk_alloc_is_free(struct fk_alloc *alloc, uint32_t clus);
 int fk_alloc_plan(struct fk_alloc *alloc, uint32_t tail, uint32_t nclus,
 		  unsigned flags, struct fk_plan *plan, struct fk_diag *diag);
 
+/*
+ * fk_alloc_plan() for a new chain whose first cluster must be one of
+ * @phase + k * @step (k >= 0; @step >= 1): the clusters at an aligned
+ * byte offset (--align).  The first free run long enough that starts at
+ * such a cluster is taken, next fit from the cursor; with
+ * FK_ALLOC_CONTIG nothing else will do.  Without it, when no aligned run
+ * is long enough, the longest aligned one starts the chain and the rest
+ * is planned as fk_alloc_plan() plans a growing chain.  Returns 0 or
+ * -ENOSPC (@diag says why); on error nothing is taken.
+ */
+int fk_alloc_plan_aligned(struct fk_alloc *alloc, uint32_t nclus,
+			  uint32_t phase, uint32_t step, unsigned flags,
+			  struct fk_plan *plan, struct fk_diag *diag);
+
+/*
+ * The longest free run that starts at a cluster @phase + k * @step (all
+ * of them: @phase 2, @step 1), for messages.  One pass over the map.
+ */
+uint32_t fk_alloc_longest(struct fk_alloc *alloc, uint32_t phase,
+			  uint32_t step);
+
 /* Give the clusters of @plan back to the map (a plan not carried out). */
 void fk_alloc_unplan(struct fk_alloc *alloc, const struct fk_plan *plan);
 

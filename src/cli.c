@@ -1,7 +1,8 @@
 /*
- * cli.c: sizes, IMAGE@@OFFSET, version text, usage errors and the
- * writers' signal set-up.
+ * cli.c: sizes, IMAGE@@OFFSET, version text, usage errors (also as JSON
+ * for --json) and the writers' signal set-up.
  */
+#define _GNU_SOURCE /* strerrorname_np() */
 #include "cli.h"
 
 #include <errno.h>
@@ -13,7 +14,80 @@
 #include <strings.h>
 
 #include "diag.h"
+#include "json.h"
 #include "names.h"
+
+/*
+ * --json: the first error line of the run, kept for fk_cli_exit().  The
+ * programs' one piece of state outside main(): fk_report_in() and
+ * fk_usage_error() are called from every layer of option and argument
+ * handling, and each run prints at most one document.
+ */
+static struct {
+	int is_on;    /* the run has --json */
+	int is_begun; /* the program began its own document */
+	int has_err;
+	int errnum;	/* positive errno; 0 for a usage error */
+	char code[32];	/* "ENOSPC", or "usage" */
+	char msg[2048]; /* the stderr line without "PROGRAM: " */
+} json_err;
+
+static void keep_error(const char *code, int errnum, const char *msg)
+{
+	if (!json_err.is_on || json_err.has_err)
+		return;
+	json_err.has_err = 1;
+	json_err.errnum = errnum;
+	snprintf(json_err.code, sizeof(json_err.code), "%s", code);
+	snprintf(json_err.msg, sizeof(json_err.msg), "%s", msg);
+}
+
+void fk_cli_json_errors(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			json_err.is_on = 1;
+}
+
+void fk_cli_json_begun(void)
+{
+	json_err.is_begun = 1;
+}
+
+static void put_error(struct fk_json *js, int status)
+{
+	fk_json_object(js, "error");
+	fk_json_str(js, "code", json_err.code);
+	fk_json_u64(js, "errno", (uint64_t)json_err.errnum);
+	fk_json_str(js, "message", json_err.msg);
+	fk_json_u64(js, "exit_status", (uint64_t)status);
+	fk_json_end(js);
+}
+
+void fk_cli_json_error_member(struct fk_json *js, int status)
+{
+	if (json_err.has_err && status)
+		put_error(js, status);
+}
+
+int fk_cli_exit(int status)
+{
+	struct fk_json js;
+
+	if (!json_err.is_on || json_err.is_begun || !json_err.has_err ||
+	    !status)
+		return status;
+	fk_json_init(&js, stdout);
+	fk_json_object(&js, NULL);
+	put_error(&js, status);
+	fk_json_end(&js);
+	fk_json_finish(&js);
+	if (fflush(stdout) || ferror(stdout))
+		fprintf(stderr, "write error: %s\n", strerror(errno));
+	return status;
+}
 
 struct suffix {
 	const char *name;
@@ -219,8 +293,35 @@ int fk_path_normalise(const char *in, char *out, size_t len)
 	return 0;
 }
 
+/* "FAT names ..." as the rule reads on exFAT: "exFAT names ...". */
+static void say_exfat(char *why, size_t len)
+{
+	char out[256];
+	const char *p = why;
+	size_t o = 0;
+
+	while (*p && o + 16 < sizeof(out)) {
+		if (!strncmp(p, "a FAT name", 10)) {
+			memcpy(out + o, "an exFAT name", 13);
+			o += 13;
+			p += 10;
+		} else if (!strncmp(p, "FAT name", 8)) {
+			memcpy(out + o, "exFAT name", 10);
+			o += 10;
+			p += 8;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+	if (o >= len)
+		o = len - 1;
+	memcpy(why, out, o);
+	why[o] = '\0';
+}
+
 int fk_cli_path(const char *prog, const char *image, const char *arg,
-		char **out)
+		int is_exfat, char **out)
 {
 	size_t len = strlen(arg) + 2;
 	char why[128] = "name too long", comp[FK_NAME_MAX];
@@ -259,6 +360,8 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 	if (err) {
 		struct fk_diag diag;
 
+		if (is_exfat)
+			say_exfat(why, sizeof(why));
 		memset(&diag, 0, sizeof(diag));
 		fk_diag_set(&diag, arg, "%s", why);
 		fk_report_in(prog, image, &diag, -EILSEQ);
@@ -293,6 +396,16 @@ int fk_cli_common_opt(const char *prog, int c, const char *arg,
 	case 'V':
 		print_version(prog);
 		return FK_OPT_EXIT;
+	case FK_CLI_OPT_WAIT:
+		dev->wait_ms = -1; /* --wait alone: as long as it takes */
+		if (arg && fk_parse_wait(arg, &dev->wait_ms)) {
+			fk_usage_error(prog,
+				       "invalid --wait '%s' (seconds, such "
+				       "as 10 or 0.5)",
+				       arg);
+			return -EINVAL;
+		}
+		return FK_OPT_DONE;
 	case ':':
 		fk_usage_error(prog, "option '%s' needs an argument", word);
 		return -EINVAL;
@@ -301,6 +414,30 @@ int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		return -EINVAL;
 	}
 	return FK_OPT_OTHER;
+}
+
+int fk_parse_wait(const char *arg, long long *ms)
+{
+	uint64_t frac, den;
+	unsigned long long secs;
+	const char *end;
+	char *num_end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	secs = strtoull(arg, &num_end, 10);
+	if (errno || secs > 1000000000ull) /* about 30 years */
+		return -EINVAL;
+	end = num_end;
+	frac = 0;
+	den = 1;
+	if (*end == '.' && !(end = parse_fraction(end + 1, &frac, &den)))
+		return -EINVAL;
+	if (*end)
+		return -EINVAL;
+	*ms = (long long)(secs * 1000 + scale_fraction(frac, den, 1000));
+	return 0;
 }
 
 int fk_parse_partition(const char *arg, int *num)
@@ -320,13 +457,17 @@ int fk_parse_partition(const char *arg, int *num)
 
 void fk_usage_error(const char *prog, const char *fmt, ...)
 {
+	char msg[1024];
+	size_t len;
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (try '%s --help')\n", prog);
+	len = strlen(msg);
+	snprintf(msg + len, sizeof(msg) - len, " (try '%s --help')", prog);
+	fprintf(stderr, "%s: %s\n", prog, msg);
+	keep_error("usage", 0, msg);
 }
 
 /*
@@ -350,14 +491,18 @@ void fk_report_in(const char *prog, const char *image,
 {
 	const char *what = diag && diag->what[0] ? diag->what : NULL;
 	char reason[sizeof(diag->reason) + 128];
+	char line[sizeof(reason) + sizeof(diag->what) + 256];
+	const char *name = strerrorname_np(err < 0 ? -err : err);
 
 	fk_diag_reason(diag, err, reason, sizeof(reason));
 	if (what && image && is_volume_path(what, image))
-		fprintf(stderr, "%s: %s:%s: %s\n", prog, image, what, reason);
+		snprintf(line, sizeof(line), "%s:%s: %s", image, what, reason);
 	else if (what)
-		fprintf(stderr, "%s: %s: %s\n", prog, what, reason);
+		snprintf(line, sizeof(line), "%s: %s", what, reason);
 	else
-		fprintf(stderr, "%s: %s\n", prog, reason);
+		snprintf(line, sizeof(line), "%s", reason);
+	fprintf(stderr, "%s: %s\n", prog, line);
+	keep_error(name ? name : "EIO", err < 0 ? -err : err, line);
 }
 
 void fk_report(const char *prog, const struct fk_diag *diag, int err)

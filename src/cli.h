@@ -12,6 +12,7 @@
 #include "device.h"
 
 struct fk_diag;
+struct fk_json;
 
 /* Exit codes of fatprealloc and fatls (fatkit(7), EXIT STATUS). */
 enum fk_exit {
@@ -62,12 +63,13 @@ int fk_path_normalise(const char *in, char *out, size_t len);
 /*
  * A PATH argument for the program: absolute (else a usage line), "." and
  * ".." resolved by fk_path_normalise(), and every component a name FAT
- * allows (else one line `PROG: IMAGE:PATH: rule`, IMAGE as typed).
+ * allows (else one line `PROG: IMAGE:PATH: rule`, IMAGE as typed; the
+ * rule names exFAT when @is_exfat: both families refuse the same names).
  * *@out is a new string the caller frees.  Returns 0, -EINVAL (after the
  * usage line), -EILSEQ (after the line naming the rule) or -ENOMEM.
  */
 int fk_cli_path(const char *prog, const char *image, const char *arg,
-		char **out);
+		int is_exfat, char **out);
 
 /*
  * Split `IMAGE@@OFFSET` (mtools convention).  *@path is a new string the
@@ -84,6 +86,17 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
  */
 int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		 char **owned);
+
+/*
+ * The long options every program shares beside -P, -h and -V; the value
+ * is above any program's own option codes.  `--wait[=SECONDS]` waits for
+ * the image lock (as flock -w); fk_cli_common_opt() fills @dev->wait_ms.
+ */
+#define FK_CLI_OPT_WAIT 1000
+#define FK_CLI_LONG_OPTS                                                       \
+	{                                                                      \
+		"wait", optional_argument, NULL, FK_CLI_OPT_WAIT               \
+	}
 
 /* Outcomes of fk_cli_common_opt() besides a negative error. */
 enum fk_cli_opt {
@@ -102,6 +115,28 @@ enum fk_cli_opt {
 int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		      const char *word, struct fk_device_opts *dev,
 		      void (*usage)(FILE *out));
+
+/*
+ * Parse --wait's SECONDS (a decimal, fractions allowed, as flock -w takes)
+ * into milliseconds.  Returns 0 or -EINVAL.
+ */
+int fk_parse_wait(const char *arg, long long *ms);
+
+/*
+ * --json errors.  A program with --json calls fk_cli_json_errors() before
+ * it parses its options (it looks for `--json` before any `--`); from
+ * then on the first error line fk_report_in() or fk_usage_error() prints
+ * is also kept, and fk_cli_exit() prints it on stdout as one JSON object
+ * {"error": {"code", "errno", "message", "exit_status"}} when the run
+ * fails and no document was begun, so `| jq` always gets one document.
+ * A program that began its document calls fk_cli_json_begun() and puts
+ * the error inside it with fk_cli_json_error_member().
+ */
+void fk_cli_json_errors(int argc, char **argv);
+void fk_cli_json_begun(void);
+void fk_cli_json_error_member(struct fk_json *js, int status);
+/* The program's exit: prints the pending JSON error; returns @status. */
+int fk_cli_exit(int status);
 
 /* Parse a 1-based partition number; 0 or -EINVAL. */
 int fk_parse_partition(const char *arg, int *num);

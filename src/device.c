@@ -21,12 +21,21 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "diag.h"
 
 #define ZERO_CHUNK (1u << 20) /* bytes per write when zeroing by hand */
 #define IOV_BATCH  1024	      /* Linux IOV_MAX */
+
+/* A mounted loop device over part of IMAGE: bytes [off, off + len). */
+struct mounted_loop {
+	uint64_t off;
+	uint64_t len; /* 0: to the end of IMAGE (no size limit) */
+	char name[64];
+	char where[PATH_MAX];
+};
 
 struct fk_device {
 	int fd;
@@ -39,6 +48,10 @@ struct fk_device {
 	uint64_t base;	  /* window start in IMAGE */
 	uint64_t len;	  /* window length */
 	int no_holes;	  /* the host cannot tell holes (no SEEK_DATA) */
+	/* Mounted loop devices backed by IMAGE (a writer's, without
+	 * --force): refused by fk_device_claim() where they overlap. */
+	struct mounted_loop *loops;
+	size_t nloops;
 	struct fk_io_stats stats;
 #ifdef FK_FAULT_INJECTION
 	/* Write and zero calls are numbered together, as --stats counts
@@ -123,22 +136,48 @@ static int lock_holder(int fd, char *who, size_t len)
 	return 0;
 }
 
-static int take_lock(struct fk_device *dev, struct fk_diag *diag)
+/* Milliseconds on the monotonic clock. */
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * --wait polls rather than blocking in flock(): a blocking call would
+ * need a timer signal to give up, and a poll every 50 ms costs nothing
+ * beside a lock that is held for seconds.
+ */
+static int take_lock(struct fk_device *dev, long long wait_ms,
+		     struct fk_diag *diag)
 {
 	int op = (dev->is_writer ? LOCK_EX : LOCK_SH) | LOCK_NB;
+	long long until = wait_ms > 0 ? now_ms() + wait_ms : 0;
+	struct timespec pause = {0, 50 * 1000000L};
+	char who[128];
 
-	if (!flock(dev->fd, op))
-		return 0;
-	if (errno == EWOULDBLOCK) {
-		char who[128];
-
+	while (flock(dev->fd, op)) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (wait_ms < 0 || (wait_ms > 0 && now_ms() < until)) {
+			nanosleep(&pause, NULL);
+			continue;
+		}
 		if (!lock_holder(dev->fd, who, sizeof(who)))
 			fk_diag_set(diag, NULL, "image is in use by %s", who);
 		else
 			fk_diag_set(diag, NULL, "image is in use");
+		if (wait_ms > 0)
+			fk_diag_append(diag, -EBUSY,
+				       "; gave up after waiting %g s",
+				       (double)wait_ms / 1000);
 		return -EBUSY;
 	}
-	return -errno;
+	return 0;
 }
 
 /*
@@ -183,25 +222,43 @@ static int devno_mounted(dev_t devno, char *where, size_t len)
 	return found;
 }
 
+/* A number from a sysfs file of loop device @name; 0 when unreadable. */
+static uint64_t loop_u64(const char *name, const char *field)
+{
+	char path[512];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/loop/%s", name, field);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
 /*
- * Is some mounted loop device backed by the file @st?  @loop gets its
- * name ("/dev/loop3") and @where the mount point (@len bytes each).
+ * Record every mounted loop device backed by the file @st, with its byte
+ * range (losetup --offset, --sizelimit), in @dev->loops.  Returns 0 or
+ * -ENOMEM.
  */
-static int file_backs_mounted_loop(const struct stat *st, char loop[64],
-				   char *where, size_t len)
+static int find_mounted_loops(struct fk_device *dev, const struct stat *st)
 {
 	DIR *dir = opendir("/sys/block");
 	struct dirent *de;
-	int found = 0;
+	int err = 0;
 
 	if (!dir)
 		return 0;
-	while (!found && (de = readdir(dir))) {
-		char path[512], backing[PATH_MAX];
+	while (!err && (de = readdir(dir))) {
+		char path[512], backing[PATH_MAX], where[PATH_MAX];
+		struct mounted_loop *m;
 		struct stat bst;
 		unsigned maj, min;
 		FILE *f;
 		char *nl;
+		int n;
 
 		if (strncmp(de->d_name, "loop", 4))
 			continue;
@@ -220,19 +277,30 @@ static int file_backs_mounted_loop(const struct stat *st, char loop[64],
 		snprintf(path, sizeof(path), "/sys/block/%s/dev", de->d_name);
 		if (!(f = fopen(path, "re")))
 			continue;
-		if (fscanf(f, "%u:%u", &maj, &min) == 2)
-			found = devno_mounted(makedev(maj, min), where, len);
-		if (found)
-			snprintf(loop, 64, "/dev/%.58s", de->d_name);
+		n = fscanf(f, "%u:%u", &maj, &min);
 		fclose(f);
+		if (n != 2 ||
+		    !devno_mounted(makedev(maj, min), where, sizeof(where)))
+			continue;
+		m = realloc(dev->loops, (dev->nloops + 1) * sizeof(*m));
+		if (!m) {
+			err = -ENOMEM;
+			break;
+		}
+		dev->loops = m;
+		m += dev->nloops++;
+		m->off = loop_u64(de->d_name, "offset");
+		m->len = loop_u64(de->d_name, "sizelimit");
+		snprintf(m->name, sizeof(m->name), "/dev/%.58s", de->d_name);
+		snprintf(m->where, sizeof(m->where), "%s", where);
 	}
 	closedir(dir);
-	return found;
+	return err;
 }
 
 static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
 {
-	char loop[64], where[PATH_MAX];
+	char where[PATH_MAX];
 	struct stat st;
 
 	if (fstat(dev->fd, &st))
@@ -244,12 +312,29 @@ static int check_not_mounted(struct fk_device *dev, struct fk_diag *diag)
 			    where);
 		return -EBUSY;
 	}
-	if (!dev->is_blk &&
-	    file_backs_mounted_loop(&st, loop, where, sizeof(where))) {
+	/* An image file: which part is mounted is known only once the
+	 * volume is (fk_device_claim()). */
+	if (!dev->is_blk)
+		return find_mounted_loops(dev, &st);
+	return 0;
+}
+
+int fk_device_claim(struct fk_device *dev, uint64_t off, uint64_t len,
+		    struct fk_diag *diag)
+{
+	uint64_t lo = dev->base + off, hi = lo + len;
+	size_t i;
+
+	for (i = 0; i < dev->nloops; i++) {
+		const struct mounted_loop *m = &dev->loops[i];
+		uint64_t end = m->len ? m->off + m->len : UINT64_MAX;
+
+		if (m->off >= hi || end <= lo)
+			continue; /* another partition: not ours */
 		fk_diag_set(diag, NULL,
 			    "image is mounted on %s via %s; refusing to write "
 			    "(use --force)",
-			    where, loop);
+			    m->where, m->name);
 		return -EBUSY;
 	}
 	return 0;
@@ -334,7 +419,7 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 		goto out_free;
 	if ((err = image_size(dev, &dev->img_len, diag)))
 		goto out_close;
-	if ((err = take_lock(dev, diag)))
+	if ((err = take_lock(dev, opts->wait_ms, diag)))
 		goto out_close;
 	if (opts->is_writer && !opts->force &&
 	    (err = check_not_mounted(dev, diag)))
@@ -354,6 +439,7 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 out_close:
 	close(dev->fd);
 out_free:
+	free(dev->loops);
 	free(dev->path);
 	free(dev);
 	return err;
@@ -364,6 +450,7 @@ void fk_device_close(struct fk_device *dev)
 	if (!dev)
 		return;
 	close(dev->fd);
+	free(dev->loops);
 	free(dev->path);
 	free(dev);
 }
@@ -376,6 +463,26 @@ uint64_t fk_device_len(const struct fk_device *dev)
 uint64_t fk_device_base(const struct fk_device *dev)
 {
 	return dev->base;
+}
+
+uint64_t fk_device_disk_off(const struct fk_device *dev)
+{
+	unsigned long long start = 0;
+	struct stat st;
+	char path[96];
+	FILE *f;
+
+	if (!dev->is_blk || fstat(dev->fd, &st))
+		return 0;
+	/* "start" exists for partitions only, in 512-byte units */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/start",
+		 major(st.st_rdev), minor(st.st_rdev));
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (fscanf(f, "%llu", &start) != 1)
+		start = 0;
+	fclose(f);
+	return (uint64_t)start * 512;
 }
 
 const char *fk_device_path(const struct fk_device *dev)

@@ -20,6 +20,10 @@ struct fk_device_opts {
 	int partition;	  /* 1-based partition number; 0: choose (window.c) */
 	int is_writer;	  /* exclusive lock, O_EXCL, mount check */
 	int force;	  /* write even if mounted or busy */
+
+	/* --wait: ms to wait for the lock; 0: fail at once (the default);
+	 * -1: wait for ever */
+	long long wait_ms;
 };
 
 /* What a run cost, as the device saw it. */
@@ -35,8 +39,10 @@ struct fk_io_stats {
 
 /*
  * Open @opts->path, lock it (shared for readers, exclusive for writers;
- * a held lock fails at once with -EBUSY "image is in use"), refuse a
- * mounted device or a file behind a mounted loop device for writing.  The
+ * a held lock fails at once with -EBUSY "image is in use", or is waited
+ * for with @opts->wait_ms), refuse a mounted device for writing, and
+ * note the mounted loop devices behind an image file for
+ * fk_device_claim(), which refuses the ones over the volume.  The
  * window is the whole image until fk_device_set_window() narrows it.  On
  * success *@out is the caller's, to free with fk_device_close().  Returns
  * 0 or -errno; @diag says why.
@@ -45,10 +51,27 @@ int fk_device_open(const struct fk_device_opts *opts, struct fk_device **out,
 		   struct fk_diag *diag);
 void fk_device_close(struct fk_device *dev);
 
+/*
+ * A writer's last busy check, once the volume's extent is known: refuse
+ * (-EBUSY, @diag naming the mount point and loop device) when a mounted
+ * loop device backed by IMAGE overlaps bytes [@off, @off + @len) of the
+ * window.  Loop devices over other partitions of the same image do not
+ * count.  0 for readers, block devices and --force.
+ */
+int fk_device_claim(struct fk_device *dev, uint64_t off, uint64_t len,
+		    struct fk_diag *diag);
+
 /* Bytes in the volume window (from its start to the end of IMAGE). */
 uint64_t fk_device_len(const struct fk_device *dev);
 /* Byte offset of the window in IMAGE (for --chain offsets). */
 uint64_t fk_device_base(const struct fk_device *dev);
+/*
+ * Where IMAGE itself starts on its disk: a partition's block device
+ * (/dev/sdb1, /dev/mmcblk0p1) starts that many bytes into the card, from
+ * sysfs; 0 for a whole disk or an image file.  For --align, which the
+ * card's own grid decides.
+ */
+uint64_t fk_device_disk_off(const struct fk_device *dev);
 /* The path as given; borrowed until fk_device_close(). */
 const char *fk_device_path(const struct fk_device *dev);
 /* Bytes in the whole IMAGE, whatever the window. */

@@ -918,6 +918,7 @@ static void settle(struct fk_prun *run)
 			fp->new_vdl = fp->old_vdl;
 		else
 			fp->new_vdl = op->o->lazy ? fp->old_vdl : pf->size;
+		pf->valid_len = fp->new_vdl;
 		/* One run (the last old one and the first new one merge when
 		 * adjacent): NoFatChain, as long as the file had it. */
 		if (pf->old.nruns && pf->add.nruns &&

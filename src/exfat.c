@@ -491,9 +491,14 @@ int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		return -ENOMEM;
 	if ((err = fk_device_read(vol->dev, 0, region, len)))
 		goto out;
-	if ((err = fk_exfat_boot_parse(region, len, dev_len, &ex->boot, diag)))
+	/* A truncated dump a reader asked for: judged as if whole. */
+	if ((err = fk_exfat_boot_parse(region, len,
+				       vol->is_cut_ok ? 0 : dev_len, &ex->boot,
+				       diag)))
 		goto out;
 	fk_exfat_boot_geom(&ex->boot, &vol->g);
+	if (vol->g.total_secs > dev_len / vol->g.sec_len)
+		vol->present_len = dev_len;
 	if (!(vol->boot = malloc(sec_len))) {
 		err = -ENOMEM;
 		goto out;

@@ -81,6 +81,7 @@ struct opts {
 	int is_strict;
 	int is_json;
 	int is_verbose;
+	int is_quiet; /* -q: text output holds only error findings */
 	int progress; /* -1: when stderr is a terminal */
 };
 
@@ -119,11 +120,15 @@ static void usage(FILE *out)
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
 		"      --json          findings and summary as one JSON document\n"
+		"  -q, --quiet         print only findings of error severity (no warnings,\n"
+		"                      notes or summary; --json is unchanged)\n"
 		"  -v, --verbose       list every file checked\n"
 		"      --progress      progress on stderr (default when it is a terminal)\n"
 		"      --no-progress   no progress line\n"
 		"  -P, --partition N   use partition N (1-based) of an MBR or GPT table\n"
 		"      --force         with --repair, write even to a device in use\n"
+		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
+		"                      at once when another program holds it)\n"
 		"  -h, --help          show this help and exit\n"
 		"  -V, --version       show the version and exit\n"
 		"\n"
@@ -162,9 +167,11 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"strict", no_argument, NULL, OPT_STRICT},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
+		FK_CLI_LONG_OPTS,
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -172,7 +179,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 	int c, err;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":rapynfvP:hV", longs, NULL)) !=
+	while ((c = getopt_long(argc, argv, ":rapynfqvP:hV", longs, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'r':
@@ -204,6 +211,9 @@ static int parse_args(int argc, char **argv, struct opts *o,
 			break;
 		case 'v':
 			o->is_verbose = 1;
+			break;
+		case 'q':
+			o->is_quiet = 1;
 			break;
 		case OPT_PROGRESS:
 			o->progress = 1;
@@ -331,6 +341,9 @@ static const char *path_of(const struct run *r, const struct fk_finding *f)
 static void print_finding(struct run *r, const struct fk_finding *f,
 			  const char *prefix)
 {
+	/* -q: what a script must act on, nothing else */
+	if (r->o.is_quiet && !r->o.is_json && f->sev != FK_SEV_ERROR)
+		return;
 	if (r->o.is_json) {
 		fk_json_object(&r->js, NULL);
 		fk_json_str(&r->js, "severity", fk_sev_name(f->sev));
@@ -436,6 +449,8 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 		fk_json_end(&r->js);
 		return;
 	}
+	if (r->o.is_quiet)
+		return;
 	printf("%s: %s, ", r->image, fk_fat_type_name(g->type));
 	count(now->files, "file", "files");
 	printf(", ");
@@ -476,7 +491,7 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	co.arg = r;
 	if (with_cb && r->o.progress)
 		co.progress = on_progress;
-	if (with_cb && r->o.is_verbose)
+	if (with_cb && r->o.is_verbose && (!r->o.is_quiet || r->o.is_json))
 		co.visit = on_visit;
 	if ((err = fk_check_new(vol, &co, out)))
 		return err;
@@ -486,6 +501,50 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	}
 	clear_progress(r);
 	return err;
+}
+
+/*
+ * A truncated dump (read-only check): one error finding, and nothing
+ * else checked, since every structure may reach past the end.  A repair
+ * never opens one (the open refuses it), so the image is never written.
+ */
+static int report_cut(struct run *r, const struct fk_volume *vol)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg),
+		 "image is truncated: the volume needs %" PRIu64
+		 " bytes, the image has %" PRIu64
+		 "; nothing past its end can be checked or repaired",
+		 vol->g.total_secs * vol->g.sec_len, vol->present_len);
+	if (!r->o.is_json) {
+		printf("error: %s: %s\n", r->image, msg);
+		if (!r->o.is_quiet)
+			printf("%s: %s, 1 error (not checked further)\n",
+			       r->image, fk_fat_type_name(vol->g.type));
+		return FK_FSCK_UNCORRECTED;
+	}
+	fk_cli_json_begun();
+	fk_json_object(&r->js, NULL);
+	fk_json_str(&r->js, "image", r->image);
+	fk_json_array(&r->js, "findings");
+	fk_json_object(&r->js, NULL);
+	fk_json_str(&r->js, "severity", "error");
+	fk_json_str(&r->js, "code", "truncated");
+	fk_json_null(&r->js, "path");
+	fk_json_str(&r->js, "message", msg);
+	fk_json_null(&r->js, "repair");
+	fk_json_bool(&r->js, "fixed", 0);
+	fk_json_end(&r->js);
+	fk_json_end(&r->js);
+	fk_json_object(&r->js, "summary");
+	fk_json_str(&r->js, "fat_type", fk_fat_type_name(vol->g.type));
+	fk_json_u64(&r->js, "errors", 1);
+	fk_json_u64(&r->js, "exit_status", FK_FSCK_UNCORRECTED);
+	fk_json_end(&r->js);
+	fk_json_end(&r->js);
+	fk_json_finish(&r->js);
+	return FK_FSCK_UNCORRECTED;
 }
 
 /* Check, repair and check again; the exit status as fsck(8) has it. */
@@ -499,6 +558,7 @@ static int check_volume(struct run *r, struct fk_volume *vol)
 	int err, status, is_printed = 0, is_repaired = 0;
 
 	if (r->o.is_json) {
+		fk_cli_json_begun();
 		fk_json_object(&r->js, NULL);
 		fk_json_str(&r->js, "image", r->image);
 		if (r->o.is_verbose)
@@ -568,15 +628,10 @@ fail:
 	if (err == -EINTR && caught)
 		status = fk_exit_signal(caught);
 	if (r->o.is_json) { /* still one whole document */
-		char msg[sizeof(diag.reason) + 128];
-
-		fk_diag_reason(&diag, err, msg, sizeof(msg));
-		if (ck) /* what was found before the failure */
+		/* what was found before the failure */
+		if (ck)
 			print_findings(r, ck, 0, NULL);
-		if (diag.what[0])
-			fk_json_str(&r->js, "error_path", diag.what);
-		fk_json_str(&r->js, "error", msg);
-		fk_json_u64(&r->js, "exit_status", (uint64_t)status);
+		fk_cli_json_error_member(&r->js, status);
 		fk_json_end(&r->js);
 		fk_json_finish(&r->js);
 	}
@@ -584,7 +639,7 @@ fail:
 	return status;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
 	struct fk_diag diag = {{0}, {0}};
@@ -605,6 +660,7 @@ int main(int argc, char **argv)
 	if (r.o.progress < 0)
 		r.o.progress = r.is_tty;
 	vo.dev.is_writer = r.o.is_repair;
+	vo.is_cut_ok = !r.o.is_repair; /* a repair refuses a truncated dump */
 	/* A checker that does not repair holds nothing dirty. */
 	vo.batch_len = r.o.is_repair ? 4u << 20 : 0;
 	fk_json_init(&r.js, stdout);
@@ -615,19 +671,19 @@ int main(int argc, char **argv)
 		return FK_FSCK_OPERATIONAL;
 	}
 	if (r.o.salvage && vol->exfat) {
-		/* exFAT has no FOUND.000 convention: say so, write nothing */
-		fprintf(stderr,
-			PROG ": %s: --salvage works on FAT12/16/32 only; on "
-			     "exFAT, -r frees lost clusters (run without "
-			     "--salvage)\n",
-			r.image);
+		/* exFAT has no FOUND.000 convention: say so, write nothing
+		 * (through fk_report_in(), so that --json says it too) */
+		fk_diag_set(&diag, r.image,
+			    "--salvage works on FAT12/16/32 only; on exFAT, -r "
+			    "frees lost clusters (run without --salvage)");
+		fk_report_in(PROG, r.image, &diag, -EINVAL);
 		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_USAGE;
 	}
 	if (r.o.is_repair)
 		catch_signals(r.image);
-	status = check_volume(&r, vol);
+	status = vol->present_len ? report_cut(&r, vol) : check_volume(&r, vol);
 	fk_volume_close(vol);
 	free(image);
 	if (fflush(stdout) || ferror(stdout)) {
@@ -635,4 +691,10 @@ int main(int argc, char **argv)
 		return status | FK_FSCK_OPERATIONAL;
 	}
 	return status;
+}
+
+int main(int argc, char **argv)
+{
+	fk_cli_json_errors(argc, argv);
+	return fk_cli_exit(run_main(argc, argv));
 }

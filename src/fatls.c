@@ -76,6 +76,8 @@ static void usage(FILE *out)
 		"      --progress     count of entries listed on stderr (default when stderr\n"
 		"                     is a terminal and stdout is not)\n"
 		"      --no-progress  no progress line\n"
+		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
+		"                     at once when a writer holds it)\n"
 		"  -P, --partition N  use partition N (1-based) of an MBR or GPT table\n"
 		"  -h, --help         show this help and exit\n"
 		"  -V, --version      show the version and exit\n"
@@ -217,6 +219,22 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	fk_json_end(js);
 }
 
+/*
+ * The alignment of byte offset @off in IMAGE: the largest power of two
+ * that divides it, up to 1G ("4M", "512"), which is what an SD card's
+ * allocation unit or an erase block is compared with.
+ */
+static void align_string(uint64_t off, char *out, size_t len)
+{
+	static const char units[] = {'\0', 'K', 'M', 'G'};
+	unsigned shift = off ? (unsigned)__builtin_ctzll(off) : 30;
+
+	if (shift > 30)
+		shift = 30;
+	snprintf(out, len, "%llu%.1s", 1ull << (shift % 10),
+		 &units[shift / 10]);
+}
+
 static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			     const char *shown, const struct chain *c)
 {
@@ -244,6 +262,14 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			       run_off(ls, &c->runs[i]),
 			       (uint64_t)c->runs[i].nclus * clus_len);
 		printf("%s ", c->nruns ? "" : "-");
+		for (i = 0; i < c->nruns; i++) {
+			char al[16];
+
+			align_string(run_off(ls, &c->runs[i]), al, sizeof(al));
+			printf("%s%s", i ? "," : "aligned=", al);
+		}
+		if (c->nruns)
+			printf(" ");
 		if (ent->is_no_fat_chain)
 			printf("NoFatChain ");
 	}
@@ -296,11 +322,43 @@ static void count_entry(struct ls *ls)
  * Print one entry; @path is its full path, @shown what the line names.
  * Returns 0, or the error of a broken chain, which is reported already.
  */
+/*
+ * A truncated dump: name an entry whose clusters reach past the end of
+ * the image (one line each, as ls names an entry it cannot read), and
+ * fail the run.
+ */
+static void warn_cut(struct ls *ls, const char *path, const struct chain *c)
+{
+	const struct fk_geom *g = &ls->vol->g;
+	uint64_t have = ls->vol->present_len, held = 0, all = 0;
+	struct fk_diag diag;
+	size_t i;
+
+	for (i = 0; i < c->nruns; i++) {
+		uint64_t off = fk_clus_off(g, c->runs[i].first);
+		uint64_t len = (uint64_t)c->runs[i].nclus * g->clus_len;
+
+		all += len;
+		held += off >= have ? 0 : have - off < len ? have - off : len;
+	}
+	if (held == all)
+		return;
+	memset(&diag, 0, sizeof(diag));
+	fk_diag_set(&diag, path,
+		    "reaches past the end of the truncated image (it holds "
+		    "%" PRIu64 " of its %" PRIu64 " allocated bytes)",
+		    held, all);
+	fflush(stdout);
+	fk_report_in(PROG, ls->image, &diag, FK_ECORRUPT);
+	ls->status = FK_EXIT_FAIL;
+}
+
 static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		       const char *path, const char *shown)
 {
 	struct chain c;
-	int need_chain = ls->o.is_long || ls->o.show_chain || ls->o.is_json;
+	int need_chain = ls->o.is_long || ls->o.show_chain || ls->o.is_json ||
+			 ls->vol->present_len;
 	int err;
 
 	memset(&c, 0, sizeof(c));
@@ -317,6 +375,8 @@ static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		print_json_entry(ls, ent, path, &c);
 	else
 		print_text_entry(ls, ent, shown, &c);
+	if (ls->vol->present_len && !fk_dirent_is_dot(ent))
+		warn_cut(ls, path, &c);
 	free(c.runs);
 	return 0;
 }
@@ -704,7 +764,7 @@ static void list_arg(struct ls *ls, const char *arg, int nargs)
 	char *path;
 
 	clear_progress(ls);
-	if (fk_cli_path(PROG, ls->image, arg, &path)) {
+	if (fk_cli_path(PROG, ls->image, arg, ls->is_exfat, &path)) {
 		ls->status = FK_EXIT_FAIL;
 		return;
 	}
@@ -724,6 +784,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
+		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
@@ -775,7 +836,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
 	struct fk_diag diag = {{0}, {0}};
@@ -787,6 +848,7 @@ int main(int argc, char **argv)
 	memset(&ls, 0, sizeof(ls));
 	ls.o.progress = -1;
 	vo.batch_len = 0; /* a reader holds nothing dirty */
+	vo.is_cut_ok = 1; /* a truncated dump: list what it holds */
 	if ((err = parse_args(argc, argv, &ls.o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
@@ -809,6 +871,14 @@ int main(int argc, char **argv)
 		return FK_EXIT_FAIL;
 	}
 	ls.is_exfat = ls.vol->exfat != NULL;
+	if (ls.vol->present_len)
+		fprintf(stderr,
+			PROG
+			": %s: image is truncated: the volume needs %" PRIu64
+			" bytes, the image has %" PRIu64
+			"; files past its end are named\n",
+			ls.image, ls.vol->g.total_secs * ls.vol->g.sec_len,
+			ls.vol->present_len);
 	if (ls.is_exfat)
 		warn_boot(&ls);
 	if (ls.o.is_recursive) {
@@ -822,8 +892,10 @@ int main(int argc, char **argv)
 	}
 	nargs = argc - optind - 1;
 	fk_json_init(&ls.js, stdout);
-	if (ls.o.is_json)
+	if (ls.o.is_json) {
+		fk_cli_json_begun();
 		fk_json_object(&ls.js, NULL);
+	}
 	if (ls.o.show_info && (err = print_info(&ls))) {
 		fk_diag_set(&diag, image, NULL);
 		fk_report_in(PROG, ls.image, &diag, err);
@@ -838,6 +910,7 @@ int main(int argc, char **argv)
 	clear_progress(&ls);
 	if (ls.o.is_json) {
 		fk_json_end(&ls.js);
+		fk_cli_json_error_member(&ls.js, ls.status);
 		fk_json_end(&ls.js);
 		fk_json_finish(&ls.js);
 	}
@@ -849,4 +922,10 @@ int main(int argc, char **argv)
 		return FK_EXIT_FAIL;
 	}
 	return ls.status;
+}
+
+int main(int argc, char **argv)
+{
+	fk_cli_json_errors(argc, argv);
+	return fk_cli_exit(run_main(argc, argv));
 }

@@ -85,6 +85,10 @@ static void usage(FILE *out)
 		"                      some readers mishandle it: see the man page)\n"
 		"  -p, --parents       create missing parent directories\n"
 		"  -c, --contiguous    new clusters must be one contiguous run\n"
+		"      --align SIZE    each new file starts at a device offset that is a\n"
+		"                      multiple of SIZE (a power of two, 512 to 1G: an SD\n"
+		"                      card's allocation unit, e.g. 4M); with -c the whole\n"
+		"                      file is one aligned run\n"
 		"  -s, --sync          fsync after every batch flush (like -o sync)\n"
 		"      --no-sync       never fsync (default: once before exit)\n"
 		"      --batch SIZE    memory bound of dirty FAT data before a flush (default 4M)\n"
@@ -94,6 +98,8 @@ static void usage(FILE *out)
 		"      --json          stats and resulting files as JSON\n"
 		"      --dry-run       plan and report, write nothing\n"
 		"  -f, --force         write to a block device even if it is in use\n"
+		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
+		"                      at once when another program holds it)\n"
 		"  -v, --verbose       say what is done\n"
 		"      --progress      progress of zeroing on stderr (default when it is a\n"
 		"                      terminal)\n"
@@ -122,6 +128,7 @@ enum {
 	OPT_DRY_RUN,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
+	OPT_ALIGN,
 };
 
 static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
@@ -162,6 +169,18 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		}
 		vo->batch_len = (size_t)len;
 		break;
+	case OPT_ALIGN:
+		if (fk_cli_size(PROG, "--align size", optarg, &len))
+			return -EINVAL;
+		if (len < 512 || len > (1ull << 30) || (len & (len - 1))) {
+			fk_usage_error(PROG,
+				       "invalid --align size '%s' (a power of "
+				       "two from 512 bytes to 1G, such as 4M)",
+				       optarg);
+			return -EINVAL;
+		}
+		o->core.align_len = len;
+		break;
 	case OPT_PER_CLUSTER:
 		o->core.per_cluster = 1;
 		break;
@@ -179,6 +198,7 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		break;
 	case 'v':
 		o->is_verbose = 1;
+		o->core.verbose = 1;
 		break;
 	case OPT_PROGRESS:
 		o->progress = 1;
@@ -205,6 +225,7 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
 		{"batch", required_argument, NULL, OPT_BATCH},
 		{"per-cluster", no_argument, NULL, OPT_PER_CLUSTER},
+		{"align", required_argument, NULL, OPT_ALIGN},
 		{"stats", no_argument, NULL, OPT_STATS},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
@@ -213,6 +234,7 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
+		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
@@ -239,7 +261,30 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		if (err)
 			return err;
 	}
-	if (argc - optind < 3 || (argc - optind - 1) % 2) {
+	if (o->core.lazy && o->core.no_zero) {
+		/* two answers to one question: what ValidDataLength becomes */
+		fk_usage_error(PROG, "--lazy cannot be combined with --no-zero "
+				     "(--lazy keeps ValidDataLength, --no-zero "
+				     "raises it without zeroing)");
+		return -EINVAL;
+	}
+	if (o->core.align_len && o->core.per_cluster) {
+		/* the old kernels' algorithm knows no alignment */
+		fk_usage_error(PROG, "--align cannot be combined with "
+				     "--per-cluster");
+		return -EINVAL;
+	}
+	if (argc - optind >= 2 && (argc - optind) % 2 == 0) {
+		/* A PATH has no SIZE (a script's empty variable): name the
+		 * first PATH followed by another path or by nothing. */
+		int i = optind + 1;
+
+		while (i + 2 < argc && argv[i + 1][0] != '/')
+			i += 2;
+		fk_usage_error(PROG, "no SIZE after PATH '%s'", argv[i]);
+		return -EINVAL;
+	}
+	if (argc - optind < 3) {
 		fk_usage_error(PROG, "expected IMAGE PATH SIZE [PATH SIZE]...");
 		return -EINVAL;
 	}
@@ -255,9 +300,34 @@ static void free_pairs(struct fk_prealloc_req *reqs, size_t n)
 	free(reqs);
 }
 
-/* PATH SIZE pairs from the command line; paths resolved, names checked. */
-static int parse_pairs(int argc, char **argv, struct fk_prealloc_req **out,
-		       size_t *n)
+/*
+ * The usage errors of the PATH SIZE pairs, before the image is opened: a
+ * size that does not parse, a path that is not absolute.
+ */
+static int check_pairs(int argc, char **argv)
+{
+	int i;
+	uint64_t len;
+
+	for (i = optind + 1; i + 1 < argc; i += 2) {
+		if (fk_cli_size(PROG, "size", argv[i + 1], &len))
+			return -EINVAL;
+		if (argv[i][0] != '/') {
+			fk_usage_error(PROG, "path '%s' is not absolute",
+				       argv[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * PATH SIZE pairs from the command line; paths resolved, names checked
+ * by the rules of the volume's family (@is_exfat), which the messages
+ * name.
+ */
+static int parse_pairs(int argc, char **argv, int is_exfat,
+		       struct fk_prealloc_req **out, size_t *n)
 {
 	size_t i, count = (size_t)(argc - optind - 1) / 2;
 	struct fk_prealloc_req *reqs = calloc(count, sizeof(*reqs));
@@ -274,7 +344,8 @@ static int parse_pairs(int argc, char **argv, struct fk_prealloc_req **out,
 
 		if ((err = fk_cli_size(PROG, "size", size, &reqs[i].len)))
 			break;
-		if ((err = fk_cli_path(PROG, argv[optind], path, &norm)))
+		if ((err = fk_cli_path(PROG, argv[optind], path, is_exfat,
+				       &norm)))
 			break;
 		reqs[i].path = norm;
 	}
@@ -456,8 +527,42 @@ static void print_stats(struct fk_volume *vol,
 	printf("seconds: %.6f\n", secs);
 }
 
-static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
-			  int is_dry)
+/*
+ * @path as the volume spells it ("/DCIM/Clip.MP4" for a typed
+ * "/dcim/clip.mp4"), each component looked up; @path itself where a
+ * component is not there (a --dry-run that would create it).
+ */
+static void stored_path(struct fk_volume *vol, const char *path, char *out,
+			size_t len)
+{
+	char prefix[1024];
+	struct fk_dirent ent;
+	size_t o = 0, n = strlen(path);
+	const char *p = path;
+
+	if (n >= sizeof(prefix))
+		goto typed;
+	while (*p == '/' && p[1]) {
+		const char *end = strchr(p + 1, '/');
+		size_t k = end ? (size_t)(end - path) : n;
+
+		memcpy(prefix, path, k);
+		prefix[k] = '\0';
+		if (fk_dir_lookup(vol, prefix, &ent, NULL) ||
+		    o + 1 + strlen(ent.name) + 1 > len)
+			goto typed;
+		o += (size_t)snprintf(out + o, len - o, "/%s", ent.name);
+		p = path + k;
+	}
+	if (o)
+		return;
+typed:
+	snprintf(out, len, "%s", path);
+}
+
+static void print_verbose(struct fk_volume *vol, FILE *out,
+			  const struct fk_prealloc_result *res, int is_dry,
+			  int is_lazy)
 {
 	static const char *const done[] = {"unchanged", "created", "grown"};
 	static const char *const plan[] = {"would leave unchanged",
@@ -466,18 +571,27 @@ static void print_verbose(FILE *out, const struct fk_prealloc_result *res,
 
 	for (i = 0; i < res->nfiles; i++) {
 		const struct fk_prealloc_file *f = &res->files[i];
+		char name[1024];
 
+		stored_path(vol, f->path, name, sizeof(name));
 		fprintf(out,
 			"%s %s: size %" PRIu64 " -> %" PRIu64 ", %" PRIu32
 			" new cluster%s, %zu fragment%s\n",
-			(is_dry ? plan : done)[f->action], f->path, f->old_size,
+			(is_dry ? plan : done)[f->action], name, f->old_size,
 			f->size, f->new_clus, f->new_clus == 1 ? "" : "s",
 			f->chain.nruns, f->chain.nruns == 1 ? "" : "s");
+		/* --lazy: say what readers will see as data */
+		if (is_lazy && f->action != FK_FILE_UNCHANGED)
+			fprintf(out,
+				"  ValidDataLength %s at %" PRIu64
+				" (bytes past it read as zeros)\n",
+				is_dry ? "would be kept" : "kept",
+				f->valid_len);
 	}
 }
 
 /* -v and --dry-run: the directories -p creates, then the files. */
-static void print_plan(const struct pa_opts *o,
+static void print_plan(struct fk_volume *vol, const struct pa_opts *o,
 		       const struct fk_prealloc_result *res)
 {
 	uint32_t i;
@@ -486,10 +600,10 @@ static void print_plan(const struct pa_opts *o,
 		printf("%s directory %s\n",
 		       o->core.dry_run ? "would create" : "created",
 		       res->dirs[i]);
-	print_verbose(stdout, res, o->core.dry_run);
+	print_verbose(vol, stdout, res, o->core.dry_run, o->core.lazy);
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	struct fk_prealloc_result res;
 	struct fk_prealloc_req *reqs = NULL;
@@ -513,11 +627,9 @@ int main(int argc, char **argv)
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))
 		return FK_EXIT_USAGE;
-	if ((err = parse_pairs(argc, argv, &reqs, &n))) {
+	if (check_pairs(argc, argv)) {
 		free(image);
-		/* a name FAT refuses is refused as mkdir(1) refuses it */
-		return err == -EILSEQ || err == -ENOMEM ? FK_EXIT_FAIL
-							: FK_EXIT_USAGE;
+		return FK_EXIT_USAGE;
 	}
 	pick_time(&o.core);
 	o.core.image = argv[optind];
@@ -549,6 +661,13 @@ int main(int argc, char **argv)
 		status = FK_EXIT_FAIL;
 		goto out_free;
 	}
+	/* a name the volume refuses is refused as mkdir(1) refuses it */
+	if ((err = parse_pairs(argc, argv, vol->exfat != NULL, &reqs, &n))) {
+		status = err == -EILSEQ || err == -ENOMEM ? FK_EXIT_FAIL
+							  : FK_EXIT_USAGE;
+		fk_volume_close(vol);
+		goto out_free;
+	}
 	if (!o.core.dry_run) {
 		o.core.stop = &caught;
 		fk_cli_catch_signals(on_signal);
@@ -563,7 +682,7 @@ int main(int argc, char **argv)
 		print_json(vol, &res, seconds_since(&meter.t0), o.core.dry_run);
 	} else {
 		if (o.is_verbose || o.core.dry_run)
-			print_plan(&o, &res);
+			print_plan(vol, &o, &res);
 		if (o.show_stats)
 			print_stats(vol, &res, seconds_since(&meter.t0));
 	}
@@ -581,4 +700,10 @@ out_free:
 		return FK_EXIT_FAIL;
 	}
 	return status;
+}
+
+int main(int argc, char **argv)
+{
+	fk_cli_json_errors(argc, argv);
+	return fk_cli_exit(run_main(argc, argv));
 }

@@ -125,6 +125,13 @@ void fk_json_finish(struct fk_json *js)
 	fflush(js->out);
 }
 
+static uint64_t run_alignment(uint64_t off)
+{
+	unsigned shift = off ? (unsigned)__builtin_ctzll(off) : 30;
+
+	return 1ull << (shift > 30 ? 30 : shift);
+}
+
 void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
 		  const struct fk_run *runs, size_t nruns)
 {
@@ -136,9 +143,13 @@ void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
 		fk_json_u64(js, "first", runs[i].first);
 		fk_json_u64(js, "last", runs[i].first + runs[i].nclus - 1);
 		fk_json_u64(js, "clusters", runs[i].nclus);
-		fk_json_u64(js, "offset", base + fk_clus_off(g, runs[i].first));
+		uint64_t off = base + fk_clus_off(g, runs[i].first);
+
+		fk_json_u64(js, "offset", off);
 		fk_json_u64(js, "length",
 			    (uint64_t)runs[i].nclus * g->clus_len);
+		/* the largest power of two dividing the offset, up to 1G */
+		fk_json_u64(js, "alignment", run_alignment(off));
 		fk_json_end(js);
 	}
 	fk_json_end(js);

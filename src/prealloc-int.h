@@ -32,6 +32,8 @@ struct fk_pfile {
 	struct fk_plan add; /* clusters it gets */
 	uint64_t old_size;  /* bytes, as its entry says before the run */
 	uint64_t size;	    /* bytes after the run (settle sets it) */
+	uint64_t valid_len; /* exFAT: ValidDataLength after the run (settle
+			       sets it); FAT: unused */
 	uint64_t zero_from; /* bytes [zero_from, zero_to) read as zeros */
 	uint64_t zero_to;   /* after the run (settle sets them) */
 	int is_new;	    /* the run creates it */

@@ -23,6 +23,7 @@
 #include "prealloc.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -694,28 +695,195 @@ static uint32_t need_of(const struct fk_prun *run, const struct fk_pfile *pf)
 	return want > pf->old.nclus ? (uint32_t)(want - pf->old.nclus) : 0;
 }
 
+/*
+ * "1.5 GiB": sizes in messages, as people read them, rounded to the
+ * nearest tenth (@is_up < 0), up (> 0) or down (0), so that a need just
+ * over what is free can be shown as more.
+ */
+static void human_len(uint64_t len, int is_up, char *out, size_t out_len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	unsigned u = 0, shift;
+	uint64_t whole, rem, tenths;
+
+	while (u < 4 && len >> (10 * (u + 1)))
+		u++;
+	if (!u) {
+		snprintf(out, out_len, "%llu B", (unsigned long long)len);
+		return;
+	}
+	shift = 10 * u;
+	whole = len >> shift;
+	rem = len & (((uint64_t)1 << shift) - 1);
+	/* tenths, in integers: rem * 10 stays below 10 * 2^40 */
+	tenths = whole * 10 + ((rem * 10) >> shift);
+	if (is_up < 0 && ((rem * 10) >> (shift - 1) & 1))
+		tenths++; /* nearest */
+	else if (is_up > 0 && ((rem * 10) & (((uint64_t)1 << shift) - 1)))
+		tenths++;
+	snprintf(out, out_len, "%llu.%llu %s",
+		 (unsigned long long)(tenths / 10),
+		 (unsigned long long)(tenths % 10), units[u]);
+}
+
+/*
+ * The whole run does not fit: say, in bytes, what it needs (directories
+ * -p creates included) and what is free on the volume (@nfree clusters
+ * before the run), and which requests do not fit when the others are
+ * served in command-line order.  Clusters only with -v.
+ */
+static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
+		    struct fk_diag *diag)
+{
+	uint64_t clus_len = run->vol->g.clus_len, avail, need_all;
+	const char *first = NULL;
+	char need_s[32], free_s[32], more[32] = "";
+	size_t i, nmiss = 0;
+
+	avail = fk_alloc_nfree(run->alloc);
+	need_all = total + (nfree - avail); /* + the new directories */
+	for (i = 0; i < run->nfiles; i++) {
+		uint32_t need = need_of(run, fk_prun_file(run, i));
+
+		if (need <= avail) {
+			avail -= need;
+		} else if (!nmiss++) {
+			first = fk_prun_file(run, i)->path;
+		}
+	}
+	human_len(need_all * clus_len, -1, need_s, sizeof(need_s));
+	human_len((uint64_t)nfree * clus_len, -1, free_s, sizeof(free_s));
+	if (!strcmp(need_s, free_s)) {
+		human_len(need_all * clus_len, 1, need_s, sizeof(need_s));
+		human_len((uint64_t)nfree * clus_len, 0, free_s,
+			  sizeof(free_s));
+	}
+	if (nmiss > 1)
+		snprintf(more, sizeof(more), " and %zu more", nmiss - 1);
+	fk_diag_set(diag,
+		    run->o->image ? run->o->image
+				  : fk_device_path(run->vol->dev),
+		    "%s: the run needs %s, %s is free (%s%s do%s not fit)",
+		    strerror(ENOSPC), need_s, free_s, first ? first : "it",
+		    more, nmiss > 1 ? "" : "es");
+	if (run->o->verbose)
+		fk_diag_append(diag, -ENOSPC,
+			       "; %llu cluster%s of %llu bytes needed, %u free",
+			       (unsigned long long)need_all,
+			       need_all == 1 ? "" : "s",
+			       (unsigned long long)clus_len, nfree);
+	return -ENOSPC;
+}
+
+/*
+ * --align: the clusters whose byte offset on the device (IMAGE, the
+ * volume's offset in it included, and IMAGE's own on its disk when it is
+ * a partition's block device) is a multiple of @run->o->align_len
+ * are *@phase + k * *@step.  Cluster and alignment sizes are powers of
+ * two, so either every cluster is aligned, or every step-th one, or none
+ * (a data area that starts off the cluster grid): that is a refusal.
+ */
+static int align_grid(struct fk_prun *run, uint32_t *phase, uint32_t *step,
+		      struct fk_diag *diag)
+{
+	const struct fk_geom *g = &run->vol->g;
+	uint64_t align = run->o->align_len, clus_len = g->clus_len;
+	uint64_t off2 = fk_device_disk_off(run->vol->dev) +
+			fk_device_base(run->vol->dev) + fk_clus_off(g, 2);
+	uint64_t k;
+
+	if (clus_len >= align ? off2 % align == 0 : off2 % clus_len == 0) {
+		*step = clus_len >= align ? 1 : (uint32_t)(align / clus_len);
+		k = (align - off2 % align) % align / clus_len;
+		*phase = FK_FIRST_CLUS + (uint32_t)(clus_len >= align ? 0 : k);
+		return 0;
+	}
+	fk_diag_set(diag,
+		    run->o->image ? run->o->image
+				  : fk_device_path(run->vol->dev),
+		    "--align %llu: no cluster starts at a multiple of it: the "
+		    "data area starts at byte %llu of the image and clusters "
+		    "are %llu bytes",
+		    (unsigned long long)align, (unsigned long long)off2,
+		    (unsigned long long)clus_len);
+	return -EINVAL;
+}
+
+/*
+ * -c (or --align) found no free run long enough for @pf: say so in bytes,
+ * with the longest run there is (starting aligned, with --align), and
+ * clusters only with -v.
+ */
+static int no_run(struct fk_prun *run, const struct fk_pfile *pf, uint32_t need,
+		  int is_aligned, uint32_t phase, uint32_t step,
+		  struct fk_diag *diag)
+{
+	uint64_t clus_len = run->vol->g.clus_len;
+	uint32_t longest = fk_alloc_longest(run->alloc, is_aligned ? phase : 2,
+					    is_aligned ? step : 1);
+	char need_s[32], long_s[32], at[64] = "";
+
+	human_len((uint64_t)need * clus_len, 1, need_s, sizeof(need_s));
+	human_len((uint64_t)longest * clus_len, 0, long_s, sizeof(long_s));
+	if (is_aligned)
+		snprintf(at, sizeof(at), " that starts at a multiple of %llu",
+			 (unsigned long long)run->o->align_len);
+	fk_diag_set(diag, pf->path,
+		    "%s: %s needs %s run of %s%s; the longest free one is %s",
+		    strerror(ENOSPC), run->o->contiguous ? "-c" : "--align",
+		    run->o->contiguous ? "one contiguous" : "a free", need_s,
+		    at, long_s);
+	if (run->o->verbose)
+		fk_diag_append(diag, -ENOSPC,
+			       " (%u cluster%s of %llu bytes; %u)", need,
+			       need == 1 ? "" : "s",
+			       (unsigned long long)clus_len, longest);
+	return -ENOSPC;
+}
+
+/* Plan the new clusters of @pf, --align honoured for a new chain. */
+static int plan_file(struct fk_prun *run, struct fk_pfile *pf, uint32_t need,
+		     uint32_t phase, uint32_t step, struct fk_diag *diag)
+{
+	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint32_t tail = fk_prun_tail(&pf->old);
+	int is_aligned = run->o->align_len && !pf->old.nclus;
+	int err;
+
+	if (!need)
+		return 0;
+	if (is_aligned)
+		err = fk_alloc_plan_aligned(run->alloc, need, phase, step,
+					    flags, &pf->add, diag);
+	else
+		err = fk_alloc_plan(run->alloc, tail, need, flags, &pf->add,
+				    diag);
+	/* The whole run fits (checked before): no run long enough. */
+	if (err == -ENOSPC && (flags || is_aligned))
+		return no_run(run, pf, need, is_aligned, phase, step, diag);
+	return err;
+}
+
 static int plan_clusters(struct fk_prun *run,
 			 const struct fk_prealloc_family *fam,
 			 struct fk_diag *diag)
 {
-	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint32_t phase = 0, step = 1;
 	uint64_t total = 0;
 	size_t i;
 	int err;
 
 	/* All-or-nothing: the whole run must fit before anything is taken. */
-	for (i = 0; i < run->nfiles; i++) {
+	for (i = 0; i < run->nfiles; i++)
 		total += need_of(run, fk_prun_file(run, i));
-		if (total > UINT32_MAX ||
-		    !fk_alloc_has_free(run->alloc, (uint32_t)total)) {
-			fk_diag_detail(diag, fk_prun_file(run, i)->path,
-				       "need %llu cluster%s, %u free",
-				       (unsigned long long)total,
-				       total == 1 ? "" : "s",
-				       fk_alloc_nfree(run->alloc));
-			return -ENOSPC;
-		}
-	}
+	/* A lazy map reads on only until the run is covered; short of
+	 * that, it has read all of the FAT and its counts are exact. */
+	if (total > UINT32_MAX ||
+	    !fk_alloc_has_free(run->alloc, (uint32_t)total))
+		return no_space(run, fk_alloc_nfree_open(run->alloc), total,
+				diag);
+	if (run->o->align_len && (err = align_grid(run, &phase, &step, diag)))
+		return err;
 	for (i = 0; i < run->nfiles; i++) {
 		struct fk_pfile *pf = fk_prun_file(run, i);
 		uint32_t need = need_of(run, pf), tail = fk_prun_tail(&pf->old);
@@ -732,8 +900,7 @@ static int plan_clusters(struct fk_prun *run,
 			}
 			continue;
 		}
-		if (need && (err = fk_alloc_plan(run->alloc, tail, need, flags,
-						 &pf->add, diag)))
+		if ((err = plan_file(run, pf, need, phase, step, diag)))
 			return err;
 		if (fam->is_whole_contig && run->o->contiguous && need &&
 		    pf->old.nclus && pf->add.runs[0].first != tail + 1) {
@@ -867,6 +1034,7 @@ static int fill_result(struct fk_prun *run,
 					     : FK_FILE_UNCHANGED;
 		f->old_size = pf->old_size;
 		f->size = pf->size;
+		f->valid_len = run->vol->exfat ? pf->valid_len : pf->size;
 		f->new_clus = pf->add.nclus;
 		/* Growing in place merges the last old run and the first new
 		 * one, as fatls will count them. */

@@ -44,6 +44,10 @@ struct fk_prealloc_opts {
 	int contiguous;	 /* -c */
 	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
 	int dry_run;
+	int verbose; /* -v: messages also give clusters */
+	/* --align: a new chain starts at a device byte offset that is a
+	 * multiple of it (a power of two); 0: anywhere */
+	uint64_t align_len;
 	size_t batch_len; /* dirty bitmap bytes held before a flush
 			     (exFAT; the FAT cache has its own) */
 	enum fk_sync_mode sync;
@@ -74,6 +78,7 @@ struct fk_prealloc_file {
 	const char *path; /* borrowed from the request */
 	enum fk_file_action action;
 	uint64_t old_size, size; /* bytes, as the entry says */
+	uint64_t valid_len;	 /* exFAT: ValidDataLength; FAT: size */
 	uint32_t first_clus;
 	uint32_t new_clus;    /* clusters added */
 	struct fk_plan chain; /* the whole chain after the run */

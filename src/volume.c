@@ -296,6 +296,7 @@ static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
 			   (unsigned long long)vol_len);
 	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
 		return err;
+	vol->is_cut_ok = opts->is_cut_ok;
 	/* The family is chosen here, once; nothing else asks again. */
 	if (fk_exfat_detect(first) || opts->is_exfat_backup) {
 		vol->fam = &fk_exfat_family;
@@ -303,8 +304,13 @@ static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
 					  diag);
 	}
 	vol->fam = &fk_fat_family;
-	if ((err = fk_volume_parse(first, sizeof(first), vol_len, &g, diag)))
+	/* A truncated dump: judge the boot sector as if it were whole. */
+	if ((err = fk_volume_parse(first, sizeof(first),
+				   opts->is_cut_ok ? UINT64_MAX : vol_len, &g,
+				   diag)))
 		return err;
+	if (g.total_secs > vol_len / g.sec_len)
+		vol->present_len = vol_len;
 	if (!(vol->boot = malloc(g.sec_len)))
 		return -ENOMEM;
 	if ((err = fk_device_read(vol->dev, 0, vol->boot, g.sec_len)))
@@ -324,9 +330,17 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		return -ENOMEM;
 	if ((err = fk_device_open(&opts->dev, &vol->dev, diag)))
 		goto out_free;
-	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)))
+	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)) ||
+	    (err = read_boot(vol, opts, diag))) {
+		/* No volume to measure: a writer is told first about a
+		 * mounted loop device anywhere in the window (the kernel's
+		 * file system is likely what is there). */
+		if (fk_device_claim(vol->dev, 0, fk_device_len(vol->dev), diag))
+			err = -EBUSY;
 		goto out_close;
-	if ((err = read_boot(vol, opts, diag)))
+	}
+	if ((err = fk_device_claim(vol->dev, 0,
+				   vol->g.total_secs * vol->g.sec_len, diag)))
 		goto out_close;
 	lay.sec_len = vol->g.sec_len;
 	lay.fat_off = vol->g.fat_off;

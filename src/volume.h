@@ -69,6 +69,10 @@ struct fk_volume_opts {
 	int is_exfat_backup; /* exFAT: take the geometry from the backup boot
 				region, whatever the main one holds (for a
 				checker that restores the main region) */
+	/* A reader that lists what a truncated image (shorter than its
+	 * volume) holds: open it, with vol->present_len set, instead of
+	 * refusing.  Writers never set it. */
+	int is_cut_ok;
 };
 
 struct fk_volume {
@@ -78,6 +82,11 @@ struct fk_volume {
 	unsigned char *boot; /* the boot sector as read, sec_len bytes */
 	const struct fk_family *fam; /* FAT or exFAT: chosen once at open */
 	struct fk_exfat *exfat;	     /* exFAT-only facts; NULL on FAT */
+	/* A truncated dump opened by a reader (opts->is_cut_ok): bytes of
+	 * the volume the image holds; 0: all of it.  Reads past them fail
+	 * (FK_ECORRUPT); fk_volume_cut_len() tells what reaches there. */
+	uint64_t present_len;
+	int is_cut_ok; /* opened with opts->is_cut_ok */
 };
 
 /*

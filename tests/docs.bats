@@ -379,3 +379,76 @@ check_same_opts()
 		[ "$output" = "#compdef $prog" ]
 	done
 }
+
+# ---- EXAMPLES run as pasted ------------------------------------------------
+
+# example_images: the images the EXAMPLES sections and README name, as a
+# user would have them: sd.img, a 3 GiB card with an MBR and one FAT32
+# partition at 1 MiB holding /BOOT.BIN; disk.img, a 6 GiB disk whose
+# partition 1 is Linux and partition 2 FAT32 with a camera's
+# /DCIM/100CANON; sdxc.img, an 8 GiB exFAT card with /DCIM; boot.bin.
+# All sparse.
+example_images()
+{
+	truncate -s 3G sd.img
+	printf 'label: dos\nstart=2048, type=c\n' |
+		sfdisk -q --no-reread --no-tell-kernel sd.img
+	mkfs.fat -F 32 --offset 2048 sd.img $(((3 << 20) - 1024)) >/dev/null
+	fatprealloc -c sd.img@@1M /BOOT.BIN 8M
+	truncate -s 6G disk.img
+	printf 'label: dos\nstart=2048, size=16384, type=83\nstart=18432, type=c\n' |
+		sfdisk -q --no-reread --no-tell-kernel disk.img
+	mkfs.fat -F 32 --offset 18432 disk.img $(((6 << 20) - 9216)) >/dev/null
+	fatprealloc -p disk.img /DCIM/100CANON/IMG_0001.JPG 3M
+	truncate -s 8G sdxc.img
+	mkfs.exfat sdxc.img >/dev/null
+	fatprealloc -p sdxc.img /DCIM/100CANON/C0001.MP4 1M
+	head -c 1M /dev/zero >boot.bin
+}
+
+# run_examples FILE: every example of FILE behaves as shown, run in the
+# test's own directory with the programs just built first in PATH.
+run_examples()
+{
+	run python3 "$ROOT/tests/helpers/examples.py" run "$1"
+	[ -z "$output" ] || echo "$output" >&2
+	[ "$status" -eq 0 ]
+}
+
+# in_tmp: work in the test's own directory, the programs just built
+# first in PATH (the examples call them by name).
+in_tmp()
+{
+	cd "$BATS_TEST_TMPDIR" || return 1
+	export PATH="$FATKIT_BUILD:$PATH" MTOOLS_SKIP_CHECK=1
+	[ -x "$FATKIT_BUILD/fatprealloc" ] || skip "fatprealloc is not built"
+}
+
+@test "EXAMPLES of fatprealloc(1) run as pasted on fresh images" {
+	in_tmp
+	example_images
+	run_examples "$ROOT/man/fatprealloc.1"
+}
+
+@test "EXAMPLES of fatls(1) run as pasted on fresh images" {
+	in_tmp
+	example_images
+	run_examples "$ROOT/man/fatls.1"
+}
+
+@test "EXAMPLES of fatcheck(1) run as pasted on fresh images" {
+	in_tmp
+	example_images
+	run_examples "$ROOT/man/fatcheck.1"
+}
+
+@test "EXAMPLES of fatkit(7) run as pasted (they make their own image), failures with the lines shown" {
+	in_tmp
+	run_examples "$ROOT/man/fatkit.7"
+}
+
+@test "README's usage examples run as pasted on fresh images" {
+	in_tmp
+	example_images
+	run_examples "$ROOT/README.md"
+}

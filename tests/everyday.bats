@@ -211,7 +211,9 @@ sdcard()
 	run -0 fatprealloc full /fill.bin $((c * 512))
 	before=$(img_sha full)
 	run -1 --separate-stderr fatprealloc full /one.bin 1
-	[ "$stderr" = "fatprealloc: full:/one.bin: No space left on device (need 1 cluster, 0 free)" ]
+	[ "$stderr" = "fatprealloc: full: No space left on device: the run needs 512 B, 0 B is free (/one.bin does not fit)" ]
+	run -1 --separate-stderr fatprealloc -v full /one.bin 1
+	[ "$stderr" = "fatprealloc: full: No space left on device: the run needs 512 B, 0 B is free (/one.bin does not fit); 1 cluster of 512 bytes needed, 0 free" ]
 	[ "$(img_sha full)" = "$before" ]
 }
 

@@ -169,11 +169,11 @@ EOF
 	mkex v.img 16M 4096
 	fill v.img 4096
 	run -0 fatls --chain v.img /nofat.bin
-	assert_output --regexp '^first=([0-9]+) fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+20480 NoFatChain /nofat.bin$'
+	assert_output --regexp '^first=([0-9]+) fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+20480 aligned=[0-9]+[KMG]? NoFatChain /nofat.bin$'
 	run -0 fatls --chain v.img /chained.bin
-	assert_output --regexp '^first=[0-9]+ fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+12288 /chained.bin$'
+	assert_output --regexp '^first=[0-9]+ fragments=1 runs=[0-9]+-[0-9]+@[0-9]+\+12288 aligned=[0-9]+[KMG]? /chained.bin$'
 	run -0 fatls --chain v.img /frag.bin
-	assert_output --regexp '^first=[0-9]+ fragments=4 runs=([0-9]+-[0-9]+@[0-9]+\+4096,){3}[0-9]+-[0-9]+@[0-9]+\+4096 /frag.bin$'
+	assert_output --regexp '^first=[0-9]+ fragments=4 runs=([0-9]+-[0-9]+@[0-9]+\+4096,){3}[0-9]+-[0-9]+@[0-9]+\+4096 aligned=([0-9]+[KMG]?,){3}[0-9]+[KMG]? /frag.bin$'
 	# The byte offsets are where the data is: the reference reader's
 	# bytes of the NoFatChain file sit at the offset --chain prints.
 	local off
@@ -341,9 +341,16 @@ EOF
 96|4|1|FirstClusterOfRootDirectory 1 is out of range
 96|4|0x10000|FirstClusterOfRootDirectory 65536 is out of range
 104|2|0x200|FileSystemRevision 2.00 is not 1.x
-72|8|0x100000|image is truncated: the volume needs 536870912 bytes
 72|8|100|VolumeLength 100 sectors is under 1 MiB
 EOF
+	# A VolumeLength past the end of the image: a truncated dump, which
+	# a reader lists as far as it goes (nothing on it is cut here)
+	mkex h.img 8M 4096
+	boot_field h.img 72 8 0x100000
+	run -0 --separate-stderr fatls h.img
+	[ "${stderr_lines[0]}" = "fatls: h.img: image is truncated: the volume needs 536870912 bytes, the image has 8388608; files past its end are named" ]
+	run -1 --separate-stderr fatprealloc h.img /a 1K
+	[[ $stderr == "fatprealloc: h.img: image is truncated: the volume needs 536870912 bytes"* ]]
 }
 
 @test "fatls on exFAT: a bad boot checksum or differing backup is one warning, and the listing reads on (exit 0)" {

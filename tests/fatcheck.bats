@@ -1292,7 +1292,7 @@ time.sleep(30)' "$LOOPDEV" &
 
 # ---- hostile images ------------------------------------------------------------
 
-@test "fatcheck: random bytes, an absurd BPB and a truncated image: one error line, exit 8" {
+@test "fatcheck: random bytes and an absurd BPB: one error line, exit 8; a truncated image: one error finding, exit 4, and -r refuses it" {
 	gen_bytes 1048576 hostile >img
 	run -8 --separate-stderr timeout 20 fatcheck img
 	[[ $stderr == "fatcheck: img: "* ]]
@@ -1304,8 +1304,14 @@ time.sleep(30)' "$LOOPDEV" &
 	[[ $stderr == "fatcheck: img: bad boot sector: bytes per sector 3 "* ]]
 	mkimg fat32 64M img
 	truncate -s 20M img
-	run -8 --separate-stderr timeout 20 fatcheck img
+	run -4 --separate-stderr timeout 20 fatcheck img
+	[ -z "$stderr" ]
+	[[ ${lines[0]} == "error: img: image is truncated"* ]]
+	local before
+	before=$(img_sha img)
+	run -8 --separate-stderr timeout 20 fatcheck -r img
 	[[ $stderr == "fatcheck: img: image is truncated"* ]]
+	[ "$(img_sha img)" = "$before" ]
 }
 
 @test "fatcheck: an endless directory and endless nesting end in one error line, exit 8" {
@@ -1321,8 +1327,9 @@ time.sleep(30)' "$LOOPDEV" &
 		"$FK_PYTHON" -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert d["error_path"] == "/EMPTYDIR" and d["exit_status"] == 8, d
-assert d["error"].startswith("directory has more than 65536 entries")
+e = d["error"]
+assert e["exit_status"] == 8 and e["code"] == "EUCLEAN", d
+assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 entries")
 ' "$output"
 		use $t
 		damage nest /EMPTYDIR 300

@@ -351,7 +351,7 @@ for line in open(mshowfat_out, encoding="utf-8"):
     ms[path] = "-" if runs.startswith("Root") else ",".join(
         r if "-" in r else r + "-" + r for r in re.findall(r"<([\d-]+)>", runs))
 firsts, walks, seen = open("firsts", "w"), open("runs", "w"), 0
-line_re = re.compile(r"^first=(\d+) fragments=(\d+) runs=(\S+) (/.*)$")
+line_re = re.compile(r"^first=(\d+) fragments=(\d+) runs=(\S+) (?:aligned=\S+ )?(/.*)$")
 for line in open(chain_out, encoding="utf-8"):
     m = line_re.match(line.rstrip("\n"))
     assert m, "bad --chain line: %r" % line
@@ -387,7 +387,7 @@ EOF
 		[ "$(wc -l <chain.out)" -eq 1131 ]
 		# mtools' view of the chains: all but most of the 1100 small
 		# files, in one call.
-		mapfile -t paths < <(sed 's/^first=[0-9]* fragments=[0-9]* runs=[^ ]* //' chain.out |
+		mapfile -t paths < <(sed 's/^first=[0-9]* fragments=[0-9]* runs=[^ ]* \(aligned=[^ ]* \)\{0,1\}//' chain.out |
 			grep -v '^/BIG/sub/f[0-9]*[1-9]\.txt$')
 		[ "${#paths[@]}" -eq 141 ]
 		mshowfat -i "$img" "${paths[@]/#/::}" </dev/null >mshowfat.out
@@ -420,7 +420,7 @@ import re, sys
 image, clus, chain_out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 runs = {}
 for line in open(chain_out, encoding="utf-8"):
-    m = re.match(r"^first=\d+ fragments=\d+ runs=(\S+) (/.*)$",
+    m = re.match(r"^first=\d+ fragments=\d+ runs=(\S+) (?:aligned=\S+ )?(/.*)$",
                  line.rstrip("\n"))
     assert m, "bad --chain line: %r" % line
     runs[m.group(2)] = [] if m.group(1) == "-" else [
@@ -501,7 +501,7 @@ for e, l, s, c in zip(ents, long, short, chain):
     sh, spath = s.split(" /", 1)
     assert e["short_name"] == sh.rstrip() and "/" + spath == p, (e, s)
     first, frags, runs, cpath = re.fullmatch(
-        r"first=(\d+) fragments=(\d+) runs=(\S+) (.*)", c).groups()
+        r"first=(\d+) fragments=(\d+) runs=(\S+) (?:aligned=\S+ )?(.*)", c).groups()
     assert cpath == p, (c, p)
     assert e["first_cluster"] == int(first), (e, c)
     assert e["fragments"] == int(frags) == len(e["runs"]), (e, c)
@@ -610,7 +610,7 @@ assert e["mtime"] is None and e["name"] == "README.TXT", e
 	local first
 	first=$(mshowfat -i "$img" ::/README.TXT | sed 's/.*<\([0-9]*\)>.*/\1/')
 	run -0 fatls -l -s --chain "$img" /README.TXT
-	[[ $output == "----a         19       1024 2024-01-02T03:04:06 README.TXT   first=$first fragments=1 runs=$first-$first@"*"+1024 /README.TXT" ]]
+	[[ $output == "----a         19       1024 2024-01-02T03:04:06 README.TXT   first=$first fragments=1 runs=$first-$first@"*"+1024 aligned="*" /README.TXT" ]]
 }
 
 @test "fatls -a: hidden and system entries, . and .., and the label; hidden without -a, as mdir hides them" {
@@ -814,7 +814,7 @@ check_partition()
 	# (same_listing showed they do not depend on how the volume is
 	# named): against the BPB, mshowfat, and the files' bytes.
 	fatls --chain -R "$disk" >chain.out
-	mapfile -t paths < <(sed 's/^first=[0-9]* fragments=[0-9]* runs=[^ ]* //' chain.out)
+	mapfile -t paths < <(sed 's/^first=[0-9]* fragments=[0-9]* runs=[^ ]* \(aligned=[^ ]* \)\{0,1\}//' chain.out)
 	[ "${#paths[@]}" -eq 24 ]
 	mshowfat -i "$disk@@1M" "${paths[@]/#/::}" </dev/null >mshowfat.out
 	check_chains "$disk@@1M" chain.out mshowfat.out 1048576

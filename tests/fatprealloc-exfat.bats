@@ -224,7 +224,7 @@ default_run()
 	populate img 4096
 	sha=$(img_sha img)
 	run -1 fatprealloc img /a.bin 1M /huge.bin 14M
-	[[ $output == "fatprealloc: img:/huge.bin: No space left on device (need "*" free)" ]]
+	[[ $output == "fatprealloc: img: No space left on device: the run needs "*" is free (/huge.bin does not fit)" ]]
 	run -1 fatprealloc -c img /grow.bin 1M
 	[[ $output == "fatprealloc: img:/grow.bin: No space left on device"* ]]
 	run -1 fatprealloc img /nodir/a.bin 1K
@@ -247,8 +247,9 @@ default_run()
 	ref put img /a.bin --size 50000
 	sha=$(img_sha img)
 	run -0 fatprealloc -v img /a.bin 1000 /A.BIN 50000
+	# -v names the file as the volume stores it, whatever case was typed
 	assert_output "unchanged /a.bin: size 50000 -> 50000, 0 new clusters, 1 fragment
-unchanged /A.BIN: size 50000 -> 50000, 0 new clusters, 1 fragment"
+unchanged /a.bin: size 50000 -> 50000, 0 new clusters, 1 fragment"
 	[ "$(img_sha img)" = "$sha" ]
 }
 

@@ -498,11 +498,14 @@ fragment()
 	before=$(img_sha img)
 
 	run -1 --separate-stderr fatprealloc -c img /c.bin $(((long + 1) * c))
-	[ "$stderr" = "fatprealloc: img:/c.bin: No space left on device (no contiguous run of $((long + 1)) clusters, longest free run is $long)" ]
+	[[ $stderr == "fatprealloc: img:/c.bin: No space left on device: -c needs one contiguous run of "*"; the longest free one is "* ]]
+	# -v: the same in clusters, the independent count of the longest
+	run -1 --separate-stderr fatprealloc -v -c img /c.bin $(((long + 1) * c))
+	[[ $stderr == *" ($((long + 1)) clusters of $c bytes; $long)" ]]
 	[ "$(img_sha img)" = "$before" ]
 	# Growing an existing file: its new clusters must be one run too.
 	run -1 --separate-stderr fatprealloc -c img /SMALL.BIN $((1000 + (long + 2) * c))
-	[[ $stderr == "fatprealloc: img:/SMALL.BIN: No space left on device (no contiguous run of "* ]]
+	[[ $stderr == "fatprealloc: img:/SMALL.BIN: No space left on device: -c needs one contiguous run of "* ]]
 	[ "$(img_sha img)" = "$before" ]
 
 	run -0 --separate-stderr fatprealloc -c img /c.bin $((long * c))
@@ -961,9 +964,9 @@ fsck_clean_4g()
 		c=$(clus_len img)
 		free=$(count_free_clusters img)
 		before=$(img_sha img)
-		run -1 --separate-stderr fatprealloc img /a.bin $((2 * c)) \
+		run -1 --separate-stderr fatprealloc -v img /a.bin $((2 * c)) \
 			/b.bin $(((free - 1) * c))
-		[ "$stderr" = "fatprealloc: img:/b.bin: No space left on device (need $((free + 1)) clusters, $free free)" ]
+		[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" MiB, "*" MiB is free (/b.bin does not fit); $((free + 1)) clusters of $c bytes needed, $free free" ]]
 		[ -z "$output" ]
 		[ "$(img_sha img)" = "$before" ]
 		# Exactly the free space fits.
@@ -1467,7 +1470,9 @@ PY
 	size=$(((avail + 10) * clus_len))
 	before=$(img_sha img)
 	run -1 --separate-stderr fatprealloc img /big.bin "$size"
-	[ "$stderr" = "fatprealloc: img:/big.bin: No space left on device (need $((avail + 10)) clusters, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img')" ]
+	[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" is free (/big.bin does not fit); FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img'" ]]
+	run -1 --separate-stderr fatprealloc -v img /big.bin "$size"
+	[[ $stderr == *"(/big.bin does not fit); $((avail + 10)) clusters of $clus_len bytes needed, $avail free; FSInfo says $free free, so 1000 clusters are likely lost: run 'fatcheck -r img'" ]]
 	[ "$(img_sha img)" = "$before" ]
 	# The hint is right: after the repair the same request fits.
 	run fatcheck -r img
@@ -1476,5 +1481,5 @@ PY
 	fsck_clean img
 	# Out of space with nothing lost: no such hint.
 	run -1 --separate-stderr fatprealloc img /more.bin "$size"
-	[[ $stderr == "fatprealloc: img:/more.bin: No space left on device (need "*" free)" ]]
+	[[ $stderr == "fatprealloc: img: No space left on device: the run needs "*" is free (/more.bin does not fit)" ]]
 }

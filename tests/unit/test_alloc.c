@@ -153,6 +153,56 @@ static void rows(struct fk_alloc *a)
 	fk_plan_free(&p); /* an emptied plan may be freed again */
 }
 
+/*
+ * --align over a map with free runs 10-13, 16-17 and 20-39 (nclus 40):
+ * aligned clusters are 4 + 8k, so the aligned free runs start at 12 (2
+ * long), 20 (20), 28 and 36.
+ */
+static void aligned_rows(void)
+{
+	uint64_t map[1] = {0};
+	struct fk_alloc *a;
+	struct fk_plan p = {NULL, 0, 0, 0};
+	struct fk_diag d;
+	uint32_t c;
+	int err;
+
+	for (c = 10; c < 14; c++)
+		map[0] |= (uint64_t)1 << c;
+	map[0] |= (uint64_t)3 << 16;
+	for (c = 20; c < 40; c++)
+		map[0] |= (uint64_t)1 << c;
+	if (fk_alloc_from_map(map, 40, 2, &a)) {
+		OK(0, "align: set up the map");
+		return;
+	}
+	memset(&d, 0, sizeof(d));
+	err = fk_alloc_plan_aligned(a, 21, 4, 8, FK_ALLOC_CONTIG, &p, &d);
+	OK(err == -ENOSPC && p.nruns == 0 && fk_alloc_nfree(a) == 26 &&
+		   !strcmp(d.reason, "(no free run of 21 clusters starts at "
+				     "an aligned cluster; the longest that "
+				     "does is 20"),
+	   "align: -c with no aligned run long enough takes nothing (%s; "
+	   "%u free)",
+	   d.reason, fk_alloc_nfree(a));
+	err = fk_alloc_plan_aligned(a, 6, 4, 8, FK_ALLOC_CONTIG, &p, &d);
+	OK(!err && plan_is(&p, (const uint32_t[]){20, 6}, 1),
+	   "align: the first aligned run long enough (20, not 12)");
+	fk_plan_free(&p);
+	err = fk_alloc_plan_aligned(a, 3, 4, 8, 0, &p, &d);
+	OK(!err && plan_is(&p, (const uint32_t[]){28, 3}, 1),
+	   "align: the chain starts at an aligned cluster (%u)",
+	   p.nruns ? p.runs[0].first : 0);
+	fk_plan_free(&p);
+	err = fk_alloc_plan_aligned(a, 12, 4, 8, 0, &p, &d);
+	OK(!err && p.nclus == 12 && p.runs[0].first % 8 == 4 && p.nruns > 1,
+	   "align: without -c the longest aligned run starts the chain, the "
+	   "rest follows anywhere (%zu runs)",
+	   p.nruns);
+	fk_plan_free(&p);
+	fk_alloc_close(a);
+}
+
 void suite_alloc(void)
 {
 	struct fk_volume *vol = NULL;
@@ -169,6 +219,7 @@ void suite_alloc(void)
 		   fk_alloc_nfree(a));
 		rows(a);
 	}
+	aligned_rows();
 	fk_alloc_close(a);
 	fk_alloc_close(NULL);
 	fk_volume_close(vol);

@@ -186,6 +186,40 @@ static void test_parse_partition(void)
 	   "fk_parse_partition: NULL argument");
 }
 
+/* --wait=SECONDS, as flock -w takes them, in milliseconds. */
+static const struct wait_row {
+	const char *edge, *arg;
+	int err;
+	long long ms;
+} wait_rows[] = {
+	{"whole seconds", "10", 0, 10000},
+	{"zero: fail at once", "0", 0, 0},
+	{"a fraction", "0.5", 0, 500},
+	{"a fraction below a ms rounds up", "0.0001", 0, 1},
+	{"many digits", "1.25", 0, 1250},
+	{"empty", "", -EINVAL, 0},
+	{"negative", "-1", -EINVAL, 0},
+	{"a unit", "5s", -EINVAL, 0},
+	{"a bare dot", "1.", -EINVAL, 0},
+	{"leading dot", ".5", -EINVAL, 0},
+	{"too long", "99999999999999999999", -EINVAL, 0},
+};
+
+static void test_parse_wait(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(wait_rows); i++) {
+		const struct wait_row *r = &wait_rows[i];
+		long long ms = -7;
+		int err = fk_parse_wait(r->arg, &ms);
+
+		OK(err == r->err && ms == (r->err ? -7 : r->ms),
+		   "fk_parse_wait: %s (\"%s\": err %d, ms %lld)", r->edge,
+		   r->arg, err, ms);
+	}
+}
+
 /* Expected results worked out by hand, as `realpath -m` gives them. */
 static const struct path_row {
 	const char *edge;
@@ -234,5 +268,6 @@ void suite_cli(void)
 	test_parse_size();
 	test_parse_image();
 	test_parse_partition();
+	test_parse_wait();
 	test_path_normalise();
 }
