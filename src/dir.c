@@ -586,9 +586,17 @@ static int find_in(struct fk_volume *vol, const struct fk_dirent *parent,
 		   const char *name, struct fk_dirent *ent,
 		   struct fk_diag *diag)
 {
+	struct fk_chain_info info;
 	struct fk_dir *dir;
 	int err;
 
+	if (!parent->first_clus && parent->size) {
+		/* exFAT's FirstCluster 0 with a length: say so, rather
+		 * than a bare "Structure needs cleaning" from the open. */
+		if (!(err = fk_dirent_walk(vol, parent, NULL, NULL, &info)))
+			err = fk_chain_error(&info, diag);
+		return err;
+	}
 	if ((err = fk_dir_open_ent(vol, parent, &dir)))
 		return err;
 	while ((err = fk_dir_next(dir, ent, diag)) == 1) {

@@ -519,6 +519,13 @@ int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 	uint64_t need, room;
 	struct fk_run run;
 
+	if (!s->first_clus && s->data_len) {
+		/* Not an empty stream, and never the root: damage. */
+		memset(info, 0, sizeof(*info));
+		info->end = FK_ENT_RANGE;
+		info->is_no_first = 1;
+		return 0;
+	}
 	if (!s->is_no_fat_chain || !s->first_clus)
 		return fk_chain_walk(vol, s->first_clus, fn, arg, info);
 	memset(info, 0, sizeof(*info));

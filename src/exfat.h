@@ -221,6 +221,10 @@ enum fk_exfat_set_defect {
 					outside the root */
 	FK_EXS_BAD_SPECIAL = 1u << 14, /* a special entry's own fields are
 					  wrong (label over 11 chars, etc.) */
+	FK_EXS_NO_FIRST = 1u << 15,    /* FirstCluster 0 with a DataLength
+					  (always with FK_EXS_ALLOC; its
+					  own reason, so none reads it as
+					  the root's cluster) */
 };
 
 /* An exFAT timestamp (spec 7.4.8 - 7.4.10). */

@@ -1,0 +1,194 @@
+#!/usr/bin/env bats
+# exfat-writer-hostile.bats: fatprealloc on exFAT volumes whose directories
+# a writer must not trust.  Every directory on every path is judged before
+# the first write (its chain: no loop, free, bad or out-of-range link, as
+# many clusters as DataLength needs, no more and no fewer; ValidDataLength
+# equal to DataLength; a NoFatChain run inside the heap; no cluster shared
+# with the bitmap, the up-case table, another directory on the path or a
+# file to grow), and a refusal is one line naming the directory and
+# `fatcheck -r`, with the image byte-identical.  Images are built by
+# tests/helpers/exfatref.py (written from Microsoft's exFAT specification),
+# which also judges the results with fsck.exfat.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/common
+
+ref()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
+}
+
+mkex()
+{
+	rm -f "$1"
+	truncate -s "$2" "$1" && mkfs.exfat -c "$3" "$1" >/dev/null
+}
+
+# hostile IMG KIND: /A (a directory with /A/in.bin) and /B, then one kind
+# of damage around them (see the cases below).
+hostile()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+kind = sys.argv[3]
+a = v.mkdir("/A")
+v.put("/A/in.bin", 100, b"x" * 100)
+b = v.mkdir("/B")
+def point(d, first):
+    """Directory d's entry leads to first; its own cluster is freed."""
+    for c in d.clusters:
+        v.set_bit(c, 0)
+    d.entry.set_stream(first=first)
+    v.rewrite_set(d.entry)
+if kind == "two-entries":          # /B's entry leads to /A's directory
+    point(b, a.clusters[0])
+elif kind == "to-root":            # /B's entry leads to the root
+    point(b, v.root_cluster)
+elif kind == "to-upcase":
+    point(b, next(r.le(e, 20, 4) for _, e in v.special(r.T_UPCASE)))
+elif kind == "to-bitmap":
+    v.load_bitmap()
+    point(b, v.bitmap_clusters[0])
+elif kind == "file-in-dir":        # /A/in.bin's cluster is /A's
+    e = a.lookup("in.bin")
+    v.set_bit(e.first, 0)
+    e.set_stream(first=a.clusters[0])
+    v.rewrite_set(e)
+elif kind == "first-zero":         # /B: FirstCluster 0, DataLength 4 KiB
+    point(b, 0)
+elif kind == "nofatchain-past-heap":
+    point(b, v.nclus + 1)          # the last cluster, DataLength two
+    v.set_bit(v.nclus + 1, 1)
+    b.entry.set_stream(dl=2 * v.csize, vdl=2 * v.csize)
+    v.rewrite_set(b.entry)
+elif kind in ("chain-loop", "chain-free", "chain-bad", "chain-range"):
+    d = r.fill_dir(v, "/C", 2)
+    last = d.clusters[-1]
+    v.fat_set(last, {"chain-loop": d.clusters[0],
+                     "chain-free": v.find_free(last + 1),
+                     "chain-bad": r.BAD,
+                     "chain-range": v.nclus + 2}[kind])
+    if kind == "chain-free":
+        v.fat_set(v.find_free(last + 1), 0)
+    d.entry.set_stream(dl=3 * v.csize, vdl=3 * v.csize)
+    v.rewrite_set(d.entry)
+else:
+    sys.exit("unknown kind " + kind)
+v.flush()
+v.f.close()
+PY
+}
+
+# refused IMG LINE ARGS...: fatprealloc ARGS exits 1 with LINE and leaves
+# IMG byte-identical.
+refused()
+{
+	local img=$1 line=$2 sha
+	shift 2
+	sha=$(img_sha "$img")
+	run -1 --separate-stderr fatprealloc "$@"
+	[ "$stderr" = "$line" ]
+	[ "$(img_sha "$img")" = "$sha" ]
+}
+
+@test "exFAT writer: a subdirectory whose chain is one cluster longer than its DataLength (first cluster full of sets) is refused, image unchanged; after fatcheck -r the new file is visible" {
+	local cs
+	for cs in 512 4096; do
+		mkex img 16M "$cs"
+		ref corrupt img dir-chain-too-long
+		refused img "fatprealloc: img:/corrupt-dirlong: directory's cluster chain has 2 clusters, its DataLength needs 1; run 'fatcheck -r img'" \
+			img /corrupt-dirlong/NEWFILE 8K
+		# a deeper path and -p go through it too
+		refused img "fatprealloc: img:/corrupt-dirlong: directory's cluster chain has 2 clusters, its DataLength needs 1; run 'fatcheck -r img'" \
+			-p img /ok.bin 1K /corrupt-dirlong/x/y.bin 1K
+		run -1 fatcheck -r img
+		run -0 fatprealloc img /corrupt-dirlong/NEWFILE 8K
+		run -0 ref ls img /corrupt-dirlong/NEWFILE
+		assert_output --partial "size=8192"
+		run -0 fatls img /corrupt-dirlong/NEWFILE
+		fsck.exfat -n img
+		ref verify -W img
+	done
+}
+
+@test "exFAT writer: a subdirectory whose chain is one cluster shorter than its DataLength is refused, image unchanged" {
+	mkex img 16M 4096
+	ref corrupt img dir-chain-too-short
+	refused img "fatprealloc: img:/corrupt-dirshort: directory's cluster chain has 2 clusters, its DataLength needs 3; run 'fatcheck -r img'" \
+		img /corrupt-dirshort/NEWFILE 8K
+	run -1 fatcheck -r img
+	run -0 fatprealloc img /corrupt-dirshort/NEWFILE 8K
+	fsck.exfat -n img
+	ref verify -W img
+}
+
+@test "exFAT writer: a directory chain with a loop, a free, bad or out-of-range link is refused, image unchanged" {
+	local kind want
+	for kind in chain-loop chain-free chain-bad chain-range; do
+		mkex img 8M 4096
+		hostile img "$kind"
+		case $kind in
+		chain-loop) want="cluster chain loops: cluster * links back to *" ;;
+		chain-free) want="cluster chain links to a free cluster after *" ;;
+		chain-bad) want="cluster chain links to a bad cluster after *" ;;
+		chain-range) want="cluster chain links to out-of-range cluster * after *" ;;
+		esac
+		sha=$(img_sha img)
+		run -1 --separate-stderr fatprealloc img /C/new.bin 1K
+		[[ $stderr == "fatprealloc: img:/C: "$want"; run 'fatcheck -r img'" ]]
+		[ "$(img_sha img)" = "$sha" ]
+	done
+}
+
+@test "exFAT writer: a directory whose ValidDataLength differs from its DataLength, or whose NoFatChain run ends past the heap, is refused" {
+	mkex img 8M 4096
+	ref corrupt img dir-vdl
+	refused img "fatprealloc: img:/corrupt-dir: ValidDataLength exceeds DataLength (on a directory: differs from it); run 'fatcheck -r img'" \
+		img /corrupt-dir/new.bin 1K
+	mkex img 8M 4096
+	hostile img nofatchain-past-heap
+	refused img "fatprealloc: img:/B: contiguous directory runs past the last cluster; run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+}
+
+@test "exFAT writer: a directory sharing clusters with the up-case table, the bitmap, or a file to grow is refused" {
+	mkex img 8M 4096
+	hostile img to-upcase
+	refused img "fatprealloc: img:/B: cluster 3 is held by both the up-case table and /B (cross-linked); run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+	mkex img 8M 4096
+	hostile img to-bitmap
+	refused img "fatprealloc: img:/B: cluster 2 is held by both the allocation bitmap and /B (cross-linked); run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+	mkex img 8M 4096
+	hostile img file-in-dir
+	refused img "fatprealloc: img:/A/in.bin: cluster 6 is held by both /A and /A/in.bin (cross-linked); run 'fatcheck -r img'" \
+		img /A/in.bin 64K
+}
+
+@test "exFAT writer: two directory entries that lead to one directory (or to the root) are refused, image unchanged" {
+	mkex img 8M 4096
+	hostile img two-entries
+	# Both parents would share one directory in memory and only the
+	# first one's DataLength would follow the growth.
+	refused img "fatprealloc: img:/B: directory entry leads to /A too (cross-linked directories); run 'fatcheck -r img'" \
+		img /A/new.bin 1K /B/new.bin 1K
+	# whichever comes first on the command line is the one named
+	refused img "fatprealloc: img:/A: directory entry leads to /B too (cross-linked directories); run 'fatcheck -r img'" \
+		-p img /B/x/y.bin 1K /A/z.bin 1K
+	mkex img 8M 4096
+	hostile img to-root
+	refused img "fatprealloc: img:/B: directory entry leads to / too (cross-linked directories); run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+}
+
+@test "exFAT writer: a directory entry with FirstCluster 0 and a length is refused, never read as the root" {
+	mkex img 8M 4096
+	hostile img first-zero
+	refused img "fatprealloc: img:/B: first cluster 0 with a non-zero length; run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+}
