@@ -1654,6 +1654,17 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    "untouched");
 		return -EOPNOTSUPP;
 	}
+	if ((get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY) &&
+	    !o->force) {
+		/* After an unclean removal the bitmap may lack the bits of
+		 * clusters a file owns (a recording cut short): the run
+		 * would hand them out again and zero them. */
+		fk_diag_set(diag, NULL,
+			    "VolumeDirty is set: the card was not cleanly "
+			    "removed and its allocation bitmap may not match "
+			    "what the files own (--force writes anyway)");
+		return FK_ECORRUPT;
+	}
 	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {
 		/* Linux refuses to mount it: writing would hide the damage. */
 		fk_diag_set(diag, NULL, "%s",

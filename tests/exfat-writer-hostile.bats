@@ -192,3 +192,26 @@ refused()
 	refused img "fatprealloc: img:/B: first cluster 0 with a non-zero length; run 'fatcheck -r img'" \
 		img /B/new.bin 1K
 }
+
+@test "exFAT writer: a card not cleanly removed (VolumeDirty set) is refused, image unchanged; fatcheck -r makes it writable and keeps the recording; --force writes and leaves the flag" {
+	local sum
+	mkex img 16M 4096
+	# a recording whose clusters lost their bitmap bits when the card
+	# was pulled: a writer that trusted the bitmap would zero them
+	ref corrupt img bitmap-missing
+	ref corrupt img volume-dirty
+	sum=$(ref cat img /corrupt-missing | sha256sum)
+	cp img forced.img
+	refused img "fatprealloc: img: VolumeDirty is set: the card was not cleanly removed and its allocation bitmap may not match what the files own (--force writes anyway); run 'fatcheck -r img'" \
+		img /new.bin 1M
+	refused img "fatprealloc: img: VolumeDirty is set: the card was not cleanly removed and its allocation bitmap may not match what the files own (--force writes anyway); run 'fatcheck -r img'" \
+		--dry-run img /new.bin 1M
+	run -1 fatcheck -r img
+	run -0 fatprealloc img /new.bin 1M
+	[ "$(ref cat img /corrupt-missing | sha256sum)" = "$sum" ]
+	fsck.exfat -n img
+	ref verify -W img
+	# --force: written, and the flag this run did not set stays set
+	run -0 fatprealloc --force forced.img /new.bin 4K
+	[ "$(ref info forced.img | sed -n 's/^volume_dirty=//p')" = 1 ]
+}
