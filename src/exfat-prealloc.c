@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1064,6 +1065,209 @@ static void settle(struct fk_prun *run)
 	}
 }
 
+/* ---- ownership ------------------------------------------------------------ */
+
+/*
+ * The bitmap is the free map, and the bitmap may be wrong where nothing
+ * said so (a writer that crashed between its entry set and its bitmap, a
+ * card pulled out with VolumeDirty cleared by a careless tool): before
+ * the first write, every file and directory of the volume is walked once
+ * and none may own a cluster the run takes.  On a card of 20,000 files
+ * this costs about as much as zeroing a few MiB (bench/RESULTS.md).
+ */
+
+/* Runs the run takes (new clusters of files and directories), sorted. */
+struct taken {
+	struct fk_run *runs;
+	size_t n, cap;
+	uint32_t hit; /* a taken cluster found owned; 0: none yet */
+};
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct fk_run *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int take_plan(struct taken *t, const struct fk_plan *p)
+{
+	if (FK_VEC_RESERVE(t->runs, t->cap, t->n + p->nruns))
+		return -ENOMEM;
+	memcpy(t->runs + t->n, p->runs, p->nruns * sizeof(*p->runs));
+	t->n += p->nruns;
+	return 0;
+}
+
+/* fk_exfat_stream_walk() callback: does @run hold a taken cluster? */
+static int hit_taken(void *arg, const struct fk_run *run)
+{
+	struct taken *t = arg;
+	size_t lo = 0, hi = t->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((uint64_t)t->runs[mid].first + t->runs[mid].nclus <=
+		    run->first)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == t->n ||
+	    (uint64_t)t->runs[lo].first >= (uint64_t)run->first + run->nclus)
+		return 0;
+	t->hit =
+		t->runs[lo].first > run->first ? t->runs[lo].first : run->first;
+	return 1; /* stops the walk */
+}
+
+/* Directories still to read, with their paths (for the message). */
+struct pending {
+	struct fk_exfat_stream s;
+	char *path; /* "" for the root */
+};
+
+/*
+ * First clusters of the directories read, so that a directory two
+ * entries lead to (or a loop) is read once: open addressing, grown at
+ * half full.
+ */
+struct seen {
+	uint32_t *slot; /* 0: empty (no directory starts at cluster 0) */
+	size_t cap, n;
+};
+
+/* Add @clus to @sn; 1 if it was there already, 0 if added, -ENOMEM. */
+static int seen_add(struct seen *sn, uint32_t clus)
+{
+	size_t i;
+
+	if (2 * (sn->n + 1) > sn->cap) {
+		size_t cap = sn->cap ? 2 * sn->cap : 256, k;
+		uint32_t *slot = calloc(cap, sizeof(*slot));
+
+		if (!slot)
+			return -ENOMEM;
+		for (k = 0; k < sn->cap; k++) {
+			if (!sn->slot[k])
+				continue;
+			for (i = sn->slot[k] * 2654435761u % cap; slot[i];
+			     i = (i + 1) % cap)
+				;
+			slot[i] = sn->slot[k];
+		}
+		free(sn->slot);
+		sn->slot = slot;
+		sn->cap = cap;
+	}
+	for (i = clus * 2654435761u % sn->cap; sn->slot[i];
+	     i = (i + 1) % sn->cap)
+		if (sn->slot[i] == clus)
+			return 1;
+	sn->slot[i] = clus;
+	sn->n++;
+	return 0;
+}
+
+/*
+ * Read directory @p and every set in it: a stream that holds a taken
+ * cluster is refused; subdirectories are pushed.  Damage is not judged
+ * here (the checker's job): what can be read is looked at.
+ */
+static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
+		    struct fk_exfat_set *set, struct seen *sn,
+		    struct pending **stack, size_t *n, size_t *cap,
+		    struct fk_diag *diag)
+{
+	struct fk_exfat_dir *it;
+	struct fk_chain_info info;
+	size_t len;
+	int err, r;
+
+	if ((err = fk_exfat_dir_open(op->vol, *p->path ? &p->s : NULL, &it)))
+		return err;
+	while ((r = fk_exfat_dir_next(it, set, NULL)) == 1) {
+		struct fk_exfat_stream s = {set->first_clus, set->data_len,
+					    set->is_no_fat_chain};
+
+		if (set->kind != FK_EXK_FILE || !s.first_clus)
+			continue;
+		if ((err = fk_exfat_stream_walk(op->vol, &s, hit_taken, t,
+						&info)) < 0)
+			break;
+		if (t->hit) {
+			char what[FK_NAME_MAX * 2];
+
+			snprintf(what, sizeof(what), "%s/%s", p->path,
+				 set->name);
+			fk_diag_set(diag, what,
+				    "owns cluster %" PRIu32 ", which the "
+				    "allocation bitmap marks free",
+				    t->hit);
+			err = FK_ECORRUPT;
+			break;
+		}
+		err = 0;
+		if (!(set->attr & ATTR_DIR) ||
+		    (r = seen_add(sn, s.first_clus)) == 1)
+			continue;
+		if (r < 0 || FK_VEC_RESERVE(*stack, *cap, *n + 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		len = strlen(p->path) + strlen(set->name) + 2;
+		(*stack)[*n].s = s;
+		if (!((*stack)[*n].path = malloc(len))) {
+			err = -ENOMEM;
+			break;
+		}
+		snprintf((*stack)[(*n)++].path, len, "%s/%s", p->path,
+			 set->name);
+	}
+	fk_exfat_dir_close(it);
+	return err ? err : r < 0 && r != FK_ECORRUPT ? r : 0;
+}
+
+static int verify(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct xop *op = run->fam_op;
+	struct taken t = {NULL, 0, 0, 0};
+	struct seen sn = {NULL, 0, 0};
+	struct pending *stack = NULL, p;
+	struct fk_exfat_set *set = NULL;
+	size_t n = 0, cap = 0, i;
+	int err = 0;
+
+	for (i = 0; !err && i < run->nfiles; i++)
+		err = take_plan(&t, &op->files[i].pf.add);
+	for (i = 0; !err && i < op->ndirs; i++)
+		err = take_plan(&t, &op->dirs[i]->growth);
+	if (err || !t.n)
+		goto out;
+	qsort(t.runs, t.n, sizeof(*t.runs), cmp_run);
+	if (!(set = malloc(sizeof(*set))) || FK_VEC_RESERVE(stack, cap, 1) ||
+	    !(stack[0].path = strdup(""))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	stack[n++].s = (struct fk_exfat_stream){op->vol->g.root_clus, 0, 0};
+	if ((err = seen_add(&sn, op->vol->g.root_clus)) < 0)
+		goto out;
+	while (!err && n) {
+		p = stack[--n];
+		err = scan_dir(op, &p, &t, set, &sn, &stack, &n, &cap, diag);
+		free(p.path);
+	}
+out:
+	while (n)
+		free(stack[--n].path);
+	free(stack);
+	free(set);
+	free(sn.slot);
+	free(t.runs);
+	return err;
+}
+
 /* ---- entry sets ----------------------------------------------------------- */
 
 static void put_stamps(const struct xop *op, unsigned char *e, int is_new)
@@ -1760,6 +1964,7 @@ const struct fk_prealloc_family fk_exfat_prealloc_family = {
 	.start = start,
 	.resolve = resolve,
 	.settle = settle,
+	.verify = verify,
 	.fill_dirs = fill_dirs,
 	.commit = commit,
 	.rollback = rollback,

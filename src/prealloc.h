@@ -44,7 +44,7 @@ struct fk_prealloc_opts {
 	int contiguous;	 /* -c */
 	int per_cluster; /* --per-cluster: the pre-7.4 algorithm */
 	int dry_run;
-	int force; /* --force: also write an exFAT volume whose
+	int force;	  /* --force: also write an exFAT volume whose
 		      VolumeDirty is set */
 	size_t batch_len; /* dirty bitmap bytes held before a flush
 			     (exFAT; the FAT cache has its own) */

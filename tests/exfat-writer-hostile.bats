@@ -201,7 +201,6 @@ refused()
 	ref corrupt img bitmap-missing
 	ref corrupt img volume-dirty
 	sum=$(ref cat img /corrupt-missing | sha256sum)
-	cp img forced.img
 	refused img "fatprealloc: img: VolumeDirty is set: the card was not cleanly removed and its allocation bitmap may not match what the files own (--force writes anyway); run 'fatcheck -r img'" \
 		img /new.bin 1M
 	refused img "fatprealloc: img: VolumeDirty is set: the card was not cleanly removed and its allocation bitmap may not match what the files own (--force writes anyway); run 'fatcheck -r img'" \
@@ -212,6 +211,38 @@ refused()
 	fsck.exfat -n img
 	ref verify -W img
 	# --force: written, and the flag this run did not set stays set
+	# (the ownership check still keeps the recording's clusters: see
+	# the next test)
+	mkex forced.img 16M 4096
+	ref corrupt forced.img volume-dirty
 	run -0 fatprealloc --force forced.img /new.bin 4K
 	[ "$(ref info forced.img | sed -n 's/^volume_dirty=//p')" = 1 ]
+}
+
+@test "exFAT writer: a cluster a file owns but the bitmap marks free (VolumeDirty clear) is never taken: the run is refused, image unchanged" {
+	local free cs=4096
+	mkex img 16M "$cs"
+	ref corrupt img bitmap-missing
+	free=$(ref info img | sed -n 's/^free_clusters=//p')
+	# every cluster the bitmap calls free, so the owned one too
+	refused img "fatprealloc: img:/corrupt-missing: owns cluster 7, which the allocation bitmap marks free; run 'fatcheck -r img'" \
+		img /new.bin $((free * cs))
+	# one that a directory owns, found in a subdirectory the run never
+	# enters
+	run -1 fatcheck -r img
+	run -0 ref put img /deep/er/file.bin --size 5000
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+d, e, _ = v.resolve("/deep/er/file.bin")
+for c in v.clusters_of(e.first, e.dl, e.nofatchain)[0]:
+    v.set_bit(c, 0)
+v.flush()
+v.f.close()
+PY
+	free=$(ref info img | sed -n 's/^free_clusters=//p')
+	run -1 --separate-stderr fatprealloc img /new.bin $((free * cs))
+	[[ $stderr == "fatprealloc: img:/deep/er/file.bin: owns cluster "*", which the allocation bitmap marks free; run 'fatcheck -r img'" ]]
 }
