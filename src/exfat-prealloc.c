@@ -719,20 +719,26 @@ static int is_split(const struct xop *op, const struct xdir *d, uint32_t idx,
 /*
  * @n free slots in @d for a new set: a deleted run that is long enough,
  * else the free run at the end, grown by zeroed clusters as needed.  A
- * set never spans two clusters apart on disk (see is_split()): the rest
- * of the cluster is filled with deleted entries instead (an end marker
- * there would hide the set after it).  Returns 0, -ENOSPC or -ENOMEM.
+ * set that fits in a cluster never spans two clusters apart on disk (see
+ * is_split()): the rest of the cluster is filled with deleted entries
+ * instead (an end marker there would hide the set after it).  A set
+ * longer than a cluster (a 255-unit name on 512-byte clusters is 19
+ * entries, 16 fit) spans clusters wherever they are, as the
+ * specification allows (6.3) and Linux does; waiting for adjacent ones
+ * would grow the directory to its 256 MiB limit.  Returns 0, -ENOSPC or
+ * -ENOMEM.
  */
 static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
 		      struct fk_diag *diag)
 {
 	uint32_t per = op->vol->g.clus_len / FK_EXFAT_ENT_LEN;
+	int may_split = n > per;
 	size_t i;
 	int err;
 
 	for (i = 0; i < d->nholes; i++)
 		if (d->holes[i].n >= n &&
-		    !is_split(op, d, d->holes[i].idx, n)) {
+		    (may_split || !is_split(op, d, d->holes[i].idx, n))) {
 			*idx = d->holes[i].idx;
 			d->holes[i].idx += n;
 			d->holes[i].n -= n;
@@ -744,7 +750,7 @@ static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
 		while (d->end_idx + n > d->nents)
 			if ((err = grow_dir(op, d, diag)))
 				return err;
-		if (!is_split(op, d, d->end_idx, n))
+		if (may_split || !is_split(op, d, d->end_idx, n))
 			break;
 		next = (d->end_idx / per + 1) * per;
 		mark_dirty(op, d, d->end_idx, next - d->end_idx);

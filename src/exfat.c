@@ -679,6 +679,7 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 
 	for (i = 0; i < 65536; i++)
 		up->map[i] = (uint16_t)i;
+	up->nbad_ascii = 0;
 	/* Spec 7.2.1: 0xFFFF then a count maps that many units to
 	 * themselves; any other unit is the up-case of the next index. */
 	for (k = 0; k + 1 < len && at < 65536; k += 2) {
@@ -694,6 +695,8 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 			k += 2;
 			continue;
 		}
+		if (at >= 'a' && at <= 'z' && v != at - 0x20)
+			up->nbad_ascii++;
 		up->map[at++] = v;
 	}
 }
@@ -704,17 +707,13 @@ void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up)
 
 	for (i = 0; i < 65536; i++)
 		up->map[i] = (uint16_t)(i >= 'a' && i <= 'z' ? i - 32 : i);
+	up->nbad_ascii = 0;
 	up->is_fallback = 1;
 }
 
 int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up)
 {
-	uint16_t c;
-
-	for (c = 'a'; c <= 'z'; c++)
-		if (up->map[c] != c - 32)
-			return 0;
-	return 1;
+	return !up->nbad_ascii;
 }
 
 /* One byte into a SetChecksum or NameHash: rotate right by one, add. */
