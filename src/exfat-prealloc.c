@@ -46,6 +46,7 @@
 #include "cache.h"
 #include "device.h"
 #include "diag.h"
+#include "dir.h"
 #include "endian.h"
 #include "fat.h"
 #include "names.h"
@@ -159,12 +160,15 @@ static void make_stamp(struct xop *op, int64_t t, int is_utc)
 {
 	time_t tt = (time_t)t;
 	struct tm l, g;
+	uint16_t date, tod;
 	long off = 0;
 
-	if (!gmtime_r(&tt, &g)) { /* a time no struct tm holds */
-		memset(&g, 0, sizeof(g));
-		g.tm_year = 80;
-		g.tm_mday = 1;
+	if ((int64_t)tt != t || !gmtime_r(&tt, &g)) {
+		/* A time no struct tm holds: fk_dos_time() clamps it. */
+		fk_dos_time(NULL, t, &date, &tod, &op->stamp_ms10);
+		op->stamp_ts = (uint32_t)date << 16 | tod;
+		op->stamp_tz = 0x80;
+		return;
 	}
 	if (is_utc || !localtime_r(&tt, &l)) {
 		l = g;
@@ -179,18 +183,8 @@ static void make_stamp(struct xop *op, int64_t t, int is_utc)
 				       ? 86400
 				       : -86400;
 	}
-	if (l.tm_year < 80) {
-		memset(&l, 0, sizeof(l));
-		l.tm_year = 80;
-		l.tm_mday = 1;
-	} else if (l.tm_year > 207) {
-		l.tm_year = 207;
-	}
-	op->stamp_ts =
-		(uint32_t)((l.tm_year - 80) << 25 | (l.tm_mon + 1) << 21 |
-			   l.tm_mday << 16 | l.tm_hour << 11 | l.tm_min << 5 |
-			   l.tm_sec / 2);
-	op->stamp_ms10 = (uint8_t)(l.tm_sec % 2 * 100);
+	fk_dos_time(&l, t, &date, &tod, &op->stamp_ms10);
+	op->stamp_ts = (uint32_t)date << 16 | tod;
 	op->stamp_tz = (uint8_t)(0x80 | ((off / 900) & 0x7f));
 }
 

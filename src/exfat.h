@@ -311,8 +311,8 @@ struct fk_exfat_upcase {
 	uint32_t csum_computed; /* over the raw table bytes (spec 7.2.2) */
 	uint64_t raw_len;	/* DataLength */
 	uint32_t first_clus;
-	uint32_t defects;  /* enum fk_exfat_upcase_defect bits */
-	int is_compressed; /* the raw table used 0xFFFF runs */
+	uint32_t defects;    /* enum fk_exfat_upcase_defect bits */
+	int is_compressed;   /* the raw table used 0xFFFF runs */
 	uint32_t nbad_ascii; /* letters a-z the raw table names one by one
 				and maps elsewhere than A-Z (fatcheck -r
 				mends those); a-z inside a compressed
