@@ -1092,6 +1092,8 @@ static int cmp_run(const void *a, const void *b)
 
 static int take_plan(struct taken *t, const struct fk_plan *p)
 {
+	if (!p->nruns)
+		return 0;
 	if (FK_VEC_RESERVE(t->runs, t->cap, t->n + p->nruns))
 		return -ENOMEM;
 	memcpy(t->runs + t->n, p->runs, p->nruns * sizeof(*p->runs));
