@@ -1877,6 +1877,17 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
 		return FK_ECORRUPT;
 	}
+	if (vol->exfat->upcase->is_fallback) {
+		/* New names would be hashed through ASCII folding, not the
+		 * volume's table, and its clusters (where a broken chain
+		 * runs into free ones) could not be judged. */
+		fk_diag_set(diag, NULL, "%s",
+			    vol->exfat->upcase->defects & FK_EXU_MISSING
+				    ? "the root holds no up-case table"
+				    : "the up-case table cannot be read (its "
+				      "location or cluster chain is damaged)");
+		return FK_ECORRUPT;
+	}
 	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
 		/* Names hash through it: a new name's hash would be damage. */
 		fk_diag_set(diag, NULL,

@@ -388,3 +388,26 @@ PY
 	# a table that names 'a' one by one as itself is still refused, and
 	# fatcheck reports and mends it (fatprealloc-exfat.bats)
 }
+
+@test "exFAT writer: an up-case table that cannot be read (missing, or its chain broken) is refused, image unchanged: new names would hash through ASCII alone" {
+	mkex img 8M 4096
+	ref corrupt img no-upcase-entry
+	refused img "fatprealloc: img: the root holds no up-case table; run 'fatcheck -r img'" \
+		img /new.bin 1K
+	# Found by fuzz_prealloc: the table's chain ran into a cluster the
+	# bitmap marks free; the writer took it for a new file's chain,
+	# which then continued the table's.
+	mkex img 8M 4096
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+first = next(r.le(e, 20, 4) for _, e in v.special(r.T_UPCASE))
+v.fat_set(first, 0)
+v.flush()
+v.f.close()
+PY
+	refused img "fatprealloc: img: the up-case table cannot be read (its location or cluster chain is damaged); run 'fatcheck -r img'" \
+		img /new.bin 1K
+}
