@@ -603,24 +603,44 @@ const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
 		       : &dir->stats;
 }
 
+void fk_dos_time(const struct tm *tm, int64_t t, uint16_t *date, uint16_t *tod,
+		 uint8_t *cs)
+{
+	/* The first and the last instant the words hold; clamping to the
+	 * last (rather than wrapping to 1980) keeps a far-future stamp the
+	 * latest one on the volume, as a sort by date expects. */
+	static const struct tm first = {.tm_year = 80, .tm_mday = 1};
+	static const struct tm last = {.tm_year = 207,
+				       .tm_mon = 11,
+				       .tm_mday = 31,
+				       .tm_hour = 23,
+				       .tm_min = 59,
+				       .tm_sec = 59};
+
+	if (!tm)
+		tm = t < 0 ? &first : &last;
+	else if (tm->tm_year < 80)
+		tm = &first;
+	else if (tm->tm_year > 207)
+		tm = &last;
+	*date = (uint16_t)((tm->tm_year - 80) << 9 | (tm->tm_mon + 1) << 5 |
+			   tm->tm_mday);
+	*tod = (uint16_t)(tm->tm_hour << 11 | tm->tm_min << 5 |
+			  (tm->tm_sec > 59 ? 59 : tm->tm_sec) / 2);
+	*cs = (uint8_t)((tm->tm_sec > 59 ? 59 : tm->tm_sec) % 2 * 100);
+}
+
 void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
+	int is_held = (int64_t)tt == t &&
+		      (is_utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm));
 
-	if (!(is_utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm)) ||
-	    tm.tm_year < 80 || tm.tm_year > 207) {
-		memset(&tm, 0, sizeof(tm));
-		tm.tm_year = 80;
-		tm.tm_mday = 1;
-	}
-	ent->mdate = (uint16_t)((tm.tm_year - 80) << 9 | (tm.tm_mon + 1) << 5 |
-				tm.tm_mday);
-	ent->mtime =
-		(uint16_t)(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
+	fk_dos_time(is_held ? &tm : NULL, t, &ent->mdate, &ent->mtime,
+		    &ent->ctime_cs);
 	ent->cdate = ent->adate = ent->mdate;
 	ent->ctime = ent->mtime;
-	ent->ctime_cs = (uint8_t)(tm.tm_sec % 2 * 100);
 }
 
 static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
@@ -638,9 +658,17 @@ static int find_in(struct fk_volume *vol, const struct fk_dirent *parent,
 		   const char *name, struct fk_dirent *ent,
 		   struct fk_diag *diag)
 {
+	struct fk_chain_info info;
 	struct fk_dir *dir;
 	int err;
 
+	if (!parent->first_clus && parent->size) {
+		/* exFAT's FirstCluster 0 with a length: say so, rather
+		 * than a bare "Structure needs cleaning" from the open. */
+		if (!(err = fk_dirent_walk(vol, parent, NULL, NULL, &info)))
+			err = fk_chain_error(&info, diag);
+		return err;
+	}
 	if ((err = fk_dir_open_ent(vol, parent, &dir)))
 		return err;
 	while ((err = fk_dir_next(dir, ent, diag)) == 1) {

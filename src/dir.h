@@ -153,9 +153,21 @@ int fk_dir_lookup(struct fk_volume *vol, const char *path,
 		  struct fk_dirent *ent, struct fk_diag *diag);
 
 /*
+ * The one timestamp rule of both families: the FAT date and time words
+ * (FAT's and exFAT's Timestamp halves) and the 10 ms increment (0 or 100,
+ * the odd second) of broken-down time @tm, clamped to what they can hold:
+ * before 1980-01-01 00:00:00 is that instant, after 2107-12-31 23:59:59
+ * is that one.  @tm NULL (a time no struct tm holds) clamps by the sign
+ * of @t.  Pure.
+ */
+struct tm;
+void fk_dos_time(const struct tm *tm, int64_t t, uint16_t *date, uint16_t *tod,
+		 uint8_t *cs);
+
+/*
  * Stamp @ent's creation, modification and access fields with @t, in local
- * time (FAT stores local time) or UTC when @is_utc (SOURCE_DATE_EPOCH).
- * Times before 1980 become 1980-01-01 00:00:00.
+ * time (FAT stores local time) or UTC when @is_utc (SOURCE_DATE_EPOCH),
+ * by fk_dos_time()'s rule.
  */
 void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc);
 

@@ -355,6 +355,8 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 	if (!set->is_alloc_possible ? set->first_clus || set->data_len
 				    : set->data_len && !set->first_clus)
 		set->defects |= FK_EXS_ALLOC;
+	if (set->data_len && !set->first_clus)
+		set->defects |= FK_EXS_NO_FIRST;
 	if ((set->attr & FK_ATTR_DIR) &&
 	    (!set->data_len || set->data_len > FK_EXFAT_DIR_MAX_LEN ||
 	     set->data_len % dir->vol->g.clus_len))
@@ -574,8 +576,10 @@ static const struct {
 	{FK_EXS_HASH, "name hash mismatch"},
 	{FK_EXS_NAME_LEN, "file name is empty"},
 	{FK_EXS_NAME_CHARS, "file name holds a forbidden character"},
-	{FK_EXS_VDL, "ValidDataLength exceeds DataLength"},
+	{FK_EXS_VDL, "ValidDataLength exceeds DataLength (on a "
+		     "directory: differs from it)"},
 	{FK_EXS_CRITICAL, "unknown critical entry"},
+	{FK_EXS_NO_FIRST, "first cluster 0 with a non-zero length"},
 	{FK_EXS_ALLOC, "first cluster and AllocationPossible disagree"},
 	{FK_EXS_BIG_DIR, "directory length is 0, not whole clusters, or over "
 			 "256 MiB"},
@@ -611,6 +615,13 @@ static int ex_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
 
 	if (!ls)
 		return -ENOMEM;
+	if (dent && !dent->first_clus && dent->size) {
+		/* An entry without clusters is not the root (only
+		 * fk_dir_open(vol, 0) means the root, with no length);
+		 * callers walk the entry first to say so. */
+		free(ls);
+		return FK_ECORRUPT;
+	}
 	if (dent && dent->first_clus) {
 		s.first_clus = dent->first_clus;
 		s.data_len = dent->size;

@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +46,7 @@
 #include "cache.h"
 #include "device.h"
 #include "diag.h"
+#include "dir.h"
 #include "endian.h"
 #include "fat.h"
 #include "names.h"
@@ -103,6 +105,7 @@ struct xdir {
 	int is_nfc;	       /* NoFatChain after the run */
 	int is_new;	       /* -p creates it (its clusters: growth) */
 	char *path;	       /* a new directory's path */
+	char *where;	       /* its path, for messages ("/": the root) */
 };
 
 /* pf.old_size and pf.size are DataLength before and after the run. */
@@ -112,6 +115,12 @@ struct xfile {
 	uint32_t name_i; /* in d->names */
 	uint64_t old_vdl, new_vdl;
 	int was_nfc, is_nfc;
+};
+
+/* A run of clusters a structure the run relies on holds. */
+struct xown {
+	uint32_t first, nclus;
+	const char *owner; /* its name, alive as long as the run */
 };
 
 struct xop {
@@ -125,6 +134,8 @@ struct xop {
 	uint64_t bm_off;      /* byte offset of the bitmap */
 	struct xdir **dirs;
 	size_t ndirs, cap_dirs;
+	struct xown *own; /* sorted by first cluster, none overlapping */
+	size_t nown, cap_own;
 	struct xfile *files; /* run->files */
 	uint32_t stamp_ts;   /* exFAT timestamp for what the run writes */
 	uint8_t stamp_ms10, stamp_tz;
@@ -149,12 +160,15 @@ static void make_stamp(struct xop *op, int64_t t, int is_utc)
 {
 	time_t tt = (time_t)t;
 	struct tm l, g;
+	uint16_t date, tod;
 	long off = 0;
 
-	if (!gmtime_r(&tt, &g)) { /* a time no struct tm holds */
-		memset(&g, 0, sizeof(g));
-		g.tm_year = 80;
-		g.tm_mday = 1;
+	if ((int64_t)tt != t || !gmtime_r(&tt, &g)) {
+		/* A time no struct tm holds: fk_dos_time() clamps it. */
+		fk_dos_time(NULL, t, &date, &tod, &op->stamp_ms10);
+		op->stamp_ts = (uint32_t)date << 16 | tod;
+		op->stamp_tz = 0x80;
+		return;
 	}
 	if (is_utc || !localtime_r(&tt, &l)) {
 		l = g;
@@ -169,18 +183,8 @@ static void make_stamp(struct xop *op, int64_t t, int is_utc)
 				       ? 86400
 				       : -86400;
 	}
-	if (l.tm_year < 80) {
-		memset(&l, 0, sizeof(l));
-		l.tm_year = 80;
-		l.tm_mday = 1;
-	} else if (l.tm_year > 207) {
-		l.tm_year = 207;
-	}
-	op->stamp_ts =
-		(uint32_t)((l.tm_year - 80) << 25 | (l.tm_mon + 1) << 21 |
-			   l.tm_mday << 16 | l.tm_hour << 11 | l.tm_min << 5 |
-			   l.tm_sec / 2);
-	op->stamp_ms10 = (uint8_t)(l.tm_sec % 2 * 100);
+	fk_dos_time(&l, t, &date, &tod, &op->stamp_ms10);
+	op->stamp_ts = (uint32_t)date << 16 | tod;
 	op->stamp_tz = (uint8_t)(0x80 | ((off / 900) & 0x7f));
 }
 
@@ -223,25 +227,12 @@ static void xdir_free(struct xdir *d)
 	free(d->names);
 	fk_plan_free(&d->growth);
 	free(d->path);
+	free(d->where);
 	free(d->holes);
 	free(d->clus);
 	free(d->buf);
 	free(d->is_dirty);
 	free(d);
-}
-
-static int collect_clus(void *arg, const struct fk_run *run)
-{
-	struct xdir *d = arg;
-	uint32_t i, *p;
-
-	p = realloc(d->clus, ((size_t)d->nclus + run->nclus) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	d->clus = p;
-	for (i = 0; i < run->nclus; i++)
-		d->clus[d->nclus++] = run->first + i;
-	return 0;
 }
 
 /*
@@ -299,6 +290,117 @@ static int judge_plan_bits(const struct xop *op, const struct fk_plan *p,
 				      diag)))
 			return err;
 	return 0;
+}
+
+static int cmp_own(const void *a, const void *b)
+{
+	const struct xown *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Record @runs as held by @owner, refusing a cluster that a structure
+ * loaded before (the bitmap, the up-case table, a directory on a path, a
+ * file to grow) holds too: writing through one of two cross-linked
+ * structures destroys the other.  The new runs are sorted and merged into
+ * the sorted list, so a path of many fragmented directories costs their
+ * runs once each.
+ */
+static int claim(struct xop *op, const struct fk_plan *runs, const char *owner,
+		 struct fk_diag *diag)
+{
+	size_t n = op->nown, k = runs->nruns, i = 0, j = n, o = 0;
+	struct xown *merged;
+
+	if (!k)
+		return 0;
+	if (FK_VEC_RESERVE(op->own, op->cap_own, n + k))
+		return -ENOMEM;
+	for (o = 0; o < k; o++)
+		op->own[n + o] = (struct xown){runs->runs[o].first,
+					       runs->runs[o].nclus, owner};
+	qsort(op->own + n, k, sizeof(*op->own), cmp_own);
+	if (!(merged = malloc((n + k) * sizeof(*merged))))
+		return -ENOMEM;
+	for (o = 0; o < n + k; o++) {
+		int is_old = j == n + k ||
+			     (i < n && op->own[i].first <= op->own[j].first);
+
+		merged[o] = is_old ? op->own[i++] : op->own[j++];
+		if (o && merged[o - 1].first + merged[o - 1].nclus >
+				 merged[o].first) {
+			const struct xown *a = &merged[o - 1], *b = &merged[o];
+
+			fk_diag_set(diag, NULL,
+				    "cluster %" PRIu32 " is held by both %s "
+				    "and %s (cross-linked)",
+				    b->first,
+				    a->owner == owner ? b->owner : a->owner,
+				    owner);
+			free(merged);
+			op->nown = n; /* the list as it was */
+			return FK_ECORRUPT;
+		}
+	}
+	free(op->own);
+	op->own = merged;
+	op->cap_own = n + k;
+	op->nown = n + k;
+	return 0;
+}
+
+static int collect_run(void *arg, const struct fk_run *run)
+{
+	return fk_plan_add(arg, run->first, run->nclus);
+}
+
+/*
+ * The clusters of stream @s (a directory on a path, a file to grow) into
+ * @runs, judged as a writer must before it relies on them: a chain with
+ * no loop, free, bad or out-of-range link, a NoFatChain run inside the
+ * heap, exactly the clusters DataLength needs (from a longer chain the
+ * writer would use clusters no reader looks at; a shorter one leaves
+ * DataLength describing clusters nobody holds), each marked in the
+ * bitmap and held by nothing else the run relies on (claim()).  @what
+ * says what @s is ("file", "directory"); @owner names it for claim().
+ * With @is_sized clear (the root directory) the chain runs to its end.
+ */
+static int load_stream(struct xop *op, const struct fk_exfat_stream *s,
+		       int is_sized, const char *what, const char *owner,
+		       struct fk_plan *runs, struct fk_diag *diag)
+{
+	uint64_t need = fk_exfat_clus_needed(&op->vol->g, s->data_len);
+	struct fk_chain_info info;
+	int err;
+
+	if (!s->first_clus) {
+		if (!s->data_len)
+			return 0;
+		fk_diag_set(diag, NULL,
+			    "%s has first cluster 0 with a non-zero length",
+			    what);
+		return FK_ECORRUPT;
+	}
+	if ((err = fk_exfat_stream_walk(op->vol, s, collect_run, runs, &info)))
+		return err;
+	if (!s->is_no_fat_chain && info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	if (s->is_no_fat_chain && info.end == FK_ENT_RANGE) {
+		fk_diag_set(diag, NULL,
+			    "contiguous %s runs past the last cluster", what);
+		return FK_ECORRUPT;
+	}
+	if (is_sized && runs->nclus != need) {
+		fk_diag_set(diag, NULL,
+			    "%s's cluster chain has %" PRIu32 " clusters, its "
+			    "DataLength needs %" PRIu64,
+			    what, runs->nclus, need);
+		return FK_ECORRUPT;
+	}
+	if ((err = judge_plan_bits(op, runs, diag)))
+		return err;
+	return claim(op, runs, owner, diag);
 }
 
 static uint32_t bucket_of(uint16_t hash)
@@ -377,14 +479,32 @@ static int find_slots(struct xdir *d, const struct fk_exfat_dir_stats *st,
 	return 0;
 }
 
-/* Read directory @s (NULL: the root) with its sets and free slots. */
+/* The clusters of @runs, one by one, as @d's. */
+static int set_clus(struct xdir *d, const struct fk_plan *runs)
+{
+	size_t r;
+	uint32_t i;
+
+	if (!(d->clus = malloc((size_t)runs->nclus * sizeof(*d->clus))))
+		return -ENOMEM;
+	for (r = 0; r < runs->nruns; r++)
+		for (i = 0; i < runs->runs[r].nclus; i++)
+			d->clus[d->nclus++] = runs->runs[r].first + i;
+	return 0;
+}
+
+/*
+ * Read directory @s (NULL: the root), called @where in messages, with its
+ * sets and free slots.  Its stream is judged as a file's (load_stream())
+ * before anything is read from it.
+ */
 static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
-		     struct xdir **out, struct fk_diag *diag)
+		     const char *where, struct xdir **out, struct fk_diag *diag)
 {
 	const struct fk_geom *g = &op->vol->g;
 	struct fk_exfat_set *set = NULL;
 	struct fk_exfat_dir *it = NULL;
-	struct fk_chain_info info;
+	struct fk_plan runs = {NULL, 0, 0, 0};
 	struct xdir *d = calloc(1, sizeof(*d));
 	uint32_t i;
 	int err;
@@ -397,19 +517,14 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 	} else {
 		d->s.first_clus = g->root_clus;
 	}
-	if ((err = fk_exfat_stream_walk(op->vol, &d->s, collect_clus, d,
-					&info)))
-		goto out;
-	if (!d->s.is_no_fat_chain && info.end != FK_ENT_EOC) {
-		err = fk_chain_error(&info, diag);
+	if (!(d->where = strdup(where))) {
+		err = -ENOMEM;
 		goto out;
 	}
-	if (d->s.is_no_fat_chain && info.end == FK_ENT_RANGE) {
-		fk_diag_set(diag, NULL,
-			    "contiguous directory runs past the last cluster");
-		err = FK_ECORRUPT;
+	if ((err = load_stream(op, &d->s, !!s, "directory", d->where, &runs,
+			       diag)) ||
+	    (err = set_clus(d, &runs)))
 		goto out;
-	}
 	if (!d->nclus ||
 	    (uint64_t)d->nclus * g->clus_len > FK_EXFAT_DIR_MAX_LEN) {
 		fk_diag_set(diag, NULL,
@@ -418,9 +533,6 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 		err = FK_ECORRUPT;
 		goto out;
 	}
-	for (i = 0; i < d->nclus; i++)
-		if ((err = judge_bits(op, d->clus[i], 1, diag)))
-			goto out;
 	if (!s)
 		d->s.data_len = (uint64_t)d->nclus * g->clus_len;
 	d->nents =
@@ -476,6 +588,7 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 	err = find_slots(d, fk_exfat_dir_stats(it), diag);
 out:
 	fk_exfat_dir_close(it);
+	fk_plan_free(&runs);
 	free(set);
 	if (err) {
 		xdir_free(d);
@@ -485,23 +598,39 @@ out:
 	return 0;
 }
 
-/* The directory whose first cluster is @s's (NULL: the root). */
+/*
+ * The directory whose first cluster is @s's (NULL: the root), the entry
+ * @parent_name of @parent, called @where.  Two entries that lead to one
+ * directory are refused: the run would grow it through one of them and
+ * leave the other's DataLength short.
+ */
 static int dir_get(struct xop *op, const struct fk_exfat_stream *s,
-		   struct xdir *parent, uint32_t parent_name, struct xdir **out,
-		   struct fk_diag *diag)
+		   struct xdir *parent, uint32_t parent_name, const char *where,
+		   struct xdir **out, struct fk_diag *diag)
 {
 	uint32_t first = s ? s->first_clus : op->vol->g.root_clus;
 	size_t i;
 	int err;
 
-	for (i = 0; i < op->ndirs; i++)
-		if (op->dirs[i]->s.first_clus == first) {
-			*out = op->dirs[i];
-			return 0;
+	for (i = 0; i < op->ndirs; i++) {
+		struct xdir *d = op->dirs[i];
+
+		if (d->s.first_clus != first)
+			continue;
+		if (d->parent != parent ||
+		    (parent && d->parent_name != parent_name)) {
+			fk_diag_set(diag, NULL,
+				    "directory entry leads to %s too "
+				    "(cross-linked directories)",
+				    d->where ? d->where : d->path);
+			return FK_ECORRUPT;
 		}
+		*out = d;
+		return 0;
+	}
 	if (FK_VEC_RESERVE(op->dirs, op->cap_dirs, op->ndirs + 1))
 		return -ENOMEM;
-	if ((err = xdir_load(op, s, out, diag)))
+	if ((err = xdir_load(op, s, where, out, diag)))
 		return err;
 	(*out)->parent = parent;
 	(*out)->parent_name = parent_name;
@@ -584,20 +713,26 @@ static int is_split(const struct xop *op, const struct xdir *d, uint32_t idx,
 /*
  * @n free slots in @d for a new set: a deleted run that is long enough,
  * else the free run at the end, grown by zeroed clusters as needed.  A
- * set never spans two clusters apart on disk (see is_split()): the rest
- * of the cluster is filled with deleted entries instead (an end marker
- * there would hide the set after it).  Returns 0, -ENOSPC or -ENOMEM.
+ * set that fits in a cluster never spans two clusters apart on disk (see
+ * is_split()): the rest of the cluster is filled with deleted entries
+ * instead (an end marker there would hide the set after it).  A set
+ * longer than a cluster (a 255-unit name on 512-byte clusters is 19
+ * entries, 16 fit) spans clusters wherever they are, as the
+ * specification allows (6.3) and Linux does; waiting for adjacent ones
+ * would grow the directory to its 256 MiB limit.  Returns 0, -ENOSPC or
+ * -ENOMEM.
  */
 static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
 		      struct fk_diag *diag)
 {
 	uint32_t per = op->vol->g.clus_len / FK_EXFAT_ENT_LEN;
+	int may_split = n > per;
 	size_t i;
 	int err;
 
 	for (i = 0; i < d->nholes; i++)
 		if (d->holes[i].n >= n &&
-		    !is_split(op, d, d->holes[i].idx, n)) {
+		    (may_split || !is_split(op, d, d->holes[i].idx, n))) {
 			*idx = d->holes[i].idx;
 			d->holes[i].idx += n;
 			d->holes[i].n -= n;
@@ -609,7 +744,7 @@ static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
 		while (d->end_idx + n > d->nents)
 			if ((err = grow_dir(op, d, diag)))
 				return err;
-		if (!is_split(op, d, d->end_idx, n))
+		if (may_split || !is_split(op, d, d->end_idx, n))
 			break;
 		next = (d->end_idx / per + 1) * per;
 		mark_dirty(op, d, d->end_idx, next - d->end_idx);
@@ -704,6 +839,35 @@ static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
 	return 0;
 }
 
+/* The first @dir_len bytes of @path (0: the root, "/") into @where. */
+static void dir_path(char *where, size_t cap, const char *path, size_t dir_len)
+{
+	if (dir_len >= cap)
+		dir_len = cap - 1;
+	memcpy(where, dir_len ? path : "/", dir_len ? dir_len : 1);
+	where[dir_len ? dir_len : 1] = '\0';
+}
+
+/*
+ * dir_get() for the directory of the first @dir_len bytes of @path (0:
+ * the root): damage is named by the directory's own path, which the user
+ * repairs, not by the file asked for.
+ */
+static int dir_get_named(struct xop *op, const struct fk_exfat_stream *s,
+			 struct xdir *parent, uint32_t parent_name,
+			 const char *path, size_t dir_len, struct xdir **dp,
+			 struct fk_diag *diag)
+{
+	char where[FK_NAME_MAX * 2];
+	int err;
+
+	dir_path(where, sizeof(where), path, dir_len);
+	err = dir_get(op, s, parent, parent_name, where, dp, diag);
+	if (err == FK_ECORRUPT)
+		fk_diag_set(diag, where, NULL);
+	return err;
+}
+
 static int resolve_parent(struct xop *op, const char *path, struct xdir **dp,
 			  uint16_t *leaf, uint32_t *leaf_len, int *is_dir_form,
 			  struct fk_diag *diag)
@@ -714,7 +878,7 @@ static int resolve_parent(struct xop *op, const char *path, struct xdir **dp,
 	struct fk_exfat_stream cur, *at = NULL;
 	struct xdir *parent = NULL;
 	uint32_t len16, i, parent_name = 0;
-	size_t len;
+	size_t len, dir_len = 0;
 	int err;
 
 	if (*p != '/')
@@ -725,8 +889,8 @@ static int resolve_parent(struct xop *op, const char *path, struct xdir **dp,
 		len = strcspn(p, "/");
 		for (next = p + len; *next == '/'; next++)
 			;
-		if ((err = dir_get(op, at, at ? parent : NULL, parent_name, dp,
-				   diag)))
+		if ((err = dir_get_named(op, at, at ? parent : NULL,
+					 parent_name, path, dir_len, dp, diag)))
 			return err;
 		if (!*next)
 			break;
@@ -752,8 +916,14 @@ static int resolve_parent(struct xop *op, const char *path, struct xdir **dp,
 		    (err = dir_create(op, *dp, name16, len16, path,
 				      (size_t)(start - path) + len, &i, diag)))
 			return err;
-		if ((err = judge_set(&(*dp)->names[i], diag)))
+		dir_len = (size_t)(start - path) + len;
+		if ((err = judge_set(&(*dp)->names[i], diag))) {
+			char where[FK_NAME_MAX * 2];
+
+			dir_path(where, sizeof(where), path, dir_len);
+			fk_diag_set(diag, where, NULL);
 			return err;
+		}
 		if (!((*dp)->names[i].attr & ATTR_DIR))
 			return -ENOTDIR;
 		cur = (*dp)->names[i].s;
@@ -771,48 +941,6 @@ static int resolve_parent(struct xop *op, const char *path, struct xdir **dp,
 	memcpy(comp, p, len);
 	comp[len] = '\0';
 	return to_name16(comp, leaf, leaf_len);
-}
-
-static int collect_run(void *arg, const struct fk_run *run)
-{
-	return fk_plan_add(arg, run->first, run->nclus);
-}
-
-/* An existing file's clusters: exactly what its DataLength needs. */
-static int load_chain(struct xop *op, struct xfile *fp, const struct xname *nm,
-		      struct fk_diag *diag)
-{
-	struct fk_chain_info info;
-	uint64_t need = fk_exfat_clus_needed(&op->vol->g, nm->s.data_len);
-	int err;
-
-	if (!nm->s.first_clus) {
-		if (nm->s.data_len) {
-			fk_diag_set(diag, NULL,
-				    "file has a size but no first cluster");
-			return FK_ECORRUPT;
-		}
-		return 0;
-	}
-	if ((err = fk_exfat_stream_walk(op->vol, &nm->s, collect_run,
-					&fp->pf.old, &info)))
-		return err;
-	if (!nm->s.is_no_fat_chain && info.end != FK_ENT_EOC)
-		return fk_chain_error(&info, diag);
-	if (nm->s.is_no_fat_chain && info.end == FK_ENT_RANGE) {
-		fk_diag_set(diag, NULL,
-			    "contiguous file runs past the last "
-			    "cluster");
-		return FK_ECORRUPT;
-	}
-	if (fp->pf.old.nclus != need) {
-		fk_diag_set(diag, NULL,
-			    "cluster chain (%" PRIu32 " clusters) does not "
-			    "match the file size (%" PRIu64 " needed)",
-			    fp->pf.old.nclus, need);
-		return FK_ECORRUPT;
-	}
-	return judge_plan_bits(op, &fp->pf.old, diag);
 }
 
 static int resolve(struct fk_prun *run, size_t r,
@@ -856,7 +984,8 @@ static int resolve(struct fk_prun *run, size_t r,
 		fp->pf.old_size = found->s.data_len;
 		fp->old_vdl = found->valid_len;
 		fp->was_nfc = found->s.is_no_fat_chain;
-		if ((err = load_chain(op, fp, found, diag)))
+		if ((err = load_stream(op, &found->s, 1, "file", fp->pf.path,
+				       &fp->pf.old, diag)))
 			return err;
 	} else if (is_dir_form) {
 		return -ENOENT;
@@ -935,6 +1064,211 @@ static void settle(struct fk_prun *run)
 				      : (pf->size + clus_len - 1) / clus_len *
 						clus_len;
 	}
+}
+
+/* ---- ownership ------------------------------------------------------------ */
+
+/*
+ * The bitmap is the free map, and the bitmap may be wrong where nothing
+ * said so (a writer that crashed between its entry set and its bitmap, a
+ * card pulled out with VolumeDirty cleared by a careless tool): before
+ * the first write, every file and directory of the volume is walked once
+ * and none may own a cluster the run takes.  On a card of 20,000 files
+ * this costs about as much as zeroing a few MiB (bench/RESULTS.md).
+ */
+
+/* Runs the run takes (new clusters of files and directories), sorted. */
+struct taken {
+	struct fk_run *runs;
+	size_t n, cap;
+	uint32_t hit; /* a taken cluster found owned; 0: none yet */
+};
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct fk_run *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int take_plan(struct taken *t, const struct fk_plan *p)
+{
+	if (!p->nruns)
+		return 0;
+	if (FK_VEC_RESERVE(t->runs, t->cap, t->n + p->nruns))
+		return -ENOMEM;
+	memcpy(t->runs + t->n, p->runs, p->nruns * sizeof(*p->runs));
+	t->n += p->nruns;
+	return 0;
+}
+
+/* fk_exfat_stream_walk() callback: does @run hold a taken cluster? */
+static int hit_taken(void *arg, const struct fk_run *run)
+{
+	struct taken *t = arg;
+	size_t lo = 0, hi = t->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((uint64_t)t->runs[mid].first + t->runs[mid].nclus <=
+		    run->first)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == t->n ||
+	    (uint64_t)t->runs[lo].first >= (uint64_t)run->first + run->nclus)
+		return 0;
+	t->hit =
+		t->runs[lo].first > run->first ? t->runs[lo].first : run->first;
+	return 1; /* stops the walk */
+}
+
+/* Directories still to read, with their paths (for the message). */
+struct pending {
+	struct fk_exfat_stream s;
+	char *path; /* "" for the root */
+};
+
+/*
+ * First clusters of the directories read, so that a directory two
+ * entries lead to (or a loop) is read once: open addressing, grown at
+ * half full.
+ */
+struct seen {
+	uint32_t *slot; /* 0: empty (no directory starts at cluster 0) */
+	size_t cap, n;
+};
+
+/* Add @clus to @sn; 1 if it was there already, 0 if added, -ENOMEM. */
+static int seen_add(struct seen *sn, uint32_t clus)
+{
+	size_t i;
+
+	if (2 * (sn->n + 1) > sn->cap) {
+		size_t cap = sn->cap ? 2 * sn->cap : 256, k;
+		uint32_t *slot = calloc(cap, sizeof(*slot));
+
+		if (!slot)
+			return -ENOMEM;
+		for (k = 0; k < sn->cap; k++) {
+			if (!sn->slot[k])
+				continue;
+			for (i = sn->slot[k] * 2654435761u % cap; slot[i];
+			     i = (i + 1) % cap)
+				;
+			slot[i] = sn->slot[k];
+		}
+		free(sn->slot);
+		sn->slot = slot;
+		sn->cap = cap;
+	}
+	for (i = clus * 2654435761u % sn->cap; sn->slot[i];
+	     i = (i + 1) % sn->cap)
+		if (sn->slot[i] == clus)
+			return 1;
+	sn->slot[i] = clus;
+	sn->n++;
+	return 0;
+}
+
+/*
+ * Read directory @p and every set in it: a stream that holds a taken
+ * cluster is refused; subdirectories are pushed.  Damage is not judged
+ * here (the checker's job): what can be read is looked at.
+ */
+static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
+		    struct fk_exfat_set *set, struct seen *sn,
+		    struct pending **stack, size_t *n, size_t *cap,
+		    struct fk_diag *diag)
+{
+	struct fk_exfat_dir *it;
+	struct fk_chain_info info;
+	size_t len;
+	int err, r;
+
+	if ((err = fk_exfat_dir_open(op->vol, *p->path ? &p->s : NULL, &it)))
+		return err;
+	while ((r = fk_exfat_dir_next(it, set, NULL)) == 1) {
+		struct fk_exfat_stream s = {set->first_clus, set->data_len,
+					    set->is_no_fat_chain};
+
+		if (set->kind != FK_EXK_FILE || !s.first_clus)
+			continue;
+		if ((err = fk_exfat_stream_walk(op->vol, &s, hit_taken, t,
+						&info)) < 0)
+			break;
+		if (t->hit) {
+			char what[FK_NAME_MAX * 2];
+
+			snprintf(what, sizeof(what), "%s/%s", p->path,
+				 set->name);
+			fk_diag_set(diag, what,
+				    "owns cluster %" PRIu32 ", which the "
+				    "allocation bitmap marks free",
+				    t->hit);
+			err = FK_ECORRUPT;
+			break;
+		}
+		err = 0;
+		if (!(set->attr & ATTR_DIR) ||
+		    (r = seen_add(sn, s.first_clus)) == 1)
+			continue;
+		if (r < 0 || FK_VEC_RESERVE(*stack, *cap, *n + 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		len = strlen(p->path) + strlen(set->name) + 2;
+		(*stack)[*n].s = s;
+		if (!((*stack)[*n].path = malloc(len))) {
+			err = -ENOMEM;
+			break;
+		}
+		snprintf((*stack)[(*n)++].path, len, "%s/%s", p->path,
+			 set->name);
+	}
+	fk_exfat_dir_close(it);
+	return err ? err : r < 0 && r != FK_ECORRUPT ? r : 0;
+}
+
+static int verify(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct xop *op = run->fam_op;
+	struct taken t = {NULL, 0, 0, 0};
+	struct seen sn = {NULL, 0, 0};
+	struct pending *stack = NULL, p;
+	struct fk_exfat_set *set = NULL;
+	size_t n = 0, cap = 0, i;
+	int err = 0;
+
+	for (i = 0; !err && i < run->nfiles; i++)
+		err = take_plan(&t, &op->files[i].pf.add);
+	for (i = 0; !err && i < op->ndirs; i++)
+		err = take_plan(&t, &op->dirs[i]->growth);
+	if (err || !t.n)
+		goto out;
+	qsort(t.runs, t.n, sizeof(*t.runs), cmp_run);
+	if (!(set = malloc(sizeof(*set))) || FK_VEC_RESERVE(stack, cap, 1) ||
+	    !(stack[0].path = strdup(""))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	stack[n++].s = (struct fk_exfat_stream){op->vol->g.root_clus, 0, 0};
+	if ((err = seen_add(&sn, op->vol->g.root_clus)) < 0)
+		goto out;
+	while (!err && n) {
+		p = stack[--n];
+		err = scan_dir(op, &p, &t, set, &sn, &stack, &n, &cap, diag);
+		free(p.path);
+	}
+out:
+	while (n)
+		free(stack[--n].path);
+	free(stack);
+	free(set);
+	free(sn.slot);
+	free(t.runs);
+	return err;
 }
 
 /* ---- entry sets ----------------------------------------------------------- */
@@ -1487,6 +1821,7 @@ static void end(struct fk_prun *run)
 	for (i = 0; i < op->ndirs; i++)
 		xdir_free(op->dirs[i]);
 	free(op->dirs);
+	free(op->own);
 	fk_cache_free(op->bmc);
 	fk_alloc_close(op->alloc);
 	fk_exfat_bitmap_free(&op->bm);
@@ -1526,10 +1861,32 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    "untouched");
 		return -EOPNOTSUPP;
 	}
+	if ((get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY) &&
+	    !o->force) {
+		/* After an unclean removal the bitmap may lack the bits of
+		 * clusters a file owns (a recording cut short): the run
+		 * would hand them out again and zero them. */
+		fk_diag_set(diag, NULL,
+			    "VolumeDirty is set: the card was not cleanly "
+			    "removed and its allocation bitmap may not match "
+			    "what the files own (--force writes anyway)");
+		return FK_ECORRUPT;
+	}
 	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {
 		/* Linux refuses to mount it: writing would hide the damage. */
 		fk_diag_set(diag, NULL, "%s",
 			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
+		return FK_ECORRUPT;
+	}
+	if (vol->exfat->upcase->is_fallback) {
+		/* New names would be hashed through ASCII folding, not the
+		 * volume's table, and its clusters (where a broken chain
+		 * runs into free ones) could not be judged. */
+		fk_diag_set(diag, NULL, "%s",
+			    vol->exfat->upcase->defects & FK_EXU_MISSING
+				    ? "the root holds no up-case table"
+				    : "the up-case table cannot be read (its "
+				      "location or cluster chain is damaged)");
 		return FK_ECORRUPT;
 	}
 	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
@@ -1544,29 +1901,39 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 /*
  * The up-case table's clusters and every bitmap's (a TexFAT volume has a
  * second one) must be marked in the bitmap: a cluster marked free there
- * could be given to a new directory and zeroed.
+ * could be given to a new directory and zeroed.  They are claim()ed, so
+ * that no directory on a path may share them.
  */
 static int judge_specials(struct xop *op, struct fk_diag *diag)
 {
+	static const char *const names[] = {"the up-case table",
+					    "the allocation bitmap",
+					    "the second allocation bitmap"};
 	const struct fk_exfat *ex = op->vol->exfat;
 	struct fk_exfat_stream s[3];
+	const char *owner[3];
 	struct fk_plan runs = {NULL, 0, 0, 0};
 	struct fk_chain_info info;
 	uint32_t i, n = 0;
 	int err = 0;
 
-	if (!ex->upcase->is_fallback && ex->upcase->first_clus)
+	if (!ex->upcase->is_fallback && ex->upcase->first_clus) {
+		owner[n] = names[0];
 		s[n++] = (struct fk_exfat_stream){ex->upcase->first_clus,
 						  ex->upcase->raw_len, 0};
-	for (i = 0; i < ex->nbitmaps && i < 2; i++)
+	}
+	for (i = 0; i < ex->nbitmaps && i < 2; i++) {
+		owner[n] = names[1 + i];
 		s[n++] = (struct fk_exfat_stream){ex->bitmap_clus[i],
 						  ex->bitmap_len[i], 0};
+	}
 	for (i = 0; !err && i < n; i++) {
 		runs.nruns = 0;
 		runs.nclus = 0;
 		if (!(err = fk_exfat_stream_walk(op->vol, &s[i], collect_run,
-						 &runs, &info)))
-			err = judge_plan_bits(op, &runs, diag);
+						 &runs, &info)) &&
+		    !(err = judge_plan_bits(op, &runs, diag)))
+			err = claim(op, &runs, owner[i], diag);
 	}
 	fk_plan_free(&runs);
 	return err;
@@ -1611,6 +1978,7 @@ const struct fk_prealloc_family fk_exfat_prealloc_family = {
 	.start = start,
 	.resolve = resolve,
 	.settle = settle,
+	.verify = verify,
 	.fill_dirs = fill_dirs,
 	.commit = commit,
 	.rollback = rollback,

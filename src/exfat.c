@@ -524,6 +524,13 @@ int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 	uint64_t need, room;
 	struct fk_run run;
 
+	if (!s->first_clus && s->data_len) {
+		/* Not an empty stream, and never the root: damage. */
+		memset(info, 0, sizeof(*info));
+		info->end = FK_ENT_RANGE;
+		info->is_no_first = 1;
+		return 0;
+	}
 	if (!s->is_no_fat_chain || !s->first_clus)
 		return fk_chain_walk(vol, s->first_clus, fn, arg, info);
 	memset(info, 0, sizeof(*info));
@@ -677,6 +684,7 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 
 	for (i = 0; i < 65536; i++)
 		up->map[i] = (uint16_t)i;
+	up->nbad_ascii = 0;
 	/* Spec 7.2.1: 0xFFFF then a count maps that many units to
 	 * themselves; any other unit is the up-case of the next index. */
 	for (k = 0; k + 1 < len && at < 65536; k += 2) {
@@ -692,6 +700,8 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 			k += 2;
 			continue;
 		}
+		if (at >= 'a' && at <= 'z' && v != at - 0x20)
+			up->nbad_ascii++;
 		up->map[at++] = v;
 	}
 }
@@ -702,17 +712,13 @@ void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up)
 
 	for (i = 0; i < 65536; i++)
 		up->map[i] = (uint16_t)(i >= 'a' && i <= 'z' ? i - 32 : i);
+	up->nbad_ascii = 0;
 	up->is_fallback = 1;
 }
 
 int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up)
 {
-	uint16_t c;
-
-	for (c = 'a'; c <= 'z'; c++)
-		if (up->map[c] != c - 32)
-			return 0;
-	return 1;
+	return !up->nbad_ascii;
 }
 
 /* One byte into a SetChecksum or NameHash: rotate right by one, add. */

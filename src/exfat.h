@@ -221,6 +221,10 @@ enum fk_exfat_set_defect {
 					outside the root */
 	FK_EXS_BAD_SPECIAL = 1u << 14, /* a special entry's own fields are
 					  wrong (label over 11 chars, etc.) */
+	FK_EXS_NO_FIRST = 1u << 15,    /* FirstCluster 0 with a DataLength
+					  (always with FK_EXS_ALLOC; its
+					  own reason, so none reads it as
+					  the root's cluster) */
 };
 
 /* An exFAT timestamp (spec 7.4.8 - 7.4.10). */
@@ -307,8 +311,12 @@ struct fk_exfat_upcase {
 	uint32_t csum_computed; /* over the raw table bytes (spec 7.2.2) */
 	uint64_t raw_len;	/* DataLength */
 	uint32_t first_clus;
-	uint32_t defects;  /* enum fk_exfat_upcase_defect bits */
-	int is_compressed; /* the raw table used 0xFFFF runs */
+	uint32_t defects;    /* enum fk_exfat_upcase_defect bits */
+	int is_compressed;   /* the raw table used 0xFFFF runs */
+	uint32_t nbad_ascii; /* letters a-z the raw table names one by one
+				and maps elsewhere than A-Z (fatcheck -r
+				mends those); a-z inside a compressed
+				identity run are not counted */
 	int is_fallback;
 };
 
@@ -326,9 +334,15 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up);
 
 /*
- * Does @up map a-z to A-Z, as every table must (spec 7.2.5)?  A writer
- * hashes names through the table; fatcheck mends such a table and then
- * judges every hash by the mended one.
+ * Does @up name no letter a-z one by one with a mapping other than A-Z?
+ * The specification's mandatory table maps a-z to A-Z (7.2.5), and
+ * fatcheck -r mends a table that names them otherwise, then judges every
+ * hash by the mended one: a writer refuses such a table, since the hash
+ * of a new name would be damage after the mend.  A table whose compressed
+ * identity run covers a-z (no formatter writes one) is the volume's own
+ * mapping, which fatcheck, fsck.exfat and Linux hash names through: the
+ * writer uses it too, and names that differ in the case of a-z are then
+ * different names on that volume.
  */
 int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up);
 

@@ -823,7 +823,10 @@ int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 
 int fk_chain_error(const struct fk_chain_info *info, struct fk_diag *diag)
 {
-	if (info->is_loop)
+	if (info->is_no_first)
+		fk_diag_set(diag, NULL,
+			    "first cluster 0 with a non-zero length");
+	else if (info->is_loop)
 		fk_diag_set(diag, NULL,
 			    "cluster chain loops: cluster %u links back to %u",
 			    info->last, info->end_val);

@@ -38,6 +38,8 @@ struct fk_chain_info {
 				  cluster @last links back to */
 	int is_loop;	       /* the chain runs into itself */
 	uint32_t nlinks;       /* FAT entries read (a loop costs more) */
+	int is_no_first;       /* exFAT: FirstCluster 0 with a non-zero
+				  DataLength (end is FK_ENT_RANGE) */
 };
 
 enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val);

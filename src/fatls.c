@@ -107,7 +107,8 @@ static int get_chain(struct ls *ls, const struct fk_dirent *ent,
 
 	c->nruns = 0;
 	err = fk_dirent_walk(ls->vol, ent, add_run, c, &c->info);
-	if (!err && ent->first_clus && c->info.end != FK_ENT_EOC)
+	if (!err && (ent->first_clus || c->info.is_no_first) &&
+	    c->info.end != FK_ENT_EOC)
 		err = fk_chain_error(&c->info, &diag);
 	if (err) {
 		fk_diag_set(&diag, path, NULL);
@@ -465,8 +466,10 @@ static int list_dir(struct ls *ls, const struct fk_dirent *dent,
 		err = FK_ECORRUPT;
 		goto out_report;
 	}
-	if ((err = mark_seen(ls, clus, &diag)) ||
-	    (err = check_dir_chain(ls, dent, &diag)) ||
+	/* The chain first: an exFAT entry with FirstCluster 0 is damage
+	 * to name, not the root met again. */
+	if ((err = check_dir_chain(ls, dent, &diag)) ||
+	    (err = mark_seen(ls, clus, &diag)) ||
 	    (err = fk_dir_open_ent(ls->vol, dent, &dir)))
 		goto out_report;
 	while ((err = fk_dir_next(dir, &ent, &diag)) == 1) {

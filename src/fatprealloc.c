@@ -97,7 +97,8 @@ static void usage(FILE *out)
 		"      --stats         print what the run cost\n"
 		"      --json          stats and resulting files as JSON\n"
 		"      --dry-run       plan and report, write nothing\n"
-		"  -f, --force         write to a block device even if it is in use\n"
+		"  -f, --force         write to a block device even if it is in use, and to\n"
+		"                      an exFAT volume not cleanly removed (VolumeDirty)\n"
 		"      --wait[=SECONDS]  wait for the image lock (as flock -w; default: fail\n"
 		"                      at once when another program holds it)\n"
 		"  -v, --verbose       say what is done\n"
@@ -195,6 +196,7 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		break;
 	case 'f':
 		vo->dev.force = 1;
+		o->core.force = 1;
 		break;
 	case 'v':
 		o->is_verbose = 1;

@@ -72,6 +72,9 @@ struct fk_prealloc_family {
 		       const struct fk_prealloc_req *req, struct fk_diag *diag);
 	/* Sizes, zeroing range and entries after the plan; memory only. */
 	void (*settle)(struct fk_prun *run);
+	/* After settle(), before anything is written (may be NULL): judge
+	 * the plan against the volume; reads only. */
+	int (*verify)(struct fk_prun *run, struct fk_diag *diag);
 	/* The directories' part of @res: allocate @res->dirs, add their
 	 * clusters to @res->new_clus and hand over created paths. */
 	int (*fill_dirs)(struct fk_prun *run, struct fk_prealloc_result *res);

@@ -633,6 +633,7 @@ static const struct fk_prealloc_family fat_prealloc_family = {
 	.start = start,
 	.resolve = resolve,
 	.settle = settle_entries,
+	.verify = NULL,
 	.fill_dirs = fill_dirs,
 	.commit = commit,
 	.rollback = rollback,
@@ -1098,6 +1099,11 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 		return err;
 	}
 	fam->settle(run);
+	if (fam->verify && (err = fam->verify(run, diag))) {
+		if (err == FK_ECORRUPT)
+			fk_prealloc_hint_repair(run->vol, run->o, diag);
+		return err;
+	}
 	if ((err = fill_result(run, fam, reqs, n, res)))
 		return err;
 	if (run->o->dry_run || !has_changes(res)) {

@@ -48,6 +48,8 @@ struct fk_prealloc_opts {
 	/* --align: a new chain starts at a device byte offset that is a
 	 * multiple of it (a power of two); 0: anywhere */
 	uint64_t align_len;
+	int force;	  /* --force: also write an exFAT volume whose
+		      VolumeDirty is set */
 	size_t batch_len; /* dirty bitmap bytes held before a flush
 			     (exFAT; the FAT cache has its own) */
 	enum fk_sync_mode sync;

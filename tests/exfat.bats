@@ -452,3 +452,47 @@ PY
 	run -0 fatls -l v.img /a.bin
 	assert_output --partial "100"
 }
+
+# zero_first IMG: /A (a directory holding /A/in.bin) and /f.bin, both then
+# given FirstCluster 0 with their DataLength kept (their clusters freed).
+zero_first()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+a = v.mkdir("/A")
+v.put("/A/in.bin", 100, b"x" * 100)
+e, cl = v.put("/f.bin", 5000, b"y" * 5000)
+for entry, clusters in ((a.entry, a.clusters), (e, cl)):
+    for c in clusters:
+        v.set_bit(c, 0)
+    entry.set_stream(first=0)
+    v.rewrite_set(entry)
+v.flush()
+v.f.close()
+PY
+}
+
+@test "fatls on exFAT: an entry with FirstCluster 0 and a length is named for what it is, and its directory is never read as the root" {
+	mkex img 8M 4096
+	zero_first img
+	# the names alone need no cluster
+	run -0 fatls img
+	assert_output $'A\nf.bin'
+	run -1 --separate-stderr fatls -l img
+	[ "${stderr_lines[0]}" = "fatls: img:/A: first cluster 0 with a non-zero length" ]
+	[ "${stderr_lines[1]}" = "fatls: img:/f.bin: first cluster 0 with a non-zero length" ]
+	run -1 --separate-stderr fatls --chain img /f.bin
+	[ "$stderr" = "fatls: img:/f.bin: first cluster 0 with a non-zero length" ]
+	# not "links to a free cluster after 0", not the root listed again
+	run -1 --separate-stderr fatls img /A
+	[ "$stderr" = "fatls: img:/A: first cluster 0 with a non-zero length" ]
+	run -1 --separate-stderr fatls img /A/in.bin
+	[ "$stderr" = "fatls: img:/A/in.bin: first cluster 0 with a non-zero length" ]
+	# -R: no false "directory loop" (cluster 0 is not the root's)
+	run -1 --separate-stderr fatls -R img
+	[ "$stderr" = "fatls: img:/A: first cluster 0 with a non-zero length" ]
+	assert_output $'/A\n/f.bin'
+}

@@ -589,11 +589,23 @@ second_pair_kept()
 	ref verify -W s.img
 }
 
-@test "fatprealloc on exFAT: SOURCE_DATE_EPOCH beyond what a date holds stamps 1980-01-01, as on FAT" {
-	mkex v.img 32M 4096
-	SOURCE_DATE_EPOCH=9223372036854775807 run -0 fatprealloc v.img /x.bin 4K
-	run -0 ref ls v.img /x.bin
+@test "fatprealloc on exFAT and FAT: a time past 2107 stamps the last instant a date holds (one rule for both families)" {
+	local t
+	# past what a struct tm holds, and past 2107 but within it
+	for t in 9223372036854775807 5700000000; do
+		mkex v.img 32M 4096
+		SOURCE_DATE_EPOCH=$t run -0 fatprealloc v.img /x.bin 4K
+		run -0 ref ls v.img /x.bin
+		assert_output --partial "mtime=2107-12-31T23:59:59.00+00:00"
+		assert_output --partial "ctime=2107-12-31T23:59:59.00+00:00"
+		run -0 fsck.exfat -n v.img
+		mkimg fat16 16M f.img
+		SOURCE_DATE_EPOCH=$t run -0 fatprealloc f.img /x.bin 4K
+		run -0 fatls -l f.img /x.bin
+		assert_output --partial " 2107-12-31T23:59:58 "
+	done
+	# before 1980: the first instant, on both
+	SOURCE_DATE_EPOCH=0 run -0 fatprealloc v.img /old.bin 4K
+	run -0 ref ls v.img /old.bin
 	assert_output --partial "mtime=1980-01-01T00:00:00.00+00:00"
-	assert_output --partial "ctime=1980-01-01T00:00:00.00+00:00"
-	run -0 fsck.exfat -n v.img
 }

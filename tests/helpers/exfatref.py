@@ -1325,6 +1325,12 @@ CASES = {
                  "updated)"),
     "name-dotdot": (True, False, "a file named '..' (NameHash and "
                     "SetChecksum updated)"),
+    # exfat-writer cases: directories a writer must not enter or grow
+    "dir-chain-too-long": (True, False, "a subdirectory's FAT chain one "
+                           "cluster longer than its DataLength, its first "
+                           "cluster full of entry sets"),
+    "dir-chain-too-short": (True, False, "a subdirectory's FAT chain one "
+                            "cluster shorter than its DataLength"),
 }
 
 
@@ -1631,9 +1637,48 @@ def corrupt(vol, case):
             e[0] = T_LABEL
         e[1] = 12
         v.root_dir().write_entries(i, e)
+    elif corrupt_dir(v, case):
+        pass
     elif not checker_case(v, case):
         raise Usage("unknown case %s (see corrupt --list)" % case)
     v.flush()
+
+
+# exfat-writer cases
+def fill_dir(v, path, nclus):
+    """A directory of nclus clusters chained in the FAT: its first one full
+    of entry sets (the slots left over deleted), the others empty."""
+    d = v.mkdir(path)
+    k = 0
+    while d.free_slot(3) is not None:
+        v.put("%s/f%04d" % (path, k), 1, b"x")
+        k += 1
+    for i in range(d.free_slot(1) or len(d.data) // 32, len(d.data) // 32):
+        d.write_entries(i, bytes([0x05]) + bytes(31))
+    v.claim(d.clusters, True)
+    d.entry.set_stream(flags=d.entry.flags & ~2)
+    while len(d.clusters) < nclus:
+        v.grow_dir(d)
+    v.rewrite_set(d.entry)
+    return d
+
+
+def corrupt_dir(v, case):
+    cs = v.csize
+    if case == "dir-chain-too-long":
+        # DataLength one cluster, the chain two: a writer that trusts the
+        # chain puts a new set where no reader looks.
+        d = fill_dir(v, "/corrupt-dirlong", 2)
+        d.entry.set_stream(dl=cs, vdl=cs)
+        v.rewrite_set(d.entry)
+    elif case == "dir-chain-too-short":
+        d = fill_dir(v, "/corrupt-dirshort", 3)
+        v.fat_set(d.clusters[1], EOC)
+        v.fat_set(d.clusters[2], 0)
+        v.set_bit(d.clusters[2], 0)
+    else:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "dir.h"
 #include "slot.h"
@@ -275,8 +276,66 @@ static void test_dots(void)
 	OK(!memcmp(raw, "..         ", 11), "fk_slot_set_dot: dot dot");
 }
 
+/* ---- the timestamp rule ------------------------------------------------- */
+
+/* Date and time words by hand from the specification's bit layout. */
+#define DOS_DATE(y, mo, d) ((uint16_t)(((y)-1980) << 9 | (mo) << 5 | (d)))
+#define DOS_TIME(h, mi, s) ((uint16_t)((h) << 11 | (mi) << 5 | (s) / 2))
+
+static const struct time_row {
+	const char *edge;
+	int64_t t; /* seconds since the epoch, UTC */
+	uint16_t date, tod;
+	uint8_t cs;
+} time_rows[] = {
+	{"1979-12-31 23:59:59: the first instant", 315532799,
+	 DOS_DATE(1980, 1, 1), DOS_TIME(0, 0, 0), 0},
+	{"1980-01-01 00:00:00 exactly", 315532800, DOS_DATE(1980, 1, 1),
+	 DOS_TIME(0, 0, 0), 0},
+	{"1980-01-01 00:00:01: the odd second in 10 ms units", 315532801,
+	 DOS_DATE(1980, 1, 1), DOS_TIME(0, 0, 0), 100},
+	{"2107-12-31 23:59:59 exactly", 4354819199, DOS_DATE(2107, 12, 31),
+	 DOS_TIME(23, 59, 58), 100},
+	{"2108-01-01 00:00:00: the last instant, not 1980", 4354819200,
+	 DOS_DATE(2107, 12, 31), DOS_TIME(23, 59, 58), 100},
+	{"2150-06-15: the last instant, not the year alone", 5700000000,
+	 DOS_DATE(2107, 12, 31), DOS_TIME(23, 59, 58), 100},
+	{"before 1970: the first instant", -86400, DOS_DATE(1980, 1, 1),
+	 DOS_TIME(0, 0, 0), 0},
+};
+
+static void test_dos_time(void)
+{
+	uint16_t date, tod;
+	uint8_t cs;
+	size_t i;
+
+	for (i = 0; i < NROWS(time_rows); i++) {
+		const struct time_row *r = &time_rows[i];
+		time_t tt = (time_t)r->t;
+		struct tm tm;
+
+		if (!gmtime_r(&tt, &tm)) {
+			OK(0, "fk_dos_time: %s (gmtime)", r->edge);
+			continue;
+		}
+		fk_dos_time(&tm, r->t, &date, &tod, &cs);
+		OK(date == r->date && tod == r->tod && cs == r->cs,
+		   "fk_dos_time: %s", r->edge);
+	}
+	/* A time no struct tm holds clamps by its sign. */
+	fk_dos_time(NULL, INT64_MAX, &date, &tod, &cs);
+	OK(date == DOS_DATE(2107, 12, 31) && tod == DOS_TIME(23, 59, 58) &&
+		   cs == 100,
+	   "fk_dos_time: past struct tm: the last instant");
+	fk_dos_time(NULL, INT64_MIN, &date, &tod, &cs);
+	OK(date == DOS_DATE(1980, 1, 1) && tod == 0 && cs == 0,
+	   "fk_dos_time: before struct tm: the first instant");
+}
+
 void suite_slot(void)
 {
+	test_dos_time();
 	test_short_fat32();
 	test_short_fat16();
 	test_markers();

@@ -1,0 +1,413 @@
+#!/usr/bin/env bats
+# exfat-writer-hostile.bats: fatprealloc on exFAT volumes whose directories
+# a writer must not trust.  Every directory on every path is judged before
+# the first write (its chain: no loop, free, bad or out-of-range link, as
+# many clusters as DataLength needs, no more and no fewer; ValidDataLength
+# equal to DataLength; a NoFatChain run inside the heap; no cluster shared
+# with the bitmap, the up-case table, another directory on the path or a
+# file to grow), and a refusal is one line naming the directory and
+# `fatcheck -r`, with the image byte-identical.  Images are built by
+# tests/helpers/exfatref.py (written from Microsoft's exFAT specification),
+# which also judges the results with fsck.exfat.
+
+bats_require_minimum_version 1.5.0
+
+load helpers/common
+
+ref()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
+}
+
+mkex()
+{
+	rm -f "$1"
+	truncate -s "$2" "$1" && mkfs.exfat -c "$3" "$1" >/dev/null
+}
+
+# hostile IMG KIND: /A (a directory with /A/in.bin) and /B, then one kind
+# of damage around them (see the cases below).
+hostile()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+kind = sys.argv[3]
+a = v.mkdir("/A")
+v.put("/A/in.bin", 100, b"x" * 100)
+b = v.mkdir("/B")
+def point(d, first):
+    """Directory d's entry leads to first; its own cluster is freed."""
+    for c in d.clusters:
+        v.set_bit(c, 0)
+    d.entry.set_stream(first=first)
+    v.rewrite_set(d.entry)
+if kind == "two-entries":          # /B's entry leads to /A's directory
+    point(b, a.clusters[0])
+elif kind == "to-root":            # /B's entry leads to the root
+    point(b, v.root_cluster)
+elif kind == "to-upcase":
+    point(b, next(r.le(e, 20, 4) for _, e in v.special(r.T_UPCASE)))
+elif kind == "to-bitmap":
+    v.load_bitmap()
+    point(b, v.bitmap_clusters[0])
+elif kind == "file-in-dir":        # /A/in.bin's cluster is /A's
+    e = a.lookup("in.bin")
+    v.set_bit(e.first, 0)
+    e.set_stream(first=a.clusters[0])
+    v.rewrite_set(e)
+elif kind == "first-zero":         # /B: FirstCluster 0, DataLength 4 KiB
+    point(b, 0)
+elif kind == "nofatchain-past-heap":
+    point(b, v.nclus + 1)          # the last cluster, DataLength two
+    v.set_bit(v.nclus + 1, 1)
+    b.entry.set_stream(dl=2 * v.csize, vdl=2 * v.csize)
+    v.rewrite_set(b.entry)
+elif kind in ("chain-loop", "chain-free", "chain-bad", "chain-range"):
+    d = r.fill_dir(v, "/C", 2)
+    last = d.clusters[-1]
+    v.fat_set(last, {"chain-loop": d.clusters[0],
+                     "chain-free": v.find_free(last + 1),
+                     "chain-bad": r.BAD,
+                     "chain-range": v.nclus + 2}[kind])
+    if kind == "chain-free":
+        v.fat_set(v.find_free(last + 1), 0)
+    d.entry.set_stream(dl=3 * v.csize, vdl=3 * v.csize)
+    v.rewrite_set(d.entry)
+else:
+    sys.exit("unknown kind " + kind)
+v.flush()
+v.f.close()
+PY
+}
+
+# refused IMG LINE ARGS...: fatprealloc ARGS exits 1 with LINE and leaves
+# IMG byte-identical.
+refused()
+{
+	local img=$1 line=$2 sha
+	shift 2
+	sha=$(img_sha "$img")
+	run -1 --separate-stderr fatprealloc "$@"
+	[ "$stderr" = "$line" ]
+	[ "$(img_sha "$img")" = "$sha" ]
+}
+
+@test "exFAT writer: a subdirectory whose chain is one cluster longer than its DataLength (first cluster full of sets) is refused, image unchanged; after fatcheck -r the new file is visible" {
+	local cs
+	for cs in 512 4096; do
+		mkex img 16M "$cs"
+		ref corrupt img dir-chain-too-long
+		refused img "fatprealloc: img:/corrupt-dirlong: directory's cluster chain has 2 clusters, its DataLength needs 1; run 'fatcheck -r img'" \
+			img /corrupt-dirlong/NEWFILE 8K
+		# a deeper path and -p go through it too
+		refused img "fatprealloc: img:/corrupt-dirlong: directory's cluster chain has 2 clusters, its DataLength needs 1; run 'fatcheck -r img'" \
+			-p img /ok.bin 1K /corrupt-dirlong/x/y.bin 1K
+		run -1 fatcheck -r img
+		run -0 fatprealloc img /corrupt-dirlong/NEWFILE 8K
+		run -0 ref ls img /corrupt-dirlong/NEWFILE
+		assert_output --partial "size=8192"
+		run -0 fatls img /corrupt-dirlong/NEWFILE
+		fsck.exfat -n img
+		ref verify -W img
+	done
+}
+
+@test "exFAT writer: a subdirectory whose chain is one cluster shorter than its DataLength is refused, image unchanged" {
+	mkex img 16M 4096
+	ref corrupt img dir-chain-too-short
+	refused img "fatprealloc: img:/corrupt-dirshort: directory's cluster chain has 2 clusters, its DataLength needs 3; run 'fatcheck -r img'" \
+		img /corrupt-dirshort/NEWFILE 8K
+	run -1 fatcheck -r img
+	run -0 fatprealloc img /corrupt-dirshort/NEWFILE 8K
+	fsck.exfat -n img
+	ref verify -W img
+}
+
+@test "exFAT writer: a directory chain with a loop, a free, bad or out-of-range link is refused, image unchanged" {
+	local kind want
+	for kind in chain-loop chain-free chain-bad chain-range; do
+		mkex img 8M 4096
+		hostile img "$kind"
+		case $kind in
+		chain-loop) want="cluster chain loops: cluster * links back to *" ;;
+		chain-free) want="cluster chain links to a free cluster after *" ;;
+		chain-bad) want="cluster chain links to a bad cluster after *" ;;
+		chain-range) want="cluster chain links to out-of-range cluster * after *" ;;
+		esac
+		sha=$(img_sha img)
+		run -1 --separate-stderr fatprealloc img /C/new.bin 1K
+		[[ $stderr == "fatprealloc: img:/C: "$want"; run 'fatcheck -r img'" ]]
+		[ "$(img_sha img)" = "$sha" ]
+	done
+}
+
+@test "exFAT writer: a directory whose ValidDataLength differs from its DataLength, or whose NoFatChain run ends past the heap, is refused" {
+	mkex img 8M 4096
+	ref corrupt img dir-vdl
+	refused img "fatprealloc: img:/corrupt-dir: ValidDataLength exceeds DataLength (on a directory: differs from it); run 'fatcheck -r img'" \
+		img /corrupt-dir/new.bin 1K
+	mkex img 8M 4096
+	hostile img nofatchain-past-heap
+	refused img "fatprealloc: img:/B: contiguous directory runs past the last cluster; run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+}
+
+@test "exFAT writer: a directory sharing clusters with the up-case table, the bitmap, or a file to grow is refused" {
+	mkex img 8M 4096
+	hostile img to-upcase
+	refused img "fatprealloc: img:/B: cluster 3 is held by both the up-case table and /B (cross-linked); run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+	mkex img 8M 4096
+	hostile img to-bitmap
+	refused img "fatprealloc: img:/B: cluster 2 is held by both the allocation bitmap and /B (cross-linked); run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+	mkex img 8M 4096
+	hostile img file-in-dir
+	refused img "fatprealloc: img:/A/in.bin: cluster 6 is held by both /A and /A/in.bin (cross-linked); run 'fatcheck -r img'" \
+		img /A/in.bin 64K
+}
+
+@test "exFAT writer: two directory entries that lead to one directory (or to the root) are refused, image unchanged" {
+	mkex img 8M 4096
+	hostile img two-entries
+	# Both parents would share one directory in memory and only the
+	# first one's DataLength would follow the growth.
+	refused img "fatprealloc: img:/B: directory entry leads to /A too (cross-linked directories); run 'fatcheck -r img'" \
+		img /A/new.bin 1K /B/new.bin 1K
+	# whichever comes first on the command line is the one named
+	refused img "fatprealloc: img:/A: directory entry leads to /B too (cross-linked directories); run 'fatcheck -r img'" \
+		-p img /B/x/y.bin 1K /A/z.bin 1K
+	mkex img 8M 4096
+	hostile img to-root
+	refused img "fatprealloc: img:/B: directory entry leads to / too (cross-linked directories); run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+}
+
+@test "exFAT writer: a directory entry with FirstCluster 0 and a length is refused, never read as the root" {
+	mkex img 8M 4096
+	hostile img first-zero
+	refused img "fatprealloc: img:/B: first cluster 0 with a non-zero length; run 'fatcheck -r img'" \
+		img /B/new.bin 1K
+}
+
+@test "exFAT writer: a card not cleanly removed (VolumeDirty set) is refused, image unchanged; fatcheck -r makes it writable and keeps the recording; --force writes and leaves the flag" {
+	local sum
+	mkex img 16M 4096
+	# a recording whose clusters lost their bitmap bits when the card
+	# was pulled: a writer that trusted the bitmap would zero them
+	ref corrupt img bitmap-missing
+	ref corrupt img volume-dirty
+	sum=$(ref cat img /corrupt-missing | sha256sum)
+	refused img "fatprealloc: img: VolumeDirty is set: the card was not cleanly removed and its allocation bitmap may not match what the files own (--force writes anyway); run 'fatcheck -r img'" \
+		img /new.bin 1M
+	refused img "fatprealloc: img: VolumeDirty is set: the card was not cleanly removed and its allocation bitmap may not match what the files own (--force writes anyway); run 'fatcheck -r img'" \
+		--dry-run img /new.bin 1M
+	run -1 fatcheck -r img
+	run -0 fatprealloc img /new.bin 1M
+	[ "$(ref cat img /corrupt-missing | sha256sum)" = "$sum" ]
+	fsck.exfat -n img
+	ref verify -W img
+	# --force: written, and the flag this run did not set stays set
+	# (the ownership check still keeps the recording's clusters: see
+	# the next test)
+	mkex forced.img 16M 4096
+	ref corrupt forced.img volume-dirty
+	run -0 fatprealloc --force forced.img /new.bin 4K
+	[ "$(ref info forced.img | sed -n 's/^volume_dirty=//p')" = 1 ]
+}
+
+@test "exFAT writer: a cluster a file owns but the bitmap marks free (VolumeDirty clear) is never taken: the run is refused, image unchanged" {
+	local free cs=4096
+	mkex img 16M "$cs"
+	ref corrupt img bitmap-missing
+	free=$(ref info img | sed -n 's/^free_clusters=//p')
+	# every cluster the bitmap calls free, so the owned one too
+	refused img "fatprealloc: img:/corrupt-missing: owns cluster 7, which the allocation bitmap marks free; run 'fatcheck -r img'" \
+		img /new.bin $((free * cs))
+	# one that a directory owns, found in a subdirectory the run never
+	# enters
+	run -1 fatcheck -r img
+	run -0 ref put img /deep/er/file.bin --size 5000
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+d, e, _ = v.resolve("/deep/er/file.bin")
+for c in v.clusters_of(e.first, e.dl, e.nofatchain)[0]:
+    v.set_bit(c, 0)
+v.flush()
+v.f.close()
+PY
+	free=$(ref info img | sed -n 's/^free_clusters=//p')
+	run -1 --separate-stderr fatprealloc img /new.bin $((free * cs))
+	[[ $stderr == "fatprealloc: img:/deep/er/file.bin: owns cluster "*", which the allocation bitmap marks free; run 'fatcheck -r img'" ]]
+}
+
+# split_fixture IMG: 512-byte clusters, a directory /F of five small
+# files, then every other free cluster taken, so that /F grows only by
+# clusters apart from each other.  NAME is 255 UTF-16 units: its set is
+# 19 entries, and a 512-byte cluster holds 16.
+split_fixture()
+{
+	local nfree
+	mkex "$1" 4M 512
+	for i in 1 2 3 4 5; do echo "put /F/f$i --size 10"; done | ref batch "$1"
+	nfree=$(ref info "$1" | sed -n 's/^free_clusters=//p')
+	ref put "$1" /filler --size $((nfree / 2 * 512)) --fragmented
+	NAME=$("$FK_PYTHON" -c 'print(("Ω" + "abcdefghij" * 30)[:255])')
+}
+
+# field_runs IMG PATH: the runs of PATH as the reference reader lists them.
+field_runs()
+{
+	ref ls "$1" "$(dirname "$2")" | awk -F'\t' -v p="path=$2" '$NF == p' |
+		tr '\t' '\n' | sed -n 's/^runs=//p'
+}
+
+# fsck_split IMG: fsck.exfat -n clean, except for its false positive on
+# 512-byte clusters: a valid set spanning three of its read blocks (a
+# 255-unit name) is reported as a wrong checksum plus unknown entry types
+# 0xC0/0xC1 (exfatprogs 1.2.0; Linux writes such sets itself).  Those
+# lines are not damage; anything else is.
+fsck_split()
+{
+	local out
+	out=$(fsck.exfat -n "$1" 2>&1) && return 0
+	if grep '^ERROR' <<<"$out" | grep -v -e 'the checksum of a file is wrong' \
+		-e 'unknown entry type 0xc[01] '; then
+		echo "$out" >&2
+		return 1
+	fi
+}
+
+@test "exFAT writer: a 255-unit name on 512-byte clusters is placed across clusters apart on disk (spec 6.3), not refused as out of space; read back by the reference reader, fatls and fsck.exfat" {
+	split_fixture img
+	run -0 fatprealloc img "/F/$NAME" 1K "/F/${NAME:0:250}.two" 2K
+	# /F's clusters are apart from each other
+	[[ $(field_runs img /F) == *,*,*,* ]]
+	ref verify -W img
+	fsck_split img
+	run -0 ref ls img "/F/$NAME"
+	assert_output --partial "size=1024"
+	run -0 ref ls img "/F/${NAME:0:250}.two"
+	assert_output --partial "size=2048"
+	run -0 fatls img /F
+	assert_line "$NAME"
+	assert_line "${NAME:0:250}.two"
+	run -0 fatcheck img
+}
+
+@test "exFAT writer: a crash after any write call of a set across clusters apart leaves existing files intact, and fatcheck -r a clean volume" {
+	split_fixture base.img
+	cp base.img probe.img
+	local rc=0
+	FK_CRASH_AFTER_WRITE=1 fatprealloc probe.img /probe 1 >/dev/null 2>&1 || rc=$?
+	((rc == 99)) || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	for ((n = 1; ; n++)); do
+		((n < 100))
+		cp base.img c.img
+		rc=0
+		FK_CRASH_AFTER_WRITE=$n fatprealloc c.img "/F/$NAME" 1K 2>/dev/null || rc=$?
+		((rc == 0)) && break
+		[ "$rc" -eq 99 ]
+		# the files that were there read as before
+		for f in /F/f1 /F/f5 /filler; do
+			[ "$(ref cat c.img "$f" | sha256sum)" = "$(ref cat base.img "$f" | sha256sum)" ]
+		done
+		run fatcheck -r c.img
+		((status == 0 || status == 1))
+		run -0 fatcheck c.img
+		ref verify c.img
+		fsck_split c.img
+	done
+	ref verify -W c.img
+}
+
+# identity_upcase IMG: rewrite the up-case table so that a compressed
+# identity run (0xFFFF, count) covers a-z: a-z map to themselves, every
+# other unit as mkfs.exfat had it; TableChecksum and DataLength follow,
+# and clusters the shorter table no longer needs are freed.
+identity_upcase()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+i, e = v.upcase_entry()
+e = bytearray(e)
+t = list(v.load_upcase())
+for c in range(ord("a"), ord("z") + 1):
+    t[c] = c
+out, k = [], 0
+while k < 65536:
+    n = 0
+    while k + n < 65536 and t[k + n] == k + n and n < 0xFFFF:
+        n += 1
+    if n >= 3:
+        out += [0xFFFF, n]
+        k += n
+    else:
+        out.append(t[k])
+        k += 1
+raw = b"".join(x.to_bytes(2, "little") for x in out)
+clusters, _ = v.chain(r.le(e, 20, 4))
+need = -(-len(raw) // v.csize)
+for n, c in enumerate(clusters[:need]):
+    piece = raw[n * v.csize:(n + 1) * v.csize]
+    v.write(v.cluster_off(c), piece + bytes(v.csize - len(piece)))
+v.fat_set(clusters[need - 1], r.EOC)
+for c in clusters[need:]:
+    v.fat_set(c, 0)
+    v.set_bit(c, 0)
+r.put_le(e, 24, 8, len(raw))
+r.put_le(e, 4, 4, r.table_checksum(raw))
+v.root_dir().write_entries(i, e)
+v.flush()
+v.f.close()
+PY
+}
+
+@test "exFAT writer and checker agree on an up-case table whose compressed identity run covers a-z: both take the volume's own mapping" {
+	mkex img 16M 4096
+	identity_upcase img
+	fsck.exfat -n img
+	run -0 fatcheck img
+	run -0 fatprealloc img /abc.bin 1K
+	# a-z map to themselves here: another case is another name, for
+	# fatprealloc as for fsck.exfat and fatcheck (hashes through the table)
+	run -0 fatprealloc img /ABC.bin 2K
+	run -0 fatls img
+	assert_output $'abc.bin\nABC.bin'
+	run -0 fatcheck img
+	fsck.exfat -n img
+	# a table that names 'a' one by one as itself is still refused, and
+	# fatcheck reports and mends it (fatprealloc-exfat.bats)
+}
+
+@test "exFAT writer: an up-case table that cannot be read (missing, or its chain broken) is refused, image unchanged: new names would hash through ASCII alone" {
+	mkex img 8M 4096
+	ref corrupt img no-upcase-entry
+	refused img "fatprealloc: img: the root holds no up-case table; run 'fatcheck -r img'" \
+		img /new.bin 1K
+	# Found by fuzz_prealloc: the table's chain ran into a cluster the
+	# bitmap marks free; the writer took it for a new file's chain,
+	# which then continued the table's.
+	mkex img 8M 4096
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+first = next(r.le(e, 20, 4) for _, e in v.special(r.T_UPCASE))
+v.fat_set(first, 0)
+v.flush()
+v.f.close()
+PY
+	refused img "fatprealloc: img: the up-case table cannot be read (its location or cluster chain is damaged); run 'fatcheck -r img'" \
+		img /new.bin 1K
+}
