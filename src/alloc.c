@@ -588,9 +588,8 @@ static uint32_t aligned_from(uint32_t c, uint32_t phase, uint32_t step)
  * start or 0; the longest aligned run seen goes to *@best (its start) and
  * *@best_len.
  */
-static uint32_t find_aligned(struct fk_alloc *a, uint32_t need,
-			     uint32_t phase, uint32_t step, uint32_t *best,
-			     uint32_t *best_len)
+static uint32_t find_aligned(struct fk_alloc *a, uint32_t need, uint32_t phase,
+			     uint32_t step, uint32_t *best, uint32_t *best_len)
 {
 	uint32_t start = a->cursor, pass, c, end;
 
@@ -616,8 +615,7 @@ static uint32_t find_aligned(struct fk_alloc *a, uint32_t need,
 	return 0;
 }
 
-uint32_t fk_alloc_longest(struct fk_alloc *a, uint32_t phase,
-			  uint32_t step)
+uint32_t fk_alloc_longest(struct fk_alloc *a, uint32_t phase, uint32_t step)
 {
 	uint32_t best, best_len;
 
