@@ -198,9 +198,10 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 
 /* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
  * end-of-chain mark whose two top bits on FAT16/32 say "cleanly unmounted"
- * and "no disk errors".  fsck.fat gives up on a FAT whose FAT[0] lacks
- * those ones ("Both FATs appear to be corrupt"), but not on a media byte
- * that differs from the boot sector's, which no reader compares. */
+ * and "no disk errors".  fsck.fat takes a copy whose FAT[0] lacks those
+ * ones for corrupt and mends it from a copy that has them (with none, the
+ * layout judge refused the volume before this scan), but does not look at
+ * a media byte that differs from the boot sector's, nor does any reader. */
 static void check_reserved(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
@@ -211,10 +212,10 @@ static void check_reserved(struct fk_check *ck)
 	if (!r.is_fat0_ones) {
 		idx = ck_report(
 			ck, FK_SEV_ERROR, "fat0", NULL,
-			"FAT[0] is 0x%X: the bits above its media byte "
-			"are not all ones, so fsck.fat takes the FAT for "
-			"corrupt (expected 0x%X)",
-			ck->fat0, r.want0);
+			"FAT[0] of copy %u is 0x%X, without the mark fsck.fat "
+			"looks for (every bit above the low 4 set, as in "
+			"0x%X): it takes this copy for corrupt",
+			g->active_fat + 1, ck->fat0, r.want0);
 		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	} else if (!r.is_fat0_media) {

@@ -20,6 +20,7 @@
 #include "diag.h"
 #include "dir.h"
 #include "family.h"
+#include "fat.h"
 #include "volume.h"
 
 /* "s" for a plural count. */
@@ -241,6 +242,11 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 {
 	int err;
 
+	/* A layout that does not hold together is read as nonsense (a
+	 * third "FAT" over the root), and every repair planned from that
+	 * would destroy what it mends: no finding, no plan, nothing. */
+	if ((err = fk_fat_judge_layout(ck->vol, diag)))
+		return err;
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))
 		return err;

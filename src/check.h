@@ -89,7 +89,9 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 void fk_check_free(struct fk_check *ck);
 
 /*
- * Run every phase, reading only: boot sector and backup, FAT copies and
+ * Run every phase, reading only: the layout (fk_fat_judge_layout(): one
+ * that does not hold together is FK_ECORRUPT, nothing checked or
+ * planned), boot sector and backup, FAT copies and
  * reserved entries (one pass over each copy), FSInfo, the directory tree
  * with every chain, preallocated tails, lost clusters.  Returns 0 (the
  * findings say what was found), or an error that stopped the check:

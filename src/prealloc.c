@@ -594,6 +594,8 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 			    "valid data length)");
 		return -EINVAL;
 	}
+	if ((err = fk_fat_judge_layout(run->vol, diag)))
+		return err;
 	if (!(op = calloc(1, sizeof(*op))))
 		return -ENOMEM;
 	run->fam_op = op;

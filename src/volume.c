@@ -281,6 +281,27 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 	return 0;
 }
 
+int fk_volume_judge(const struct fk_geom *g, struct fk_diag *diag)
+{
+	if (g->nfats != 1 && g->nfats != 2)
+		return bad(diag,
+			   "implausible geometry: %u FAT copies (boot sector "
+			   "byte %u), not 1 or 2 (a changed byte cannot be "
+			   "told from more copies)",
+			   g->nfats, BPB_NUM_FATS);
+	/* parse_layout() rounds the root up to whole sectors, where the
+	 * data area then starts: a count that needs the rounding puts it
+	 * where no formatter would (a changed byte, or a foreign layout). */
+	if (g->root_ents * 32 % g->sec_len)
+		return bad(diag,
+			   "implausible geometry: a root directory of %u "
+			   "entries (boot sector bytes %u-%u) does not fill "
+			   "whole %u-byte sectors",
+			   g->root_ents, BPB_ROOT_ENT_CNT, BPB_ROOT_ENT_CNT + 1,
+			   g->sec_len);
+	return 0;
+}
+
 static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
 		     struct fk_diag *diag)
 {

@@ -333,11 +333,75 @@ PY
 	done
 }
 
-@test "fatcheck -r: FAT[0] and FAT[1] are rewritten from the media byte in every FAT copy" {
+@test "fatcheck -r: a layout fsck.fat gives up on is refused: exit 8, one line, nothing written; fatprealloc refuses it too" {
+	local t c sha
+	for t in 12 16 32; do
+		for c in "nfats 3" "nfats 16" "root-ents 513" "root-ents 500" \
+			"fat0-zero" "fat0-high"; do
+			[[ $t == 32 && $c == root-ents* ]] && continue
+			use $t
+			# shellcheck disable=SC2086
+			damage $c
+			# fsck.fat gives up on it (and says why).
+			run fsck.fat -n img
+			[ "$status" -ne 0 ]
+			assert_output --regexp "only 1 or 2 FATs|integral number of sectors|Both FATs appear to be corrupt"
+			sha=$(img_sha img)
+			for a in "" -n -r "-r --salvage" "-r --trim-prealloc"; do
+				# shellcheck disable=SC2086
+				run -8 --separate-stderr fatcheck $a img
+				[ "${#stderr_lines[@]}" -eq 1 ]
+				[[ $stderr == "fatcheck: img: implausible geometry: "*"; nothing is written to it (fsck.fat refuses it too): copy the files off with mtools, or restore the boot sector" ]]
+				[ -z "$output" ]
+				[ "$(img_sha img)" = "$sha" ]
+			done
+			run -8 --separate-stderr fatcheck -r --json img
+			[ "$(img_sha img)" = "$sha" ]
+			"$FK_PYTHON" -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["exit_status"] == 8 and "implausible geometry" in d["error"], d' "$output"
+			run -1 --separate-stderr fatprealloc img /NEW.BIN 10K
+			[[ $stderr == "fatprealloc: img: implausible geometry: "* ]]
+			[ "${#stderr_lines[@]}" -eq 1 ]
+			run -1 --separate-stderr fatprealloc -p img "$LONG" 100K /DATA/x/y 1
+			[ "$(img_sha img)" = "$sha" ]
+		done
+		# Reading goes on: Linux and mtools read three FAT copies
+		# where the BPB puts them (what they find there is another
+		# matter), and fatls is not refused either.
+		use $t
+		damage nfats 3
+		run -0 --separate-stderr fatls -a img /
+		[ -z "$stderr" ]
+	done
+}
+
+@test "fatcheck -r: a layout fsck.fat refuses keeps every file: restored, the volume is as it was" {
+	local t c
+	for t in 12 16 32; do
+		for c in "nfats 3" "root-ents 513"; do
+			[[ $t == 32 && $c == root-ents* ]] && continue
+			use $t
+			# shellcheck disable=SC2086
+			damage $c
+			run -8 fatcheck -r img
+			run -1 fatprealloc img /NEW.BIN 10K
+			# put the byte back: nothing else has moved
+			if [[ $c == nfats* ]]; then
+				damage nfats 2
+			else
+				damage root-ents 512
+			fi
+			fsck_clean img
+			run -0 fatcheck img
+			files_intact
+		done
+	done
+}
+
+@test "fatcheck -r: FAT[0] and FAT[1] are rewritten from the media byte where one FAT copy keeps the mark" {
 	local t
 	for t in 12 16 32; do
 		use $t
-		damage fat0-zero
+		damage fat0-zero 0
 		[ $t = 12 ] || damage fat1-dirty
 		fsck_flags
 		run -4 fatcheck img

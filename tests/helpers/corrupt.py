@@ -11,9 +11,13 @@ lost clusters). Paths match long and short names case-insensitively.
 Cases (PATH is absolute inside the volume):
   fat-copy                 one used entry of FAT copy 1 differs from copy 0
   media                    FAT[0] media byte differs from the BPB (every copy)
-  fat0-zero                FAT[0] all zero (every copy)
-  fat0-high                FAT[0] keeps the media byte, the reserved bits
-                           above it cleared (every copy)
+  fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
+                           only, counted from 0)
+  fat0-high [COPY]         FAT[0] keeps the media byte, the reserved bits
+                           above it cleared (every copy, or copy COPY)
+  nfats N                  the BPB's number of FATs becomes N (nothing
+                           moves: the root and data stay where they were)
+  root-ents N              the BPB's root entry count becomes N (FAT12/16)
   fat1-dirty               FAT[1] clean-shutdown bit cleared (FAT16/32)
   fat1-error               FAT[1] hard-error bit cleared (FAT16/32)
   fat1-value               FAT[1] an end-of-chain mark with its low byte
@@ -327,11 +331,24 @@ def case_media(vol):
     return ["-"]
 
 
-def case_fat0(vol, kind):
+def case_fat0(vol, kind, copy=None):
+    copies = None if copy is None else [int(copy)]
     if kind == "zero":
-        vol.put(0, 0)
+        vol.put(0, 0, copies)
     else:
-        vol.put(0, vol.media)
+        vol.put(0, vol.media, copies)
+    return ["-"]
+
+
+def case_nfats(vol, n):
+    vol.write(16, bytes([int(n)]))
+    return ["-"]
+
+
+def case_root_ents(vol, n):
+    if vol.bits == 32:
+        die("FAT32 has no fixed root")
+    vol.write(17, struct.pack("<H", int(n)))
     return ["-"]
 
 
@@ -767,8 +784,9 @@ CASES = {
     "nest": case_nest, "label": case_label,
     "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
-    "fat0-zero": lambda v: case_fat0(v, "zero"),
-    "fat0-high": lambda v: case_fat0(v, "high"),
+    "fat0-zero": lambda v, *c: case_fat0(v, "zero", *c),
+    "fat0-high": lambda v, *c: case_fat0(v, "high", *c),
+    "nfats": case_nfats, "root-ents": case_root_ents,
     "fat1-error": case_fat1_error, "fat1-value": case_fat1_value,
     "no-backup": case_no_backup, "fsinfo-unset": case_fsinfo_unset,
     "lower-name": lambda v, p: case_short_byte(v, p, 1, ord("e")),
