@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dir.h"
 #include "fat.h"
 #include "fsinfo.h"
+#include "names.h"
 #include "volume.h"
 
 #define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
@@ -333,29 +335,126 @@ int ck_check_fsinfo(struct fk_check *ck)
 
 /* ---- label -------------------------------------------------------------- */
 
+static const unsigned char no_name[11] = "NO NAME    ";
+
+/* @raw as printed: trailing spaces cut, control bytes as '?'. */
+static void show_label(const unsigned char raw[11], char out[12])
+{
+	size_t n, i;
+
+	for (i = 0; i < 11; i++)
+		out[i] = raw[i] < 0x20 || raw[i] == 0x7f ? '?' : (char)raw[i];
+	for (n = 11; n > 0 && out[n - 1] == ' '; n--)
+		;
+	out[n] = '\0';
+}
+
+/*
+ * The root's label entry judged by the rules for labels before it is
+ * compared with the boot sector's: a label that is not valid is removed
+ * (as fsck.fat -a does), never copied; lower case is stored upper case
+ * (as fsck.fat -a -U does).  Returns 1 when that settles both labels.
+ */
+static int judge_root_label(struct fk_check *ck)
+{
+	unsigned char *raw = ck->root_label;
+	struct ent_fix fix;
+	const char *why;
+	char shown[12];
+	size_t idx;
+	int i;
+
+	show_label(raw, shown);
+	switch (fk_label_check(raw, &why)) {
+	case FK_LABEL_VALID:
+		return 0;
+	case FK_LABEL_HIGH:
+		ck_report(ck, FK_SEV_WARNING, "label-8bit", NULL,
+			  "the volume label '%s' holds bytes from 0x80, "
+			  "code-page letters Windows and Linux show (fsck.fat "
+			  "4.2 takes them for control characters and would "
+			  "remove the label)",
+			  shown);
+		return 0;
+	case FK_LABEL_LOWER:
+		memset(&fix, 0, sizeof(fix));
+		fix.op = EF_REBUILD;
+		fix.dir_clus = ck->root_label_dir;
+		fix.slot = ck->root_label_slot;
+		if (fk_dir_read_slot(ck->vol, fix.dir_clus, fix.slot, fix.old))
+			return 0; /* read before: the walk would have failed */
+		for (i = 0; i < 11; i++)
+			if (raw[i] >= 'a' && raw[i] <= 'z')
+				raw[i] = (unsigned char)(raw[i] - 'a' + 'A');
+		memcpy(fix.slot_data, fix.old, sizeof(fix.old));
+		memcpy(fix.slot_data, raw, 11);
+		idx = ck_report(ck, FK_SEV_WARNING, "label-case", NULL,
+				"the volume label '%s' holds lower-case "
+				"letters, which FAT labels may not (fsck.fat "
+				"-U flags them)",
+				shown);
+		if (ck_plan_entry(ck, &fix))
+			ck->is_nomem = 1;
+		if (!ck->g->has_ext_bpb || strcmp(shown, ck->g->label)) {
+			/* compared as mended, with the boot sector's */
+			ck_set_fix(ck, idx, "stored in upper case");
+			return 0;
+		}
+		ck_set_fix(ck, idx,
+			   "stored in upper case, in the boot sector too");
+		memcpy(ck->label, raw, 11);
+		ck->fix_label = 1;
+		return 1;
+	case FK_LABEL_BAD:
+		break;
+	}
+	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+			"the root directory's volume label '%s' is not valid: "
+			"%s",
+			shown, why);
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_DELETE;
+	fix.dir_clus = ck->root_label_dir;
+	fix.slot = ck->root_label_slot;
+	fix.nslots = 1;
+	if (ck_plan_entry(ck, &fix))
+		ck->is_nomem = 1;
+	ck->has_root_label = 0;
+	if (ck->g->has_ext_bpb && memcmp(ck->g->label_raw, no_name, 11)) {
+		ck_set_fix(ck, idx,
+			   "label removed: its entry deleted, the boot "
+			   "sector's set to 'NO NAME'");
+		memcpy(ck->label, no_name, 11);
+		ck->fix_label = 1;
+	} else {
+		ck_set_fix(ck, idx, "label removed: its entry deleted");
+	}
+	return 1;
+}
+
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
 void ck_check_label(struct fk_check *ck)
 {
-	static const unsigned char no_name[11] = "NO NAME    ";
 	const struct fk_geom *g = ck->g;
 	char root[12];
-	size_t idx, n;
+	size_t idx;
 
+	if (ck->has_root_label && judge_root_label(ck))
+		return;
 	if (!g->has_ext_bpb)
 		return;
 	if (!ck->has_root_label) {
-		if (!g->label[0] || !strcmp(g->label, "NO NAME"))
+		/* A blank one too: fsck.fat calls it not valid. */
+		if (!memcmp(g->label_raw, no_name, 11))
 			return;
+		show_label(g->label_raw, root);
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
 				"directory has none",
-				g->label);
+				root);
 		memcpy(ck->label, no_name, 11);
 	} else {
-		memcpy(root, ck->root_label, 11);
-		for (n = 11; n > 0 && (root[n - 1] == ' ' || !root[n - 1]); n--)
-			;
-		root[n] = '\0';
+		show_label(ck->root_label, root);
 		if (!strcmp(root, g->label))
 			return;
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,

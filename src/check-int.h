@@ -219,6 +219,7 @@ struct fk_check {
 	/* root directory label */
 	int has_root_label;
 	unsigned char root_label[11];
+	uint32_t root_label_dir, root_label_slot; /* where its entry is */
 	/* lost clusters */
 	int fix_lost;
 	uint32_t first_lost; /* 0: none */

@@ -106,8 +106,9 @@ static int repair_fat(struct fk_check *ck)
 
 /*
  * A short entry's new name, and its long-name slots' checksums made to
- * match it.  Slots that lie together on the volume go in one write (a
- * name within one cluster: all of it at once).  Else the short slot goes
+ * match it (their fields that must be 0 zeroed on the way).  Slots that
+ * lie together on the volume go in one write (a name within one cluster:
+ * all of it at once).  Else the short slot goes
  * first, then the long-name slots: a crash in between leaves a long name
  * whose checksum alone is wrong, which the next run re-attaches.  Nothing
  * is written unless the slots still hold a long name and a short entry.
@@ -138,8 +139,10 @@ static int apply_name(struct fk_check *ck, const struct ent_fix *f)
 		e[last][12] = f->nt;
 	}
 	sum = fk_lfn_checksum(e[last]);
-	for (s = 0; s < last; s++)
+	for (s = 0; s < last; s++) {
 		e[s][13] = sum;
+		fk_slot_lfn_clean(e[s]); /* 0 there, as every writer has it */
+	}
 	if (off[last] != off[0] + (uint64_t)last * FK_DIRENT_LEN) {
 		if (f->set_name &&
 		    (err = fk_device_write(ck->vol->dev, off[last], e[last],

@@ -706,6 +706,27 @@ static int reattach(struct fk_check *ck, struct dirctx *d,
 }
 
 /*
+ * Long-name slots whose type or first-cluster field is not 0 (fsck.fat
+ * reports each and sets it to 0).  No reader takes the field for a
+ * cluster, but a checker that did would call the cluster owned.  The
+ * repair rewrites the slots (apply_name() zeroes those fields in every
+ * long-name slot it writes), so the long name stays.
+ */
+static size_t report_rsvd(struct fk_check *ck, const struct fk_dirent *ent,
+			  const char *path)
+{
+	size_t idx = ck_report(
+		ck, FK_SEV_ERROR, "long-name-field", path,
+		"%u of its %u long-name slots hold%s a type or first-cluster "
+		"field (bytes 12, 26-27) that is not 0",
+		ent->nlfn_rsvd, ent->nslots - 1,
+		ent->nlfn_rsvd == 1 ? "s" : "");
+
+	ck_set_fix(ck, idx, "fields set to 0 (the long name kept)");
+	return idx;
+}
+
+/*
  * A short name that is not valid, or that an earlier entry has, gets a
  * new one (new_short()); a long name an earlier entry has is dropped.  Of
  * two entries with one name, the later is renamed: the earlier keeps the
@@ -719,7 +740,7 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	const char *path;
 	char *long_name = NULL, *kept;
 	enum fk_short_verdict verdict;
-	size_t bad = NONE, dup = NONE;
+	size_t bad = NONE, dup = NONE, rsvd = NONE;
 	uint32_t earlier = 0, lfn_first = ent->slot;
 	unsigned what;
 	struct ent_fix fix;
@@ -731,7 +752,7 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	verdict = fk_short_check(ent->raw);
 	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
 	if (verdict == FK_SHORT_VALID && !what && !d->reattach_n &&
-	    !ent->is_lfn_damaged)
+	    !ent->is_lfn_damaged && !ent->nlfn_rsvd)
 		return 0; /* most entries: nothing to say, nothing to name */
 	path = ent_path(d);
 	/* A name may be given: every name of the directory is needed. */
@@ -756,6 +777,8 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	if (ent->has_lfn) {
 		long_name = (char *)ent->name;
 		lfn_first = d->ent_first;
+		if (ent->nlfn_rsvd && !is_label(ent))
+			rsvd = report_rsvd(ck, ent, path);
 	} else if (d->reattach_n) {
 		if (!(kept = malloc(FK_NAME_MAX)))
 			return -ENOMEM;
@@ -818,9 +841,10 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 				what & DUP_LONG && ent->has_lfn
 					? ", its long name deleted"
 					: "");
-	} else if (long_name == NULL || long_name == ent->name) {
-		/* nothing renamed (or every name taken) and no long name
-		 * re-attached: nothing to write */
+	} else if ((long_name == NULL || long_name == ent->name) &&
+		   (rsvd == NONE || long_name == NULL)) {
+		/* nothing renamed (or every name taken), no long name
+		 * re-attached, none to clean: nothing to write */
 		goto out;
 	}
 	fix.op = EF_NAME;
@@ -1053,6 +1077,8 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		if (d->is_root && !ck->has_root_label) {
 			ck->has_root_label = 1;
 			memcpy(ck->root_label, ent->raw, 11);
+			ck->root_label_dir = d->first;
+			ck->root_label_slot = ent->slot;
 		}
 		/* fsck.fat checks any chain a label claims: as a file. */
 		if (!ent->first_clus && !ent->size)

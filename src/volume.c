@@ -255,6 +255,7 @@ static void parse_ids(const unsigned char *bs, struct fk_geom *g)
 		return;
 	g->serial = get_le32(bs + sig_off + BS_VOL_ID_REL);
 	memcpy(g->label, bs + sig_off + BS_VOL_LAB_REL, 11);
+	memcpy(g->label_raw, g->label, 11);
 	for (n = 11; n > 0 && (g->label[n - 1] == ' ' || !g->label[n - 1]); n--)
 		;
 	g->label[n] = '\0';

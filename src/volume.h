@@ -59,6 +59,7 @@ struct fk_geom {
 	int has_ext_bpb;     /* boot signature 0x29: serial and label */
 	uint32_t serial;
 	char label[12]; /* boot sector label, trailing spaces cut */
+	unsigned char label_raw[11]; /* the label field as stored */
 	char oem[9];
 };
 

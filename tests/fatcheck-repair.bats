@@ -436,6 +436,105 @@ PY
 	done
 }
 
+# label_is TEXT: the root's label entry and the boot sector's label are
+# TEXT (padded); "" for none, which the boot sector says as NO NAME.
+label_is()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+want = __import__("os").fsencode(sys.argv[3])
+root = [e.raw for e in vol.entries(vol.root_clus) if e.attr & 0x18 == 0x08]
+boot = vol.read(71 if vol.bits == 32 else 43, 11)
+assert root == ([want.ljust(11)] if want else []), (root, want)
+assert boot == (want.ljust(11) if want else b"NO NAME    "), boot
+PY
+}
+
+@test "fatcheck -r: a root label that is not valid is removed, in the boot sector too, never copied there" {
+	local t l same
+	for t in 12 16 32; do
+		for l in 'A*B' 'ab\x01c' 'NAME.EXT' ' LEAD' ''; do
+			for same in "" same; do
+				use $t
+				# shellcheck disable=SC2086
+				damage root-label "$l" $same
+				run fsck.fat -n img
+				assert_output --partial "stored in root directory is not valid"
+				run -4 fatcheck img
+				assert_line --regexp "^error: img: the root directory's volume label '.*' is not valid: "
+				run -1 fatcheck -r img
+				refute_line --partial "boot sector label set to"
+				settled
+				label_is ""
+				files_intact
+			done
+		done
+	done
+}
+
+@test "fatcheck -r: a lower-case label is stored in upper case (as fsck.fat -a -U does); a label with code-page letters is kept" {
+	local t sha
+	for t in 12 16 32; do
+		use $t
+		damage root-label lowlab same
+		fsck_clean img # fsck.fat allows lower case, unless -U
+		run fsck.fat -n -U img
+		assert_output --partial "contains lowercase characters"
+		run -0 fatcheck img
+		assert_line "warning: img: the volume label 'lowlab' holds lower-case letters, which FAT labels may not (fsck.fat -U flags them)"
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: stored in upper case, in the boot sector too)"
+		settled
+		run -0 fsck.fat -n -U img
+		label_is LOWLAB
+		# Only the root's: the boot sector gets the mended label.
+		use $t
+		damage root-label lowlab
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		settled
+		label_is LOWLAB
+		files_intact
+
+		# fsck.fat 4.2 compares label bytes as signed chars, so it
+		# takes code-page letters for control characters and would
+		# remove the label: a warning, and nothing is written.
+		use $t
+		damage root-label '\x90TE' same
+		run fsck.fat -n img
+		assert_output --partial "is not valid"
+		run -0 fatcheck img
+		assert_line --partial "warning: img: the volume label '"
+		assert_line --partial "holds bytes from 0x80, code-page letters Windows and Linux show"
+		sha=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sha" ]
+		label_is $'\x90TE'
+	done
+}
+
+@test "fatcheck -r: a long-name slot whose first-cluster or type field is not 0 is an error; -r clears it and keeps the name" {
+	local t w
+	for t in 12 16 32; do
+		for w in start type; do
+			use $t
+			damage lfn-field "$LONG" $w
+			run fsck.fat -n img
+			assert_output --regexp "(Start cluster|Reserved) field in VFAT long filename slot is not 0"
+			run -4 fatcheck img
+			assert_line "error: $LONG: 1 of its 3 long-name slots holds a type or first-cluster field (bytes 12, 26-27) that is not 0"
+			run -1 fatcheck -r img
+			assert_line --partial "(repair: fields set to 0 (the long name kept))"
+			settled
+			mdir_has / '^ALONGF~1 TXT +24 .* A long file name for testing\.txt$'
+			files_intact
+		done
+	done
+}
+
 # Every damage this file repairs, in one image.
 all_damage()
 {
@@ -448,6 +547,9 @@ all_damage()
 	damage dot-attr /deep1/deep2 ..
 	damage no-dotdot /deep1
 	damage lower-short /DATA/rand-100000.bin
+	damage lfn-field "/Mixed Case Dir"
+	damage lfn-field "/Grüße.txt" type
+	damage root-label 'A*B' same
 }
 
 # after_all: what all_damage leaves once repaired, however many runs it took.
@@ -457,41 +559,64 @@ after_all()
 	mdir_has / '^ALONGF~1 TXT .* A long file name for testing\.txt$'
 	mdir_has / '^NAMEWI~1 DAT .* name with spaces\.dat$'
 	mdir_has /DATA '^RAND-4~1 BIN +4096 .* rand-4096\.bin$'
+	mdir_has / ' Grüße\.txt$'
+	mdir_has / ' Mixed Case Dir$'
 	same_data /FSCK0000.REN /README.TXT
 	same_data /DATA/FSCK0000.REN /DATA/rand-1.bin
 	files_intact /README.TXT /DATA/rand-1.bin
+	label_is ""
+}
+
+# The label mended rather than removed, with the boot sector's.
+label_damage()
+{
+	damage root-label lowlab same
+	damage lfn-field "$LONG"
+}
+
+after_label()
+{
+	settled
+	mdir_has / '^ALONGF~1 TXT .* A long file name for testing\.txt$'
+	files_intact
+	label_is LOWLAB
 }
 
 @test "fatcheck -r: a crash after any write of these repairs, then another -r, loses no name and no data" {
-	local t n crashed
+	local t n crashed set
 	for t in 12 16 32; do
-		for n in $(seq 1 40); do
-			use $t
-			all_damage
-			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
-			# 99: the crash (a -DFK_FAULT_INJECTION build); else done
-			[[ $status -eq 99 || $status -eq 1 ]]
-			crashed=$status
-			run fatcheck -r img
-			[[ $status -eq 0 || $status -eq 1 ]]
-			after_all
-			[ "$crashed" -eq 99 ] || break
+		for set in all label; do
+			for n in $(seq 1 40); do
+				use $t
+				"${set}_damage"
+				run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+				# 99: the crash (a -DFK_FAULT_INJECTION build);
+				# else done
+				[[ $status -eq 99 || $status -eq 1 ]]
+				crashed=$status
+				run fatcheck -r img
+				[[ $status -eq 0 || $status -eq 1 ]]
+				"after_$set"
+				[ "$crashed" -eq 99 ] || break
+			done
 		done
 	done
 }
 
 @test "fatcheck -r: a failed write of these repairs is exit 8; a later -r finishes them" {
-	local t n
+	local t n set
 	for t in 12 16 32; do
-		for n in 1 2 3 5 8 13; do
-			use $t
-			all_damage
-			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
-			[ "$status" -eq 1 ] && break # no fault injection, or done
-			[ "$status" -eq 12 ]
-			[[ $stderr == "fatcheck: img: Input/output error" ]]
-			run -1 fatcheck -r img
-			after_all
+		for set in all label; do
+			for n in 1 2 3 5 8 13; do
+				use $t
+				"${set}_damage"
+				run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+				[ "$status" -eq 1 ] && break # no fault injection, or done
+				[ "$status" -eq 12 ]
+				[[ $stderr == "fatcheck: img: Input/output error" ]]
+				run -1 fatcheck -r img
+				"after_$set"
+			done
 		done
 	done
 }

@@ -412,6 +412,11 @@ VERDICTS=(
 	"fsinfo-unset|32|note|FSInfo free count is not set|Free cluster summary uninitialized"
 	"fsinfo-next|32|warning|FSInfo next-free hint"
 	"label|12 16 32|error|"
+	"root-label;A*B|12 16 32|error|is not valid: it holds a character labels may not hold"
+	"root-label;ab\\x01c;same|12 16 32|error|is not valid: it holds a control character"
+	"root-label;lowlab;same|12 16 32|warning|holds lower-case letters"
+	"lfn-field;$LONG|12 16 32|error|type or first-cluster field"
+	"lfn-field;$LONG;type|12 16 32|error|type or first-cluster field"
 	"lost|12 16 32|error|lost cluster"
 	"start-range;$BIG|12 16 32|error|"
 	"link-free;$BIG|12 16 32|error|"
@@ -743,6 +748,7 @@ case_args()
 		ARGS=(/README.TXT) ;;
 	long-is) ARGS=(/README.TXT "$LONG") ;;
 	fat0-zero | fat0-high) ARGS=(0) ;; # every copy: BEYOND_REPAIR
+	root-label) ARGS=('A*B') ;;
 	esac
 }
 

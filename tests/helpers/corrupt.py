@@ -83,6 +83,15 @@ Cases (PATH is absolute inside the volume):
   nest PATH N              N more directories nested one in another under
                            directory PATH (a tree deeper than any real one)
   label                    the boot sector's label differs from the root's
+  root-label TEXT [same]   the root's volume label entry (made in the first
+                           free root slot if there is none) holds TEXT,
+                           padded with spaces; Python escapes such as \x01
+                           give any byte.  The boot sector's label (and
+                           its FAT32 backup's) becomes TEXT too with
+                           "same", else it is left
+  lfn-field PATH [type]    PATH's first long-name slot gets a first-cluster
+                           field (bytes 26-27) of 0x0042, or with "type" a
+                           type byte (12) of 0x01 (checksums kept)
   fat-garbage SEED         every FAT entry past the first 2 random (the same
                            in every copy)
   dir-garbage PATH SEED    directory PATH's slots (after "." and "..")
@@ -752,6 +761,46 @@ def case_label(vol):
     return ["-"]
 
 
+def case_root_label(vol, text, same=None):
+    import codecs
+    raw = codecs.escape_decode(text.encode("latin-1"))[0]
+    if len(raw) > 11:
+        die("a label has 11 bytes at most")
+    raw = raw.ljust(11, b" ")
+    label = free = None
+    for off, _ in vol.dir_slots(vol.root_clus):
+        e = vol.read(off, 32)
+        if e[0] in (0, DELETED):
+            free = off if free is None else free
+            if e[0] == 0:
+                break
+        elif e[11] & 0x3F != ATTR_LFN and \
+                e[11] & (ATTR_VOLUME | ATTR_DIR) == ATTR_VOLUME:
+            label = off
+            break
+    if label is not None:
+        vol.write(label, raw)
+    elif free is not None:
+        vol.write(free, raw + bytes([ATTR_VOLUME]) + bytes(20))
+    else:
+        die("no free slot in the root for a label")
+    if same == "same":   # and in the FAT32 backup, as labellers do
+        for sec in {0, vol.backup_sec}:
+            vol.write(sec * vol.bps + (71 if vol.bits == 32 else 43), raw)
+    elif same is not None:
+        die("root-label: the third argument is 'same' or nothing")
+    return ["-"]
+
+
+def case_lfn_field(vol, path, which="start"):
+    ent = long_entry(vol, path)
+    if which == "type":
+        vol.write(ent.offs[0] + 12, b"\x01")
+    else:
+        vol.write(ent.offs[0] + 26, struct.pack("<H", 0x42))
+    return [path]
+
+
 def rand_bytes(seed, n):
     import hashlib
     out = bytearray()
@@ -782,6 +831,7 @@ def case_dir_garbage(vol, path, seed):
 
 CASES = {
     "nest": case_nest, "label": case_label,
+    "root-label": case_root_label, "lfn-field": case_lfn_field,
     "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
     "fat0-zero": lambda v, *c: case_fat0(v, "zero", *c),
