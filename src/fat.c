@@ -480,6 +480,7 @@ int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag)
 	uint32_t c, fat0[2];
 	int err;
 
+	fk_fat_reserved_judge(&vol->g, 0, 0, &r); /* r.want0 for the line */
 	if (!(err = fk_volume_judge(&vol->g, diag))) {
 		/*
 		 * One copy with its mark is a FAT with a damaged first entry
@@ -517,6 +518,25 @@ int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag)
 			       "it too): copy the files off with mtools, or "
 			       "restore the boot sector");
 	return err;
+}
+
+int fk_fat_judge_read_copy(struct fk_volume *vol, struct fk_diag *diag)
+{
+	struct fk_fat_reserved r;
+	uint32_t fat0;
+	int err;
+
+	if ((err = read_fat0(vol, vol->g.active_fat, &fat0)))
+		return err;
+	fk_fat_reserved_judge(&vol->g, fat0, 0, &r);
+	if (r.is_fat0_ones)
+		return 0;
+	fk_diag_set(diag, NULL,
+		    "FAT copy %u, the one read, lacks its media mark (FAT[0] "
+		    "is 0x%X, expected 0x%X), and a write there would copy "
+		    "that to every copy",
+		    vol->g.active_fat + 1, fat0, r.want0);
+	return FK_ECORRUPT;
 }
 
 /* Load the 2 or 4 bytes holding entry @clus (they may straddle sectors). */

@@ -76,6 +76,16 @@ void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
 int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag);
 
 /*
+ * For a writer, after fk_fat_judge_layout(): does the copy that is read
+ * (and written through to the others, a sector at a time) carry the
+ * media mark?  One that does not is damage fatcheck -r mends from the
+ * other copy; a write would spread it to every copy, leaving none with
+ * the mark.  Reads FAT[0] from the device.  Returns 0, FK_ECORRUPT
+ * (@diag says which copy) or -errno.
+ */
+int fk_fat_judge_read_copy(struct fk_volume *vol, struct fk_diag *diag);
+
+/*
  * Put want0 in FAT[0] when @fix0 and want1 in FAT[1] when @fix1 (in the
  * cache, as fk_fat_put()).
  */

@@ -374,6 +374,35 @@ PY
 	done
 }
 
+@test "fatprealloc: a FAT copy read without its media mark is refused (a write would copy it to the other); fatcheck -r mends it first" {
+	local t sha
+	for t in 12 16 32; do
+		use $t
+		damage fat0-zero 0
+		sha=$(img_sha img)
+		run -1 --separate-stderr fatprealloc img /NEW.BIN 10K
+		[ "$stderr" = "fatprealloc: img: FAT copy 1, the one read, lacks its media mark (FAT[0] is 0x0, expected $(fat0_want)), and a write there would copy that to every copy; run 'fatcheck -r img'" ]
+		[ "$(img_sha img)" = "$sha" ]
+		run -1 fatcheck -r img
+		run -0 fatprealloc img /NEW.BIN 10K
+		fsck_clean img
+		run -0 fatcheck img
+		files_intact
+	done
+}
+
+# fat0_want: what FAT[0] should hold in ./img, as fatcheck prints it.
+fat0_want()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+print("0x%X" % ((vol.eoc & ~0xF) | vol.media))
+PY
+}
+
 @test "fatcheck -r: a layout fsck.fat refuses keeps every file: restored, the volume is as it was" {
 	local t c
 	for t in 12 16 32; do
