@@ -79,14 +79,16 @@ enum ent_op {
 		      short slot; @set_name: its name becomes @name and @nt;
 		      then the long-name slots' checksums match it */
 	EF_REBUILD, /* write @slot_data into @slot if it still holds @old */
+	EF_UNEND,   /* slots [slot, slot + nslots) that are end markers
+		       (0x00) become deleted slots (0xE5) */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
 struct ent_fix {
 	enum ent_op op;
 	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
-	uint32_t slot;	   /* the short slot; the first (DELETE) */
-	uint32_t nslots;   /* DELETE: slots from @slot */
+	uint32_t slot;	   /* the short slot; the first (DELETE, UNEND) */
+	uint32_t nslots;   /* DELETE, UNEND: slots from @slot */
 	int set_first, set_size;
 	uint32_t first_clus, size;
 	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE, REBUILD */

@@ -99,8 +99,10 @@ struct dirctx {
 	uint32_t reattach_first; /* the entry being checked follows a */
 	uint32_t reattach_n;	 /* complete name whose checksum is wrong */
 	size_t reattach_find;
-	uint32_t ent_first; /* first slot of the entry being checked */
-	size_t fixes_from;  /* entry fixes planned before this walk */
+	uint32_t ent_first;  /* first slot of the entry being checked */
+	size_t fixes_from;   /* entry fixes planned before this walk */
+	uint32_t hidden_end; /* one past the last entry read past the end
+				marker; 0: none */
 };
 
 /* An EF_SET of @ent in @d, with nothing set yet. */
@@ -1020,28 +1022,46 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 
 /*
  * An entry past the directory's end marker: Linux and fsck.fat read on
- * and see it, Windows and mtools stop at the marker and do not.  Its slots
- * are freed (0xE5), so every reader agrees the directory ends at the
- * marker.  Its chain (and, for a directory, everything under it) is not
- * claimed: those clusters are lost clusters from here on, which this run
- * frees or, with --salvage, saves as FOUND.000 files.
+ * and see it, Windows and mtools stop at the marker and do not, and a
+ * writer that stops there may write over it.  It is a file a Linux user
+ * has, so it stays: the end markers before it become deleted slots
+ * (dir_after() plans that once for the directory), and every reader then
+ * sees it.  It is checked as any other entry, its chain claimed.
  */
-static int hidden_entry(struct fk_check *ck, struct dirctx *d,
-			const struct fk_dirent *ent)
+static void hidden_entry(struct fk_check *ck, struct dirctx *d,
+			 const struct fk_dirent *ent, uint32_t end_slot)
 {
 	const char *what = is_label(ent)	       ? "volume label"
 			   : (ent->attr & FK_ATTR_DIR) ? "directory"
 						       : "file";
 	size_t idx;
 
-	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ent_path(d),
+	idx = ck_report(ck, FK_SEV_ERROR, "hidden-entry", ent_path(d),
 			"%s '%s' (slot %u) lies past the directory's end "
-			"marker: Linux and fsck.fat see it, Windows and mtools "
-			"do not%s",
-			what, ent->name, ent->slot,
-			ent->first_clus ? "; its clusters count as lost" : "");
-	ck_set_fix(ck, idx, "entry '%s' freed", ent->name);
-	return plan_delete(ck, d, ent);
+			"marker (slot %u): Linux and fsck.fat see it, Windows "
+			"and mtools do not",
+			what, ent->name, ent->slot, end_slot);
+	ck_set_fix(ck, idx,
+		   "made visible: the end markers before it became deleted "
+		   "slots");
+	d->hidden_end = ent->slot + 1;
+}
+
+/* The end markers before the entries read past the first of them become
+ * deleted slots (see hidden_entry()). */
+static int plan_unend(struct fk_check *ck, const struct dirctx *d,
+		      uint32_t end_slot)
+{
+	struct ent_fix f;
+
+	if (d->hidden_end <= end_slot)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	f.op = EF_UNEND;
+	f.dir_clus = d->first;
+	f.slot = end_slot;
+	f.nslots = d->hidden_end - end_slot;
+	return ck_plan_entry(ck, &f);
 }
 
 /* Long-name slots before an entry that cannot have a long name ("." or
@@ -1056,8 +1076,8 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
 }
 
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
-		      const struct fk_dirent *ent, int is_hidden,
-		      struct fk_diag *diag)
+		      const struct fk_dirent *ent,
+		      const struct fk_dir_stats *st, struct fk_diag *diag)
 {
 	int err;
 
@@ -1067,12 +1087,9 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	    (err = drop_reattach(ck, d)))
 		return err;
 	if (fk_dirent_is_dot(ent) || is_damaged_dot(d, ent))
-		return check_dot(ck, d, ent);
-	if (is_hidden) { /* a label too: no reader that stops has it */
-		if (d->reattach_n && (err = drop_reattach(ck, d)))
-			return err;
-		return hidden_entry(ck, d, named(d));
-	}
+		return check_dot(ck, d, ent); /* past a marker: misplaced */
+	if (st->after_end)
+		hidden_entry(ck, d, named(d), st->end_slot);
 	if (is_label(ent)) {
 		if (d->is_root && !ck->has_root_label) {
 			ck->has_root_label = 1;
@@ -1177,11 +1194,14 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 }
 
 /* After the entries: what the directory as a whole showed. */
-static int dir_after(struct fk_check *ck, struct dirctx *d)
+static int dir_after(struct fk_check *ck, struct dirctx *d,
+		     const struct fk_dir_stats *st)
 {
 	int err;
 
 	report_orphans(ck, d);
+	if ((err = plan_unend(ck, d, st->end_slot)))
+		return err;
 	if (d->is_root)
 		return 0;
 	if (!d->has_dot && (err = missing_dot(ck, d, 1)))
@@ -1232,7 +1252,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		if (!fk_dirent_is_dot(ent) && !is_label(ent) &&
 		    (err = note_names(d, ent)))
 			goto out;
-		err = walk_entry(ck, d, ent, st->after_end > 0, diag);
+		err = walk_entry(ck, d, ent, st, diag);
 		pop_entry(d);
 		if (err)
 			goto out;
@@ -1242,7 +1262,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		fk_diag_subject(diag, ck_path(ck));
 		goto out;
 	}
-	err = dir_after(ck, d);
+	err = dir_after(ck, d, fk_dir_stats(dir));
 out:
 	if (err)
 		fk_diag_subject(diag, ck_path(ck));

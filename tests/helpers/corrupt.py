@@ -77,6 +77,7 @@ Cases (PATH is absolute inside the volume):
   long-is PATH1 PATH2      PATH2's long name becomes PATH1's name (one
                            long-name slot), so the two entries share it
   after-end PATH           PATH moves behind the directory's end marker
+                           (after what earlier calls moved there)
   endless-dir PATH         directory PATH grows to more than 65536 slots
   deep-loop PATH           directory PATH holds an entry for itself, so the
                            tree nests without end
@@ -688,13 +689,18 @@ def case_after_end(vol, path):
     n = len(ent.offs)
     end = next((i for i, (off, _) in enumerate(slots)
                 if vol.read(off, 1)[0] == 0), None)
-    if end is None or end + 1 + n > len(slots):
+    # Right after the marker, or after what earlier calls hid there.
+    at = None if end is None else end + 1
+    while at is not None and at + n <= len(slots) and \
+            any(vol.read(slots[k][0], 1)[0] for k in range(at, at + n)):
+        at += 1
+    if at is None or at + n > len(slots):
         die("no room after the end marker of the directory of " + path)
     data = [vol.read(off, 32) for off in ent.offs]
     for off in ent.offs:
         vol.write(off, bytes([DELETED]))
     for k, d in enumerate(data):
-        vol.write(slots[end + 1 + k][0], d)
+        vol.write(slots[at + k][0], d)
     return [path]
 
 
