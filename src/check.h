@@ -109,8 +109,9 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
  *               cross-links, bad links and where trimmed tails begin;
  *               flushed, so every copy has it before an entry changes;
  *   entries:    sizes, first clusters, "." and "..", entries that alias
- *               another directory removed, entries hidden past an end
- *               marker freed;
+ *               another directory removed, names and long-name slots,
+ *               end markers before entries hidden past them made
+ *               deleted slots, a root label that is not valid removed;
  *   free:       free trimmed tails and lost clusters, which nothing can
  *               reach any more (a crash leaves at worst lost clusters);
  *   salvage:    with --salvage, lost chains (mended by the fat step)
