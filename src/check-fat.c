@@ -349,25 +349,90 @@ static void show_label(const unsigned char raw[11], char out[12])
 	out[n] = '\0';
 }
 
-/*
- * The root's label entry judged by the rules for labels before it is
- * compared with the boot sector's: a label that is not valid is removed
- * (as fsck.fat -a does), never copied; lower case is stored upper case
- * (as fsck.fat -a -U does).  Returns 1 when that settles both labels.
- */
-static int judge_root_label(struct fk_check *ck)
+/* Plan to delete the root's label entry @l, which is not valid. */
+static void drop_label(struct fk_check *ck, const struct label_ent *l,
+		       const char *why)
 {
-	unsigned char *raw = ck->root_label;
 	struct ent_fix fix;
-	const char *why;
+	char shown[12];
+	size_t idx;
+
+	show_label(l->raw, shown);
+	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+			"the root directory's volume label '%s' (slot %u) is "
+			"not valid: %s",
+			shown, l->slot, why);
+	ck_set_fix(ck, idx, "label entry deleted");
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_DELETE;
+	fix.dir_clus = l->dir;
+	fix.slot = l->slot;
+	fix.nslots = 1;
+	if (ck_plan_entry(ck, &fix))
+		ck->is_nomem = 1;
+}
+
+/* A lower-case label @l: stored in upper case (in ck->root_label). */
+static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
+{
+	struct ent_fix fix;
 	char shown[12];
 	size_t idx;
 	int i;
 
-	show_label(raw, shown);
-	switch (fk_label_check(raw, &why)) {
-	case FK_LABEL_VALID:
-		return 0;
+	show_label(l->raw, shown);
+	idx = ck_report(ck, FK_SEV_WARNING, "label-case", NULL,
+			"the volume label '%s' holds lower-case letters, which "
+			"FAT labels may not (fsck.fat -U flags them)",
+			shown);
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_REBUILD;
+	fix.dir_clus = l->dir;
+	fix.slot = l->slot;
+	if (fk_dir_read_slot(ck->vol, fix.dir_clus, fix.slot, fix.old))
+		return NONE; /* read before: the walk would have failed */
+	for (i = 0; i < 11; i++)
+		if (ck->root_label[i] >= 'a' && ck->root_label[i] <= 'z')
+			ck->root_label[i] =
+				(unsigned char)(ck->root_label[i] - 'a' + 'A');
+	memcpy(fix.slot_data, fix.old, sizeof(fix.old));
+	memcpy(fix.slot_data, ck->root_label, 11);
+	ck_set_fix(ck, idx, "stored in upper case");
+	if (ck_plan_entry(ck, &fix))
+		ck->is_nomem = 1;
+	return idx;
+}
+
+/*
+ * The root's label entries judged by the rules for labels before the
+ * label is compared with the boot sector's: one that is not valid is
+ * deleted (as fsck.fat -a does), never copied, and the next one, if
+ * any, is the volume's label (so one run settles a root with several);
+ * lower case is stored upper case (as fsck.fat -a -U does).  Sets
+ * has_root_label and root_label.  Returns 1 when that settles both
+ * labels.
+ */
+static int judge_root_label(struct fk_check *ck)
+{
+	const struct label_ent *l = NULL;
+	const char *why;
+	char shown[12];
+	size_t i, idx;
+
+	for (i = 0; i < ck->root_labels.n; i++) {
+		l = &ck->root_labels.v[i];
+		if (fk_label_check(l->raw, &why) != FK_LABEL_BAD)
+			break;
+		drop_label(ck, l, why);
+	}
+	if (i == ck->root_labels.n) {
+		ck->has_root_label = 0;
+		return 0; /* none left: compared as none */
+	}
+	ck->has_root_label = 1;
+	memcpy(ck->root_label, l->raw, 11);
+	show_label(l->raw, shown);
+	switch (fk_label_check(l->raw, &why)) {
 	case FK_LABEL_HIGH:
 		ck_report(ck, FK_SEV_WARNING, "label-8bit", NULL,
 			  "the volume label '%s' holds bytes from 0x80, "
@@ -377,59 +442,17 @@ static int judge_root_label(struct fk_check *ck)
 			  shown);
 		return 0;
 	case FK_LABEL_LOWER:
-		memset(&fix, 0, sizeof(fix));
-		fix.op = EF_REBUILD;
-		fix.dir_clus = ck->root_label_dir;
-		fix.slot = ck->root_label_slot;
-		if (fk_dir_read_slot(ck->vol, fix.dir_clus, fix.slot, fix.old))
-			return 0; /* read before: the walk would have failed */
-		for (i = 0; i < 11; i++)
-			if (raw[i] >= 'a' && raw[i] <= 'z')
-				raw[i] = (unsigned char)(raw[i] - 'a' + 'A');
-		memcpy(fix.slot_data, fix.old, sizeof(fix.old));
-		memcpy(fix.slot_data, raw, 11);
-		idx = ck_report(ck, FK_SEV_WARNING, "label-case", NULL,
-				"the volume label '%s' holds lower-case "
-				"letters, which FAT labels may not (fsck.fat "
-				"-U flags them)",
-				shown);
-		if (ck_plan_entry(ck, &fix))
-			ck->is_nomem = 1;
-		if (!ck->g->has_ext_bpb || strcmp(shown, ck->g->label)) {
-			/* compared as mended, with the boot sector's */
-			ck_set_fix(ck, idx, "stored in upper case");
-			return 0;
-		}
+		idx = mend_case(ck, l);
+		if (!ck->g->has_ext_bpb || strcmp(shown, ck->g->label))
+			return 0; /* compared as mended, with the boot's */
 		ck_set_fix(ck, idx,
 			   "stored in upper case, in the boot sector too");
-		memcpy(ck->label, raw, 11);
+		memcpy(ck->label, ck->root_label, 11);
 		ck->fix_label = 1;
 		return 1;
-	case FK_LABEL_BAD:
-		break;
+	default:
+		return 0;
 	}
-	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
-			"the root directory's volume label '%s' is not valid: "
-			"%s",
-			shown, why);
-	memset(&fix, 0, sizeof(fix));
-	fix.op = EF_DELETE;
-	fix.dir_clus = ck->root_label_dir;
-	fix.slot = ck->root_label_slot;
-	fix.nslots = 1;
-	if (ck_plan_entry(ck, &fix))
-		ck->is_nomem = 1;
-	ck->has_root_label = 0;
-	if (ck->g->has_ext_bpb && memcmp(ck->g->label_raw, no_name, 11)) {
-		ck_set_fix(ck, idx,
-			   "label removed: its entry deleted, the boot "
-			   "sector's set to 'NO NAME'");
-		memcpy(ck->label, no_name, 11);
-		ck->fix_label = 1;
-	} else {
-		ck_set_fix(ck, idx, "label removed: its entry deleted");
-	}
-	return 1;
 }
 
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
@@ -439,9 +462,7 @@ void ck_check_label(struct fk_check *ck)
 	char root[12];
 	size_t idx;
 
-	if (ck->has_root_label && judge_root_label(ck))
-		return;
-	if (!g->has_ext_bpb)
+	if (judge_root_label(ck) || !g->has_ext_bpb)
 		return;
 	if (!ck->has_root_label) {
 		/* A blank one too: fsck.fat calls it not valid. */
@@ -450,8 +471,9 @@ void ck_check_label(struct fk_check *ck)
 		show_label(g->label_raw, root);
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
-				"directory has none",
-				root);
+				"directory has %s",
+				root,
+				ck->root_labels.n ? "no valid one" : "none");
 		memcpy(ck->label, no_name, 11);
 	} else {
 		show_label(ck->root_label, root);

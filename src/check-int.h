@@ -154,6 +154,12 @@ struct copy_diff {
 	uint32_t first; /* the first of them */
 };
 
+/* A volume label entry of the root. */
+struct label_ent {
+	unsigned char raw[11];
+	uint32_t dir, slot; /* where: the root's first cluster, the slot */
+};
+
 /* A lost chain, as the lost-cluster step grouped it (--salvage). */
 struct lost_chain {
 	uint32_t head, nclus;
@@ -218,10 +224,11 @@ struct fk_check {
 	unsigned char label[11]; /* what the boot label becomes */
 	int fix_fsinfo;
 	struct fk_fsinfo fsi;
-	/* root directory label */
+	/* root directory label: every label entry of the root, in slot
+	   order (the first is the volume's), then the one judged valid */
+	LIST(struct label_ent, root_labels);
 	int has_root_label;
 	unsigned char root_label[11];
-	uint32_t root_label_dir, root_label_slot; /* where its entry is */
 	/* lost clusters */
 	int fix_lost;
 	uint32_t first_lost; /* 0: none */

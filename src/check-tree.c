@@ -1091,11 +1091,12 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	if (st->after_end)
 		hidden_entry(ck, d, named(d), st->end_slot);
 	if (is_label(ent)) {
-		if (d->is_root && !ck->has_root_label) {
-			ck->has_root_label = 1;
-			memcpy(ck->root_label, ent->raw, 11);
-			ck->root_label_dir = d->first;
-			ck->root_label_slot = ent->slot;
+		if (d->is_root) {
+			struct label_ent l = {{0}, d->first, ent->slot};
+
+			memcpy(l.raw, ent->raw, 11);
+			if ((err = PUSH(ck->root_labels, l)))
+				return err;
 		}
 		/* fsck.fat checks any chain a label claims: as a file. */
 		if (!ent->first_clus && !ent->size)

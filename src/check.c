@@ -194,6 +194,7 @@ void fk_check_free(struct fk_check *ck)
 		free(ck->runs.blocks[i]);
 	free(ck->runs.blocks);
 	free(ck->lost.v);
+	free(ck->root_labels.v);
 	ck_salvage_free(ck);
 	free(ck->path);
 	free(ck->map);
