@@ -349,10 +349,26 @@ static void show_label(const unsigned char raw[11], char out[12])
 	out[n] = '\0';
 }
 
+/* Does label entry @l own clusters (fsck.fat checks a label's chain as
+ * a file's, and so does the walk)?  From the claim log: tails too. */
+static int owns_clusters(const struct fk_check *ck, const struct label_ent *l)
+{
+	size_t i;
+
+	for (i = 0; i < ck->runs.n; i++) {
+		const struct run *r = run_at(ck, i);
+
+		if (r->nclus && r->who.dir == l->run && r->who.slot == l->slot)
+			return 1;
+	}
+	return 0;
+}
+
 /* Plan to delete the root's label entry @l, which is not valid. */
 static void drop_label(struct fk_check *ck, const struct label_ent *l,
 		       const char *why)
 {
+	int has_chain = owns_clusters(ck, l);
 	struct ent_fix fix;
 	char shown[12];
 	size_t idx;
@@ -360,8 +376,16 @@ static void drop_label(struct fk_check *ck, const struct label_ent *l,
 	show_label(l->raw, shown);
 	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
 			"the root directory's volume label '%s' (slot %u) is "
-			"not valid: %s",
-			shown, l->slot, why);
+			"not valid: %s%s",
+			shown, l->slot, why,
+			has_chain ? "; it owns clusters, so it is left for a "
+				    "person"
+				  : "");
+	/* Deleting it would leave its clusters lost, for a second run to
+	 * free (no writer gives a label clusters): left alone, judged the
+	 * same way every run. */
+	if (has_chain)
+		return;
 	ck_set_fix(ck, idx, "label entry deleted");
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_DELETE;

@@ -158,6 +158,7 @@ struct copy_diff {
 struct label_ent {
 	unsigned char raw[11];
 	uint32_t dir, slot; /* where: the root's first cluster, the slot */
+	uint32_t run;	    /* the root's run, for its claims (entry_ref) */
 };
 
 /* A lost chain, as the lost-cluster step grouped it (--salvage). */

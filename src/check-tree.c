@@ -1092,7 +1092,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		hidden_entry(ck, d, named(d), st->end_slot);
 	if (is_label(ent)) {
 		if (d->is_root) {
-			struct label_ent l = {{0}, d->first, ent->slot};
+			struct label_ent l = {{0}, d->first, ent->slot, d->run};
 
 			memcpy(l.raw, ent->raw, 11);
 			if ((err = PUSH(ck->root_labels, l)))
