@@ -409,18 +409,23 @@ static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
 			"the volume label '%s' holds lower-case letters, which "
 			"FAT labels may not (fsck.fat -U flags them)",
 			shown);
+	/* Through the name step, which rewrites the name bytes of the slot
+	 * as it finds it then: the walk may have planned changes to the same
+	 * slot (its chain), which a whole-slot rewrite would undo or skip. */
 	memset(&fix, 0, sizeof(fix));
-	fix.op = EF_REBUILD;
+	fix.op = EF_NAME;
 	fix.dir_clus = l->dir;
 	fix.slot = l->slot;
+	fix.nslots = 1;
+	fix.set_name = 1;
 	if (fk_dir_read_slot(ck->vol, fix.dir_clus, fix.slot, fix.old))
-		return NONE; /* read before: the walk would have failed */
+		return NONE;  /* read before: the walk would have failed */
+	fix.nt = fix.old[12]; /* kept as it is */
 	for (i = 0; i < 11; i++)
 		if (ck->root_label[i] >= 'a' && ck->root_label[i] <= 'z')
 			ck->root_label[i] =
 				(unsigned char)(ck->root_label[i] - 'a' + 'A');
-	memcpy(fix.slot_data, fix.old, sizeof(fix.old));
-	memcpy(fix.slot_data, ck->root_label, 11);
+	memcpy(fix.name, ck->root_label, 11);
 	ck_set_fix(ck, idx, "stored in upper case");
 	if (ck_plan_entry(ck, &fix))
 		ck->is_nomem = 1;
