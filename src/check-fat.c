@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dir.h"
 #include "fat.h"
 #include "fsinfo.h"
+#include "names.h"
 #include "volume.h"
 
 #define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
@@ -198,9 +200,10 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 
 /* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
  * end-of-chain mark whose two top bits on FAT16/32 say "cleanly unmounted"
- * and "no disk errors".  fsck.fat gives up on a FAT whose FAT[0] lacks
- * those ones ("Both FATs appear to be corrupt"), but not on a media byte
- * that differs from the boot sector's, which no reader compares. */
+ * and "no disk errors".  fsck.fat takes a copy whose FAT[0] lacks those
+ * ones for corrupt and mends it from a copy that has them (with none, the
+ * layout judge refused the volume before this scan), but does not look at
+ * a media byte that differs from the boot sector's, nor does any reader. */
 static void check_reserved(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
@@ -211,10 +214,10 @@ static void check_reserved(struct fk_check *ck)
 	if (!r.is_fat0_ones) {
 		idx = ck_report(
 			ck, FK_SEV_ERROR, "fat0", NULL,
-			"FAT[0] is 0x%X: the bits above its media byte "
-			"are not all ones, so fsck.fat takes the FAT for "
-			"corrupt (expected 0x%X)",
-			ck->fat0, r.want0);
+			"FAT[0] of copy %u is 0x%X, without the mark fsck.fat "
+			"looks for (every bit above the low 4 set, as in "
+			"0x%X): it takes this copy for corrupt",
+			g->active_fat + 1, ck->fat0, r.want0);
 		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	} else if (!r.is_fat0_media) {
@@ -332,29 +335,177 @@ int ck_check_fsinfo(struct fk_check *ck)
 
 /* ---- label -------------------------------------------------------------- */
 
+static const unsigned char no_name[11] = "NO NAME    ";
+
+/* @raw as printed: trailing spaces cut, control bytes as '?'. */
+static void show_label(const unsigned char raw[11], char out[12])
+{
+	size_t n, i;
+
+	for (i = 0; i < 11; i++)
+		out[i] = raw[i] < 0x20 || raw[i] == 0x7f ? '?' : (char)raw[i];
+	for (n = 11; n > 0 && out[n - 1] == ' '; n--)
+		;
+	out[n] = '\0';
+}
+
+/* Does label entry @l own clusters (fsck.fat checks a label's chain as
+ * a file's, and so does the walk)?  From the claim log: tails too. */
+static int owns_clusters(const struct fk_check *ck, const struct label_ent *l)
+{
+	size_t i;
+
+	for (i = 0; i < ck->runs.n; i++) {
+		const struct run *r = run_at(ck, i);
+
+		if (r->nclus && r->who.dir == l->run && r->who.slot == l->slot)
+			return 1;
+	}
+	return 0;
+}
+
+/* Plan to delete the root's label entry @l, which is not valid. */
+static void drop_label(struct fk_check *ck, const struct label_ent *l,
+		       const char *why)
+{
+	int has_chain = owns_clusters(ck, l);
+	struct ent_fix fix;
+	char shown[12];
+	size_t idx;
+
+	show_label(l->raw, shown);
+	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+			"the root directory's volume label '%s' (slot %u) is "
+			"not valid: %s%s",
+			shown, l->slot, why,
+			has_chain ? "; it owns clusters, so it is left for a "
+				    "person"
+				  : "");
+	/* Deleting it would leave its clusters lost, for a second run to
+	 * free (no writer gives a label clusters): left alone, judged the
+	 * same way every run. */
+	if (has_chain)
+		return;
+	ck_set_fix(ck, idx, "label entry deleted");
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_DELETE;
+	fix.dir_clus = l->dir;
+	fix.slot = l->slot;
+	fix.nslots = 1;
+	if (ck_plan_entry(ck, &fix))
+		ck->is_nomem = 1;
+}
+
+/* A lower-case label @l: stored in upper case (in ck->root_label). */
+static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
+{
+	struct ent_fix fix;
+	char shown[12];
+	size_t idx;
+	int i;
+
+	show_label(l->raw, shown);
+	idx = ck_report(ck, FK_SEV_WARNING, "label-case", NULL,
+			"the volume label '%s' holds lower-case letters, which "
+			"FAT labels may not (fsck.fat -U flags them)",
+			shown);
+	/* Through the name step, which rewrites the name bytes of the slot
+	 * as it finds it then: the walk may have planned changes to the same
+	 * slot (its chain), which a whole-slot rewrite would undo or skip. */
+	memset(&fix, 0, sizeof(fix));
+	fix.op = EF_NAME;
+	fix.dir_clus = l->dir;
+	fix.slot = l->slot;
+	fix.nslots = 1;
+	fix.set_name = 1;
+	if (fk_dir_read_slot(ck->vol, fix.dir_clus, fix.slot, fix.old))
+		return NONE;  /* read before: the walk would have failed */
+	fix.nt = fix.old[12]; /* kept as it is */
+	for (i = 0; i < 11; i++)
+		if (ck->root_label[i] >= 'a' && ck->root_label[i] <= 'z')
+			ck->root_label[i] =
+				(unsigned char)(ck->root_label[i] - 'a' + 'A');
+	memcpy(fix.name, ck->root_label, 11);
+	ck_set_fix(ck, idx, "stored in upper case");
+	if (ck_plan_entry(ck, &fix))
+		ck->is_nomem = 1;
+	return idx;
+}
+
+/*
+ * The root's label entries judged by the rules for labels before the
+ * label is compared with the boot sector's: one that is not valid is
+ * deleted (as fsck.fat -a does), never copied, and the next one, if
+ * any, is the volume's label (so one run settles a root with several);
+ * lower case is stored upper case (as fsck.fat -a -U does).  Sets
+ * has_root_label and root_label.  Returns 1 when that settles both
+ * labels.
+ */
+static int judge_root_label(struct fk_check *ck)
+{
+	const struct label_ent *l = NULL;
+	const char *why;
+	char shown[12];
+	size_t i, idx;
+
+	for (i = 0; i < ck->root_labels.n; i++) {
+		l = &ck->root_labels.v[i];
+		if (fk_label_check(l->raw, &why) != FK_LABEL_BAD)
+			break;
+		drop_label(ck, l, why);
+	}
+	if (i == ck->root_labels.n) {
+		ck->has_root_label = 0;
+		return 0; /* none left: compared as none */
+	}
+	ck->has_root_label = 1;
+	memcpy(ck->root_label, l->raw, 11);
+	show_label(l->raw, shown);
+	switch (fk_label_check(l->raw, &why)) {
+	case FK_LABEL_HIGH:
+		ck_report(ck, FK_SEV_WARNING, "label-8bit", NULL,
+			  "the volume label '%s' holds bytes from 0x80, "
+			  "code-page letters Windows and Linux show (fsck.fat "
+			  "4.2 takes them for control characters and would "
+			  "remove the label)",
+			  shown);
+		return 0;
+	case FK_LABEL_LOWER:
+		idx = mend_case(ck, l);
+		if (!ck->g->has_ext_bpb || strcmp(shown, ck->g->label))
+			return 0; /* compared as mended, with the boot's */
+		ck_set_fix(ck, idx,
+			   "stored in upper case, in the boot sector too");
+		memcpy(ck->label, ck->root_label, 11);
+		ck->fix_label = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
 void ck_check_label(struct fk_check *ck)
 {
-	static const unsigned char no_name[11] = "NO NAME    ";
 	const struct fk_geom *g = ck->g;
 	char root[12];
-	size_t idx, n;
+	size_t idx;
 
-	if (!g->has_ext_bpb)
+	if (judge_root_label(ck) || !g->has_ext_bpb)
 		return;
 	if (!ck->has_root_label) {
-		if (!g->label[0] || !strcmp(g->label, "NO NAME"))
+		/* A blank one too: fsck.fat calls it not valid. */
+		if (!memcmp(g->label_raw, no_name, 11))
 			return;
+		show_label(g->label_raw, root);
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
-				"directory has none",
-				g->label);
+				"directory has %s",
+				root,
+				ck->root_labels.n ? "no valid one" : "none");
 		memcpy(ck->label, no_name, 11);
 	} else {
-		memcpy(root, ck->root_label, 11);
-		for (n = 11; n > 0 && (root[n - 1] == ' ' || !root[n - 1]); n--)
-			;
-		root[n] = '\0';
+		show_label(ck->root_label, root);
 		if (!strcmp(root, g->label))
 			return;
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,

@@ -79,14 +79,16 @@ enum ent_op {
 		      short slot; @set_name: its name becomes @name and @nt;
 		      then the long-name slots' checksums match it */
 	EF_REBUILD, /* write @slot_data into @slot if it still holds @old */
+	EF_UNEND,   /* slots [slot, slot + nslots) that are end markers
+		       (0x00) become deleted slots (0xE5) */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
 struct ent_fix {
 	enum ent_op op;
 	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
-	uint32_t slot;	   /* the short slot; the first (DELETE) */
-	uint32_t nslots;   /* DELETE: slots from @slot */
+	uint32_t slot;	   /* the short slot; the first (DELETE, UNEND) */
+	uint32_t nslots;   /* DELETE, UNEND: slots from @slot */
 	int set_first, set_size;
 	uint32_t first_clus, size;
 	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE, REBUILD */
@@ -150,6 +152,13 @@ struct shared {
 struct copy_diff {
 	uint32_t nsecs; /* sectors that differ from the read copy */
 	uint32_t first; /* the first of them */
+};
+
+/* A volume label entry of the root. */
+struct label_ent {
+	unsigned char raw[11];
+	uint32_t dir, slot; /* where: the root's first cluster, the slot */
+	uint32_t run;	    /* the root's run, for its claims (entry_ref) */
 };
 
 /* A lost chain, as the lost-cluster step grouped it (--salvage). */
@@ -216,7 +225,9 @@ struct fk_check {
 	unsigned char label[11]; /* what the boot label becomes */
 	int fix_fsinfo;
 	struct fk_fsinfo fsi;
-	/* root directory label */
+	/* root directory label: every label entry of the root, in slot
+	   order (the first is the volume's), then the one judged valid */
+	LIST(struct label_ent, root_labels);
 	int has_root_label;
 	unsigned char root_label[11];
 	/* lost clusters */

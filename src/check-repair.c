@@ -106,8 +106,9 @@ static int repair_fat(struct fk_check *ck)
 
 /*
  * A short entry's new name, and its long-name slots' checksums made to
- * match it.  Slots that lie together on the volume go in one write (a
- * name within one cluster: all of it at once).  Else the short slot goes
+ * match it (their fields that must be 0 zeroed on the way).  Slots that
+ * lie together on the volume go in one write (a name within one cluster:
+ * all of it at once).  Else the short slot goes
  * first, then the long-name slots: a crash in between leaves a long name
  * whose checksum alone is wrong, which the next run re-attaches.  Nothing
  * is written unless the slots still hold a long name and a short entry.
@@ -138,8 +139,10 @@ static int apply_name(struct fk_check *ck, const struct ent_fix *f)
 		e[last][12] = f->nt;
 	}
 	sum = fk_lfn_checksum(e[last]);
-	for (s = 0; s < last; s++)
+	for (s = 0; s < last; s++) {
 		e[s][13] = sum;
+		fk_slot_lfn_clean(e[s]); /* 0 there, as every writer has it */
+	}
 	if (off[last] != off[0] + (uint64_t)last * FK_DIRENT_LEN) {
 		if (f->set_name &&
 		    (err = fk_device_write(ck->vol->dev, off[last], e[last],
@@ -159,6 +162,48 @@ static int apply_name(struct fk_check *ck, const struct ent_fix *f)
 			return err;
 	}
 	return 0;
+}
+
+/*
+ * End markers before entries that lie past them become deleted slots, a
+ * cluster's worth of slots at a time (the fixed root is one run): read,
+ * and written back from the first changed slot to the last.  Every state
+ * a crash can leave is a directory each reader reads whole, with fewer
+ * entries hidden, which the next run finds again.
+ */
+static int apply_unend(struct fk_check *ck, const struct ent_fix *f)
+{
+	uint32_t per = ck->g->clus_len / FK_DIRENT_LEN, s, n, k, lo, hi;
+	unsigned char *buf = malloc(ck->g->clus_len);
+	uint64_t off;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (s = f->slot; s - f->slot < f->nslots && !err; s += n) {
+		n = per - s % per;
+		if (n > f->nslots - (s - f->slot))
+			n = f->nslots - (s - f->slot);
+		if ((err = fk_dir_slot_off(ck->vol, f->dir_clus, s, &off)) ||
+		    (err = fk_device_read(ck->vol->dev, off, buf,
+					  (size_t)n * FK_DIRENT_LEN)))
+			break;
+		for (lo = n, hi = 0, k = 0; k < n; k++) {
+			if (buf[k * FK_DIRENT_LEN])
+				continue;
+			fk_slot_delete(buf + k * FK_DIRENT_LEN);
+			lo = lo < k ? lo : k;
+			hi = k + 1;
+		}
+		if (lo < hi)
+			err = fk_device_write(
+				ck->vol->dev,
+				off + (uint64_t)lo * FK_DIRENT_LEN,
+				buf + lo * FK_DIRENT_LEN,
+				(size_t)(hi - lo) * FK_DIRENT_LEN);
+	}
+	free(buf);
+	return err;
 }
 
 static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
@@ -189,6 +234,8 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 					 f->slot_data);
 	case EF_NAME:
 		return apply_name(ck, f);
+	case EF_UNEND:
+		return apply_unend(ck, f);
 	case EF_REBUILD:
 		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, f->slot, e)))
 			return err;

@@ -99,8 +99,10 @@ struct dirctx {
 	uint32_t reattach_first; /* the entry being checked follows a */
 	uint32_t reattach_n;	 /* complete name whose checksum is wrong */
 	size_t reattach_find;
-	uint32_t ent_first; /* first slot of the entry being checked */
-	size_t fixes_from;  /* entry fixes planned before this walk */
+	uint32_t ent_first;  /* first slot of the entry being checked */
+	size_t fixes_from;   /* entry fixes planned before this walk */
+	uint32_t hidden_end; /* one past the last entry read past the end
+				marker; 0: none */
 };
 
 /* An EF_SET of @ent in @d, with nothing set yet. */
@@ -706,6 +708,27 @@ static int reattach(struct fk_check *ck, struct dirctx *d,
 }
 
 /*
+ * Long-name slots whose type or first-cluster field is not 0 (fsck.fat
+ * reports each and sets it to 0).  No reader takes the field for a
+ * cluster, but a checker that did would call the cluster owned.  The
+ * repair rewrites the slots (apply_name() zeroes those fields in every
+ * long-name slot it writes), so the long name stays.
+ */
+static size_t report_rsvd(struct fk_check *ck, const struct fk_dirent *ent,
+			  const char *path)
+{
+	size_t idx = ck_report(
+		ck, FK_SEV_ERROR, "long-name-field", path,
+		"%u of its %u long-name slots hold%s a type or first-cluster "
+		"field (bytes 12, 26-27) that is not 0",
+		ent->nlfn_rsvd, ent->nslots - 1,
+		ent->nlfn_rsvd == 1 ? "s" : "");
+
+	ck_set_fix(ck, idx, "fields set to 0 (the long name kept)");
+	return idx;
+}
+
+/*
  * A short name that is not valid, or that an earlier entry has, gets a
  * new one (new_short()); a long name an earlier entry has is dropped.  Of
  * two entries with one name, the later is renamed: the earlier keeps the
@@ -719,7 +742,7 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	const char *path;
 	char *long_name = NULL, *kept;
 	enum fk_short_verdict verdict;
-	size_t bad = NONE, dup = NONE;
+	size_t bad = NONE, dup = NONE, rsvd = NONE;
 	uint32_t earlier = 0, lfn_first = ent->slot;
 	unsigned what;
 	struct ent_fix fix;
@@ -731,7 +754,7 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	verdict = fk_short_check(ent->raw);
 	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
 	if (verdict == FK_SHORT_VALID && !what && !d->reattach_n &&
-	    !ent->is_lfn_damaged)
+	    !ent->is_lfn_damaged && !ent->nlfn_rsvd)
 		return 0; /* most entries: nothing to say, nothing to name */
 	path = ent_path(d);
 	/* A name may be given: every name of the directory is needed. */
@@ -756,6 +779,8 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	if (ent->has_lfn) {
 		long_name = (char *)ent->name;
 		lfn_first = d->ent_first;
+		if (ent->nlfn_rsvd && !is_label(ent))
+			rsvd = report_rsvd(ck, ent, path);
 	} else if (d->reattach_n) {
 		if (!(kept = malloc(FK_NAME_MAX)))
 			return -ENOMEM;
@@ -818,9 +843,10 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 				what & DUP_LONG && ent->has_lfn
 					? ", its long name deleted"
 					: "");
-	} else if (long_name == NULL || long_name == ent->name) {
-		/* nothing renamed (or every name taken) and no long name
-		 * re-attached: nothing to write */
+	} else if ((long_name == NULL || long_name == ent->name) &&
+		   (rsvd == NONE || long_name == NULL)) {
+		/* nothing renamed (or every name taken), no long name
+		 * re-attached, none to clean: nothing to write */
 		goto out;
 	}
 	fix.op = EF_NAME;
@@ -996,28 +1022,46 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 
 /*
  * An entry past the directory's end marker: Linux and fsck.fat read on
- * and see it, Windows and mtools stop at the marker and do not.  Its slots
- * are freed (0xE5), so every reader agrees the directory ends at the
- * marker.  Its chain (and, for a directory, everything under it) is not
- * claimed: those clusters are lost clusters from here on, which this run
- * frees or, with --salvage, saves as FOUND.000 files.
+ * and see it, Windows and mtools stop at the marker and do not, and a
+ * writer that stops there may write over it.  It is a file a Linux user
+ * has, so it stays: the end markers before it become deleted slots
+ * (dir_after() plans that once for the directory), and every reader then
+ * sees it.  It is checked as any other entry, its chain claimed.
  */
-static int hidden_entry(struct fk_check *ck, struct dirctx *d,
-			const struct fk_dirent *ent)
+static void hidden_entry(struct fk_check *ck, struct dirctx *d,
+			 const struct fk_dirent *ent, uint32_t end_slot)
 {
 	const char *what = is_label(ent)	       ? "volume label"
 			   : (ent->attr & FK_ATTR_DIR) ? "directory"
 						       : "file";
 	size_t idx;
 
-	idx = ck_report(ck, FK_SEV_WARNING, "hidden-entry", ent_path(d),
+	idx = ck_report(ck, FK_SEV_ERROR, "hidden-entry", ent_path(d),
 			"%s '%s' (slot %u) lies past the directory's end "
-			"marker: Linux and fsck.fat see it, Windows and mtools "
-			"do not%s",
-			what, ent->name, ent->slot,
-			ent->first_clus ? "; its clusters count as lost" : "");
-	ck_set_fix(ck, idx, "entry '%s' freed", ent->name);
-	return plan_delete(ck, d, ent);
+			"marker (slot %u): Linux and fsck.fat see it, Windows "
+			"and mtools do not",
+			what, ent->name, ent->slot, end_slot);
+	ck_set_fix(ck, idx,
+		   "made visible: the end markers before it became deleted "
+		   "slots");
+	d->hidden_end = ent->slot + 1;
+}
+
+/* The end markers before the entries read past the first of them become
+ * deleted slots (see hidden_entry()). */
+static int plan_unend(struct fk_check *ck, const struct dirctx *d,
+		      uint32_t end_slot)
+{
+	struct ent_fix f;
+
+	if (d->hidden_end <= end_slot)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	f.op = EF_UNEND;
+	f.dir_clus = d->first;
+	f.slot = end_slot;
+	f.nslots = d->hidden_end - end_slot;
+	return ck_plan_entry(ck, &f);
 }
 
 /* Long-name slots before an entry that cannot have a long name ("." or
@@ -1032,8 +1076,8 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
 }
 
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
-		      const struct fk_dirent *ent, int is_hidden,
-		      struct fk_diag *diag)
+		      const struct fk_dirent *ent,
+		      const struct fk_dir_stats *st, struct fk_diag *diag)
 {
 	int err;
 
@@ -1043,16 +1087,16 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	    (err = drop_reattach(ck, d)))
 		return err;
 	if (fk_dirent_is_dot(ent) || is_damaged_dot(d, ent))
-		return check_dot(ck, d, ent);
-	if (is_hidden) { /* a label too: no reader that stops has it */
-		if (d->reattach_n && (err = drop_reattach(ck, d)))
-			return err;
-		return hidden_entry(ck, d, named(d));
-	}
+		return check_dot(ck, d, ent); /* past a marker: misplaced */
+	if (st->after_end)
+		hidden_entry(ck, d, named(d), st->end_slot);
 	if (is_label(ent)) {
-		if (d->is_root && !ck->has_root_label) {
-			ck->has_root_label = 1;
-			memcpy(ck->root_label, ent->raw, 11);
+		if (d->is_root) {
+			struct label_ent l = {{0}, d->first, ent->slot, d->run};
+
+			memcpy(l.raw, ent->raw, 11);
+			if ((err = PUSH(ck->root_labels, l)))
+				return err;
 		}
 		/* fsck.fat checks any chain a label claims: as a file. */
 		if (!ent->first_clus && !ent->size)
@@ -1151,11 +1195,14 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 }
 
 /* After the entries: what the directory as a whole showed. */
-static int dir_after(struct fk_check *ck, struct dirctx *d)
+static int dir_after(struct fk_check *ck, struct dirctx *d,
+		     const struct fk_dir_stats *st)
 {
 	int err;
 
 	report_orphans(ck, d);
+	if ((err = plan_unend(ck, d, st->end_slot)))
+		return err;
 	if (d->is_root)
 		return 0;
 	if (!d->has_dot && (err = missing_dot(ck, d, 1)))
@@ -1206,7 +1253,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		if (!fk_dirent_is_dot(ent) && !is_label(ent) &&
 		    (err = note_names(d, ent)))
 			goto out;
-		err = walk_entry(ck, d, ent, st->after_end > 0, diag);
+		err = walk_entry(ck, d, ent, st, diag);
 		pop_entry(d);
 		if (err)
 			goto out;
@@ -1216,7 +1263,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		fk_diag_subject(diag, ck_path(ck));
 		goto out;
 	}
-	err = dir_after(ck, d);
+	err = dir_after(ck, d, fk_dir_stats(dir));
 out:
 	if (err)
 		fk_diag_subject(diag, ck_path(ck));

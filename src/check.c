@@ -20,6 +20,7 @@
 #include "diag.h"
 #include "dir.h"
 #include "family.h"
+#include "fat.h"
 #include "volume.h"
 
 /* "s" for a plural count. */
@@ -193,6 +194,7 @@ void fk_check_free(struct fk_check *ck)
 		free(ck->runs.blocks[i]);
 	free(ck->runs.blocks);
 	free(ck->lost.v);
+	free(ck->root_labels.v);
 	ck_salvage_free(ck);
 	free(ck->path);
 	free(ck->map);
@@ -241,6 +243,11 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 {
 	int err;
 
+	/* A layout that does not hold together is read as nonsense (a
+	 * third "FAT" over the root), and every repair planned from that
+	 * would destroy what it mends: no finding, no plan, nothing. */
+	if ((err = fk_fat_judge_layout(ck->vol, diag)))
+		return err;
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))
 		return err;

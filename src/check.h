@@ -89,7 +89,9 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 void fk_check_free(struct fk_check *ck);
 
 /*
- * Run every phase, reading only: boot sector and backup, FAT copies and
+ * Run every phase, reading only: the layout (fk_fat_judge_layout(): one
+ * that does not hold together is FK_ECORRUPT, nothing checked or
+ * planned), boot sector and backup, FAT copies and
  * reserved entries (one pass over each copy), FSInfo, the directory tree
  * with every chain, preallocated tails, lost clusters.  Returns 0 (the
  * findings say what was found), or an error that stopped the check:
@@ -107,8 +109,9 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
  *               cross-links, bad links and where trimmed tails begin;
  *               flushed, so every copy has it before an entry changes;
  *   entries:    sizes, first clusters, "." and "..", entries that alias
- *               another directory removed, entries hidden past an end
- *               marker freed;
+ *               another directory removed, names and long-name slots,
+ *               end markers before entries hidden past them made
+ *               deleted slots, a root label that is not valid removed;
  *   free:       free trimmed tails and lost clusters, which nothing can
  *               reach any more (a crash leaves at worst lost clusters);
  *   salvage:    with --salvage, lost chains (mended by the fat step)

@@ -48,6 +48,7 @@ struct fat_dir {
 	uint16_t lfn[FK_LFN_MAX_ORD * FK_LFN_CHARS];
 	int lfn_next; /* ordinal expected next; 0: none pending */
 	int lfn_slots;
+	uint32_t lfn_rsvd;  /* of them, those with has_rsvd */
 	uint32_t lfn_first; /* slot of the pending name's first slot */
 	size_t name_units;  /* of the last entry's long name; 0: none */
 	void (*on_orphan)(void *arg, uint32_t first, uint32_t n,
@@ -276,6 +277,7 @@ static void lfn_drop(struct fat_dir *dir, enum fk_lfn_orphan why)
 		orphan(dir, dir->lfn_first, (uint32_t)dir->lfn_slots, why);
 	dir->lfn_next = 0;
 	dir->lfn_slots = 0;
+	dir->lfn_rsvd = 0;
 }
 
 /* Why a pending name is dropped when another long-name slot comes: a
@@ -312,6 +314,7 @@ static void lfn_take(struct fat_dir *dir, const unsigned char *e)
 	memcpy(dir->lfn + (ord - 1) * FK_LFN_CHARS, l.units, sizeof(l.units));
 	dir->lfn_next = ord - 1;
 	dir->lfn_slots++;
+	dir->lfn_rsvd += (uint32_t)l.has_rsvd;
 	if (!dir->lfn_next)
 		dir->lfn_next = -1; /* complete: the short slot comes next */
 }
@@ -342,8 +345,10 @@ static void lfn_finish(struct fat_dir *dir, struct fk_dirent *ent)
 		ent->is_lfn_damaged = 1;
 	dir->name_units = n;
 	ent->nslots += (uint32_t)dir->lfn_slots;
+	ent->nlfn_rsvd = dir->lfn_rsvd;
 	dir->lfn_next = 0;
 	dir->lfn_slots = 0;
+	dir->lfn_rsvd = 0;
 }
 
 /* The UTF-8 names of @ent, the entry just returned. */
@@ -365,6 +370,7 @@ static void fill_entry(struct fat_dir *dir, const unsigned char *e,
 	 * the checker fills twice per entry of every directory. */
 	ent->has_lfn = 0;
 	ent->is_lfn_damaged = 0;
+	ent->nlfn_rsvd = 0;
 	fk_slot_unpack(dir->vol, e, ent);
 	ent->off = dir->buf_off + (uint64_t)dir->pos * FK_DIRENT_LEN;
 	ent->slot = dir->slot;

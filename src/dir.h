@@ -49,6 +49,7 @@ struct fk_dirent {
 	uint32_t nslots;    /* slots used, long-name slots included */
 	int has_lfn;	    /* a long name matched its checksum */
 	int is_lfn_damaged; /* long-name slots were there but bad */
+	uint32_t nlfn_rsvd; /* of them, with a must-be-0 field not 0 */
 	uint32_t dir_clus;  /* first cluster of the parent; 0: root */
 };
 

@@ -295,21 +295,16 @@ static int load_blocks(struct fk_dirplan *dp, struct fk_diag *diag)
  * Past the end marker: live slots (Linux and fsck.fat read on, Windows
  * and mtools stop) make the directory two different ones to different
  * readers, and any slot we took there could be one of them, so we
- * refuse; fatcheck -r frees them.  Other slots there that are not all
- * zeros (deleted, or a stray byte) are nobody's, but we take none of
- * them: only the all-zero tail counts as free.
+ * refuse; fatcheck -r makes them visible to all.  Other slots there that
+ * are not all zeros (deleted, or a stray byte) are nobody's, but we take
+ * none of them: only the all-zero tail counts as free.
  */
 static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
 		     struct fk_diag *diag)
 {
 	uint32_t to = st->zero_from < dp->nslots ? st->zero_from : dp->nslots;
 
-	if (st->after_end && dp->is_keep) {
-		/* The caller frees them first: slots skipped from the
-		 * marker on are deleted, theirs too, so Windows sees a new
-		 * entry placed after them. */
-		dp->end_slot = st->end_slot;
-	} else if (st->after_end) {
+	if (st->after_end && !dp->is_keep) {
 		fk_diag_set(diag, NULL,
 			    "live entries hidden after the end-of-directory "
 			    "marker (slot %u)",

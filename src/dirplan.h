@@ -30,8 +30,9 @@ int fk_dirplan_open(struct fk_volume *vol, uint32_t clus,
  * As fk_dirplan_open(), for a repair that settles the directory's damage
  * before it writes: long-name slots that belong to no entry count as
  * taken (a repair may re-attach them), and live entries past the end
- * marker are not refused but taken to be freed first (a new entry placed
- * past the marker deletes the slots from the marker on, theirs too).
+ * marker are not refused but taken to be made visible first (the end
+ * markers before them deleted slots): they are entries like the others,
+ * and a new entry placed after them deletes only the slots after them.
  */
 int fk_dirplan_open_keep(struct fk_volume *vol, uint32_t clus,
 			 struct fk_dirplan **out, struct fk_diag *diag);

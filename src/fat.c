@@ -442,15 +442,101 @@ void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
 			   uint32_t fat1, struct fk_fat_reserved *r)
 {
 	const struct fat_ops *ops = ops_of(g);
-	uint32_t ones = ops->mask & ~0xffu; /* above the media byte */
+	/* fsck.fat's mark (FAT_EXTD): every bit above the low nibble, so a
+	 * media byte's own high nibble too (0xF0 and 0xF8 to 0xFF all have
+	 * it); what it writes over a bad FAT[0] is this mark and the BPB's
+	 * media byte. */
+	uint32_t ones = ops->mask & ~0xfu;
 
 	r->want0 = ones | g->media;
 	r->want1 = ops->mask;
-	r->is_fat0_ones = (fat0 & ~0xffu) == ones;
+	r->is_fat0_ones = (fat0 & ones) == ones;
 	r->is_fat0_media = fat0 == r->want0;
 	r->is_clean = !ops->clean || (fat1 & ops->clean);
 	r->is_noerr = !ops->noerr || (fat1 & ops->noerr);
 	r->is_fat1_eoc = (fat1 | ops->clean | ops->noerr) == ops->mask;
+}
+
+/* FAT[0] of copy @copy as stored, read past the cache (which holds the
+ * read copy only). */
+static int read_fat0(struct fk_volume *vol, uint32_t copy, uint32_t *fat0)
+{
+	const struct fat_ops *ops = ops_of(&vol->g);
+	unsigned char raw[4];
+	uint64_t off = vol->g.fat_off +
+		       (uint64_t)copy * vol->g.fat_secs * vol->g.sec_len;
+	int err;
+
+	if ((err = fk_device_read(vol->dev, off, raw, ops->load_len)))
+		return err;
+	*fat0 = ops->decode(ops->load_len == 4 ? get_le32(raw) : get_le16(raw),
+			    0);
+	return 0;
+}
+
+int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag)
+{
+	struct fk_fat_reserved r;
+	uint32_t c, fat0[2];
+	int err;
+
+	fk_fat_reserved_judge(&vol->g, 0, 0, &r); /* r.want0 for the line */
+	if (!(err = fk_volume_judge(&vol->g, diag))) {
+		/*
+		 * One copy with its mark is a FAT with a damaged first entry
+		 * (fsck.fat then uses that copy: a repair); none is FATs
+		 * that are not where the BPB puts them, or not FATs at all.
+		 * fk_volume_judge() allows two copies at most.
+		 */
+		for (c = 0; c < vol->g.nfats; c++) {
+			if ((err = read_fat0(vol, c, &fat0[c])))
+				return err;
+			fk_fat_reserved_judge(&vol->g, fat0[c], 0, &r);
+			if (r.is_fat0_ones)
+				return 0;
+		}
+		err = FK_ECORRUPT;
+		if (vol->g.nfats == 1)
+			fk_diag_set(diag, NULL,
+				    "implausible geometry: the FAT does not "
+				    "begin with a media mark (FAT[0] is 0x%X, "
+				    "expected 0x%X): it is not where the boot "
+				    "sector puts it, or it is damaged",
+				    fat0[0], r.want0);
+		else
+			fk_diag_set(diag, NULL,
+				    "implausible geometry: no FAT copy begins "
+				    "with a media mark (FAT[0] is 0x%X and "
+				    "0x%X, expected 0x%X): the FATs are not "
+				    "where the boot sector puts them, or both "
+				    "are damaged",
+				    fat0[0], fat0[1], r.want0);
+	}
+	if (err == FK_ECORRUPT)
+		fk_diag_append(diag, err,
+			       "; nothing is written to it (fsck.fat refuses "
+			       "it too): copy the files off with mtools, or "
+			       "restore the boot sector");
+	return err;
+}
+
+int fk_fat_judge_read_copy(struct fk_volume *vol, struct fk_diag *diag)
+{
+	struct fk_fat_reserved r;
+	uint32_t fat0;
+	int err;
+
+	if ((err = read_fat0(vol, vol->g.active_fat, &fat0)))
+		return err;
+	fk_fat_reserved_judge(&vol->g, fat0, 0, &r);
+	if (r.is_fat0_ones)
+		return 0;
+	fk_diag_set(diag, NULL,
+		    "FAT copy %u, the one read, lacks its media mark (FAT[0] "
+		    "is 0x%X, expected 0x%X), and a write there would copy "
+		    "that to every copy",
+		    vol->g.active_fat + 1, fat0, r.want0);
+	return FK_ECORRUPT;
 }
 
 /* Load the 2 or 4 bytes holding entry @clus (they may straddle sectors). */

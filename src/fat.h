@@ -67,6 +67,27 @@ void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
 			   uint32_t fat1, struct fk_fat_reserved *r);
 
 /*
+ * Is the layout of @vol one a repair or a writer may act on: the BPB as
+ * fk_volume_judge() wants it, and at least one FAT copy whose FAT[0]
+ * carries the mark fk_fat_reserved_judge() calls is_fat0_ones (fsck.fat
+ * gives up on a volume where no copy does)?  Readers may go on without
+ * it; writers must not write then.  Reads FAT[0] of each copy from the
+ * device.  Returns 0, FK_ECORRUPT (@diag: what is implausible, and that
+ * nothing is written) or -errno.
+ */
+int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag);
+
+/*
+ * For a writer, after fk_fat_judge_layout(): does the copy that is read
+ * (and written through to the others, a sector at a time) carry the
+ * media mark?  One that does not is damage fatcheck -r mends from the
+ * other copy; a write would spread it to every copy, leaving none with
+ * the mark.  Reads FAT[0] from the device.  Returns 0, FK_ECORRUPT
+ * (@diag says which copy) or -errno.
+ */
+int fk_fat_judge_read_copy(struct fk_volume *vol, struct fk_diag *diag);
+
+/*
  * Put want0 in FAT[0] when @fix0 and want1 in FAT[1] when @fix1 (in the
  * cache, as fk_fat_put()).
  */

@@ -601,6 +601,38 @@ int fk_short_is_valid(const unsigned char raw[11])
 	return fk_short_check(raw) == FK_SHORT_VALID;
 }
 
+enum fk_label_verdict fk_label_check(const unsigned char raw[11],
+				     const char **why)
+{
+	enum fk_label_verdict v = FK_LABEL_VALID;
+	int i, is_blank = 1;
+
+	*why = NULL;
+	for (i = 0; i < 11; i++) {
+		/* A stand-in first byte is judged as the byte it means. */
+		unsigned c = i ? raw[i] : fk_slot_name_first(raw);
+
+		is_blank &= c == ' ';
+		if (c < 0x20) {
+			*why = "it holds a control character";
+			return FK_LABEL_BAD;
+		}
+		if (c < 0x80 && strchr("\"*+,./:;<=>?[\\]|", (int)c)) {
+			*why = "it holds a character labels may not hold";
+			return FK_LABEL_BAD;
+		}
+		if (c >= 'a' && c <= 'z')
+			v = FK_LABEL_LOWER;
+		else if (c >= 0x80 && v == FK_LABEL_VALID)
+			v = FK_LABEL_HIGH;
+	}
+	if (is_blank)
+		*why = "it is blank";
+	else if (raw[0] == ' ')
+		*why = "it starts with a space";
+	return *why ? FK_LABEL_BAD : v;
+}
+
 /* Case of an ASCII run: 1 all lower, 2 all upper, 3 mixed, 0 no letters. */
 static int case_of(const char *s, size_t n)
 {

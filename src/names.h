@@ -114,6 +114,25 @@ enum fk_short_verdict fk_short_check(const unsigned char raw[11]);
 /* fk_short_check() == FK_SHORT_VALID. */
 int fk_short_is_valid(const unsigned char raw[11]);
 
+/*
+ * What fk_label_check() makes of an on-disk volume label (11 bytes, as
+ * in the root's label entry or the boot sector), after fsck.fat's rules
+ * for labels: bytes below 0x20, '"*+,./:;<=>?[\\]|', a blank label or a
+ * leading space make it not valid (fsck.fat removes it); lower-case
+ * letters are allowed by fsck.fat unless told otherwise (-U), which
+ * upper-cases them.  Bytes from 0x80 are code-page letters Windows and
+ * Linux show, which fsck.fat 4.2 compares as signed chars and so takes
+ * for control characters.
+ */
+enum fk_label_verdict {
+	FK_LABEL_VALID = 0,
+	FK_LABEL_HIGH = 1,  /* valid, with bytes from 0x80 */
+	FK_LABEL_LOWER = 2, /* valid but for lower-case ASCII letters */
+	FK_LABEL_BAD = 3,   /* not valid; @why says why */
+};
+enum fk_label_verdict fk_label_check(const unsigned char raw[11],
+				     const char **why);
+
 /* Outcome of fk_short_fit(). */
 enum fk_short_fit {
 	FK_SHORT_NEEDS_LFN = 0, /* @raw is a basis for an alias */

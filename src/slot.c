@@ -28,7 +28,9 @@
 /* Long-name slot fields. */
 #define LDIR_ORD      0
 #define LDIR_ATTR     11
+#define LDIR_TYPE     12 /* 0: a name piece; anything else, no name */
 #define LDIR_CHKSUM   13
+#define LDIR_FST_CLUS 26   /* 2 bytes, 0 in every long-name slot */
 #define LDIR_LAST     0x40 /* in LDIR_ORD */
 #define LDIR_ORD_MASK 0x3f
 /* Attribute bits that must read FK_ATTR_LFN; the top two are reserved. */
@@ -155,6 +157,13 @@ void fk_slot_lfn_unpack(const unsigned char *e, struct fk_lfn_slot *l)
 	get_units(e + LDIR_NAME1, l->units, 5);
 	get_units(e + LDIR_NAME2, l->units + 5, 6);
 	get_units(e + LDIR_NAME3, l->units + 11, 2);
+	l->has_rsvd = e[LDIR_TYPE] || e[LDIR_FST_CLUS] || e[LDIR_FST_CLUS + 1];
+}
+
+void fk_slot_lfn_clean(unsigned char *e)
+{
+	e[LDIR_TYPE] = 0;
+	e[LDIR_FST_CLUS] = e[LDIR_FST_CLUS + 1] = 0;
 }
 
 void fk_slot_lfn_pack(const struct fk_lfn_slot *l, unsigned char *e)

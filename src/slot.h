@@ -68,10 +68,14 @@ struct fk_lfn_slot {
 	int is_last;  /* the name's last piece, stored first */
 	uint8_t sum;  /* fk_lfn_checksum() of the short name */
 	uint16_t units[FK_LFN_CHARS];
+	int has_rsvd; /* LDIR_Type or LDIR_FstClusLO, which must be 0,
+			   is not (fsck.fat reports and clears them) */
 };
 void fk_slot_lfn_unpack(const unsigned char *e, struct fk_lfn_slot *l);
 /* Lay @l into @e, zeroing the slot's other bytes. */
 void fk_slot_lfn_pack(const struct fk_lfn_slot *l, unsigned char *e);
+/* Zero the fields of long-name slot @e that must be 0 (has_rsvd's). */
+void fk_slot_lfn_clean(unsigned char *e);
 
 /* "." and "..": which one 11-byte name @raw is, or put it in @raw. */
 enum fk_dot {

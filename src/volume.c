@@ -255,6 +255,7 @@ static void parse_ids(const unsigned char *bs, struct fk_geom *g)
 		return;
 	g->serial = get_le32(bs + sig_off + BS_VOL_ID_REL);
 	memcpy(g->label, bs + sig_off + BS_VOL_LAB_REL, 11);
+	memcpy(g->label_raw, g->label, 11);
 	for (n = 11; n > 0 && (g->label[n - 1] == ' ' || !g->label[n - 1]); n--)
 		;
 	g->label[n] = '\0';
@@ -278,6 +279,27 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 		return err;
 	parse_ids(bs, &g);
 	*out = g;
+	return 0;
+}
+
+int fk_volume_judge(const struct fk_geom *g, struct fk_diag *diag)
+{
+	if (g->nfats != 1 && g->nfats != 2)
+		return bad(diag,
+			   "implausible geometry: %u FAT copies (boot sector "
+			   "byte %u), not 1 or 2 (a changed byte cannot be "
+			   "told from more copies)",
+			   g->nfats, BPB_NUM_FATS);
+	/* parse_layout() rounds the root up to whole sectors, where the
+	 * data area then starts: a count that needs the rounding puts it
+	 * where no formatter would (a changed byte, or a foreign layout). */
+	if (g->root_ents * 32 % g->sec_len)
+		return bad(diag,
+			   "implausible geometry: a root directory of %u "
+			   "entries (boot sector bytes %u-%u) does not fill "
+			   "whole %u-byte sectors",
+			   g->root_ents, BPB_ROOT_ENT_CNT, BPB_ROOT_ENT_CNT + 1,
+			   g->sec_len);
 	return 0;
 }
 

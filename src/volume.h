@@ -59,6 +59,7 @@ struct fk_geom {
 	int has_ext_bpb;     /* boot signature 0x29: serial and label */
 	uint32_t serial;
 	char label[12]; /* boot sector label, trailing spaces cut */
+	unsigned char label_raw[11]; /* the label field as stored */
 	char oem[9];
 };
 
@@ -107,6 +108,18 @@ void fk_volume_close(struct fk_volume *vol);
  */
 int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 		    struct fk_geom *g, struct fk_diag *diag);
+
+/*
+ * Does the BPB of @g describe a layout a writer may act on?  Open accepts
+ * every layout a reader can follow (Linux mounts three FAT copies and
+ * reads them where the BPB puts them); a writer also needs 1 or 2 FAT
+ * copies (nothing tells a third copy from a changed byte that makes the
+ * root one; fsck.fat refuses more) and a fixed root of whole sectors
+ * (Linux refuses any other; fsck.fat one of other than 16-entry steps).
+ * Pure.  Returns 0 or FK_ECORRUPT with @diag saying what is implausible.
+ * fk_fat_judge_layout() adds the FAT copies' own marks.
+ */
+int fk_volume_judge(const struct fk_geom *g, struct fk_diag *diag);
 
 /*
  * Read the FAT32 backup boot sector (sec_len bytes) into @buf.  Returns 0,

@@ -625,6 +625,10 @@ dir_img()
 			/DIR/NEW.BIN 4K
 		run fatcheck -r img
 		((status == 1))
+		# The repair keeps them, and every reader sees them now.
+		run -0 mdir -i img ::/DIR
+		assert_output --partial F3
+		assert_output --partial F5
 		run -0 fatprealloc img "/DIR/A long name for the new file.bin" 4K
 		fsck_clean img
 	done

@@ -333,11 +333,104 @@ PY
 	done
 }
 
-@test "fatcheck -r: FAT[0] and FAT[1] are rewritten from the media byte in every FAT copy" {
+@test "fatcheck -r: a layout fsck.fat gives up on is refused: exit 8, one line, nothing written; fatprealloc refuses it too" {
+	local t c sha
+	for t in 12 16 32; do
+		for c in "nfats 3" "nfats 16" "root-ents 513" "root-ents 500" \
+			"fat0-zero" "fat0-high"; do
+			[[ $t == 32 && $c == root-ents* ]] && continue
+			use $t
+			# shellcheck disable=SC2086
+			damage $c
+			# fsck.fat gives up on it (and says why).
+			run fsck.fat -n img
+			[ "$status" -ne 0 ]
+			assert_output --regexp "only 1 or 2 FATs|integral number of sectors|Both FATs appear to be corrupt"
+			sha=$(img_sha img)
+			for a in "" -n -r "-r --salvage" "-r --trim-prealloc"; do
+				# shellcheck disable=SC2086
+				run -8 --separate-stderr fatcheck $a img
+				[ "${#stderr_lines[@]}" -eq 1 ]
+				[[ $stderr == "fatcheck: img: implausible geometry: "*"; nothing is written to it (fsck.fat refuses it too): copy the files off with mtools, or restore the boot sector" ]]
+				[ -z "$output" ]
+				[ "$(img_sha img)" = "$sha" ]
+			done
+			run -8 --separate-stderr fatcheck -r --json img
+			[ "$(img_sha img)" = "$sha" ]
+			"$FK_PYTHON" -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["exit_status"] == 8 and "implausible geometry" in d["error"], d' "$output"
+			run -1 --separate-stderr fatprealloc img /NEW.BIN 10K
+			[[ $stderr == "fatprealloc: img: implausible geometry: "* ]]
+			[ "${#stderr_lines[@]}" -eq 1 ]
+			run -1 --separate-stderr fatprealloc -p img "$LONG" 100K /DATA/x/y 1
+			[ "$(img_sha img)" = "$sha" ]
+		done
+		# Reading goes on: Linux and mtools read three FAT copies
+		# where the BPB puts them (what they find there is another
+		# matter), and fatls is not refused either.
+		use $t
+		damage nfats 3
+		run -0 --separate-stderr fatls -a img /
+		[ -z "$stderr" ]
+	done
+}
+
+@test "fatprealloc: a FAT copy read without its media mark is refused (a write would copy it to the other); fatcheck -r mends it first" {
+	local t sha
+	for t in 12 16 32; do
+		use $t
+		damage fat0-zero 0
+		sha=$(img_sha img)
+		run -1 --separate-stderr fatprealloc img /NEW.BIN 10K
+		[ "$stderr" = "fatprealloc: img: FAT copy 1, the one read, lacks its media mark (FAT[0] is 0x0, expected $(fat0_want)), and a write there would copy that to every copy; run 'fatcheck -r img'" ]
+		[ "$(img_sha img)" = "$sha" ]
+		run -1 fatcheck -r img
+		run -0 fatprealloc img /NEW.BIN 10K
+		fsck_clean img
+		run -0 fatcheck img
+		files_intact
+	done
+}
+
+# fat0_want: what FAT[0] should hold in ./img, as fatcheck prints it.
+fat0_want()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+print("0x%X" % ((vol.eoc & ~0xF) | vol.media))
+PY
+}
+
+@test "fatcheck -r: a layout fsck.fat refuses keeps every file: restored, the volume is as it was" {
+	local t c
+	for t in 12 16 32; do
+		for c in "nfats 3" "root-ents 513"; do
+			[[ $t == 32 && $c == root-ents* ]] && continue
+			use $t
+			# shellcheck disable=SC2086
+			damage $c
+			run -8 fatcheck -r img
+			run -1 fatprealloc img /NEW.BIN 10K
+			# put the byte back: nothing else has moved
+			if [[ $c == nfats* ]]; then
+				damage nfats 2
+			else
+				damage root-ents 512
+			fi
+			fsck_clean img
+			run -0 fatcheck img
+			files_intact
+		done
+	done
+}
+
+@test "fatcheck -r: FAT[0] and FAT[1] are rewritten from the media byte where one FAT copy keeps the mark" {
 	local t
 	for t in 12 16 32; do
 		use $t
-		damage fat0-zero
+		damage fat0-zero 0
 		[ $t = 12 ] || damage fat1-dirty
 		fsck_flags
 		run -4 fatcheck img
@@ -372,6 +465,108 @@ PY
 	done
 }
 
+# label_is TEXT: the root's label entry and the boot sector's label are
+# TEXT (padded); "" for none, which the boot sector says as NO NAME.
+label_is()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+want = __import__("os").fsencode(sys.argv[3])
+root = [e.raw for e in vol.entries(vol.root_clus) if e.attr & 0x18 == 0x08]
+boot = vol.read(71 if vol.bits == 32 else 43, 11)
+assert root == ([want.ljust(11)] if want else []), (root, want)
+assert boot == (want.ljust(11) if want else b"NO NAME    "), boot
+PY
+}
+
+@test "fatcheck -r: a root label that is not valid is removed, in the boot sector too, never copied there" {
+	local t l same copied
+	for t in 12 16 32; do
+		for l in 'A*B' 'ab\x01c' 'NAME.EXT' ' LEAD' ''; do
+			for same in "" same; do
+				use $t
+				# shellcheck disable=SC2086
+				damage root-label "$l" $same
+				run fsck.fat -n img
+				assert_output --partial "stored in root directory is not valid"
+				run -4 fatcheck img
+				assert_line --regexp "^error: img: the root directory's volume label '.*' \(slot [0-9]+\) is not valid: "
+				run -1 fatcheck -r img
+				# never copied: the boot sector gets NO NAME
+				copied=$(grep "boot sector label set to" <<<"$output" |
+					grep -v "set to 'NO NAME    ')$" || true)
+				[ -z "$copied" ]
+				settled
+				label_is ""
+				files_intact
+			done
+		done
+	done
+}
+
+@test "fatcheck -r: a lower-case label is stored in upper case (as fsck.fat -a -U does); a label with code-page letters is kept" {
+	local t sha
+	for t in 12 16 32; do
+		use $t
+		damage root-label lowlab same
+		fsck_clean img # fsck.fat allows lower case, unless -U
+		run fsck.fat -n -U img
+		assert_output --partial "contains lowercase characters"
+		run -0 fatcheck img
+		assert_line "warning: img: the volume label 'lowlab' holds lower-case letters, which FAT labels may not (fsck.fat -U flags them)"
+		run -1 fatcheck -r img
+		assert_line --partial "(repair: stored in upper case, in the boot sector too)"
+		settled
+		run -0 fsck.fat -n -U img
+		label_is LOWLAB
+		# Only the root's: the boot sector gets the mended label.
+		use $t
+		damage root-label lowlab
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		settled
+		label_is LOWLAB
+		files_intact
+
+		# fsck.fat 4.2 compares label bytes as signed chars, so it
+		# takes code-page letters for control characters and would
+		# remove the label: a warning, and nothing is written.
+		use $t
+		damage root-label '\x90TE' same
+		run fsck.fat -n img
+		assert_output --partial "is not valid"
+		run -0 fatcheck img
+		assert_line --partial "warning: img: the volume label '"
+		assert_line --partial "holds bytes from 0x80, code-page letters Windows and Linux show"
+		sha=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sha" ]
+		label_is $'\x90TE'
+	done
+}
+
+@test "fatcheck -r: a long-name slot whose first-cluster or type field is not 0 is an error; -r clears it and keeps the name" {
+	local t w
+	for t in 12 16 32; do
+		for w in start type; do
+			use $t
+			damage lfn-field "$LONG" $w
+			run fsck.fat -n img
+			assert_output --regexp "(Start cluster|Reserved) field in VFAT long filename slot is not 0"
+			run -4 fatcheck img
+			assert_line "error: $LONG: 1 of its 3 long-name slots holds a type or first-cluster field (bytes 12, 26-27) that is not 0"
+			run -1 fatcheck -r img
+			assert_line --partial "(repair: fields set to 0 (the long name kept))"
+			settled
+			mdir_has / '^ALONGF~1 TXT +24 .* A long file name for testing\.txt$'
+			files_intact
+		done
+	done
+}
+
 # Every damage this file repairs, in one image.
 all_damage()
 {
@@ -384,6 +579,9 @@ all_damage()
 	damage dot-attr /deep1/deep2 ..
 	damage no-dotdot /deep1
 	damage lower-short /DATA/rand-100000.bin
+	damage lfn-field "/Mixed Case Dir"
+	damage lfn-field "/Grüße.txt" type
+	damage root-label 'A*B' same
 }
 
 # after_all: what all_damage leaves once repaired, however many runs it took.
@@ -393,41 +591,64 @@ after_all()
 	mdir_has / '^ALONGF~1 TXT .* A long file name for testing\.txt$'
 	mdir_has / '^NAMEWI~1 DAT .* name with spaces\.dat$'
 	mdir_has /DATA '^RAND-4~1 BIN +4096 .* rand-4096\.bin$'
+	mdir_has / ' Grüße\.txt$'
+	mdir_has / ' Mixed Case Dir$'
 	same_data /FSCK0000.REN /README.TXT
 	same_data /DATA/FSCK0000.REN /DATA/rand-1.bin
 	files_intact /README.TXT /DATA/rand-1.bin
+	label_is ""
+}
+
+# The label mended rather than removed, with the boot sector's.
+label_damage()
+{
+	damage root-label lowlab same
+	damage lfn-field "$LONG"
+}
+
+after_label()
+{
+	settled
+	mdir_has / '^ALONGF~1 TXT .* A long file name for testing\.txt$'
+	files_intact
+	label_is LOWLAB
 }
 
 @test "fatcheck -r: a crash after any write of these repairs, then another -r, loses no name and no data" {
-	local t n crashed
+	local t n crashed set
 	for t in 12 16 32; do
-		for n in $(seq 1 40); do
-			use $t
-			all_damage
-			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
-			# 99: the crash (a -DFK_FAULT_INJECTION build); else done
-			[[ $status -eq 99 || $status -eq 1 ]]
-			crashed=$status
-			run fatcheck -r img
-			[[ $status -eq 0 || $status -eq 1 ]]
-			after_all
-			[ "$crashed" -eq 99 ] || break
+		for set in all label; do
+			for n in $(seq 1 40); do
+				use $t
+				"${set}_damage"
+				run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+				# 99: the crash (a -DFK_FAULT_INJECTION build);
+				# else done
+				[[ $status -eq 99 || $status -eq 1 ]]
+				crashed=$status
+				run fatcheck -r img
+				[[ $status -eq 0 || $status -eq 1 ]]
+				"after_$set"
+				[ "$crashed" -eq 99 ] || break
+			done
 		done
 	done
 }
 
 @test "fatcheck -r: a failed write of these repairs is exit 8; a later -r finishes them" {
-	local t n
+	local t n set
 	for t in 12 16 32; do
-		for n in 1 2 3 5 8 13; do
-			use $t
-			all_damage
-			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
-			[ "$status" -eq 1 ] && break # no fault injection, or done
-			[ "$status" -eq 12 ]
-			[[ $stderr == "fatcheck: img: Input/output error" ]]
-			run -1 fatcheck -r img
-			after_all
+		for set in all label; do
+			for n in 1 2 3 5 8 13; do
+				use $t
+				"${set}_damage"
+				run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+				[ "$status" -eq 1 ] && break # no fault injection, or done
+				[ "$status" -eq 12 ]
+				[[ $stderr == "fatcheck: img: Input/output error" ]]
+				run -1 fatcheck -r img
+				"after_$set"
+			done
 		done
 	done
 }

@@ -7,8 +7,12 @@
  * what it could not attribute (finding "lost-kept") may have repaired
  * that very thing, and the next run then frees them ("lost", and the
  * PercentInUse that follows).  A repair must not leave a volume the
- * checker can no longer check either.  Violations abort() after printing
- * both lists of findings.
+ * checker can no longer check either.  And a repair never writes on a
+ * layout fsck.fat gives up on: judged here from the input's bytes,
+ * without fatkit's code, such a volume must be refused by the check
+ * (which then writes nothing), and a refusal for "implausible geometry"
+ * must be one of them.  Violations abort() after printing what was
+ * found.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +20,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "device.h"
+#include "diag.h"
 #include "image.h"
 #include "volume.h"
 
@@ -52,12 +58,89 @@ static int is_unconverged(const struct fk_check *before,
 	return 0;
 }
 
+static uint32_t byte_at(const uint8_t *data, size_t len, uint64_t off)
+{
+	return off < len ? data[off] : 0; /* past the input: the hole */
+}
+
+static uint32_t le_at(const uint8_t *data, size_t len, uint64_t off, unsigned n)
+{
+	uint32_t v = 0;
+
+	while (n--)
+		v = v << 8 | byte_at(data, len, off + n);
+	return v;
+}
+
+/*
+ * fsck.fat 4.2's refusals of a layout that fk_volume_open() accepted:
+ * other than 1 or 2 FATs, a fixed root that is not whole sectors (Linux's
+ * rule; fsck.fat's is 16 entries), or no FAT copy whose FAT[0] has every
+ * bit above the low 4 set.  The FAT width from the cluster count, as the
+ * Microsoft specification has it.
+ */
+static int is_implausible(const uint8_t *data, size_t len)
+{
+	uint32_t sec_len = le_at(data, len, 11, 2);
+	uint32_t clus_secs = byte_at(data, len, 13);
+	uint32_t rsvd = le_at(data, len, 14, 2), nfats = byte_at(data, len, 16);
+	uint32_t root_ents = le_at(data, len, 17, 2);
+	uint64_t total = le_at(data, len, 19, 2), fat_secs, meta, nclus;
+	uint32_t c, v, ones;
+
+	if (len >= 11 && !memcmp(data + 3, "EXFAT   ", 8))
+		return 0;
+	if (nfats != 1 && nfats != 2)
+		return 1;
+	if (!sec_len || !clus_secs || root_ents * 32 % sec_len)
+		return 1;
+	total = total ? total : le_at(data, len, 32, 4);
+	fat_secs = le_at(data, len, 22, 2);
+	fat_secs = fat_secs ? fat_secs : le_at(data, len, 36, 4);
+	meta = rsvd + nfats * fat_secs + root_ents * 32 / sec_len;
+	nclus = total > meta ? (total - meta) / clus_secs : 0;
+	for (c = 0; c < nfats; c++) {
+		uint64_t off = ((uint64_t)rsvd + c * fat_secs) * sec_len;
+
+		if (nclus < 4085) {
+			v = le_at(data, len, off, 2) & 0xfff;
+			ones = 0xff0;
+		} else if (nclus < 65525) {
+			v = le_at(data, len, off, 2);
+			ones = 0xfff0;
+		} else {
+			v = le_at(data, len, off, 4);
+			ones = 0x0ffffff0;
+		}
+		if ((v & ones) == ones)
+			return 0;
+	}
+	return 1;
+}
+
+/* Run the check as fatcheck does; NULL when it refused (@diag says why). */
+static struct fk_check *check_or_refuse(struct fk_volume *vol,
+					const struct fk_check_opts *co,
+					struct fk_diag *diag)
+{
+	struct fk_check *ck;
+
+	if (fk_check_new(vol, co, &ck))
+		return NULL;
+	if (fk_check_run(ck, diag)) {
+		fk_check_free(ck);
+		return NULL;
+	}
+	return ck;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
+	struct fk_diag diag = {{0}, {0}};
 	struct fk_check_opts co;
 	struct fk_volume *vol;
 	struct fk_check *ck, *after;
-	int err;
+	int err, is_odd;
 
 	fuzz_image(data, len);
 	if (fuzz_open_check(1, &vol))
@@ -69,7 +152,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memset(&co, 0, sizeof(co));
 	co.trim_prealloc = 1;
 	co.salvage = len && (data[len - 1] & 1);
-	if (!(ck = fuzz_check(vol, &co)))
+	is_odd = !vol->exfat && is_implausible(data, len);
+	ck = check_or_refuse(vol, &co, &diag);
+	if (ck && is_odd) {
+		fuzz_print_findings("check", ck);
+		fprintf(stderr, "fuzz: the checker took a layout fsck.fat "
+				"gives up on, and may repair it\n");
+		abort();
+	}
+	if (!ck && !is_odd && !vol->exfat &&
+	    strstr(diag.reason, "implausible geometry")) {
+		fprintf(stderr, "fuzz: refused a plausible layout: %s\n",
+			diag.reason);
+		abort();
+	}
+	if (!ck && fk_device_stats(vol->dev)->write_calls) {
+		fprintf(stderr, "fuzz: a refused check wrote: %s\n",
+			diag.reason);
+		abort();
+	}
+	if (!ck)
 		goto out_close;
 	if (!fk_check_stats(ck)->has_repairs ||
 	    (err = fk_check_repair(ck, NULL)))

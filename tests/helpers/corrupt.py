@@ -11,9 +11,13 @@ lost clusters). Paths match long and short names case-insensitively.
 Cases (PATH is absolute inside the volume):
   fat-copy                 one used entry of FAT copy 1 differs from copy 0
   media                    FAT[0] media byte differs from the BPB (every copy)
-  fat0-zero                FAT[0] all zero (every copy)
-  fat0-high                FAT[0] keeps the media byte, the reserved bits
-                           above it cleared (every copy)
+  fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
+                           only, counted from 0)
+  fat0-high [COPY]         FAT[0] keeps the media byte, the reserved bits
+                           above it cleared (every copy, or copy COPY)
+  nfats N                  the BPB's number of FATs becomes N (nothing
+                           moves: the root and data stay where they were)
+  root-ents N              the BPB's root entry count becomes N (FAT12/16)
   fat1-dirty               FAT[1] clean-shutdown bit cleared (FAT16/32)
   fat1-error               FAT[1] hard-error bit cleared (FAT16/32)
   fat1-value               FAT[1] an end-of-chain mark with its low byte
@@ -73,12 +77,22 @@ Cases (PATH is absolute inside the volume):
   long-is PATH1 PATH2      PATH2's long name becomes PATH1's name (one
                            long-name slot), so the two entries share it
   after-end PATH           PATH moves behind the directory's end marker
+                           (after what earlier calls moved there)
   endless-dir PATH         directory PATH grows to more than 65536 slots
   deep-loop PATH           directory PATH holds an entry for itself, so the
                            tree nests without end
   nest PATH N              N more directories nested one in another under
                            directory PATH (a tree deeper than any real one)
   label                    the boot sector's label differs from the root's
+  root-label TEXT [same]   the root's volume label entry (made in the first
+                           free root slot if there is none) holds TEXT,
+                           padded with spaces; Python escapes such as \x01
+                           give any byte.  The boot sector's label (and
+                           its FAT32 backup's) becomes TEXT too with
+                           "same", else it is left
+  lfn-field PATH [type]    PATH's first long-name slot gets a first-cluster
+                           field (bytes 26-27) of 0x0042, or with "type" a
+                           type byte (12) of 0x01 (checksums kept)
   fat-garbage SEED         every FAT entry past the first 2 random (the same
                            in every copy)
   dir-garbage PATH SEED    directory PATH's slots (after "." and "..")
@@ -327,11 +341,24 @@ def case_media(vol):
     return ["-"]
 
 
-def case_fat0(vol, kind):
+def case_fat0(vol, kind, copy=None):
+    copies = None if copy is None else [int(copy)]
     if kind == "zero":
-        vol.put(0, 0)
+        vol.put(0, 0, copies)
     else:
-        vol.put(0, vol.media)
+        vol.put(0, vol.media, copies)
+    return ["-"]
+
+
+def case_nfats(vol, n):
+    vol.write(16, bytes([int(n)]))
+    return ["-"]
+
+
+def case_root_ents(vol, n):
+    if vol.bits == 32:
+        die("FAT32 has no fixed root")
+    vol.write(17, struct.pack("<H", int(n)))
     return ["-"]
 
 
@@ -662,13 +689,18 @@ def case_after_end(vol, path):
     n = len(ent.offs)
     end = next((i for i, (off, _) in enumerate(slots)
                 if vol.read(off, 1)[0] == 0), None)
-    if end is None or end + 1 + n > len(slots):
+    # Right after the marker, or after what earlier calls hid there.
+    at = None if end is None else end + 1
+    while at is not None and at + n <= len(slots) and \
+            any(vol.read(slots[k][0], 1)[0] for k in range(at, at + n)):
+        at += 1
+    if at is None or at + n > len(slots):
         die("no room after the end marker of the directory of " + path)
     data = [vol.read(off, 32) for off in ent.offs]
     for off in ent.offs:
         vol.write(off, bytes([DELETED]))
     for k, d in enumerate(data):
-        vol.write(slots[end + 1 + k][0], d)
+        vol.write(slots[at + k][0], d)
     return [path]
 
 
@@ -735,6 +767,46 @@ def case_label(vol):
     return ["-"]
 
 
+def case_root_label(vol, text, same=None):
+    import codecs
+    raw = codecs.escape_decode(text.encode("latin-1"))[0]
+    if len(raw) > 11:
+        die("a label has 11 bytes at most")
+    raw = raw.ljust(11, b" ")
+    label = free = None
+    for off, _ in vol.dir_slots(vol.root_clus):
+        e = vol.read(off, 32)
+        if e[0] in (0, DELETED):
+            free = off if free is None else free
+            if e[0] == 0:
+                break
+        elif e[11] & 0x3F != ATTR_LFN and \
+                e[11] & (ATTR_VOLUME | ATTR_DIR) == ATTR_VOLUME:
+            label = off
+            break
+    if label is not None:
+        vol.write(label, raw)
+    elif free is not None:
+        vol.write(free, raw + bytes([ATTR_VOLUME]) + bytes(20))
+    else:
+        die("no free slot in the root for a label")
+    if same == "same":   # and in the FAT32 backup, as labellers do
+        for sec in {0, vol.backup_sec}:
+            vol.write(sec * vol.bps + (71 if vol.bits == 32 else 43), raw)
+    elif same is not None:
+        die("root-label: the third argument is 'same' or nothing")
+    return ["-"]
+
+
+def case_lfn_field(vol, path, which="start"):
+    ent = long_entry(vol, path)
+    if which == "type":
+        vol.write(ent.offs[0] + 12, b"\x01")
+    else:
+        vol.write(ent.offs[0] + 26, struct.pack("<H", 0x42))
+    return [path]
+
+
 def rand_bytes(seed, n):
     import hashlib
     out = bytearray()
@@ -765,10 +837,12 @@ def case_dir_garbage(vol, path, seed):
 
 CASES = {
     "nest": case_nest, "label": case_label,
+    "root-label": case_root_label, "lfn-field": case_lfn_field,
     "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
-    "fat0-zero": lambda v: case_fat0(v, "zero"),
-    "fat0-high": lambda v: case_fat0(v, "high"),
+    "fat0-zero": lambda v, *c: case_fat0(v, "zero", *c),
+    "fat0-high": lambda v, *c: case_fat0(v, "high", *c),
+    "nfats": case_nfats, "root-ents": case_root_ents,
     "fat1-error": case_fat1_error, "fat1-value": case_fat1_value,
     "no-backup": case_no_backup, "fsinfo-unset": case_fsinfo_unset,
     "lower-name": lambda v, p: case_short_byte(v, p, 1, ord("e")),

@@ -1190,6 +1190,48 @@ static void test_short_check_bytes(void)
 	   bad);
 }
 
+/* Volume labels, after fsck.fat 4.2's validate_volume_label(). */
+static const struct label_row {
+	const char *edge;
+	const char raw[12];
+	enum fk_label_verdict want;
+} label_rows[] = {
+	{"upper case, digits and a space", "MY CARD 01 ", FK_LABEL_VALID},
+	{"'NO NAME'", "NO NAME    ", FK_LABEL_VALID},
+	{"punctuation labels may hold", "A-B_C!#$%&'", FK_LABEL_VALID},
+	{"lower case", "myCard     ", FK_LABEL_LOWER},
+	{"a code-page letter", "\x90TE        ", FK_LABEL_HIGH},
+	{"a code-page letter and lower case", "\x90te        ", FK_LABEL_LOWER},
+	{"0x05 stands for 0xE5", "\x05TE        ", FK_LABEL_HIGH},
+	{"a control character",
+	 "AB\x01"
+	 "CD      ",
+	 FK_LABEL_BAD},
+	{"a NUL", "AB\0CD      ", FK_LABEL_BAD},
+	{"'*'", "A*B        ", FK_LABEL_BAD},
+	{"'.'", "NAME.EXT   ", FK_LABEL_BAD},
+	{"'\\'", "A\\B        ", FK_LABEL_BAD},
+	{"'|'", "A|B        ", FK_LABEL_BAD},
+	{"blank", "           ", FK_LABEL_BAD},
+	{"a leading space", " LEAD      ", FK_LABEL_BAD},
+};
+
+static void test_label_check(void)
+{
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < NROWS(label_rows); i++) {
+		const struct label_row *r = &label_rows[i];
+		enum fk_label_verdict v =
+			fk_label_check((const unsigned char *)r->raw, &why);
+
+		OK(v == r->want && (v == FK_LABEL_BAD) == (why != NULL),
+		   "fk_label_check: %s (%d, want %d; %s)", r->edge, v, r->want,
+		   why ? why : "no reason");
+	}
+}
+
 void suite_names(void)
 {
 	test_checksum();
@@ -1202,6 +1244,7 @@ void suite_names(void)
 	test_name_hash();
 	test_name_hash_defined();
 	test_lfn_fold();
+	test_label_check();
 	test_name_compare();
 	test_name_check();
 	test_name_explain();

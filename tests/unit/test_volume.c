@@ -387,10 +387,58 @@ static void test_ids(void)
 	   "fk_volume_parse: a NULL diag is allowed on a refusal");
 }
 
+/* ---- what a writer may act on: fk_volume_judge() ------------------------ */
+
+static const struct judge_row {
+	const char *edge;
+	uint32_t nfats, root_ents, sec_len;
+	const char *why; /* in the reason; NULL: plausible */
+} judge_rows[] = {
+	{"two FATs, 512 root entries", 2, 512, 512, NULL},
+	{"one FAT", 1, 512, 512, NULL},
+	{"FAT32 (no fixed root)", 2, 0, 512, NULL},
+	{"three FATs (Linux mounts it, fsck.fat refuses)", 3, 512, 512,
+	 "3 FAT copies"},
+	{"sixteen FATs", 16, 512, 512, "16 FAT copies"},
+	{"513 root entries", 2, 513, 512, "513 entries"},
+	{"16 root entries in a 4096-byte sector (Linux refuses)", 2, 16, 4096,
+	 "whole 4096-byte sectors"},
+	{"128 root entries in a 4096-byte sector", 1, 128, 4096, NULL},
+};
+
+static void test_judge(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(judge_rows); i++) {
+		const struct judge_row *r = &judge_rows[i];
+		struct fk_diag diag = {{0}, {0}};
+		struct fk_geom g;
+		int err;
+
+		memset(&g, 0, sizeof(g));
+		g.nfats = r->nfats;
+		g.root_ents = r->root_ents;
+		g.sec_len = r->sec_len;
+		err = fk_volume_judge(&g, &diag);
+		if (r->why)
+			OK(err == FK_ECORRUPT &&
+				   !strncmp(diag.reason,
+					    "implausible geometry: ", 22) &&
+				   strstr(diag.reason, r->why),
+			   "fk_volume_judge: %s is refused (err %d, \"%s\")",
+			   r->edge, err, diag.reason);
+		else
+			OK(!err, "fk_volume_judge: %s is plausible (\"%s\")",
+			   r->edge, diag.reason);
+	}
+}
+
 void suite_volume(void)
 {
 	test_type_edges();
 	test_damage();
 	test_truncated();
 	test_ids();
+	test_judge();
 }
