@@ -2118,7 +2118,7 @@ static int check_boot(struct fk_exfat_check *x)
 		idx = ck_report(
 			x->ck, FK_SEV_WARNING, "dirty", NULL,
 			"VolumeDirty is set: the volume was not cleanly "
-			"unmounted");
+			"removed");
 		ck_set_fix(x->ck, idx, "flag cleared");
 	}
 	if (b->vol_flags & FK_EXFAT_FLAG_MEDIA_FAIL)

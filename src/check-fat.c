@@ -27,12 +27,16 @@ int ck_check_boot(struct fk_check *ck)
 	const struct fk_geom *g = ck->g;
 	unsigned char *bak;
 	size_t idx, i, ndiff = 0, first = 0;
-	int err;
+	size_t dirty_off = fk_volume_dirty_off(ck->vol);
+	int err, is_dirty = fk_volume_is_dirty(ck->vol);
 
-	if (fk_volume_is_dirty(ck->vol)) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dirty", NULL,
-				"the volume was not cleanly unmounted (dirty "
-				"flag in the boot sector)");
+	/* A warning, as VolumeDirty on exFAT, though fsck.fat -n flags it:
+	 * it records how the card was removed, not damage, and every check
+	 * below still runs to find any harm done. */
+	if (is_dirty) {
+		idx = ck_report(ck, FK_SEV_WARNING, "dirty", NULL,
+				"the volume was not cleanly removed (dirty "
+				"flag in the boot sector is set)");
 		ck_set_fix(ck, idx, "flag cleared");
 		ck->fix_dirty = 1;
 	}
@@ -58,9 +62,16 @@ int ck_check_boot(struct fk_check *ck)
 		free(bak);
 		return err;
 	}
-	for (i = 0; i < BS_COMPARE_LEN; i++)
-		if (bak[i] != ck->vol->boot[i] && !ndiff++)
+	/* Linux sets the flag in the boot sector alone; that difference is
+	 * the dirty finding's, and clearing the flag rewrites the backup. */
+	for (i = 0; i < BS_COMPARE_LEN; i++) {
+		unsigned char diff = bak[i] ^ ck->vol->boot[i];
+
+		if (is_dirty && i == dirty_off)
+			diff &= (unsigned char)~FK_BOOT_DIRTY;
+		if (diff && !ndiff++)
 			first = i;
+	}
 	free(bak);
 	if (ndiff) {
 		idx = ck_report(
@@ -230,8 +241,9 @@ static void check_reserved(struct fk_check *ck)
 		ck->fix_fat0 = 1;
 	}
 	if (!r.is_clean) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dirty", NULL,
-				"the volume was not cleanly unmounted "
+		/* A warning, as the boot sector's flag above. */
+		idx = ck_report(ck, FK_SEV_WARNING, "dirty", NULL,
+				"the volume was not cleanly removed "
 				"(clean-shutdown bit of FAT[1] is clear)");
 		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;

@@ -136,6 +136,8 @@ static void usage(FILE *out)
 		"IMAGE may be FILE@@OFFSET (mtools convention, e.g. sd.img@@1M).\n"
 		"Each finding is a line 'error|warning|note: PATH: message'; a summary ends\n"
 		"the report.\n"
+		"A dirty flag (a card not cleanly removed) is a warning on FAT and exFAT\n"
+		"alike; the rest is checked as usual, so real damage still fails the check.\n"
 		"exFAT: also the boot regions and their checksums, entry-set checksums and\n"
 		"name hashes, and the allocation bitmap against what the files own (-r\n"
 		"rewrites them); PercentInUse and VolumeDirty are warnings. A chain longer\n"

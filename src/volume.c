@@ -45,7 +45,6 @@
 #define BS_VOL_LAB_REL	   5
 #define BS16_STATE	   37 /* BS_Reserved1: Linux's state flags */
 #define BS32_STATE	   65
-#define STATE_DIRTY	   0x01
 #define EXT_FLAG_NO_MIRROR 0x80
 #define EXT_FLAG_ACTIVE	   0x0f
 
@@ -411,14 +410,14 @@ int fk_volume_read_backup(struct fk_volume *vol, unsigned char *buf)
 			      vol->g.sec_len);
 }
 
-static unsigned state_off(const struct fk_volume *vol)
+unsigned fk_volume_dirty_off(const struct fk_volume *vol)
 {
 	return vol->g.type == FK_FAT32 ? BS32_STATE : BS16_STATE;
 }
 
 int fk_volume_is_dirty(const struct fk_volume *vol)
 {
-	return vol->boot[state_off(vol)] & STATE_DIRTY;
+	return vol->boot[fk_volume_dirty_off(vol)] & FK_BOOT_DIRTY;
 }
 
 int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
@@ -429,7 +428,8 @@ int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
 	int err;
 
 	if (clear_dirty)
-		vol->boot[state_off(vol)] &= (unsigned char)~STATE_DIRTY;
+		vol->boot[fk_volume_dirty_off(vol)] &=
+			(unsigned char)~FK_BOOT_DIRTY;
 	if (label && vol->g.has_ext_bpb) {
 		memcpy(vol->boot + sig_off + BS_VOL_LAB_REL, label, 11);
 		parse_ids(vol->boot, &vol->g); /* g.label follows */

@@ -130,6 +130,11 @@ int fk_volume_read_backup(struct fk_volume *vol, unsigned char *buf);
 /* Is the boot sector's dirty flag set (Linux sets it while mounted)? */
 int fk_volume_is_dirty(const struct fk_volume *vol);
 
+/* The boot sector byte that holds the dirty flag (bit FK_BOOT_DIRTY):
+ * BS_Reserved1, offset 37 on FAT12/16 and 65 on FAT32. */
+#define FK_BOOT_DIRTY 0x01
+unsigned fk_volume_dirty_off(const struct fk_volume *vol);
+
 /*
  * Repair the boot sector in vol->boot: clear the dirty flag when
  * @clear_dirty, set the 11-byte label field to @label when it is not NULL

@@ -244,6 +244,38 @@ EOF
 	sums img | diff - img.sums
 }
 
+@test "fatcheck exFAT: VolumeDirty alone is one warning, exit 0, as on FAT; with real damage exit 4; -r clears it once" {
+	local before
+	use
+	ref corrupt img volume-dirty
+	[ "$(ref info img | sed -n 's/^volume_dirty=//p')" = 1 ]
+	before=$(img_sha img)
+	run -0 --separate-stderr fatcheck img
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${lines[0]}" = "warning: img: VolumeDirty is set: the volume was not cleanly removed" ]
+	[[ ${lines[1]} == *"; 0 errors, 1 warning, 0 notes" ]]
+	[ "$(img_sha img)" = "$before" ]
+	run -1 fatcheck -r img
+	[[ $output == *"; 1 fix applied" ]]
+	[ "$(ref info img | sed -n 's/^volume_dirty=//p')" = 0 ]
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	before=$(img_sha img)
+	run -0 fatcheck -r img
+	[ "$(img_sha img)" = "$before" ]
+	sums img | diff - img.sums
+	# The same flag beside real damage: the damage fails the check.
+	use
+	ref corrupt img volume-dirty
+	ref corrupt img cross-link >/dev/null
+	run -4 --separate-stderr fatcheck img
+	assert_line "warning: img: VolumeDirty is set: the volume was not cleanly removed"
+	assert_line --partial "error: "
+	run -1 fatcheck -r img
+	run -0 fatcheck img
+	fsck_exfat_clean img
+}
+
 @test "fatcheck exFAT: -v lists every file checked" {
 	use
 	run -0 fatcheck -v img

@@ -251,14 +251,94 @@ GEOMS=(
 	for t in 12 16 32; do error_case $t fat-copy; done
 }
 
-@test "fatcheck: dirty flag in the boot sector (FAT12/16/32)" {
-	local t
-	for t in 12 16 32; do error_case $t boot-dirty; done
+# dirty_case TYPE CASE: a volume whose only finding is a dirty flag, which
+# fsck.fat -n reports ("Dirty bit is set") and fatcheck calls a warning
+# (exit 0), as exFAT's VolumeDirty: the card was not cleanly removed, and
+# nothing else is wrong.  -r clears it (exit 1, a change written, the
+# FAT32 backup boot sector too), after which fsck.fat -n is clean and a
+# second -r writes nothing.
+dirty_case()
+{
+	local before
+	use "$1"
+	damage "$2"
+	fsck_flags
+	[[ $(fsck.fat -n img 2>&1 </dev/null) == *"Dirty bit is set"* ]]
+	before=$(img_sha img)
+	run -0 --separate-stderr fatcheck img
+	names warning
+	# One warning and the summary: on FAT32 no second finding that the
+	# backup boot sector differs (at offset 65, the flag's byte).
+	[ "${#lines[@]}" -eq 2 ]
+	[[ ${lines[0]} == "warning: img: the volume was not cleanly removed ("* ]]
+	[[ ${lines[1]} == *"; 0 errors, 1 warning, 0 notes" ]]
+	[ "$(img_sha img)" = "$before" ]
+	run -0 --separate-stderr fatcheck --json img
+	"$FK_PYTHON" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert [(f["code"], f["severity"]) for f in d["findings"]] == \
+    [("dirty", "warning")], d["findings"]
+assert d["summary"]["exit_status"] == 0, d["summary"]' "$output"
+	run -1 fatcheck -r img
+	[[ $output == *"(repair: "* ]]
+	[[ $output == *"; 1 fix applied" ]]
+	fsck_clean img
+	# The boot sector and its FAT32 backup are identical again.
+	"$FK_PYTHON" -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+bps = struct.unpack_from("<H", b, 11)[0]
+if struct.unpack_from("<H", b, 22)[0] == 0:
+    bk = struct.unpack_from("<H", b, 50)[0]
+    assert b[:512] == b[bk * bps:bk * bps + 512], "backup differs"
+' img
+	run -0 fatcheck img
+	[ "${#lines[@]}" -eq 1 ]
+	before=$(img_sha img)
+	run -0 fatcheck -r img
+	[ "$(img_sha img)" = "$before" ]
+	sums_intact
+	fat_copies_equal img
 }
 
-@test "fatcheck: clean-shutdown bit of FAT[1] clear (FAT16/32)" {
+@test "fatcheck: dirty flag in the boot sector alone is one warning, exit 0; -r clears it (FAT12/16/32)" {
 	local t
-	for t in 16 32; do error_case $t fat1-dirty; done
+	for t in 12 16 32; do dirty_case $t boot-dirty; done
+}
+
+@test "fatcheck: clean-shutdown bit of FAT[1] clear alone is one warning, exit 0; -r sets it (FAT16/32)" {
+	local t
+	for t in 16 32; do dirty_case $t fat1-dirty; done
+}
+
+@test "fatcheck: a dirty volume with real damage (lost clusters, a cross-link) still fails, exit 4; -r mends both" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		damage boot-dirty
+		[ $t = 12 ] || damage fat1-dirty
+		damage lost
+		run -4 --separate-stderr fatcheck img
+		assert_line --partial "warning: img: the volume was not cleanly removed (dirty flag"
+		[ $t = 12 ] ||
+			assert_line --partial "warning: img: the volume was not cleanly removed (clean-shutdown bit"
+		assert_line --partial "error: img: 3 lost clusters"
+		refute_output --partial "backup boot sector"
+		run -1 fatcheck -r img
+		fsck_clean img
+		run -0 fatcheck img
+		[ "${#lines[@]}" -eq 1 ]
+		use $t
+		damage boot-dirty
+		damage cross "$BIG" "$SMALL"
+		run -4 --separate-stderr fatcheck img
+		assert_line --partial "warning: img: the volume was not cleanly removed"
+		[[ $output == *"error: "* ]]
+		run -1 fatcheck -r img
+		fsck_clean img
+		run -0 fatcheck img
+	done
 }
 
 @test "fatcheck: lost clusters are counted, grouped into chains and freed" {
@@ -401,8 +481,8 @@ VERDICTS=(
 	"nfats;3|12 16 32|refused|implausible geometry: 3 FAT copies (boot sector byte 16)"
 	"root-ents;513|12 16|refused|implausible geometry: a root directory of 513 entries"
 	"media|12 16 32|warning|FAT[0] is 0x"
-	"boot-dirty|12 16 32|error|dirty flag in the boot sector"
-	"fat1-dirty|16 32|error|clean-shutdown bit of FAT[1] is clear"
+	"boot-dirty|12 16 32|warning|dirty flag in the boot sector|Dirty bit is set"
+	"fat1-dirty|16 32|warning|clean-shutdown bit of FAT[1] is clear|Dirty bit is set"
 	"fat1-error|16 32|warning|FAT[1] records a disk I/O error"
 	"fat1-value|12 16 32|warning|not an end-of-chain mark"
 	"no-backup|32|error|FAT32 volume without a backup boot sector"
