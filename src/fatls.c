@@ -437,6 +437,9 @@ static int check_dir_chain(struct ls *ls, const struct fk_dirent *dent,
 
 	if (!fk_dirent_dir_clus(ls->vol, dent))
 		return 0; /* the FAT12/16 fixed root has no chain */
+	if (!dent->first_clus && !dent->size)
+		return 0; /* FAT's cluster 0 is the root (as ".." has it),
+			     whose chain its own listing judges */
 	if ((err = fk_dirent_walk(ls->vol, dent, NULL, NULL, &info)))
 		return err;
 	if (info.end != FK_ENT_EOC)

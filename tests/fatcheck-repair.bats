@@ -357,7 +357,7 @@ PY
 			done
 			run -8 --separate-stderr fatcheck -r --json img
 			[ "$(img_sha img)" = "$sha" ]
-			"$FK_PYTHON" -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["exit_status"] == 8 and "implausible geometry" in d["error"], d' "$output"
+			"$FK_PYTHON" -c 'import json, sys; d = json.loads(sys.argv[1]); e = d["error"]; assert e["exit_status"] == 8 and "implausible geometry" in e["message"], d' "$output"
 			run -1 --separate-stderr fatprealloc img /NEW.BIN 10K
 			[[ $stderr == "fatprealloc: img: implausible geometry: "* ]]
 			[ "${#stderr_lines[@]}" -eq 1 ]
