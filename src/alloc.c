@@ -641,7 +641,10 @@ int fk_alloc_plan_aligned(struct fk_alloc *a, uint32_t nclus, uint32_t phase,
 	}
 	if (!nclus)
 		return 0;
-	if ((start = find_aligned(a, nclus, phase, step, &best, &best_len)))
+	start = find_aligned(a, nclus, phase, step, &best, &best_len);
+	if (a->err) /* a chunk that failed to read counts as used */
+		return a->err;
+	if (start)
 		return take(a, plan, start, nclus);
 	if ((flags & FK_ALLOC_CONTIG) || !best_len) {
 		fk_diag_detail(diag, NULL,

@@ -211,8 +211,8 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	fk_json_u64(js, "first_cluster", ent->first_clus);
 	fk_json_u64(js, "clusters", c->info.nclus);
 	fk_json_u64(js, "fragments", c->info.nruns);
-	fk_json_runs(js, &ls->vol->g, fk_device_base(ls->vol->dev), c->runs,
-		     c->nruns);
+	fk_json_runs(js, &ls->vol->g, fk_device_base(ls->vol->dev),
+		     fk_device_disk_off(ls->vol->dev), c->runs, c->nruns);
 	if (ent->mdate)
 		fk_json_str(js, "mtime", mtime);
 	else
@@ -266,7 +266,10 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 		for (i = 0; i < c->nruns; i++) {
 			char al[16];
 
-			align_string(run_off(ls, &c->runs[i]), al, sizeof(al));
+			/* on the card: a partition's device starts into it */
+			align_string(fk_device_disk_off(ls->vol->dev) +
+					     run_off(ls, &c->runs[i]),
+				     al, sizeof(al));
 			printf("%s%s", i ? "," : "aligned=", al);
 		}
 		if (c->nruns)

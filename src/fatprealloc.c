@@ -502,7 +502,8 @@ static void print_json(struct fk_volume *vol,
 		fk_json_u64(&js, "clusters", f->chain.nclus);
 		fk_json_u64(&js, "new_clusters", f->new_clus);
 		fk_json_u64(&js, "fragments", f->chain.nruns);
-		fk_json_runs(&js, &vol->g, base, f->chain.runs, f->chain.nruns);
+		fk_json_runs(&js, &vol->g, base, fk_device_disk_off(vol->dev),
+			     f->chain.runs, f->chain.nruns);
 		fk_json_end(&js);
 	}
 	fk_json_end(&js);

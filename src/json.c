@@ -133,7 +133,7 @@ static uint64_t run_alignment(uint64_t off)
 }
 
 void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
-		  const struct fk_run *runs, size_t nruns)
+		  uint64_t disk_off, const struct fk_run *runs, size_t nruns)
 {
 	size_t i;
 
@@ -148,8 +148,9 @@ void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
 		fk_json_u64(js, "offset", off);
 		fk_json_u64(js, "length",
 			    (uint64_t)runs[i].nclus * g->clus_len);
-		/* the largest power of two dividing the offset, up to 1G */
-		fk_json_u64(js, "alignment", run_alignment(off));
+		/* the largest power of two dividing the offset on the
+		 * disk (a partition's device starts into it), up to 1G */
+		fk_json_u64(js, "alignment", run_alignment(disk_off + off));
 		fk_json_end(js);
 	}
 	fk_json_end(js);

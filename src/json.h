@@ -38,7 +38,7 @@ void fk_json_null(struct fk_json *js, const char *key);
  * offset and length in IMAGE, the volume starting @base bytes into IMAGE.
  */
 void fk_json_runs(struct fk_json *js, const struct fk_geom *g, uint64_t base,
-		  const struct fk_run *runs, size_t nruns);
+		  uint64_t disk_off, const struct fk_run *runs, size_t nruns);
 /* End the document with a newline. */
 void fk_json_finish(struct fk_json *js);
 
