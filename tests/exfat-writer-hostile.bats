@@ -319,6 +319,14 @@ fsck_split()
 			[ "$(ref cat c.img "$f" | sha256sum)" = "$(ref cat base.img "$f" | sha256sum)" ]
 		done
 		run fatcheck -r c.img
+		# A set the crash cut short is removed, and the clusters it
+		# held are kept that run (nothing left explains them: the
+		# checker frees no cluster it cannot attribute); the next -r
+		# frees them, as fatcheck(1) says.
+		if ((status == 4)); then
+			assert_output --partial "are kept, as they may be what it held"
+			run fatcheck -r c.img
+		fi
 		((status == 0 || status == 1))
 		run -0 fatcheck c.img
 		ref verify c.img
