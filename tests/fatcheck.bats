@@ -731,6 +731,29 @@ hidden_stale_ok()
 	hidden_stale_ok
 }
 
+@test "fatcheck -r: a crash or a failed write at any write while deleting a stale hidden entry, then another -r, leaves the live file whole" {
+	local attr n status1
+	for attr in 0x20 0x10; do
+		for n in $(seq 1 20); do
+			hidden_stale $attr 6
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			status1=$status
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			hidden_stale_ok
+			hidden_stale $attr 6
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			[[ $status -eq 12 || $status -eq 1 ]]
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			hidden_stale_ok
+			[ "$status1" -eq 99 ] || break
+		done
+		((n > 1)) || skip "not a fault-injection build"
+	done
+}
+
 @test "fatcheck -r --salvage: lost chains, one looping and one cut, become FILE0000.CHK, FILE0001.CHK" {
 	local t first last cl runs nclus
 	for t in 12 16 32; do
