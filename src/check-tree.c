@@ -1188,7 +1188,9 @@ static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
 	d.is_pushed = 1; /* the path is the entry's; popped to the root's */
 	d.path_old = 0;
 	d.sum_find = NONE;
-	if (ent->first_clus) {
+	/* A label is the volume's (ck_check_label() has it): kept, and
+	 * its chain, if any, claimed as a file's, after every visible one. */
+	if (ent->first_clus && !is_label(ent)) {
 		need = is_dir	   ? UINT32_MAX
 		       : ent->size ? (uint32_t)((ent->size - 1) / clus_len + 1)
 				   : 1;
