@@ -246,6 +246,26 @@ int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	return log_run(&ck->runs, &r);
 }
 
+int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit)
+{
+	uint32_t clus = start, n, val, max = fk_clus_max(ck->g);
+	int err;
+
+	if (!fk_clus_valid(ck->g, start))
+		return 0;
+	/* Bounded by the cluster count: a loop is claim_chain()'s to find. */
+	for (n = 0; n < limit && n <= max; n++) {
+		if (get_cs(ck, clus) != CS_ALLOC)
+			return 0;
+		if ((err = fk_fat_get(ck->vol, clus, &val)))
+			return err;
+		if (ck_class(ck, val) != FK_ENT_NEXT)
+			return 1; /* its end, or a bad link claim_chain() cuts */
+		clus = val;
+	}
+	return 1;
+}
+
 /* Remember a cross-link, so the owners step can name the first owner. */
 static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
 		       int is_dir, const char *path, const char *what)

@@ -126,6 +126,19 @@ struct run_log {
 	size_t n, nblocks, cap; /* runs; blocks in use; room for blocks */
 };
 
+/* An entry past its directory's end marker, and where it was found:
+ * claimed and walked only after the visible tree (check-tree.c). */
+struct hidden_ent {
+	struct fk_dirent ent; /* its names made */
+	char *path;	      /* of the entry */
+	uint32_t dir_first;   /* its directory's first cluster; 0: root */
+	uint32_t run;	      /* the run of that directory's chain */
+	uint32_t ent_first;   /* its first slot (long name included) */
+	int depth;	      /* of its directory */
+	int is_root;	      /* its directory is the root */
+	size_t finding;	      /* the hidden-entry finding */
+};
+
 /* A chain part beyond what a file's size needs, claimed after the tree. */
 struct tail {
 	char *path;
@@ -235,6 +248,9 @@ struct fk_check {
 	uint32_t first_lost; /* 0: none */
 	/* --salvage */
 	LIST(struct lost_chain, lost);
+	/* entries past an end marker, walked after the visible tree
+	   (check-tree.c; empty outside ck_walk_root()) */
+	LIST(struct hidden_ent, hidden);
 	struct salvage sv;
 	struct fk_dirent stamp; /* times for what the salvage creates */
 	/* what repairs freed, for FSInfo */
@@ -327,6 +343,13 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	     const struct entry_ref *who, const struct run_before *before,
 	     struct claim *c);
+
+/*
+ * Does the chain from @start, up to @limit clusters, hold only clusters
+ * in use that no claim has taken?  1 yes; 0 no (@start out of range, or a
+ * cluster free, bad or claimed); -errno.  Claims nothing.
+ */
+int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit);
 
 /*
  * Report why the claim @c of @path stopped short and plan the cut.

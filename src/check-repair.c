@@ -260,14 +260,22 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 	return 0;
 }
 
+/*
+ * The end markers go last (EF_UNEND): a stale entry past one is deleted
+ * first, so a crash between the two never leaves it visible to win a
+ * cluster from a live file on the next run; kept hidden entries are
+ * fixed while still hidden, and a crash leaves them for the next run.
+ */
 static int repair_entries(struct fk_check *ck)
 {
 	size_t i;
-	int err;
+	int err, unend;
 
-	for (i = 0; i < ck->ent_fixes.n; i++)
-		if ((err = apply_entry(ck, &ck->ent_fixes.v[i])))
-			return err;
+	for (unend = 0; unend < 2; unend++)
+		for (i = 0; i < ck->ent_fixes.n; i++)
+			if ((ck->ent_fixes.v[i].op == EF_UNEND) == unend &&
+			    (err = apply_entry(ck, &ck->ent_fixes.v[i])))
+				return err;
 	return 0;
 }
 

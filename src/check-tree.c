@@ -149,7 +149,8 @@ static int reserve_path(struct fk_check *ck)
 /* @d's entry, with its names made. */
 static const struct fk_dirent *named(struct dirctx *d)
 {
-	fk_dir_names(d->dir, d->ent);
+	if (d->dir) /* else an entry kept with its names (hidden_ent) */
+		fk_dir_names(d->dir, d->ent);
 	return d->ent;
 }
 
@@ -1023,13 +1024,16 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 /*
  * An entry past the directory's end marker: Linux and fsck.fat read on
  * and see it, Windows and mtools stop at the marker and do not, and a
- * writer that stops there may write over it.  It is a file a Linux user
- * has, so it stays: the end markers before it become deleted slots
+ * writer that stops there may write over it.  It may be a file a Linux
+ * user has, so it stays: the end markers before it become deleted slots
  * (dir_after() plans that once for the directory), and every reader then
- * sees it.  It is checked as any other entry, its chain claimed.
+ * sees it.  But what lies past a marker is as often stale (a directory
+ * cluster reused without being zeroed), so a visible entry always wins
+ * over it: it is only noted here, and claimed after the whole visible
+ * tree (walk_hidden()).  Returns the finding's index.
  */
-static void hidden_entry(struct fk_check *ck, struct dirctx *d,
-			 const struct fk_dirent *ent, uint32_t end_slot)
+static size_t hidden_entry(struct fk_check *ck, struct dirctx *d,
+			   const struct fk_dirent *ent, uint32_t end_slot)
 {
 	const char *what = is_label(ent)	       ? "volume label"
 			   : (ent->attr & FK_ATTR_DIR) ? "directory"
@@ -1045,6 +1049,29 @@ static void hidden_entry(struct fk_check *ck, struct dirctx *d,
 		   "made visible: the end markers before it became deleted "
 		   "slots");
 	d->hidden_end = ent->slot + 1;
+	return idx;
+}
+
+/* Keep @d's hidden entry @ent for walk_hidden(), after the visible tree. */
+static int defer_hidden(struct fk_check *ck, struct dirctx *d, size_t finding)
+{
+	struct hidden_ent h;
+
+	memset(&h, 0, sizeof(h));
+	h.ent = *named(d);
+	if (!(h.path = strdup(ent_path(d))))
+		return -ENOMEM;
+	h.dir_first = d->first;
+	h.run = d->run;
+	h.ent_first = d->ent_first;
+	h.depth = d->depth;
+	h.is_root = d->is_root;
+	h.finding = finding;
+	if (PUSH(ck->hidden, h)) {
+		free(h.path);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* The end markers before the entries read past the first of them become
@@ -1079,6 +1106,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent,
 		      const struct fk_dir_stats *st, struct fk_diag *diag)
 {
+	size_t hidden = NONE;
 	int err;
 
 	if (d->reattach_n &&
@@ -1089,7 +1117,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	if (fk_dirent_is_dot(ent) || is_damaged_dot(d, ent))
 		return check_dot(ck, d, ent); /* past a marker: misplaced */
 	if (st->after_end)
-		hidden_entry(ck, d, named(d), st->end_slot);
+		hidden = hidden_entry(ck, d, named(d), st->end_slot);
 	if (is_label(ent)) {
 		if (d->is_root) {
 			struct label_ent l = {{0}, d->first, ent->slot, d->run};
@@ -1104,9 +1132,91 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 	}
 	if ((err = check_names(ck, d, ent, diag)))
 		return err;
+	if (st->after_end)
+		return defer_hidden(ck, d, hidden);
 	if ((ent->attr & FK_ATTR_DIR) && !is_label(ent))
 		return walk_subdir(ck, d, ent, diag);
 	return walk_file(ck, d, ent);
+}
+
+/* Does the directory at @first begin as one: a "." naming @first? */
+static int is_real_dir(struct fk_check *ck, uint32_t first)
+{
+	unsigned char e[FK_DIRENT_LEN];
+	struct fk_dirent dot;
+	int err;
+
+	if ((err = fk_dir_read_slot(ck->vol, first, 0, e)))
+		return err == FK_ECORRUPT ? 0 : err;
+	memset(&dot, 0, sizeof(dot));
+	fk_slot_unpack(ck->vol, e, &dot);
+	return fk_slot_dot(dot.raw) == FK_DOT && (dot.attr & FK_ATTR_DIR) &&
+	       !is_label(&dot) && dot.first_clus == first;
+}
+
+/*
+ * After the visible tree: the hidden entry @h (defer_hidden()), walked as
+ * it would have been in its directory if its chain takes nothing a
+ * visible entry (or an earlier hidden one) holds, and if a directory, it
+ * begins with its own ".".  Otherwise it is stale: its slot is deleted
+ * and its clusters left alone, lost clusters unless another entry has
+ * them.
+ */
+static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
+		       struct fk_diag *diag)
+{
+	struct fk_dirent *ent = &h->ent;
+	int is_dir = (ent->attr & FK_ATTR_DIR) && !is_label(ent);
+	uint32_t clus_len = ck->g->clus_len, need;
+	const char *why = NULL;
+	struct dirctx d;
+	size_t len = strlen(h->path);
+	int ok = 1, err;
+
+	if ((err = FK_VEC_RESERVE(ck->path, ck->path_cap, len + 1)))
+		return err;
+	memcpy(ck->path, h->path, len + 1);
+	ck->path_len = len;
+	memset(&d, 0, sizeof(d));
+	d.ck = ck;
+	d.first = h->dir_first;
+	d.run = h->run;
+	d.is_root = h->is_root;
+	d.depth = h->depth;
+	d.ent = ent;
+	d.ent_first = h->ent_first;
+	d.is_pushed = 1; /* the path is the entry's; popped to the root's */
+	d.path_old = 0;
+	d.sum_find = NONE;
+	/* A label is the volume's (ck_check_label() has it): kept, and
+	 * its chain, if any, claimed as a file's, after every visible one. */
+	if (ent->first_clus && !is_label(ent)) {
+		need = is_dir	   ? UINT32_MAX
+		       : ent->size ? (uint32_t)((ent->size - 1) / clus_len + 1)
+				   : 1;
+		if ((ok = ck_chain_unclaimed(ck, ent->first_clus, need)) < 0)
+			return ok;
+		if (!ok)
+			why = "its clusters are free or another entry's";
+		else if (is_dir && (ok = is_real_dir(ck, ent->first_clus)) < 0)
+			return ok;
+		else if (!ok)
+			why = "it has no '.' entry: not a directory";
+	}
+	if (!ok) {
+		ck_set_fix(ck, h->finding,
+			   "deleted, not made visible (%s); its clusters were "
+			   "left alone: those no other entry holds are lost "
+			   "clusters, freed, or saved by --salvage",
+			   why);
+		err = plan_delete(ck, &d, ent);
+	} else if (is_dir) {
+		err = walk_subdir(ck, &d, ent, diag);
+	} else {
+		err = walk_file(ck, &d, ent);
+	}
+	pop_entry(&d);
+	return err;
 }
 
 /* Open the directory at @first (0: the root), reading at most @nclus
@@ -1285,7 +1395,7 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 	uint32_t root = fk_dir_resolve(ck->vol, 0);
 	struct dirctx d;
 	struct claim c;
-	size_t idx;
+	size_t idx, i;
 	int err;
 
 	memset(&d, 0, sizeof(d));
@@ -1307,5 +1417,17 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 		d.nclus = c.nclus;
 		d.run = (uint32_t)(ck->runs.n - 1);
 	}
-	return walk_dir(ck, &d, diag);
+	if ((err = walk_dir(ck, &d, diag)))
+		return err;
+	/* Then what lies past end markers, which may find more of it. */
+	for (i = 0; i < ck->hidden.n; i++) {
+		struct hidden_ent h = ck->hidden.v[i]; /* the list may grow */
+
+		ck->hidden.v[i].path = NULL;
+		err = walk_hidden(ck, &h, diag);
+		free(h.path);
+		if (err)
+			return err;
+	}
+	return 0;
 }

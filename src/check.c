@@ -186,6 +186,9 @@ void fk_check_free(struct fk_check *ck)
 		free(ck->tails.v[i].path);
 	for (i = 0; i < ck->shared.n; i++)
 		free(ck->shared.v[i].later);
+	for (i = 0; i < ck->hidden.n; i++)
+		free(ck->hidden.v[i].path);
+	free(ck->hidden.v);
 	free(ck->fat_fixes.v);
 	free(ck->ent_fixes.v);
 	free(ck->tails.v);

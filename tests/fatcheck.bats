@@ -721,6 +721,119 @@ PY
 	done
 }
 
+# hidden_stale ATTR FIRST: ./img, FAT16 with 2 KiB clusters: /D (cluster
+# 2), /E, and /E/F.BIN, 20,000 bytes of ./f.bin in clusters 4-13; past the
+# end marker of /D (its slot 2) a stale entry H.BIN with attribute ATTR
+# and first cluster FIRST, as a reused directory cluster leaves one.
+hidden_stale()
+{
+	rm -f img
+	mkfs.fat -F 16 -S 512 -s 4 -C img 16384 >/dev/null
+	mmd -i img ::D ::E
+	head -c 20000 /dev/urandom >f.bin
+	mcopy -i img f.bin ::E/F.BIN
+	run -0 fatls --chain img /E
+	assert_line --partial "runs=4-13@"
+	local off
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "..         ")
+	"$FK_PYTHON" - img "$off" "$1" "$2" <<'PY'
+import struct, sys
+path, dotdot, attr, first = sys.argv[1], int(sys.argv[2]), int(sys.argv[3], 0), int(sys.argv[4])
+b = bytearray(open(path, 'rb').read())
+o = dotdot + 32  # /D: ".", "..", the end marker (o), then H.BIN
+assert b[o] == 0 and b[o + 32] == 0
+e = bytearray(32)
+e[0:11] = b'H       BIN'
+e[11] = attr
+struct.pack_into('<H', e, 26, first)
+if not attr & 0x10:
+    struct.pack_into('<I', e, 28, 8192)
+b[o + 32:o + 64] = e
+open(path, 'wb').write(b)
+PY
+}
+
+# hidden_stale_ok: F.BIN is whole, H.BIN gone, the volume clean, and a
+# second repair writes nothing.
+hidden_stale_ok()
+{
+	cmp f.bin <(mtype -i img ::E/F.BIN)
+	run -0 fatls -l img /E
+	assert_line --regexp ' 20000 .*F\.BIN$'
+	run -0 mdir -b -i img ::D
+	refute_output --partial "H.BIN"
+	fsck_clean img
+	run -0 fsck.fat -n img
+	refute_output --partial "H.BIN"
+	run -0 fatcheck img
+	[ "${#lines[@]}" -eq 1 ]
+	local sha
+	sha=$(img_sha img)
+	run -0 fatcheck -r img
+	[ "$(img_sha img)" = "$sha" ]
+}
+
+@test "fatcheck -r: a stale file past an end marker loses a cross-link to a live file walked after it; its slot is deleted" {
+	hidden_stale 0x20 6
+	run -4 fatcheck img
+	assert_line --partial "file 'H.BIN' (slot 3) lies past the directory's end marker (slot 2)"
+	run -1 fatcheck -r img
+	assert_line --partial "(repair: deleted, not made visible (its clusters are free or another entry's)"
+	refute_line --partial "F.BIN"
+	hidden_stale_ok
+}
+
+@test "fatcheck -r: a stale directory past an end marker is not walked over a live file's clusters; its slot is deleted" {
+	hidden_stale 0x10 6
+	run -1 fatcheck -r img
+	assert_line --partial "directory 'H.BIN' (slot 3) lies past the directory's end marker (slot 2)"
+	assert_line --partial "(repair: deleted, not made visible (its clusters are free or another entry's)"
+	refute_line --partial "F.BIN"
+	hidden_stale_ok
+}
+
+@test "fatcheck -r: a hidden directory whose cluster has no '.' is deleted, not walked; its cluster is lost and left as it was with --salvage" {
+	local clus2
+	hidden_stale 0x10 200
+	# Cluster 200: in use, no entry's, holding file data.
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" set img 200 0xffff
+	head -c 2048 /dev/urandom >junk.bin
+	clus2=$(($("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "..         ") - 32))
+	dd if=junk.bin of=img bs=2048 seek=$(((clus2 + 198 * 2048) / 2048)) conv=notrunc status=none
+	[ $((clus2 % 2048)) -eq 0 ]
+	run -1 fatcheck -r --salvage img
+	assert_line --partial "(repair: deleted, not made visible (it has no '.' entry: not a directory)"
+	fsck_clean img
+	# Its cluster was not rewritten as a directory: saved whole.
+	run -0 mdir -b -i img ::/FOUND.000
+	mcopy -n -i img ::/FOUND.000/FILE0000.CHK saved.bin
+	cmp junk.bin saved.bin
+	hidden_stale_ok
+}
+
+@test "fatcheck -r: a crash or a failed write at any write while deleting a stale hidden entry, then another -r, leaves the live file whole" {
+	local attr n status1
+	for attr in 0x20 0x10; do
+		for n in $(seq 1 20); do
+			hidden_stale $attr 6
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			status1=$status
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			hidden_stale_ok
+			hidden_stale $attr 6
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			[[ $status -eq 12 || $status -eq 1 ]]
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			hidden_stale_ok
+			[ "$status1" -eq 99 ] || break
+		done
+		((n > 1)) || skip "not a fault-injection build"
+	done
+}
+
 @test "fatcheck -r --salvage: lost chains, one looping and one cut, become FILE0000.CHK, FILE0001.CHK" {
 	local t first last cl runs nclus
 	for t in 12 16 32; do
