@@ -380,11 +380,6 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 
 /* ---- allocations of the generic templates -------------------------------- */
 
-static uint64_t get_u64le(const unsigned char *p)
-{
-	return (uint64_t)get_le32(p + 4) << 32 | get_le32(p);
-}
-
 /*
  * Remember that the tree holds something this run cannot attribute (@why,
  * at the current path): then no bitmap bit is cleared (check_bitmap()),
@@ -403,9 +398,9 @@ static int keep_bits(struct fk_exfat_check *x, const char *why)
 }
 
 /*
- * The allocation entry @e describes through the generic template (spec
- * 6.3.4 and 6.4.3: flags at @flags_off, FirstCluster, DataLength), if
- * AllocationPossible is set: a Vendor Allocation secondary (7.9), or any
+ * The allocation entry @e describes through the generic template
+ * (fk_exfat_entry_alloc(); @flags_off says where its flags are, for the
+ * repair), if AllocationPossible is set: a Vendor Allocation secondary (7.9), or any
  * other benign entry, known or not.  What its owner keeps there is not
  * ours to judge, but the clusters are its own: they are claimed as a
  * file's are (FAT chain or NoFatChain per the flags), so no repair frees
@@ -424,12 +419,7 @@ static int claim_generic(struct fk_exfat_check *x, unsigned char *e,
 	size_t idx;
 	int err;
 
-	if (!(e[flags_off] & FK_EXFAT_GSF_ALLOC_POSSIBLE))
-		return 0;
-	st.first_clus = get_le32(e + GEN_FIRST);
-	st.data_len = get_u64le(e + GEN_LEN);
-	st.is_no_fat_chain = !!(e[flags_off] & FK_EXFAT_GSF_NO_FAT_CHAIN);
-	if (!st.first_clus && !st.data_len)
+	if (!fk_exfat_entry_alloc(e, &st))
 		return 0;
 	snprintf(what, sizeof(what),
 		 "allocation of entry type 0x%02X: ", e[GEN_TYPE]);
@@ -1533,20 +1523,15 @@ static int check_critical(struct fk_exfat_check *x, struct fk_exfat_set *s)
 
 	if ((err = keep_bits(x, "an unknown critical entry")))
 		return err;
-	if ((s->raw[0][GEN_PFLAGS] & FK_EXFAT_GSF_ALLOC_POSSIBLE) &&
-	    get_le32(s->raw[0] + GEN_FIRST) && s->type != 0x80) {
+	if (fk_exfat_entry_alloc(s->raw[0], &st) && st.first_clus &&
+	    s->type != 0x80) {
 		ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
 			  "unknown critical entry type 0x%02X (entry %u) "
 			  "with an allocation from cluster %u: left as it "
 			  "is, with its clusters",
-			  s->type, s->first_ent,
-			  get_le32(s->raw[0] + GEN_FIRST));
+			  s->type, s->first_ent, st.first_clus);
 		/* Claimed as far as it goes, never mended: a repair of
 		   what is not understood would be a guess. */
-		st.first_clus = get_le32(s->raw[0] + GEN_FIRST);
-		st.data_len = get_u64le(s->raw[0] + GEN_LEN);
-		st.is_no_fat_chain =
-			!!(s->raw[0][GEN_PFLAGS] & FK_EXFAT_GSF_NO_FAT_CHAIN);
 		return claim(x, &st, fk_exfat_clus_needed(x->g, st.data_len),
 			     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
 	}

@@ -1173,9 +1173,86 @@ static int seen_add(struct seen *sn, uint32_t clus)
 }
 
 /*
- * Read directory @p and every set in it: a stream that holds a taken
- * cluster is refused; subdirectories are pushed.  Damage is not judged
- * here (the checker's job): what can be read is looked at.
+ * Does @st, which @owner (a path) or entry @ent of directory @p holds
+ * (@ent 0: @owner's own stream), hold a taken cluster?  Then, or when
+ * its clusters cannot be read, @diag says whose they are and the run is
+ * refused.  Returns 0, FK_ECORRUPT or -errno.
+ */
+static int check_owner(struct xop *op, const struct pending *p, struct taken *t,
+		       const struct fk_exfat_stream *st, const char *owner,
+		       const unsigned char *ent, struct fk_diag *diag)
+{
+	struct fk_chain_info info;
+	char what[FK_NAME_MAX * 2], whose[32] = "";
+	int err;
+
+	if (!st->first_clus)
+		return 0;
+	err = fk_exfat_stream_walk(op->vol, st, hit_taken, t, &info);
+	if (err >= 0 && !t->hit)
+		return 0;
+	if (owner)
+		snprintf(what, sizeof(what), "%s/%s", p->path, owner);
+	else
+		snprintf(what, sizeof(what), "%s", *p->path ? p->path : "/");
+	if (ent)
+		snprintf(whose, sizeof(whose), "entry type 0x%02X %s",
+			 ent[GEN_TYPE], owner ? "of its set " : "");
+	if (err < 0 && err != -ENOMEM) {
+		fk_diag_set(diag, what,
+			    "%sclusters from %" PRIu32 " cannot be read (%s)",
+			    whose, st->first_clus, strerror(-err));
+		return FK_ECORRUPT;
+	}
+	if (err < 0)
+		return err;
+	fk_diag_set(diag, what,
+		    "%sowns cluster %" PRIu32 ", which the allocation "
+		    "bitmap marks free",
+		    whose, t->hit);
+	return FK_ECORRUPT;
+}
+
+/*
+ * The allocations of @set's entries from @from on other than its stream
+ * and names (a Vendor Allocation, any entry through the generic
+ * template: fk_exfat_entry_alloc()), checked as check_owner() does.  An
+ * entry of unknown meaning (@is_unknown: an unknown critical entry, an
+ * orphan) is walked wherever its fields point, AllocationPossible or not:
+ * nobody can say those clusters are free.
+ */
+static int check_entries(struct xop *op, const struct pending *p,
+			 struct taken *t, const struct fk_exfat_set *set,
+			 uint32_t from, const char *owner, struct fk_diag *diag)
+{
+	struct fk_exfat_stream st;
+	uint32_t i;
+	int err, is_unknown;
+
+	for (i = from; i < set->nents && i < FK_EXFAT_SET_MAX; i++) {
+		const unsigned char *e = set->raw[i];
+
+		if (e[GEN_TYPE] == FK_EXFAT_T_NAME ||
+		    (set->kind == FK_EXK_FILE &&
+		     e[GEN_TYPE] == FK_EXFAT_T_STREAM))
+			continue;
+		is_unknown = set->kind == FK_EXK_CRITICAL ||
+			     set->kind == FK_EXK_ORPHAN ||
+			     !(e[GEN_TYPE] & FK_EXFAT_BENIGN);
+		if (!fk_exfat_entry_alloc(e, &st) && !is_unknown)
+			continue;
+		if ((err = check_owner(op, p, t, &st, owner, e, diag)))
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Read directory @p and every set in it: a set whose stream, or any
+ * other allocation of its entries, holds a taken cluster is refused, as
+ * is an entry of unknown meaning whose fields point at one;
+ * subdirectories are pushed.  Damage is not judged here (the checker's
+ * job): what can be read is looked at.
  */
 static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
 		    struct fk_exfat_set *set, struct seen *sn,
@@ -1183,9 +1260,8 @@ static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
 		    struct fk_diag *diag)
 {
 	struct fk_exfat_dir *it;
-	struct fk_chain_info info;
 	size_t len;
-	int err, r;
+	int err = 0, r;
 
 	if ((err = fk_exfat_dir_open(op->vol, *p->path ? &p->s : NULL, &it)))
 		return err;
@@ -1193,25 +1269,25 @@ static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
 		struct fk_exfat_stream s = {set->first_clus, set->data_len,
 					    set->is_no_fat_chain};
 
-		if (set->kind != FK_EXK_FILE || !s.first_clus)
-			continue;
-		if ((err = fk_exfat_stream_walk(op->vol, &s, hit_taken, t,
-						&info)) < 0)
+		switch (set->kind) {
+		case FK_EXK_FILE:
+			if (!(err = check_owner(op, p, t, &s, set->name, NULL,
+						diag)))
+				err = check_entries(op, p, t, set, 1, set->name,
+						    diag);
 			break;
-		if (t->hit) {
-			char what[FK_NAME_MAX * 2];
-
-			snprintf(what, sizeof(what), "%s/%s", p->path,
-				 set->name);
-			fk_diag_set(diag, what,
-				    "owns cluster %" PRIu32 ", which the "
-				    "allocation bitmap marks free",
-				    t->hit);
-			err = FK_ECORRUPT;
+		case FK_EXK_BENIGN:
+		case FK_EXK_CRITICAL:
+		case FK_EXK_ORPHAN:
+			err = check_entries(op, p, t, set, 0, NULL, diag);
+			break;
+		default: /* the bitmap and up-case table: judged before */
 			break;
 		}
-		err = 0;
-		if (!(set->attr & ATTR_DIR) ||
+		if (err)
+			break;
+		if (set->kind != FK_EXK_FILE || !s.first_clus ||
+		    !(set->attr & ATTR_DIR) ||
 		    (r = seen_add(sn, s.first_clus)) == 1)
 			continue;
 		if (r < 0 || FK_VEC_RESERVE(*stack, *cap, *n + 1)) {

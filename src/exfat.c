@@ -19,6 +19,7 @@
 #include "device.h"
 #include "diag.h"
 #include "endian.h"
+#include "exfat-layout.h"
 #include "volume.h"
 
 /* Main boot sector fields (spec 3.1), byte offsets. */
@@ -553,6 +554,18 @@ int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 	info->nruns = 1;
 	info->last = run.first + run.nclus - 1;
 	return fn ? fn(arg, &run) : 0;
+}
+
+int fk_exfat_entry_alloc(const unsigned char *e, struct fk_exfat_stream *st)
+{
+	uint8_t flags = e[GEN_TYPE] & FK_EXFAT_SECONDARY ? e[GEN_SFLAGS]
+							 : e[GEN_PFLAGS];
+
+	st->first_clus = get_le32(e + GEN_FIRST);
+	st->data_len = get_le64(e + GEN_LEN);
+	st->is_no_fat_chain = !!(flags & FK_EXFAT_GSF_NO_FAT_CHAIN);
+	return (flags & FK_EXFAT_GSF_ALLOC_POSSIBLE) &&
+	       (st->first_clus || st->data_len);
 }
 
 /* One transfer through a stream: into @to, or (@to NULL) from @from. */

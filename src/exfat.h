@@ -498,6 +498,19 @@ int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 			 void *arg, struct fk_chain_info *info);
 
 /*
+ * The allocation entry @e (32 bytes, any type but a File Name's) describes
+ * through the generic template (spec 6.3 primary, 6.4 secondary: flags at
+ * 4 or 1 by TypeCategory, FirstCluster at 20, DataLength at 24, NoFatChain
+ * in the flags): a Vendor Allocation, any benign entry, an entry of a
+ * type nobody knows, a Stream Extension.  Fills @st from those fields
+ * whatever the flags say.  Returns 1 when AllocationPossible is set and
+ * FirstCluster or DataLength is not 0 (@e owns what @st walks), else 0.
+ * The one place that rule is written: the checker claims what it owns,
+ * the writer never takes it.
+ */
+int fk_exfat_entry_alloc(const unsigned char *e, struct fk_exfat_stream *st);
+
+/*
  * Read the first @len bytes of @s into @buf, run by run, as
  * fk_exfat_stream_walk() finds its clusters.  Returns 0, FK_ECORRUPT when
  * the stream's clusters end before @len bytes (@diag says where), or

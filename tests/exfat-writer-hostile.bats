@@ -247,6 +247,102 @@ PY
 	[[ $stderr == "fatprealloc: img:/deep/er/file.bin: owns cluster "*", which the allocation bitmap marks free; run 'fatcheck -r img'" ]]
 }
 
+# vendor_bits IMG ON: set (ON 1) or clear (ON 0) the bitmap bits of the
+# clusters every Vendor Allocation entry (E1h) of the root's sets owns;
+# prints the first cluster of each, then whether each still holds the
+# corruptor's "V" bytes (1) or not (0).
+vendor_bits()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+data = v.root_dir().data
+for i in range(0, len(data), 32):
+    e = data[i:i + 32]
+    if e[0] == 0xE1:
+        cl, prob = v.clusters_of(r.le(e, 20, 4), r.le(e, 24, 8), e[1] & 2)
+        assert not prob and cl, (cl, prob)
+        if sys.argv[3] != "-":
+            for c in cl:
+                v.set_bit(c, int(sys.argv[3]))
+        print(cl[0], int(v.read_clusters(cl) == b"V" * len(cl) * v.csize))
+v.flush()
+v.f.close()
+PY
+}
+
+@test "exFAT writer: a Vendor Allocation whose clusters the bitmap marks free is never taken: the run is refused naming its set, image unchanged; with its bits set, a run fills the volume around it" {
+	local c owner first free out
+	for c in vendor-alloc-file vendor-alloc-dir; do
+		owner=/corrupt-vfile
+		[ "$c" = vendor-alloc-dir ] && owner=/corrupt-vdir
+		mkex img 16M 4096
+		ref corrupt img "$c"
+		# a normal run on the intact volume: fine
+		run -0 fatprealloc img /small.bin 8K
+		run -0 ref verify -W img
+		out=$(vendor_bits img 0)
+		first=${out%% *}
+		[ "$out" = "$first 1" ]
+		run -4 fatcheck img
+		assert_output --partial "marked free in the allocation bitmap, the first $first"
+		free=$(ref info img | sed -n 's/^free_clusters=//p')
+		refused img "fatprealloc: img:$owner: entry type 0xE1 of its set owns cluster $first, which the allocation bitmap marks free; run 'fatcheck -r img'" \
+			img /W.BIN $((free * 4096))
+		# one cluster too: whichever free cluster the run would take
+		# first is never the vendor's, or the run is refused
+		run fatprealloc img /W1.BIN 4K
+		[ "$(vendor_bits img -)" = "$first 1" ]
+		# bits set again: every free cluster to a new file, the
+		# vendor's untouched
+		mkex img 16M 4096
+		ref corrupt img "$c"
+		free=$(ref info img | sed -n 's/^free_clusters=//p')
+		run -0 fatprealloc img /fill.bin $((free * 4096))
+		run -0 ref verify -W img
+		out=$(vendor_bits img -)
+		[ "${out#* }" = 1 ]
+		run -0 fatcheck img
+	done
+}
+
+@test "exFAT writer: a cluster the bitmap marks free that an unknown benign or critical primary or an orphan stream entry points at is never taken: the run is refused, image unchanged" {
+	local t first free
+	for t in A5 86 C0; do
+		mkex img 16M 4096
+		first=$("$FK_PYTHON" - "$FATKIT_HELPERS" img "$t" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+t = int(sys.argv[3], 16)
+c = v.alloc_run(1)[0]              # its bit stays clear
+v.write(v.cluster_off(c), b"V" * v.csize)
+e = bytearray(32)
+e[0] = t
+if t & 0x40:                       # a secondary: flags at 1
+    e[1] = 3
+else:                              # a primary: flags at 4, no secondaries
+    e[4] = 3
+r.put_le(e, 20, 4, c)
+r.put_le(e, 24, 8, v.csize)
+if not t & 0x40:
+    r.put_le(e, 2, 2, r.set_checksum(e))
+d = v.root_dir()
+d.write_entries(d.free_slot(1), bytes(e))
+v.flush()
+v.f.close()
+print(c)
+PY
+)
+		free=$(ref info img | sed -n 's/^free_clusters=//p')
+		refused img "fatprealloc: img:/: entry type 0x$t owns cluster $first, which the allocation bitmap marks free; run 'fatcheck -r img'" \
+			img /W.BIN $((free * 4096))
+	done
+}
+
 # split_fixture IMG: 512-byte clusters, a directory /F of five small
 # files, then every other free cluster taken, so that /F grows only by
 # clusters apart from each other.  NAME is 255 UTF-16 units: its set is
