@@ -2305,9 +2305,18 @@ static int repair_boot(struct fk_exfat_check *x)
 	if (!(r = malloc(len)))
 		return -ENOMEM;
 	if (x->restore_main) {
-		/* The backup, with the flags this run keeps (dirty). */
+		/* The backup, with the main region's record of how the
+		 * card was used (dirty, media failure); which FAT is active
+		 * is the backup's, as a bad main region may name a FAT the
+		 * volume does not have. */
+		const uint16_t kept =
+			FK_EXFAT_FLAG_DIRTY | FK_EXFAT_FLAG_MEDIA_FAIL;
+		uint16_t f;
+
 		memcpy(r, x->backup, len);
-		memcpy(r + BS_VOL_FLAGS, x->sec0 + BS_VOL_FLAGS, 2);
+		f = (uint16_t)((get_le16(r + BS_VOL_FLAGS) & ~kept) |
+			       (get_le16(x->sec0 + BS_VOL_FLAGS) & kept));
+		put_le16(r + BS_VOL_FLAGS, f);
 		memcpy(x->sec0, r, sec_len);
 		err = fk_device_write(x->vol->dev, 0, r, len);
 	} else if ((err = fk_device_read(x->vol->dev, 0, r, len))) {
