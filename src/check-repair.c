@@ -266,14 +266,24 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
  * cluster from a live file on the next run; kept hidden entries are
  * fixed while still hidden, and a crash leaves them for the next run.
  */
+/*
+ * When an entry fix is applied: creations of "." and ".." after every
+ * deletion (a stale entry read past an end marker may hold the slot
+ * until then), and the end markers last.
+ */
+static int apply_phase(int op)
+{
+	return op == EF_CREATE ? 1 : op == EF_UNEND ? 2 : 0;
+}
+
 static int repair_entries(struct fk_check *ck)
 {
 	size_t i;
-	int err, unend;
+	int err, phase;
 
-	for (unend = 0; unend < 2; unend++)
+	for (phase = 0; phase < 3; phase++)
 		for (i = 0; i < ck->ent_fixes.n; i++)
-			if ((ck->ent_fixes.v[i].op == EF_UNEND) == unend &&
+			if (apply_phase(ck->ent_fixes.v[i].op) == phase &&
 			    (err = apply_entry(ck, &ck->ent_fixes.v[i])))
 				return err;
 	return 0;

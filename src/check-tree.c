@@ -997,9 +997,17 @@ static int will_delete(const struct fk_check *ck, const struct dirctx *d,
 	return 0;
 }
 
-/* A missing "." or "..": recreate it when its slot is or will be free. */
-static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
+/*
+ * A missing "." or "..": recreate it when its slot is or will be free.
+ * A slot read past the end marker (@end_slot) may be: the entry there is
+ * deleted if it is stale (after the visible tree, ck_walk_root()), and
+ * the creation, applied after every deletion, then finds it free; one
+ * kept and made visible keeps its slot, and the creation leaves it.
+ */
+static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot,
+		       uint32_t end_slot)
 {
+	uint32_t slot = dot ? 0 : 1;
 	struct ent_fix fix;
 	unsigned char e[FK_DIRENT_LEN];
 	size_t idx;
@@ -1010,7 +1018,8 @@ static int missing_dot(struct fk_check *ck, const struct dirctx *d, int dot)
 			dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
 		return err == FK_ECORRUPT ? 0 : err;
-	if (!fk_slot_is_free(e) && !will_delete(ck, d, dot ? 0 : 1))
+	if (!fk_slot_is_free(e) && !will_delete(ck, d, slot) &&
+	    !(slot >= end_slot && slot < d->hidden_end))
 		return 0;
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_CREATE;
@@ -1315,9 +1324,9 @@ static int dir_after(struct fk_check *ck, struct dirctx *d,
 		return err;
 	if (d->is_root)
 		return 0;
-	if (!d->has_dot && (err = missing_dot(ck, d, 1)))
+	if (!d->has_dot && (err = missing_dot(ck, d, 1, st->end_slot)))
 		return err;
-	if (!d->has_dotdot && (err = missing_dot(ck, d, 0)))
+	if (!d->has_dotdot && (err = missing_dot(ck, d, 0, st->end_slot)))
 		return err;
 	return 0;
 }
