@@ -515,6 +515,24 @@ static int take_large_runs(struct fk_alloc *a, uint32_t need, struct fk_plan *p)
 	return 0;
 }
 
+/*
+ * Append the runs of @mine, a plan made whole, to @plan; on failure give
+ * them back to the map.  @mine is freed either way.
+ */
+static int hand_over(struct fk_alloc *a, struct fk_plan *mine,
+		     struct fk_plan *plan)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < mine->nruns; i++)
+		err = fk_plan_add(plan, mine->runs[i].first,
+				  mine->runs[i].nclus);
+	if (err)
+		fk_alloc_unplan(a, mine);
+	fk_plan_free(mine);
+	return err;
+}
+
 int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 		  unsigned flags, struct fk_plan *plan, struct fk_diag *diag)
 {
@@ -556,12 +574,7 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 		goto out_undo;
 	if ((err = a->err)) /* a load failed: what was seen is not all */
 		goto out_undo;
-	for (size_t i = 0; i < mine.nruns; i++)
-		if ((err = fk_plan_add(plan, mine.runs[i].first,
-				       mine.runs[i].nclus)))
-			goto out_undo;
-	fk_plan_free(&mine);
-	return 0;
+	return hand_over(a, &mine, plan);
 out_undo:
 	fk_alloc_unplan(a, &mine);
 	fk_plan_free(&mine);
@@ -657,12 +670,7 @@ int fk_alloc_plan_aligned(struct fk_alloc *a, uint32_t nclus, uint32_t phase,
 	    (err = fk_alloc_plan(a, best + best_len - 1, nclus - best_len, 0,
 				 &mine, diag)))
 		goto out_undo;
-	for (size_t i = 0; i < mine.nruns; i++)
-		if ((err = fk_plan_add(plan, mine.runs[i].first,
-				       mine.runs[i].nclus)))
-			goto out_undo;
-	fk_plan_free(&mine);
-	return 0;
+	return hand_over(a, &mine, plan);
 out_undo:
 	fk_alloc_unplan(a, &mine);
 	fk_plan_free(&mine);
