@@ -199,7 +199,11 @@ clean:
 FUZZ_BUILD    := build-fuzz
 FUZZ_CC       := clang
 FUZZ_SECONDS  ?= 60
-FUZZ_CHECK_SECONDS ?= 20
+# fuzz-check fuzzes a fixed number of inputs, not a time: with -seed=1 the
+# same inputs on every machine, so a slower or faster CI runs what was
+# run here (a time bound made the run, and what it may find, depend on
+# the machine's speed).
+FUZZ_CHECK_RUNS ?= 1500
 FUZZ_TARGETS  := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
@@ -236,11 +240,11 @@ fuzz-check: fuzz-build
 			tests/fuzz/corpus/$$t/* $(wildcard tests/fuzz/regress/*) \
 			>$(FUZZ_BUILD)/$$t-replay.log 2>&1 || \
 			{ tail -n 40 $(FUZZ_BUILD)/$$t-replay.log; exit 1; }; \
-		echo "fuzz-check: $$t: $(FUZZ_CHECK_SECONDS) s with -seed=1"; \
+		echo "fuzz-check: $$t: $(FUZZ_CHECK_RUNS) inputs with -seed=1"; \
 		rm -rf $(FUZZ_BUILD)/check-corpus/$$t && \
 		mkdir -p $(FUZZ_BUILD)/check-corpus/$$t || exit 1; \
 		$(FUZZ_BUILD)/$$t $(FUZZ_OPTS) -seed=1 \
-			-max_total_time=$(FUZZ_CHECK_SECONDS) \
+			-runs=$(FUZZ_CHECK_RUNS) \
 			-artifact_prefix=$(FUZZ_BUILD)/$$t- \
 			$(FUZZ_BUILD)/check-corpus/$$t tests/fuzz/corpus/$$t \
 			>$(FUZZ_BUILD)/$$t-check.log 2>&1 || \
