@@ -16,11 +16,6 @@
 
 load helpers/common
 
-ref()
-{
-	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
-}
-
 # judge owned IMG | judge freed IMG LIST: the clusters the reference
 # reader finds owned (one a line), or those of file LIST whose bitmap bit
 # is clear.  Nothing when the volume cannot be read at all.

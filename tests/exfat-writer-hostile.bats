@@ -14,11 +14,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers/common
 
-ref()
-{
-	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
-}
-
 mkex()
 {
 	rm -f "$1"

@@ -8,11 +8,6 @@
 
 load helpers/common
 
-ref()
-{
-	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
-}
-
 # mkexfat FILE SIZE CLUSTER [MKFS_ARGS...]: a fresh exFAT image file.
 mkexfat()
 {

@@ -9,11 +9,6 @@
 
 load helpers/common
 
-ref()
-{
-	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
-}
-
 # mkexfat FILE SIZE CLUSTER: a fresh exFAT image file.
 mkexfat()
 {

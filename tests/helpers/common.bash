@@ -479,3 +479,9 @@ signal_repair_ok()
 		[ "$(wc -l <<<"$stderr")" -eq 1 ]
 	fi
 }
+
+# ref ARGS...: the exFAT reference reader, writer and corruptor.
+ref()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
+}
