@@ -11,16 +11,7 @@ PROGS=(fatls fatprealloc fatcheck)
 
 teardown()
 {
-	if [[ -n ${HOLDER:-} ]]; then
-		kill "$HOLDER" 2>/dev/null || true
-		wait "$HOLDER" 2>/dev/null || true
-	fi
-	if [[ -n ${MNT:-} ]]; then
-		umount "$MNT" 2>/dev/null || true
-	fi
-	if [[ -n ${LOOPDEV:-} ]]; then
-		losetup -d "$LOOPDEV" 2>/dev/null || true
-	fi
+	release_held
 }
 
 usage_code()

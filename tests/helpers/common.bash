@@ -485,3 +485,19 @@ ref()
 {
 	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
 }
+
+# release_held: what a test left held, for teardown(): the lock holder
+# process $HOLDER, a mount at $MNT, the loop device $LOOPDEV.
+release_held()
+{
+	if [[ -n ${HOLDER:-} ]]; then
+		kill "$HOLDER" 2>/dev/null || true
+		wait "$HOLDER" 2>/dev/null || true
+	fi
+	if [[ -n ${MNT:-} ]]; then
+		umount "$MNT" 2>/dev/null || true
+	fi
+	if [[ -n ${LOOPDEV:-} ]]; then
+		losetup -d "$LOOPDEV" 2>/dev/null || true
+	fi
+}
