@@ -380,7 +380,7 @@ static void print_version(const char *prog)
 
 int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		      const char *word, struct fk_device_opts *dev,
-		      void (*usage)(FILE *out))
+		      int *progress, void (*usage)(FILE *out))
 {
 	switch (c) {
 	case 'P':
@@ -405,6 +405,10 @@ int fk_cli_common_opt(const char *prog, int c, const char *arg,
 				       arg);
 			return -EINVAL;
 		}
+		return FK_OPT_DONE;
+	case FK_CLI_OPT_PROGRESS:
+	case FK_CLI_OPT_NO_PROGRESS:
+		*progress = c == FK_CLI_OPT_PROGRESS;
 		return FK_OPT_DONE;
 	case ':':
 		fk_usage_error(prog, "option '%s' needs an argument", word);

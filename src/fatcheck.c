@@ -155,9 +155,7 @@ enum {
 	OPT_SALVAGE,
 	OPT_STRICT,
 	OPT_JSON,
-	OPT_PROGRESS,
 	OPT_FORCE,
-	OPT_NO_PROGRESS,
 };
 
 static int parse_args(int argc, char **argv, struct opts *o,
@@ -171,8 +169,6 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		FK_CLI_LONG_OPTS,
 		{"force", no_argument, NULL, OPT_FORCE},
@@ -218,19 +214,13 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		case 'q':
 			o->is_quiet = 1;
 			break;
-		case OPT_PROGRESS:
-			o->progress = 1;
-			break;
-		case OPT_NO_PROGRESS:
-			o->progress = 0;
-			break;
 		case OPT_FORCE:
 			vo->dev.force = 1;
 			break;
 		default:
 			err = fk_cli_common_opt(PROG, c, optarg,
 						argv[optind - 1], &vo->dev,
-						usage);
+						&o->progress, usage);
 			if (err != FK_OPT_DONE)
 				return err == FK_OPT_OTHER ? -EINVAL : err;
 			break;

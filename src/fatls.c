@@ -781,7 +781,7 @@ static void list_arg(struct ls *ls, const char *arg, int nargs)
 	free(path);
 }
 
-enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS };
+enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON };
 
 static int parse_args(int argc, char **argv, struct ls_opts *o,
 		      struct fk_volume_opts *vo)
@@ -790,8 +790,6 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		{"chain", no_argument, NULL, OPT_CHAIN},
 		{"info", no_argument, NULL, OPT_INFO},
 		{"json", no_argument, NULL, OPT_JSON},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
@@ -823,16 +821,10 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		case OPT_JSON:
 			o->is_json = 1;
 			break;
-		case OPT_PROGRESS:
-			o->progress = 1;
-			break;
-		case OPT_NO_PROGRESS:
-			o->progress = 0;
-			break;
 		default:
 			err = fk_cli_common_opt(PROG, c, optarg,
 						argv[optind - 1], &vo->dev,
-						usage);
+						&o->progress, usage);
 			if (err != FK_OPT_DONE)
 				return err == FK_OPT_OTHER ? -EINVAL : err;
 			break;

@@ -127,8 +127,6 @@ enum {
 	OPT_STATS,
 	OPT_JSON,
 	OPT_DRY_RUN,
-	OPT_PROGRESS,
-	OPT_NO_PROGRESS,
 	OPT_ALIGN,
 };
 
@@ -202,12 +200,6 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		o->is_verbose = 1;
 		o->core.verbose = 1;
 		break;
-	case OPT_PROGRESS:
-		o->progress = 1;
-		break;
-	case OPT_NO_PROGRESS:
-		o->progress = 0;
-		break;
 	default:
 		return -EINVAL;
 	}
@@ -233,8 +225,6 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"force", no_argument, NULL, 'f'},
 		{"verbose", no_argument, NULL, 'v'},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
@@ -257,7 +247,8 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 				word = argv[optind];
 			return fk_cli_size(PROG, "size", word, &len);
 		}
-		err = fk_cli_common_opt(PROG, c, optarg, word, &vo->dev, usage);
+		err = fk_cli_common_opt(PROG, c, optarg, word, &vo->dev,
+					&o->progress, usage);
 		if (err == FK_OPT_OTHER)
 			err = parse_opt(c, o, vo);
 		if (err)
