@@ -1552,7 +1552,7 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	struct fk_exfat_dir *dir;
 	struct fk_exfat_set *set;
 	struct dirwalk w;
-	struct fk_diag d2 = {{0}, {0}};
+	struct fk_diag d2 = {0};
 	size_t idx;
 	int err, r;
 

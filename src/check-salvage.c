@@ -174,7 +174,7 @@ static int keep_chain(struct fk_check *ck, const struct lost_chain *lc)
 int ck_plan_salvage(struct fk_check *ck, size_t idx)
 {
 	struct salvage *sv = &ck->sv;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	char found[16], why[sizeof(diag.reason) + 64] = "";
 	uint32_t first = 0, last = 0, left;
 	size_t i;

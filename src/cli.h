@@ -82,7 +82,8 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
  * Fill the IMAGE part of @dev from @arg (path, `@@OFFSET`); the path string
  * is stored in *@owned, which the caller frees after closing the volume.
  * Prints a usage error and returns -EINVAL for a bad offset, or when
- * `@@OFFSET` and -P (already in @dev) both choose the volume.
+ * `@@OFFSET` and -P (already in @dev) both choose the volume.  Keeps
+ * "-P N IMAGE" or IMAGE for the hints fk_report() words.
  */
 int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		 char **owned);
@@ -169,7 +170,9 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
 /*
  * Print the one error line `PROGRAM: WHAT: REASON` on stderr for error
  * @err (negative errno); WHAT is left out when @diag (may be NULL) names
- * no subject, and REASON is fk_diag_reason()'s.
+ * no subject, and REASON is fk_diag_reason()'s, followed by the words of
+ * the hint @diag flags ("; run 'fatcheck -r IMAGE'", with the arguments
+ * fk_cli_image() was given).
  */
 void fk_report(const char *prog, const struct fk_diag *diag, int err);
 

@@ -694,17 +694,18 @@ static int ex_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
 		if (ls->set.kind == FK_EXK_CRITICAL) {
 			fk_diag_set(diag, NULL,
 				    "unknown critical entry type 0x%02x at "
-				    "entry %" PRIu32 "; run fatcheck",
+				    "entry %" PRIu32,
 				    ls->set.type, ls->set.first_ent);
+			fk_diag_hint(diag, FK_HINT_CHECK);
 			return FK_ECORRUPT;
 		}
 		if (ls->set.kind != FK_EXK_FILE)
 			continue; /* special, benign or orphan entries */
 		if (bad) {
-			fk_diag_set(diag, NULL,
-				    "entry %" PRIu32 ": %s; run fatcheck",
+			fk_diag_set(diag, NULL, "entry %" PRIu32 ": %s",
 				    ls->set.first_ent,
 				    fk_exfat_set_reason(bad));
+			fk_diag_hint(diag, FK_HINT_CHECK);
 			return FK_ECORRUPT;
 		}
 		fill_dirent(ls, ent);

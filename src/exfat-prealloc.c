@@ -2044,7 +2044,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	run->alloc = op->alloc;
 out:
 	if (err == FK_ECORRUPT)
-		fk_prealloc_hint_repair(vol, run->o, diag);
+		fk_diag_hint(diag, FK_HINT_REPAIR);
 	return err;
 }
 

@@ -543,7 +543,7 @@ static int report_cut(struct run *r, const struct fk_volume *vol)
 /* Check, repair and check again; the exit status as fsck(8) has it. */
 static int check_volume(struct run *r, struct fk_volume *vol)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_check *ck = NULL, *after = NULL;
 	const struct fk_check_stats *st;
 	uint32_t remaining;
@@ -635,7 +635,7 @@ fail:
 static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_volume *vol;
 	struct run r;
 	char *image = NULL;

@@ -102,7 +102,7 @@ static int add_run(void *arg, const struct fk_run *run)
 static int get_chain(struct ls *ls, const struct fk_dirent *ent,
 		     const char *path, struct chain *c)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	int err;
 
 	c->nruns = 0;
@@ -459,7 +459,7 @@ static int check_dir_chain(struct ls *ls, const struct fk_dirent *dent,
 static int list_dir(struct ls *ls, const struct fk_dirent *dent,
 		    const char *path, int depth)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	uint32_t clus = fk_dirent_dir_clus(ls->vol, dent);
 	struct fk_dirent ent;
 	struct fk_dir *dir;
@@ -537,7 +537,7 @@ static char *real_path(const char *arg, const struct fk_dirent *ent)
 
 static void list_path(struct ls *ls, const char *arg, int nargs)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_dirent ent;
 	char *path;
 	int err;
@@ -641,7 +641,7 @@ static int print_info_exfat(struct ls *ls)
 	const struct fk_exfat_boot *b = &ex->boot;
 	struct fk_exfat_bitmap bm;
 	struct info_item it[32];
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	uint32_t nused, nfree;
 	int n = 0, err;
 
@@ -840,7 +840,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct ls ls;
 	char *image = NULL;
 	int err, i, nargs;

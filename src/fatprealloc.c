@@ -601,13 +601,12 @@ static int run_main(int argc, char **argv)
 {
 	struct fk_prealloc_result res;
 	struct fk_prealloc_req *reqs = NULL;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_volume_opts vo;
 	struct fk_volume *vol;
 	struct meter meter;
 	struct pa_opts o;
 	char *image = NULL;
-	char *check_args = NULL;
 	int err, status = FK_EXIT_OK;
 	size_t n = 0;
 
@@ -627,20 +626,6 @@ static int run_main(int argc, char **argv)
 	}
 	pick_time(&o.core);
 	o.core.image = argv[optind];
-	if (vo.dev.partition) {
-		/* the hints must name the same partition */
-		size_t len = strlen(argv[optind]) + 32;
-
-		if (!(check_args = malloc(len))) {
-			fk_report(PROG, NULL, -ENOMEM);
-			free_pairs(reqs, n);
-			free(image);
-			return FK_EXIT_FAIL;
-		}
-		snprintf(check_args, len, "-P %d %s", vo.dev.partition,
-			 argv[optind]);
-		o.core.check_args = check_args;
-	}
 	meter.is_tty = isatty(STDERR_FILENO);
 	meter.is_forced = o.progress == 1;
 	if (o.progress < 0 ? meter.is_tty : o.progress) {
@@ -688,7 +673,6 @@ static int run_main(int argc, char **argv)
 out_free:
 	free_pairs(reqs, n);
 	free(image);
-	free(check_args);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
 		return FK_EXIT_FAIL;

@@ -317,7 +317,7 @@ static int run_prealloc(struct fk_volume *vol, const struct fk_check *before)
 	const struct fk_io_stats *io;
 	struct fk_prealloc_result res;
 	struct fk_prealloc_opts po;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	int err;
 
 	memset(&po, 0, sizeof(po));

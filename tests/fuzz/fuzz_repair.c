@@ -136,7 +136,7 @@ static struct fk_check *check_or_refuse(struct fk_volume *vol,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_check_opts co;
 	struct fk_volume *vol;
 	struct fk_check *ck, *after;

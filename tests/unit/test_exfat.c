@@ -434,7 +434,7 @@ struct vol_file {
 static int vol_open(struct vol_file *vf, unsigned flags, int is_writer)
 {
 	struct fk_volume_opts opts;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	const char *dir = getenv("TMPDIR");
 	unsigned char *img = build_volume(flags);
 	ssize_t n;
@@ -461,7 +461,7 @@ static int vol_open(struct vol_file *vf, unsigned flags, int is_writer)
 static int vol_reopen(struct vol_file *vf)
 {
 	struct fk_volume_opts opts;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 
 	fk_volume_close(vf->vol);
 	memset(&opts, 0, sizeof(opts));
@@ -499,7 +499,7 @@ static const struct set_row {
 static void test_iterator(void)
 {
 	struct fk_exfat_set *set = malloc(sizeof(*set));
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	const struct fk_exfat_dir_stats *st;
 	struct fk_exfat_dir *dir;
 	struct vol_file vf;
@@ -569,7 +569,7 @@ static struct fk_check *check_vol(struct vol_file *vf, unsigned flags,
 {
 	struct fk_check_opts co;
 	struct fk_check *ck = NULL;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 
 	memset(&co, 0, sizeof(co));
 	if (vol_open(vf, flags, is_repair) || fk_check_new(vf->vol, &co, &ck) ||
