@@ -56,13 +56,6 @@ struct name_table {
 	size_t cap;
 };
 
-/* A name this run gives an entry (a new short name, a re-attached long
- * name): taken for every later choice in the directory. */
-struct given {
-	uint32_t slot;
-	char *name;
-};
-
 /* Directory being walked. */
 struct dirctx {
 	struct fk_check *ck;
@@ -85,10 +78,12 @@ struct dirctx {
 	uint32_t dup_slot, dup_earlier;
 	unsigned dup_what;
 	/* Every name of the directory, sorted by hash, read only when an
-	 * entry may be renamed; and the names this run gives. */
+	 * entry may be renamed; and the names this run gives (a new short
+	 * name, a re-attached long name), taken for every later choice. */
 	struct name_store all;
 	int has_all;
-	LIST(struct given, given);
+	struct name_table given;
+	unsigned next_fsck; /* FSCKnnnn.REN numbers below it are taken */
 	int has_dot, has_dotdot;
 	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
 	enum fk_lfn_orphan orphan_why;	 /* reported, and why */
@@ -408,15 +403,14 @@ static int grow_table(struct name_table *t)
  * in @slot to @t.  Returns the slot of the first entry that had the name
  * (which may be @slot itself), or -errno.
  */
-static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
-			 uint64_t hash, uint32_t slot)
+/* The place of the name of @len folded units @u (hash @hash) in @t's
+ * table (of at least one place): where its first key is, or the empty
+ * place where it would go. */
+static size_t table_place(const struct name_table *t, const uint16_t *u,
+			  size_t len, uint64_t hash)
 {
-	struct seen_key k = {hash, slot, (uint32_t)t->units.n, (uint32_t)len};
 	size_t h;
-	int err;
 
-	if (2 * (t->keys.n + 1) > t->cap && (err = grow_table(t)))
-		return err;
 	for (h = first_place(hash, t->cap); t->tab[h];
 	     h = (h + 1) & (t->cap - 1)) {
 		const struct seen_key *first = &t->keys.v[t->tab[h] - 1];
@@ -426,8 +420,22 @@ static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
 		if (first->hash == hash && first->len == len &&
 		    (!len ||
 		     !memcmp(t->units.v + first->off, u, len * sizeof(*u))))
-			return first->slot; /* the first keeps the name */
+			break;
 	}
+	return h;
+}
+
+static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
+			 uint64_t hash, uint32_t slot)
+{
+	struct seen_key k = {hash, slot, (uint32_t)t->units.n, (uint32_t)len};
+	size_t h;
+	int err;
+
+	if (2 * (t->keys.n + 1) > t->cap && (err = grow_table(t)))
+		return err;
+	if (t->tab[h = table_place(t, u, len, hash)])
+		return t->keys.v[t->tab[h] - 1].slot; /* the first keeps it */
 	/* Tested here first: most names fit, and need no call. */
 	if ((t->units.n + len > t->units.cap &&
 	     FK_VEC_RESERVE(t->units.v, t->units.cap, t->units.n + len)) ||
@@ -543,9 +551,39 @@ static int load_names(struct fk_check *ck, struct dirctx *d,
 
 /* Is @name a name of an entry of @d other than the one in @slot, or one
  * this run gives it? */
+/* The folded units of UTF-8 @name and their fk_name_hash() in *@hash;
+ * returns their count, 0 for no name this run could give. */
+static size_t fold_name(const char *name, uint16_t out[FK_LFN_MAX],
+			uint64_t *hash)
+{
+	uint16_t u[FK_LFN_MAX];
+	size_t n;
+
+	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX, &n) || !n)
+		return 0;
+	*hash = fk_lfn_fold(u, n, out);
+	return n;
+}
+
+/* The slot of the entry this run gave @name in @d, or -1: none. */
+static int64_t given_to(const struct dirctx *d, const char *name)
+{
+	uint16_t u[FK_LFN_MAX];
+	uint64_t hash;
+	size_t n, h;
+
+	if (!d->given.cap || !(n = fold_name(name, u, &hash)))
+		return -1;
+	h = table_place(&d->given, u, n, hash);
+	if (!d->given.tab[h])
+		return -1;
+	return d->given.keys.v[d->given.tab[h] - 1].slot;
+}
+
 static int name_taken(const struct dirctx *d, const char *name, uint32_t slot)
 {
 	uint64_t h = fk_name_hash(name);
+	int64_t owner;
 	const struct name_key *keys = d->all.keys.v;
 	size_t lo = 0, hi = d->all.keys.n, i;
 
@@ -560,22 +598,18 @@ static int name_taken(const struct dirctx *d, const char *name, uint32_t slot)
 	for (i = lo; i < d->all.keys.n && keys[i].hash == h; i++)
 		if (keys[i].slot != slot && fk_name_equal(keys[i].name, name))
 			return 1;
-	for (i = 0; i < d->given.n; i++)
-		if (d->given.v[i].slot != slot &&
-		    fk_name_equal(d->given.v[i].name, name))
-			return 1;
-	return 0;
+	owner = given_to(d, name);
+	return owner >= 0 && owner != slot;
 }
 
 static int give_name(struct dirctx *d, const char *name, uint32_t slot)
 {
-	struct given g = {slot, strdup(name)};
+	uint16_t u[FK_LFN_MAX];
+	uint64_t hash;
+	size_t n = fold_name(name, u, &hash);
+	int64_t r = n ? table_add(&d->given, u, n, hash, slot) : 0;
 
-	if (!g.name || PUSH(d->given, g)) {
-		free(g.name);
-		return -ENOMEM;
-	}
-	return 0;
+	return r < 0 ? (int)r : 0;
 }
 
 struct taken_arg {
@@ -599,7 +633,7 @@ static int short_taken(const void *arg, const unsigned char raw[11])
  * case); else the first free FSCK0000.REN, FSCK0001.REN, ...  Returns 0,
  * or -EEXIST when all of those are taken.
  */
-static int new_short(const struct dirctx *d, const struct fk_dirent *ent,
+static int new_short(struct dirctx *d, const struct fk_dirent *ent,
 		     const char *long_name, unsigned char raw[11], uint8_t *nt)
 {
 	struct taken_arg t = {d, ent->slot};
@@ -624,15 +658,20 @@ static int new_short(const struct dirctx *d, const struct fk_dirent *ent,
 			return 0;
 	}
 	*nt = 0;
-	for (k = 0; k < 10000; k++) {
+	/* Each number is tried once per directory: a directory of
+	 * thousands of entries to rename stays linear. */
+	for (k = d->next_fsck; k < 10000; k++) {
 		char base[16];
 
 		snprintf(base, sizeof(base), "FSCK%04u", k);
 		memcpy(raw, base, 8);
 		memcpy(raw + 8, "REN", 3);
-		if (!short_taken(&t, raw))
+		if (!short_taken(&t, raw)) {
+			d->next_fsck = k + 1;
 			return 0;
+		}
 	}
+	d->next_fsck = k;
 	return -EEXIST;
 }
 
@@ -1335,7 +1374,6 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 {
 	struct fk_dirent *ent = malloc(sizeof(*ent));
 	struct fk_dir *dir = NULL;
-	size_t i;
 	int r = 0, err;
 
 	if (!ent)
@@ -1390,9 +1428,7 @@ out:
 	free_table(&d->seen);
 	free_store(&d->all);
 	d->has_all = 0;
-	for (i = 0; i < d->given.n; i++)
-		free(d->given.v[i].name);
-	free(d->given.v);
+	free_table(&d->given);
 	free(ent);
 	return err;
 }

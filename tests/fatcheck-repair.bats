@@ -652,3 +652,27 @@ after_label()
 		done
 	done
 }
+
+@test "fatcheck -r: 4,000 entries of one name are renamed FSCK0000.REN to FSCK3998.REN, each number tried once (a fuzz input took minutes)" {
+	# A FAT16 root of 4,096 entries, 4,000 of them "A.TXT" (empty files):
+	# each later one is renamed to the next free FSCKnnnn.REN.  Found by
+	# fuzz_check: every rename tried FSCK0000 upwards against every name
+	# given so far, cubic in the renames.
+	mkfs.fat -F 16 -r 4096 -C img 32768 >/dev/null
+	eval "$(fat_geometry img)"
+	"$FK_PYTHON" - img $(((rsvd_secs + nfats * fat_secs) * bytes_per_sec)) <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    f.write((b"A       TXT" + bytes(21)) * 4000)
+PY
+	run -4 fatcheck img
+	assert_line --partial "/A.TXT: another entry of this directory"
+	run -1 timeout 60 fatcheck -r img
+	assert_line --partial "(repair: this later entry renamed to 'FSCK3998.REN')"
+	run -0 fatcheck -n img
+	run -0 fsck.fat -n img
+	run -0 mdir -i img ::/
+	assert_line --regexp "^FSCK3998 REN +0 "
+	refute_line --regexp "^FSCK3999 "
+}
