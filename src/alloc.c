@@ -16,6 +16,7 @@
 #include "bigmem.h"
 #include "diag.h"
 #include "fsinfo.h"
+#include "testing.h"
 #include "vec.h"
 #include "volume.h"
 

@@ -19,6 +19,7 @@
 #include "bigmem.h"
 #include "device.h"
 #include "diag.h"
+#include "testing.h"
 
 #define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
 #define READ_AHEAD   64		/* sectors read per miss, when free */

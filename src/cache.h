@@ -100,9 +100,6 @@ int fk_cache_flush(struct fk_cache *cache);
 /* Change the sync mode. */
 void fk_cache_set_sync(struct fk_cache *cache, enum fk_cache_sync sync);
 
-/* Number of dirty sectors now held. */
-size_t fk_cache_dirty(const struct fk_cache *cache);
-
 /* Forget every dirty change (a refused operation that wrote nothing). */
 void fk_cache_discard(struct fk_cache *cache);
 

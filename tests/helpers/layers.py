@@ -28,7 +28,7 @@ import sys
 # it, except that "fat" and "exfat" are one level: neither includes the
 # other.
 ROOMS = [
-    ("lib", "diag endian vec bigmem names"),
+    ("lib", "diag endian vec bigmem names testing"),
     ("io", "device cache window"),
     ("volume", "volume family"),
     ("table", "fat fat-links alloc"),

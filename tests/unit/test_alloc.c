@@ -21,6 +21,7 @@
 #include "diag.h"
 #include "endian.h"
 #include "fat.h"
+#include "testing.h"
 #include "volume.h"
 
 #define NCLUS	5000u /* clusters 2..5001 */

@@ -26,6 +26,7 @@
 #include "bigmem.h"
 #include "diag.h"
 #include "fsinfo.h"
+#include "testing.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 #define MAX_CLUS 256

@@ -25,6 +25,7 @@
 #include "diag.h"
 #include "endian.h"
 #include "fat.h"
+#include "testing.h"
 #include "volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
