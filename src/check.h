@@ -1,9 +1,11 @@
 /*
  * check.h: the checker.  Its phases read a volume and produce findings as
  * data (severity, code, path, message); while checking it plans the safe
- * repairs, which explicit steps then apply in the contract's write order:
- * FAT copies, FAT entries (flushed), directory entries, boot sector,
- * FSInfo last.  Nothing here prints or exits.
+ * repairs, which explicit steps then apply in each family's crash-safe
+ * write order: on FAT, FAT copies, FAT entries (flushed), directory
+ * entries, boot sector, FSInfo last; on exFAT, VolumeDirty set first and
+ * cleared last around the FAT, bitmap and entry-set writes (the order is
+ * in check-exfat.c).  Nothing here prints or exits.
  *
  * Memory is bounded by the volume: two bits per cluster, one directory
  * block per level of nesting, and lists that grow only with damage or

@@ -1,8 +1,11 @@
 /*
  * family.h: the operations that differ between the FAT family (FAT12/16/32,
  * dir.c) and the exFAT family (exfat-dir.c), chosen once when the volume
- * is opened (vol->fam).  Shared code (dir.c's public functions, the
- * programs) calls through this table and never tests the family itself.
+ * is opened (vol->fam).  dir.c's public functions call through it.  The
+ * checker and fatprealloc have tables of their own (check-family.h,
+ * prealloc-int.h), and some shared code still tests the family (vol->exfat,
+ * FK_EXFAT): tests/layers-known.txt lists where, each to be folded into
+ * one table per family.
  */
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H

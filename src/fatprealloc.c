@@ -1,7 +1,8 @@
 /*
- * fatprealloc: reserve space for files in a FAT volume, as util-linux
- * fallocate does on a mounted filesystem, with the whole chain allocated
- * in one batch.  main() parses, asks the core, prints, picks the status.
+ * fatprealloc: reserve space for files in a FAT12/16/32 or exFAT volume,
+ * as util-linux fallocate does on a mounted filesystem, with the whole
+ * chain allocated in one batch.  main() parses, asks the core, prints,
+ * picks the status.
  */
 #include <errno.h>
 #include <getopt.h>
