@@ -5,7 +5,9 @@
  * files) in an ownership map of one bit per cluster, so a loop or a
  * second owner shows at the first shared cluster; the allocation bitmap
  * (one more bit per cluster) is then compared with that map both ways.
- * Two bits per cluster in all, plus one entry set per level of nesting.
+ * Two bits per cluster in all, plus one entry set per level of nesting,
+ * and a record of each claim (20 bytes, and each entry's name once) so
+ * that findings can name the files that own the clusters they are about.
  *
  * Repairs are planned while checking as small records (FAT links to end,
  * entry sets to rewrite whole) and applied by fk_check_repair() in the
@@ -386,11 +388,11 @@ static int is_fat_cut(const struct claim *c)
 static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
 		      const char *later)
 {
-	struct cross cr = {clus, idx, later ? strdup(later) : NULL, NO_REC};
+	struct cross cr = {clus, idx, NULL, NO_REC};
 
 	if (idx == NONE)
 		return 0;
-	if ((later && !cr.later) || PUSH(x->crosses, cr)) {
+	if ((later && !(cr.later = strdup(later))) || PUSH(x->crosses, cr)) {
 		free(cr.later);
 		return -ENOMEM;
 	}
