@@ -2569,7 +2569,9 @@ static int name_owners(struct fk_exfat_check *x)
 		return 0;
 	memset(&p, 0, sizeof(p));
 	p.x = x;
-	qsort(x->crosses.v, x->crosses.n, sizeof(*x->crosses.v), cmp_cross);
+	if (x->crosses.n)
+		qsort(x->crosses.v, x->crosses.n, sizeof(*x->crosses.v),
+		      cmp_cross);
 	if (x->miss_find == NONE)
 		x->misses.n = 0; /* not listed: nothing to add them to */
 	if (!(err = follow_owners(x, &p)) && !(err = name_miss_owners(x, &p)))
