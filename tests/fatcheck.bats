@@ -1067,7 +1067,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s): %s %s" %
 		damage lfn-sum "$LONG"
 		run -4 fatcheck img
 		run -1 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: "* ]]
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match): the long name '${LONG#/}' (repair: checksum rewritten: "* ]]
 		run -0 fatcheck img
 		fsck_clean img
 		sums_intact # under the long name again
@@ -1080,7 +1080,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s): %s %s" %
 		use $t
 		damage lfn-seq "$LONG"
 		run -1 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (out of sequence) (repair: slots deleted)"* ]]
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (out of sequence): part of a long name, '${LONG#/}' (repair: slots deleted)"* ]]
 		run -0 fatcheck img
 		fsck_clean img
 	done
