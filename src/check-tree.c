@@ -1247,9 +1247,10 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 
 /* The names orphaned slots spell, as spell_orphans() gathers them. */
 struct spelling {
-	char list[3 * FK_NAME_MAX]; /* "'a', 'b' (part)", the first few */
-	char first[FK_NAME_MAX];    /* the name last added (the only one,
-				       when there is one), as it prints */
+	/* "'a', 'b' (part)", the first few, each whole */
+	char list[ORPHANS_SPELT * (FK_NAME_MAX + 16)];
+	/* the name last added (the only one, when one), as it prints */
+	char first[FK_NAME_MAX];
 	size_t len;
 	uint32_t ngroups, nshown;
 	int is_whole; /* of the first name */
