@@ -1282,6 +1282,95 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 	return 0;
 }
 
+#define ORPHANS_SPELT 3 /* names an orphan finding spells out */
+
+/* The names orphaned slots spell, as spell_orphans() gathers them. */
+struct spelling {
+	/* "'a', 'b' (part)", the first few, each whole */
+	char list[ORPHANS_SPELT * (FK_NAME_MAX + 16)];
+	/* the name last added (the only one, when one), as it prints */
+	char first[FK_NAME_MAX];
+	size_t len;
+	uint32_t ngroups, nshown;
+	int is_whole; /* of the first name */
+};
+
+/*
+ * Add the name (or the part of one) that the @n slots @v spell, a
+ * sequence stored last piece first; whole when it begins with its last
+ * piece and counts down to piece 1.  Nothing readable adds nothing.
+ */
+static void spell_group(struct spelling *sp, const struct fk_lfn_slot *v,
+			uint32_t n)
+{
+	uint16_t units[FK_LFN_MAX_ORD * FK_LFN_CHARS];
+	char *name = sp->first;
+	size_t nu = 0, k, room = sizeof(sp->list) - sp->len;
+	uint32_t s;
+	int is_whole = v[0].is_last && v[0].ord == n;
+
+	for (s = n; s-- > 0;) {
+		if (v[s].ord != n - s)
+			is_whole = 0;
+		for (k = 0; k < FK_LFN_CHARS && v[s].units[k]; k++)
+			units[nu++] = v[s].units[k];
+	}
+	if (!nu)
+		return;
+	if (!sp->ngroups++)
+		sp->is_whole = is_whole;
+	if (sp->nshown == ORPHANS_SPELT)
+		return;
+	fk_utf16_display(units, nu, name, sizeof(sp->first));
+	k = (size_t)snprintf(sp->list + sp->len, room, "%s'%s'%s",
+			     sp->nshown ? ", " : "", name,
+			     is_whole ? "" : " (part)");
+	sp->len += k < room ? k : room - 1;
+	sp->nshown++;
+}
+
+/*
+ * What the orphaned slots [@first, @first + @n) of @d spell, as fsck.fat
+ * shows it: ": the long name 'NAME'", the part a broken sequence holds,
+ * or the first few names of several sequences (each starts at a slot
+ * holding a name's last piece); "" when nothing can be read.
+ */
+static void spell_orphans(struct fk_check *ck, const struct dirctx *d,
+			  uint32_t first, uint32_t n, char *out, size_t len)
+{
+	struct fk_lfn_slot v[FK_LFN_MAX_ORD], l;
+	unsigned char e[FK_DIRENT_LEN];
+	struct spelling *sp = calloc(1, sizeof(*sp));
+	uint32_t s, nv = 0;
+
+	*out = '\0';
+	if (!sp)
+		return; /* the finding is said without it */
+	for (s = 0; s < n; s++) {
+		if (fk_dir_read_slot(ck->vol, d->first, first + s, e))
+			break; /* what was read so far */
+		fk_slot_lfn_unpack(e, &l);
+		if (nv && (l.is_last || nv == FK_LFN_MAX_ORD)) {
+			spell_group(sp, v, nv);
+			nv = 0;
+		}
+		v[nv++] = l;
+	}
+	if (nv)
+		spell_group(sp, v, nv);
+	if (sp->ngroups == 1)
+		snprintf(out, len, ": %s '%s'",
+			 sp->is_whole ? "the long name"
+				      : "part of a long name,",
+			 sp->first);
+	else if (sp->ngroups > sp->nshown)
+		snprintf(out, len, ": the long names %s and %u more", sp->list,
+			 sp->ngroups - sp->nshown);
+	else if (sp->ngroups)
+		snprintf(out, len, ": the long names %s", sp->list);
+	free(sp);
+}
+
 /*
  * One finding for a run of orphaned long-name slots, whatever made
  * them orphans: fsck.fat reports every case.  The repair deletes them,
@@ -1298,7 +1387,7 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		[FK_LFN_ORPHAN_SUM] = "the next entry does not match",
 	};
 	uint32_t first = d->orphan_first, n = d->orphan_n;
-	char range[32];
+	char range[32], spelt[sizeof(((struct spelling *)0)->list) + 64];
 	size_t idx;
 
 	if (!n)
@@ -1308,9 +1397,10 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		snprintf(range, sizeof(range), "s %u-%u", first, first + n - 1);
 	else
 		snprintf(range, sizeof(range), " %u", first);
+	spell_orphans(ck, d, first, n, spelt, sizeof(spelt));
 	idx = ck_report(ck, FK_SEV_ERROR, "orphan-lfn", ck_path(ck),
-			"long-name slot%s belong%s to no entry (%s)", range,
-			n > 1 ? "" : "s", why[d->orphan_why]);
+			"long-name slot%s belong%s to no entry (%s)%s", range,
+			n > 1 ? "" : "s", why[d->orphan_why], spelt);
 	/*
 	 * fsck.fat deletes runs a free slot or another name ends, and
 	 * leaves runs out of sequence; but deleting a run makes the one

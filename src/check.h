@@ -38,6 +38,9 @@ struct fk_finding {
 	char *msg;
 	char *fix;    /* what the repair does; NULL: nothing safe */
 	int is_fixed; /* the repair was applied */
+	char **paths; /* the files its message names (the owners of its
+			 clusters, both sides of a cross-link); @npaths */
+	size_t npaths;
 };
 
 struct fk_check_opts {
@@ -67,6 +70,8 @@ struct fk_check_stats {
 	uint32_t fixed;			  /* findings a repair dealt with */
 	uint32_t unlisted;		  /* found but not kept in the list */
 	int has_repairs;		  /* something is planned */
+	/* lost chains the repair frees (none when --salvage saves them) */
+	uint32_t freed_chains;
 };
 
 struct fk_volume_opts;

@@ -346,6 +346,14 @@ static void print_finding(struct run *r, const struct fk_finding *f,
 		else
 			fk_json_null(&r->js, "path");
 		fk_json_str(&r->js, "message", f->msg);
+		if (f->npaths) { /* the files the message names */
+			size_t i;
+
+			fk_json_array(&r->js, "paths");
+			for (i = 0; i < f->npaths; i++)
+				fk_json_str(&r->js, NULL, f->paths[i]);
+			fk_json_end(&r->js);
+		}
 		if (f->fix)
 			fk_json_str(&r->js, "repair", f->fix);
 		else
@@ -464,6 +472,16 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 		printf("; ");
 		count(st->fixed, "fix", "fixes");
 		printf(" applied");
+		/* What the user lost, and how not to: the default frees
+		 * them, as fsck.fat -a does. */
+		if (st->freed_chains && !r->o.salvage) {
+			printf("; ");
+			count(st->freed_chains, "lost chain was",
+			      "lost chains were");
+			printf(" freed (--salvage would have kept %s)",
+			       st->freed_chains == 1 ? "it as a file"
+						     : "them as files");
+		}
 	}
 	printf("\n");
 }

@@ -251,9 +251,9 @@ mdir_has()
 		use $t
 		damage lfn-sum "$LONG"
 		run -4 fatcheck img
-		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match)"
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match): the long name 'A long file name for testing.txt'"
 		run -1 fatcheck -r img
-		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: the long name 'A long file name for testing.txt' is re-attached to 'ALONGF~1.TXT')"
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match): the long name 'A long file name for testing.txt' (repair: checksum rewritten: the long name 'A long file name for testing.txt' is re-attached to 'ALONGF~1.TXT')"
 		settled
 		mdir_has / '^ALONGF~1 TXT +24 .* A long file name for testing\.txt$'
 		files_intact
@@ -269,7 +269,7 @@ mdir_has()
 		fsck.fat -n img 2>&1 | grep -q 'Unfinished long file name'
 		run -4 fatcheck img
 		run -1 fatcheck -r img
-		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: slots deleted)"
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match): part of a long name, 'A long file name for testing.txt' (repair: slots deleted)"
 		settled
 		mdir_has / '^ALONGF~1 TXT +24 [^ ]+ +[^ ]+ *$'
 		same_data /ALONGF~1.TXT "$LONG"
@@ -287,7 +287,7 @@ mdir_has()
 		mcopy -i img new.txt "::$LONG"
 		run -4 fatcheck img
 		run -1 fatcheck -r img
-		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: slots deleted (another entry has that name))"
+		assert_line "error: /: long-name slots 0-2 belong to no entry (the next entry does not match): the long name 'A long file name for testing.txt' (repair: slots deleted (another entry has that name))"
 		settled
 		[ "$(mtype -i img "::$LONG")" = new ]
 		same_data /ALONGF~1.TXT "$LONG"

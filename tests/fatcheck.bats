@@ -1042,9 +1042,9 @@ print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
 @test "fatcheck: orphaned long-name slots are one kind of error, whatever orphaned them" {
 	local t c why
 	for t in 12 16 32; do
-		for c in "lfn-sum|the next entry does not match" \
-			"lfn-seq|out of sequence" \
-			"orphan-lfn|a free slot follows"; do
+		for c in "lfn-sum|the next entry does not match|the long name" \
+			"lfn-seq|out of sequence|part of a long name," \
+			"orphan-lfn|a free slot follows|the long name"; do
 			use $t
 			damage "${c%%|*}" "$LONG"
 			why=${c#*|}
@@ -1053,8 +1053,9 @@ print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
 import json, sys
 f = [x for x in json.load(sys.stdin)["findings"] if x["path"] == "/"]
 assert [(x["severity"], x["code"]) for x in f] == [("error", "orphan-lfn")], f
-assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.argv[1], f
-' "$why" <<<"$output"
+why, spelt = sys.argv[1].split("|")
+assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s): %s %s" % (why, spelt, repr(sys.argv[2][1:])), f
+' "$why" "$LONG" <<<"$output"
 		done
 	done
 }
@@ -1066,7 +1067,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 		damage lfn-sum "$LONG"
 		run -4 fatcheck img
 		run -1 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: "* ]]
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match): the long name '${LONG#/}' (repair: checksum rewritten: "* ]]
 		run -0 fatcheck img
 		fsck_clean img
 		sums_intact # under the long name again
@@ -1079,7 +1080,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 		use $t
 		damage lfn-seq "$LONG"
 		run -1 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (out of sequence) (repair: slots deleted)"* ]]
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (out of sequence): part of a long name, '${LONG#/}' (repair: slots deleted)"* ]]
 		run -0 fatcheck img
 		fsck_clean img
 	done
