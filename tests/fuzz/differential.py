@@ -64,6 +64,7 @@ ENV = dict(os.environ, MTOOLS_SKIP_CHECK="1", LC_ALL="C.UTF-8", TZ="UTC",
 TIMEOUT = 60          # seconds per program run; more is a hang
 NEW_PATH = "/NEW/f.bin"
 NEW_SIZE = 64 * 1024
+MAX_DEPTH = 32        # the bases nest three deep
 
 
 # ---------------------------------------------------------------------------
@@ -368,19 +369,21 @@ def ref_dump(img, want_files, verify=False):
     signal.alarm(TIMEOUT)
     try:
         doc = ref_doc(img, want_files, verify)
-    except RefTimeout as ex:
-        doc = {"items": [], "ok": False, "why": str(ex), "hashes": {},
-               "verify": {"errors": 1, "warnings": 0, "text": str(ex)}}
+        lst = Listing()
+        for it in doc["items"]:
+            lst.items[it["path"]] = Item(
+                it["path"], it["dir"], it["size"],
+                [(n, n) for n in it["path"].split("/")[1:]], it["vdl"],
+                it["offs"], it["chain"])
+    except (RefTimeout, MemoryError) as ex:
+        why = "reference reader: %s" % (str(ex) or type(ex).__name__)
+        doc = {"items": [], "ok": False, "why": why, "hashes": {},
+               "verify": {"errors": 1, "warnings": 0, "text": why}}
+        lst = Listing()
     finally:
         signal.alarm(0)
     PROFILE["reference reader"] = PROFILE.get("reference reader", 0) + \
         time.monotonic() - t
-    lst = Listing()
-    for it in doc["items"]:
-        lst.items[it["path"]] = Item(it["path"], it["dir"], it["size"],
-                                     [(n, n) for n in it["path"].split(
-                                         "/")[1:]], it["vdl"], it["offs"],
-                                     it["chain"])
     lst.ok = doc["ok"]
     lst.why = doc["why"]
     return lst, doc.get("hashes", {}), doc.get("verify")
@@ -395,6 +398,10 @@ def ref_doc(img, files, verify):
         seen = 0
         while stack:
             d, chain = stack.pop(0)
+            if len(chain) > MAX_DEPTH:
+                # the reader does not look for directory loops
+                raise exfatref.Fatal("directories nested deeper than %d"
+                                     % MAX_DEPTH)
             for e in sorted(d.sets().values(), key=lambda x: x.index):
                 seen += 1
                 if seen > 5000:
@@ -412,7 +419,7 @@ def ref_doc(img, files, verify):
                         doc["ok"], doc["why"] = False, str(ex)
                 elif files:
                     doc["hashes"][e.path] = ref_cat(v, e)
-    except RefTimeout:
+    except (RefTimeout, MemoryError):
         raise
     except Exception as ex:  # a hostile image: any failure is a finding
         doc["ok"], doc["why"] = False, "%s: %s" % (type(ex).__name__, ex)
@@ -433,7 +440,7 @@ def ref_doc(img, files, verify):
                     v.f.close()
             doc["verify"] = {"errors": c.errors, "warnings": c.warnings,
                              "text": buf.getvalue()[-2000:]}
-        except RefTimeout:
+        except (RefTimeout, MemoryError):
             raise
         except Exception as ex:
             doc["verify"] = {"errors": 1, "warnings": 0,
@@ -1384,15 +1391,21 @@ def main(argv):
         s = stats_by.setdefault(fam, {})
         s["images"] = s.get("images", 0) + 1
         for fd in judge.judge(exfat, mimg, s):
-            if fd.stage != "verdict" and fd.kind != "crash or hang":
-                minimise(judge, exfat, mimg, mut, fd.kind)
+            # each finding minimised on its own copy: what one needs may
+            # be what another does not
+            fimg = os.path.join(work, "finding.img")
+            copy(mimg, fimg)
+            fm = Mutation()
+            fm.case, fm.field, fm.flips = mut.case, mut.field, list(mut.flips)
+            if fd.kind != "crash or hang":
+                minimise(judge, exfat, fimg, fm, fd.kind)
             k = (fam, fd.kind)
             found[k] = found.get(k, 0) + 1
-            dst = record(out, fd.kind, n, mimg, name, mut, fd, tools.build,
+            dst = record(out, fd.kind, n, fimg, name, fm, fd, tools.build,
                          a.keep, saved)
             if dst:
                 print("%s: %s (%s) -> %s" % (fd.kind, fd.reason,
-                                             mut.describe(), dst))
+                                             fm.describe(), dst))
         if time.monotonic() - last_print > 60:
             last_print = time.monotonic()
             print("... %d images, %d s" % (n, last_print - start))
