@@ -655,9 +655,12 @@ class Check:
 # fatcheck(1), FINDINGS, Exceptions): (fatcheck code, fsck.fat line).
 FAT_FSCK_ONLY = [
     ("dirty", re.compile(r"Dirty bit is set|Automatically removing dirty")),
+    # (fsck.fat counts the tail it would cut as free: its free count
+    # then differs from the FSInfo one by the tail's clusters)
     ("prealloc-tail", re.compile(
         r"File size is \d+ bytes, cluster chain length is > \d+|"
-        r"Truncating file to \d+ bytes")),
+        r"Truncating file to \d+ bytes|Free cluster summary wrong|"
+        r"^\s+Auto-correcting\.$")),
     ("label-8bit", re.compile(r"Volume label .* is not valid|"
                               r"Auto-removing label")),
 ]
@@ -1090,10 +1093,9 @@ class Judge:
             again = Check(self.tools, rimg)
             for_crash.append(again.run)
             if fsck.verdict != "clean":
-                res, kind, _ = classify_verdict(
-                    exfat, fsck, again,
-                    self.listing(exfat, rimg, False, True)[2]
-                    if exfat else None)
+                refv = self.listing(exfat, rimg, False, True)[2] \
+                    if exfat else None
+                res, kind, _ = classify_verdict(exfat, fsck, again, refv)
                 if res == "known" and kind.startswith(("fsck.fat-only",
                                                        "fsck.exfat-only")):
                     stats.setdefault("known", {})
@@ -1102,9 +1104,12 @@ class Judge:
                 else:
                     out.append(Finding(
                         "repair left fsck unclean",
-                        "fatcheck -r exit %s, then %s: %s" % (
+                        "fatcheck -r exit %s, then %s: %s%s" % (
                             rc, "fsck.exfat" if exfat else "fsck.fat",
-                            " | ".join(fsck.lines[:3])), "repair"))
+                            " | ".join(fsck.lines[:3]),
+                            "; reference: " + (refv["text"].strip().split(
+                                "\n")[0] if refv["errors"] else "clean")
+                            if refv else ""), "repair"))
             if again.verdict != "clean":
                 if exfat and "lost-kept" in rep.codes() and \
                         again.codes("error") <= {"lost"}:
@@ -1117,14 +1122,26 @@ class Judge:
                         "fatcheck -r exit %s, then fatcheck -n exit %s: %s"
                         % (rc, again.run.rc, sorted(again.codes("error"))
                            or again.error), "repair"))
-        if rc == 4 and not ("lost-kept" in rep.codes()):
-            out.append(Finding("repair left errors",
-                               "fatcheck -r exit 4: %s" % sorted(
-                                   rep.codes("error")), "repair"))
-        elif rc == 4:
-            stats.setdefault("known", {})
-            k = "repair keeps lost clusters (lost-kept)"
-            stats["known"][k] = stats["known"].get(k, 0) + 1
+        if rc == 4:
+            # What fatcheck(1) says -r leaves: on exFAT, unknown critical
+            # entries with an allocation (with their clusters), and the
+            # lost clusters it keeps while it cannot attribute them.
+            again = Check(self.tools, rimg)
+            for_crash.append(again.run)
+            left = [f for f in again.findings if f["severity"] == "error"]
+            kept = "lost-kept" in rep.codes()
+            if exfat and left and all(
+                    (f["code"] == "entry-set" and "unknown critical" in
+                     f["message"]) or (f["code"] == "lost" and kept)
+                    for f in left):
+                stats.setdefault("known", {})
+                k = "repair leaves what it cannot attribute (exit 4)"
+                stats["known"][k] = stats["known"].get(k, 0) + 1
+            else:
+                out.append(Finding("repair left errors",
+                                   "fatcheck -r exit 4, then left: %s" %
+                                   sorted({f["code"] for f in left}),
+                                   "repair"))
         if rc is not None and rc >= 0:
             after = self.read(exfat, rimg, sorted(before), self.sizes)
             for p in sorted(before):
