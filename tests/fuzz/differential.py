@@ -56,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 HELPERS = os.path.join(ROOT, "tests", "helpers")
 sys.path.insert(0, HELPERS)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 import exfatref  # noqa: E402
 
