@@ -4,6 +4,8 @@
 #   make check      set up, unit + bats tests, layer check, then again
 #                   under ASan/UBSan
 #   make fuzz       run each libFuzzer target FUZZ_SECONDS (60) seconds
+#   make differential  mutated images judged by fsck.fat, fsck.exfat, mtools
+#                   and the reference reader, DIFF_SECONDS (600), DIFF_SEED
 #   make demo       set up, build, make a demo image, run the main job
 #   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: the fsck.* links]
 #   make deb        Debian packages in build/deb/ (fatkit, fatkit-fsck)
@@ -195,7 +197,7 @@ ifeq ($(FSCK_LINKS),1)
 endif
 
 clean:
-	rm -rf build build-san build-clang build-fuzz
+	rm -rf build build-san build-clang build-fuzz build-diff
 
 # ---- fuzzing (tests/fuzz/README.md) ---------------------------------------
 # libFuzzer targets, built with clang into build-fuzz/ against a libfatkit.a
@@ -264,6 +266,18 @@ fuzz-check: fuzz-build
 
 .PHONY: fuzz fuzz-build fuzz-check
 # ---- end of fuzzing --------------------------------------------------------
+
+# ---- differential run (tests/fuzz/README.md, "Differential run") ----------
+# Not part of `make check`: it runs for DIFF_SECONDS and its findings are
+# for a person to read.  Disagreements (images and reasons) and the
+# summary go to build-diff/; the programs are those of $(BUILD).
+DIFF_SECONDS ?= 600
+DIFF_SEED    ?= 1
+differential: all
+	nice python3 tests/fuzz/differential.py --build $(BUILD) \
+		--seconds $(DIFF_SECONDS) --seed $(DIFF_SEED) --out build-diff
+
+.PHONY: differential
 
 .PHONY: all deps deps-demo deps-check check test demo format format-check install clean \
 	core-check layers-check
