@@ -1470,7 +1470,9 @@ static int plan_moves(struct fk_check *ck, struct dirctx *d,
 	int i, err = 0;
 
 	memset(&r, 0, sizeof(r));
-	if (!d->nmoves || (err = load_room(ck, d, st->end_slot, &r)))
+	if (!d->nmoves ||
+	    d->nclus > FK_DIR_MAX_ENTS / (ck->g->clus_len / FK_DIRENT_LEN) ||
+	    (err = load_room(ck, d, st->end_slot, &r)))
 		goto out;
 	for (i = 0; i < d->nmoves && !err; i++) {
 		uint32_t first = d->moves[i].first, n = d->moves[i].n;
@@ -1480,6 +1482,8 @@ static int plan_moves(struct fk_check *ck, struct dirctx *d,
 		nfixes = ck->ent_fixes.n;
 		grown = ck->grown;
 		if ((err = find_room(ck, d, &r, n, &to)) == 1) {
+			r.nblocks -= ck->grown - grown;
+			r.nslots = r.nblocks * r.per_block;
 			ck->ent_fixes.n = nfixes;
 			ck->grown = grown;
 			err = 0;
