@@ -457,11 +457,22 @@ full_dir_ok()
 	done
 }
 
+# fresh dot_entries|full_dir: ./img as that helper makes it (made once per
+# test, then copied).
+fresh()
+{
+	if [[ ! -f $1.base ]]; then
+		if [ "$1" = dot_entries ]; then dot_entries_img; else full_dir_img 32; fi
+		cp img "$1.base"
+	fi
+	cp "$1.base" img
+}
+
 @test "fatcheck -r: a crash after any write while moving entries out of the '.' slots, then another -r, loses no file and no name" {
 	local set n crashed
 	for set in dot_entries full_dir; do
 		for n in $(seq 1 20); do
-			if [ $set = dot_entries ]; then dot_entries_img; else full_dir_img 32; fi
+			fresh $set
 			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
 			[[ $status -eq 99 || $status -eq 1 ]]
 			crashed=$status
@@ -478,7 +489,7 @@ full_dir_ok()
 	local set n
 	for set in dot_entries full_dir; do
 		for n in $(seq 1 20); do
-			if [ $set = dot_entries ]; then dot_entries_img; else full_dir_img 16; fi
+			fresh $set
 			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
 			[ "$status" -eq 1 ] && break # no fault injection, or done
 			[ "$status" -eq 12 ]
