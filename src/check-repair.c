@@ -279,7 +279,8 @@ static int write_slots(struct fk_check *ck, const uint64_t *off,
  * An entry out of the "." and ".." slots, its long-name slots with it,
  * after every other fix of it (it is copied as those left it).  Order:
  * end markers before the new place become deleted slots (or the copy
- * would lie hidden behind one); the copy is written whole; then the old
+ * would lie hidden behind one; what they hid is what the walk read on,
+ * its stale entries deleted by now); the copy is written whole; then the old
  * short slot is deleted, then the old long-name slots; "." and ".." are
  * created after (apply_phase()).  A crash before the old short slot goes
  * leaves the entry twice, which the next run reports as a duplicate name
@@ -294,6 +295,7 @@ static int apply_move(struct fk_check *ck, const struct ent_fix *f)
 	unsigned char t[FK_DIRENT_LEN];
 	uint64_t from[FK_LFN_MAX_ORD + 1], to[FK_LFN_MAX_ORD + 1];
 	uint32_t s, n = f->nslots, last = n - 1;
+	struct ent_fix skip;
 	int err;
 
 	if (!n || n > FK_LFN_MAX_ORD + 1)
@@ -311,16 +313,11 @@ static int apply_move(struct fk_check *ck, const struct ent_fix *f)
 	}
 	if (fk_slot_is_free(e[last]))
 		return 0; /* deleted by another fix */
-	for (s = f->skip_from; s < f->to; s++) {
-		if ((err = fk_dir_read_slot(ck->vol, f->dir_clus, s, t)))
-			return err;
-		if (!fk_slot_is_end(t))
-			continue;
-		fk_slot_delete(t);
-		if ((err = fk_dir_write_slot(ck->vol, f->dir_clus, s, t)))
-			return err;
-	}
-	if ((err = write_slots(ck, to, e, n)))
+	memset(&skip, 0, sizeof(skip));
+	skip.dir_clus = f->dir_clus;
+	skip.slot = f->skip_from;
+	skip.nslots = f->to - f->skip_from;
+	if ((err = apply_unend(ck, &skip)) || (err = write_slots(ck, to, e, n)))
 		return err;
 	for (s = 0; s < n; s++)
 		fk_slot_delete(e[s]);

@@ -1125,7 +1125,10 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
  * An entry whose slots (its long name's included) begin in slot 0 or 1 of
  * a subdirectory, where "." and ".." belong (fsck.fat moves it down and
  * creates them).  It is checked and repaired where it is, as any other;
- * dir_after() then plans its move (plan_moves()).
+ * dir_after() then plans its move (plan_moves()).  So is one read past
+ * an end marker in slot 0: made visible where it is, it would hold the
+ * slot still; judged stale (walk_hidden(), later), it is deleted before
+ * the move, which then finds nothing to copy.
  */
 static void note_move(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent)
@@ -1165,8 +1168,8 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		return check_dot(ck, d, ent); /* past a marker: misplaced */
 	if (st->after_end)
 		hidden = hidden_entry(ck, d, named(d), st->end_slot);
-	else if (!d->is_root && d->ent_first < 2)
-		note_move(ck, d, ent);
+	if (!d->is_root && d->ent_first < 2)
+		note_move(ck, d, ent); /* a hidden one too: if it is kept */
 	if (is_label(ent)) {
 		if (d->is_root) {
 			struct label_ent l = {{0}, d->first, ent->slot, d->run};
@@ -1358,7 +1361,6 @@ struct room {
 	uint8_t *used;	/* per slot (FK_DIR_MAX_ENTS) */
 	uint32_t *clus; /* per block: its cluster */
 	uint32_t nslots, nblocks, nold, per_block;
-	uint32_t top; /* one past the last slot used */
 };
 
 /*
@@ -1401,8 +1403,6 @@ static int load_room(struct fk_check *ck, const struct dirctx *d,
 				     (s < end_slot ? !fk_slot_is_free(e)
 						   : !!memcmp(e, zero,
 							      sizeof(zero)));
-			if (r->used[s])
-				r->top = s + 1;
 		}
 	}
 	free(buf);
@@ -1497,9 +1497,11 @@ static int plan_moves(struct fk_check *ck, struct dirctx *d,
 		f.slot = first;
 		f.nslots = n;
 		f.to = to;
-		f.skip_from = r.top < to ? r.top : to;
-		memset(r.used + f.skip_from, 1, to + n - f.skip_from);
-		r.top = r.top > to + n ? r.top : to + n;
+		/* Every end marker before the copy goes, or it would lie
+		 * hidden behind one (what lies between is what the walk
+		 * read on past the first marker). */
+		f.skip_from = st->end_slot < to ? st->end_slot : to;
+		memset(r.used + to, 1, n);
 		if ((err = ck_plan_entry(ck, &f)))
 			break;
 		grew[0] = '\0';
