@@ -389,6 +389,23 @@ OUT
 	dot_entries_ok
 }
 
+@test "fatcheck -r: an entry read past an end marker in the '..' slot is made visible and moved down in one run" {
+	local off
+	dot_entries_img
+	# Slot 0 (TEST1.TXT) all zeros: an end marker, and TEST2.TXT, ".."
+	# and "." behind it, seen by Linux and fsck.fat only.
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "TEST1   TXT")
+	dd if=/dev/zero of=img bs=32 count=1 seek=$((off / 32)) conv=notrunc status=none
+	run -4 fatcheck img
+	assert_line --partial "error: /DIR/TEST2.TXT: file 'TEST2.TXT' (slot 1) lies past the directory's end marker (slot 0)"
+	run -1 fatcheck -r img
+	assert_line "error: /DIR/TEST2.TXT: entry in slot 1, where '..' belongs (repair: moved to slot 4)"
+	settled
+	[ "$(mtype -i img ::/DIR/TEST2.TXT)" = "test 2" ]
+	run -0 mdir -b -i img ::/DIR
+	[ "$output" = "::/DIR/TEST2.TXT" ]
+}
+
 @test "fatcheck -r: an entry in the '.' or '..' slot moves down with its long name; '.' and '..' are created in the same run" {
 	local c
 	for c in "12 dot-entries /DATA" "16 dots-removed /DATA" \
