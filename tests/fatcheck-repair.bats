@@ -472,6 +472,14 @@ full_dir_ok()
 		run -0 mdir -a -i img ::/D
 		[ "$(grep -c ' TXT ' <<<"$output")" -eq 11 ]
 	done
+	# --salvage plans its new clusters around the one the directory
+	# takes (one allocator), and FSInfo counts both.
+	full_dir_img 32
+	damage lost
+	run -1 fatcheck -r --salvage img
+	assert_line --partial "(repair: saved as /FOUND.000/FILE0000.CHK)"
+	full_dir_ok
+	[ "$(fsinfo_free img)" -eq "$(count_free_clusters img)" ]
 }
 
 # fresh dot_entries|full_dir: ./img as that helper makes it (made once per
