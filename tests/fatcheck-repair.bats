@@ -439,11 +439,11 @@ full_dir_img()
 	mkimg "fat$1" "$([ "$1" = 32 ] && echo 34M || echo 8M)" img -s 1
 	mmd -i img ::/D
 	printf 'long\n' >"A long file name for testing.txt"
-	mcopy -i img "A long file name for testing.txt" ::/D/
 	for i in 0 1 2 3 4 5 6 7 8 9; do
 		printf 'file %s\n' $i >F$i.TXT
-		mcopy -i img F$i.TXT ::/D/
 	done
+	# One mcopy: the entries take the slots in the order named.
+	mcopy -i img "A long file name for testing.txt" F?.TXT ::/D/
 	damage dots-removed /D
 }
 
