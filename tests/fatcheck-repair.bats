@@ -513,7 +513,7 @@ fresh()
 @test "fatcheck -r: a failed write while moving entries out of the '.' slots is exit 12; a later -r finishes the job" {
 	local set n
 	for set in dot_entries full_dir; do
-		for n in $(seq 1 20); do
+		for n in 1 2 3 5 8 13; do
 			fresh $set
 			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
 			[ "$status" -eq 1 ] && break # no fault injection, or done
