@@ -81,6 +81,11 @@ enum ent_op {
 	EF_REBUILD, /* write @slot_data into @slot if it still holds @old */
 	EF_UNEND,   /* slots [slot, slot + nslots) that are end markers
 		       (0x00) become deleted slots (0xE5) */
+	EF_GROW,    /* the directory grows by the zeroed cluster
+		       @first_clus, linked from @prev_clus */
+	EF_MOVE,    /* an entry in the "." or ".." slot: slots [slot, slot +
+		       nslots) copied to [to, to + nslots), then deleted
+		       (end markers in [skip_from, to) deleted first) */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
@@ -96,6 +101,8 @@ struct ent_fix {
 	int set_name;				/* NAME */
 	unsigned char name[11];			/* NAME: the new short name */
 	uint8_t nt;				/* NAME: its NT flags */
+	uint32_t prev_clus;			/* GROW */
+	uint32_t to, skip_from;			/* MOVE */
 };
 
 #define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */
@@ -256,6 +263,11 @@ struct fk_check {
 	/* what repairs freed, for FSInfo */
 	uint32_t freed;
 	uint32_t first_freed;
+	/* free clusters for directory growth (EF_GROW), opened when first
+	   needed; --salvage takes it over so that neither hands out what
+	   the other planned */
+	struct fk_alloc *alloc;
+	uint32_t grown; /* clusters directories grow by, for FSInfo */
 };
 
 #define PUSH(list, item)                                                       \

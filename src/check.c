@@ -245,6 +245,7 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->lost.v);
 	free(ck->root_labels.v);
 	ck_salvage_free(ck);
+	fk_alloc_close(ck->alloc);
 	free(ck->path);
 	free(ck->map);
 	free(ck->diffs);

@@ -52,6 +52,14 @@ Cases (PATH is absolute inside the volume):
                            ".!" (start cluster and attribute kept)
   dot-swap PATH            directory PATH's "." slot holds ".." (the
                            parent's cluster), so it has two ".." and no "."
+  dot-entries PATH         directory PATH's first two entries (long names
+                           with them) take the first slots, then ".." and
+                           "." follow: dosfstools' test image
+                           check-dot_entries, on any directory
+  dots-removed PATH        directory PATH's "." and ".." removed, every
+                           later slot two places nearer the start (two
+                           zero slots at the end): its first entry (or its
+                           long name) sits in slot 0
   dir-loop PATH ANCESTOR   directory PATH's entry points at ANCESTOR's chain
   dir-size PATH            directory PATH has a non-zero size
   dup PATH1 PATH2          PATH2 (same directory) gets PATH1's short name
@@ -556,6 +564,40 @@ def case_dot_swap(vol, path):
     return [path]
 
 
+def dir_with_dots(vol, path):
+    """Directory PATH's entry, its slots' offsets and their bytes; its
+    first two slots must be "." and ".."."""
+    ent, _ = vol.lookup(path)
+    if not ent.is_dir():
+        die(path + " is not a directory")
+    offs = [off for off, _ in vol.dir_slots(ent.first)]
+    data = [vol.read(off, 32) for off in offs]
+    if data[0][:11] != b".".ljust(11) or data[1][:11] != b"..".ljust(11):
+        die(path + " does not begin with '.' and '..'")
+    return ent, offs, data
+
+
+def case_dot_entries(vol, path):
+    ent, offs, data = dir_with_dots(vol, path)
+    ents = [e for e in vol.entries(ent.first)
+            if e.raw not in (b".".ljust(11), b"..".ljust(11))][:2]
+    if len(ents) < 2 or ents[0].slots[0] != 2 or \
+            ents[1].slots[0] != ents[0].slots[-1] + 1:
+        die(path + " does not hold two entries right after '..'")
+    new = [data[k] for k in ents[0].slots + ents[1].slots] + \
+        [data[1], data[0]]
+    for off, d in zip(offs, new):
+        vol.write(off, d)
+    return [path]
+
+
+def case_dots_removed(vol, path):
+    ent, offs, data = dir_with_dots(vol, path)
+    for off, d in zip(offs, data[2:] + [bytes(32)] * 2):
+        vol.write(off, d)
+    return [path]
+
+
 def case_dir_loop(vol, path, ancestor):
     ent, _ = vol.lookup(path)
     anc, _ = vol.lookup(ancestor)
@@ -862,6 +904,7 @@ CASES = {
     "no-dot": case_no_dot, "dotdot-renamed": case_dotdot_renamed,
     "no-dotdot": case_no_dotdot, "dot-attr": case_dot_attr,
     "dot-name": case_dot_name, "dot-swap": case_dot_swap,
+    "dot-entries": case_dot_entries, "dots-removed": case_dots_removed,
     "lower-short": case_lower_short, "long-is": case_long_is,
     "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
