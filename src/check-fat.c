@@ -206,7 +206,7 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 
 	if (!ck->diffs[copy].nsecs++)
 		ck->diffs[copy].first = sec;
-	return 0;
+	return ck_note_diff(ck, sec);
 }
 
 /* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
@@ -265,12 +265,47 @@ static void check_reserved(struct fk_check *ck)
 	}
 }
 
+/* The map, counts and reserved entries again, from the FAT as kept where
+ * the copies differ (the first scan read one copy whole). */
+static int rescan(struct fk_check *ck)
+{
+	const struct fk_geom *g = ck->g;
+
+	memset(ck->map, 0, (((size_t)fk_clus_max(g) + 32) / 32) * 8);
+	ck->st.free_clus = ck->st.used_clus = ck->st.bad_clus = 0;
+	ck->first_free = 0;
+	return fk_fat_scan(ck->vol, g->active_fat, scan_block, ck);
+}
+
+/* What the repair does about the differing sectors: which copy is
+ * rewritten from which, in how many sectors. */
+static void set_copies_fix(struct fk_check *ck, size_t idx)
+{
+	uint32_t a = ck->g->active_fat, nsecs[2] = {0, 0};
+	size_t i;
+
+	for (i = 0; i < ck->copy_runs.n; i++)
+		nsecs[ck->copy_runs.v[i].keep == a] += ck->copy_runs.v[i].nsecs;
+	if (!nsecs[0])
+		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", !a + 1,
+			   a + 1);
+	else if (!nsecs[1])
+		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", a + 1,
+			   !a + 1);
+	else
+		ck_set_fix(ck, idx,
+			   "copy %u rewritten from copy %u in %u sector%s, "
+			   "copy %u from copy %u in %u",
+			   a + 1, !a + 1, nsecs[0], ck_plural(nsecs[0]), !a + 1,
+			   a + 1, nsecs[1]);
+}
+
 int ck_scan_fats(struct fk_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t c;
 	size_t idx;
-	int err;
+	int err, is_patched;
 
 	err = fk_fat_scan_copies(ck->vol, g->active_fat, scan_block,
 				 g->is_mirrored ? scan_diff : NULL, ck);
@@ -285,8 +320,10 @@ int ck_scan_fats(struct fk_check *ck)
 			"the first at sector %u of the copy",
 			c + 1, g->active_fat + 1, ck->diffs[c].nsecs,
 			ck_plural(ck->diffs[c].nsecs), ck->diffs[c].first);
-		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", c + 1,
-			   g->active_fat + 1);
+		if ((err = ck_judge_copies(ck, &is_patched)) ||
+		    (is_patched && (err = rescan(ck))))
+			return err;
+		set_copies_fix(ck, idx);
 		ck->fix_copies = 1;
 	}
 	check_reserved(ck);

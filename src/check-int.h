@@ -4,6 +4,7 @@
  *   check.c         public API, findings, repair plans, the order of phases
  *   check-fat.c     boot sector, FAT copies and reserved entries, FSInfo,
  *                   label
+ *   check-copies.c  where FAT copies differ, which one the tree agrees with
  *   check-tree.c    the directory tree walk: entries, names, ".", "..",
  *                   orphaned long-name slots
  *   check-chain.c   claiming chains in the cluster map, tails, cross-link
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "check-family.h"
 #include "check.h"
 #include "dir.h"
@@ -167,6 +169,13 @@ struct copy_diff {
 	uint32_t first; /* the first of them */
 };
 
+/* A run of sectors where the two FAT copies differ, and the copy kept
+ * there (0-based; the read copy unless judged or forced otherwise). */
+struct copy_run {
+	uint32_t first, nsecs;
+	uint32_t keep;
+};
+
 /* A volume label entry of the root. */
 struct label_ent {
 	unsigned char raw[11];
@@ -230,6 +239,10 @@ struct fk_check {
 	uint32_t fat0, fat1;
 	uint32_t first_free; /* 0: none */
 	struct copy_diff *diffs;
+	LIST(struct copy_run, copy_runs); /* ascending */
+	struct fk_cache_patch *patches;	  /* the kept runs of the other copy,
+					     which the check reads */
+	size_t npatches;
 	int fix_copies;
 	int fix_fat0, fix_fat1;
 	/* boot sector and FSInfo */
@@ -321,6 +334,24 @@ int ck_check_fsinfo(struct fk_check *ck);
 /* After the tree (which finds the root's label entry). */
 void ck_check_label(struct fk_check *ck);
 int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint);
+
+/* ---- check-copies.c: which FAT copy to keep ---------------------------- */
+
+/* Note sector @sec (ascending) as one where the copies differ. */
+int ck_note_diff(struct fk_check *ck, uint32_t sec);
+
+/*
+ * Where the copies differ, keep per run the copy the directory tree
+ * agrees with (or the one --fat-copy names), with a note for each, and
+ * read the FAT as kept from here on.  *@is_patched: some sectors come
+ * from the copy not read, so what the scan built from the read copy is
+ * stale.  Returns 0 or -errno.
+ */
+int ck_judge_copies(struct fk_check *ck, int *is_patched);
+
+/* Read the read copy as it is again (the copies agree, or the check is
+ * over). */
+void ck_unpatch(struct fk_check *ck);
 
 /* ---- check-tree.c: the directory tree ---------------------------------- */
 

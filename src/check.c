@@ -198,6 +198,9 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->runs.blocks);
 	free(ck->lost.v);
 	free(ck->root_labels.v);
+	ck_unpatch(ck);
+	free(ck->patches);
+	free(ck->copy_runs.v);
 	ck_salvage_free(ck);
 	free(ck->path);
 	free(ck->map);
