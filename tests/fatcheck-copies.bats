@@ -11,12 +11,13 @@ load helpers/common
 CORRUPT=$FATKIT_HELPERS/corrupt.py
 FILE=/DCIM/A.JPG
 
-# Small images whose file's chain reaches past FAT sector 0 (512-byte
-# clusters: 586 of them for the file).
+# Small images whose files' chains reach past FAT sector 0 (512-byte
+# clusters: 586 of them for each of the two large files).
 setup_file()
 {
 	cd "$BATS_FILE_TMPDIR" || return 1
-	gen_bytes 300000 a.jpg >a.jpg && printf 'a note\n' >b.txt || return 1
+	gen_bytes 300000 a.jpg >a.jpg && gen_bytes 300000 c.mov >c.mov &&
+		printf 'a note\n' >b.txt || return 1
 	local t size
 	for t in 12 16 32; do
 		case $t in
@@ -28,6 +29,7 @@ setup_file()
 			mmd -i "base$t.img" ::/DCIM &&
 			mcopy -i "base$t.img" b.txt ::/DCIM/B.TXT &&
 			mcopy -i "base$t.img" a.jpg "::$FILE" &&
+			mcopy -i "base$t.img" c.mov ::/DCIM/C.MOV &&
 			mcopy -i "base$t.img" b.txt ::/NOTES.TXT || return 1
 	done
 }
@@ -49,6 +51,8 @@ file_intact()
 {
 	mcopy -n -i img "::$FILE" got.jpg &&
 		cmp got.jpg "$BATS_FILE_TMPDIR/a.jpg" &&
+		mcopy -n -i img ::/DCIM/C.MOV got.mov &&
+		cmp got.mov "$BATS_FILE_TMPDIR/c.mov" &&
 		[ "$(mtype -i img ::/NOTES.TXT)" = "a note" ]
 }
 
@@ -109,6 +113,23 @@ settled()
 		s=$(differing_sector)
 		assert_line --regexp "^note: img: FAT copy 1 kept for sectors $s-$s: copy 2 $(fault $t)\$"
 		assert_output --partial "(repair: copy 2 rewritten from copy 1)"
+		file_intact
+		settled
+	done
+}
+
+@test "fatcheck -r: each copy zeroed under another file: each run keeps the copy that is whole there (FAT12/16/32)" {
+	local t
+	for t in 12 16 32; do
+		use $t
+		"$FK_PYTHON" "$CORRUPT" img fat-sector-zero 1 /DCIM/C.MOV last >/dev/null
+		zero 1
+		run -4 fatcheck img
+		assert_line --regexp "^note: img: FAT copy 2 kept for sectors ([0-9]+)-\1: copy 1 $(fault $t)\$"
+		assert_line --regexp "^note: img: FAT copy 1 kept for sectors ([0-9]+)-\1: copy 2 has a free cluster inside /DCIM/C.MOV\$"
+		refute_output --partial "error: /DCIM"
+		run -1 fatcheck -r img
+		assert_line --regexp "^error: img: FAT copy 2 differs from copy 1 in 2 sectors, .* \(repair: copy 1 rewritten from copy 2 in 1 sector, copy 2 from copy 1 in 1\)\$"
 		file_intact
 		settled
 	done

@@ -10,10 +10,11 @@ lost clusters). Paths match long and short names case-insensitively.
 
 Cases (PATH is absolute inside the volume):
   fat-copy                 one used entry of FAT copy 1 differs from copy 0
-  fat-sector-zero COPY PATH  copy COPY (from 0) of the FAT sector that holds
+  fat-sector-zero COPY PATH [last]
+                           copy COPY (from 0) of the FAT sector that holds
                            the entry of PATH's first cluster past FAT
-                           sector 0 (not its last) all zeros, the other
-                           copy intact
+                           sector 0 (with "last": of its last but one)
+                           all zeros, the other copy intact
   media                    FAT[0] media byte differs from the BPB (every copy)
   fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
                            only, counted from 0)
@@ -339,12 +340,12 @@ def case_fat_copy(vol):
     return ["-"]
 
 
-def case_fat_sector_zero(vol, copy, path):
+def case_fat_sector_zero(vol, copy, path, which="first"):
     if vol.nfats < 2:
         die("one FAT copy only")
     _, ch = file_chain(vol, path, 2)
     per = {12: 1.5, 16: 2, 32: 4}[vol.bits]
-    for c in ch[:-1]:
+    for c in ch[:-1] if which == "first" else ch[-2::-1]:
         sec = int(c * per) // vol.bps
         if sec >= 1:
             break
