@@ -349,8 +349,7 @@ int ck_note_diff(struct fk_check *ck, uint32_t sec);
  */
 int ck_judge_copies(struct fk_check *ck, int *is_patched);
 
-/* Read the read copy as it is again (the copies agree, or the check is
- * over). */
+/* Read the read copy as it is again: the check is over. */
 void ck_unpatch(struct fk_check *ck);
 
 /* ---- check-tree.c: the directory tree ---------------------------------- */

@@ -85,7 +85,8 @@ static int resync_run(struct fk_check *ck, const struct copy_run *r,
 }
 
 /* Each run where the copies differ gets the kept copy's sectors in every
- * copy; the check read them so already, and now every copy holds them. */
+ * copy: the check read the FAT so, and the steps after this one read it
+ * from the first copy, which then holds them. */
 static int repair_fat_copies(struct fk_check *ck)
 {
 	unsigned char *src = NULL, *dst = NULL;
@@ -100,8 +101,6 @@ static int repair_fat_copies(struct fk_check *ck)
 	}
 	for (i = 0; i < ck->copy_runs.n && !err; i++)
 		err = resync_run(ck, &ck->copy_runs.v[i], src, dst);
-	if (!err)
-		ck_unpatch(ck);
 out:
 	free(src);
 	free(dst);
