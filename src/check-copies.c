@@ -90,7 +90,7 @@ static char *say_fault(enum fault f, const char *path)
 	case RUNS_PAST:
 		return ck_format("runs %s past its size", path);
 	case FREE_INSIDE:
-		return ck_format("has a free cluster inside %s", path);
+		return ck_format("marks a cluster of %s free", path);
 	case BREAKS:
 		return ck_format("breaks the chain of %s", path);
 	default:

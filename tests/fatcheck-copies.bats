@@ -64,7 +64,7 @@ fault()
 	if [ "$1" = 12 ]; then
 		echo "links $FILE into clusters in use"
 	else
-		echo "has a free cluster inside $FILE"
+		echo "marks a cluster of $FILE free"
 	fi
 }
 
@@ -126,7 +126,7 @@ settled()
 		zero 1
 		run -4 fatcheck img
 		assert_line --regexp "^note: img: FAT copy 2 kept for sectors ([0-9]+)-\1: copy 1 $(fault $t)\$"
-		assert_line --regexp "^note: img: FAT copy 1 kept for sectors ([0-9]+)-\1: copy 2 has a free cluster inside /DCIM/C.MOV\$"
+		assert_line --regexp "^note: img: FAT copy 1 kept for sectors ([0-9]+)-\1: copy 2 marks a cluster of /DCIM/C.MOV free\$"
 		refute_output --partial "error: /DCIM"
 		run -1 fatcheck -r img
 		assert_line --regexp "^error: img: FAT copy 2 differs from copy 1 in 2 sectors, .* \(repair: copy 1 rewritten from copy 2 in 1 sector, copy 2 from copy 1 in 1\)\$"
