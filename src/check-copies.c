@@ -8,9 +8,9 @@
  * the entry at fault.  Per run the copy with fewer problems is kept (the
  * read copy on a tie, as before); the checker then reads the FAT as the
  * kept sectors make it (fk_cache_set_patches()), and the repair writes
- * them over the other copy.  fsck.fat and fatcheck before this rewrote
- * the second copy from the first whatever they held: a zeroed sector in
- * the first copy then cut every file through it short.
+ * them over the other copy.  fsck.fat rewrites the second copy from the
+ * first whatever they hold, so a zeroed sector in the first copy cuts
+ * every file through it short and the intact copy is lost.
  */
 #include "check-int.h"
 
@@ -41,7 +41,8 @@ struct judge {
 /* How a chain walk goes, cluster by cluster. */
 struct chain_walk {
 	struct judge *j;
-	uint32_t need;	    /* clusters the size needs; 0: a directory */
+	uint32_t need;	    /* clusters the size needs; 0: none (a
+			       directory, or an empty file) */
 	uint32_t nclus;	    /* taken so far */
 	uint32_t prev;	    /* the cluster before; 0: none */
 	uint32_t need_last; /* the need-th cluster; 0: not reached */
