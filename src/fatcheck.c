@@ -722,7 +722,8 @@ static int run_main(int argc, char **argv)
 		/* Said before anything is checked, and nothing written. */
 		if (vol->exfat)
 			fk_diag_set(&diag, r.image,
-				    "--fat-copy works on FAT12/16/32 only");
+				    "--fat-copy works on FAT12/16/32 only: "
+				    "leave it out on exFAT");
 		else
 			fk_diag_set(&diag, r.image,
 				    "--fat-copy %u: the volume has %u FAT "

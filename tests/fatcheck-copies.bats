@@ -183,7 +183,7 @@ settled()
 	settled
 }
 
-@test "fatcheck --fat-copy: a copy the volume lacks, or no number, is a usage error (exit 16, image unchanged)" {
+@test "fatcheck --fat-copy: a copy the volume lacks, no number, or exFAT is a usage error (exit 16, image unchanged)" {
 	local sum
 	use 16
 	zero 1
@@ -201,6 +201,12 @@ settled()
 	run -16 --separate-stderr fatcheck --fat-copy 2 one.img
 	[ "$stderr" = "fatcheck: one.img: --fat-copy 2: the volume has 1 FAT copy (give 1 or leave it out)" ]
 	run -0 fatcheck --fat-copy 1 one.img
+	# exFAT keeps its FAT copies apart (TexFAT): nothing to choose.
+	truncate -s 8M ex.img && mkfs.exfat ex.img >/dev/null
+	sum=$(img_sha ex.img)
+	run -16 --separate-stderr fatcheck -r --fat-copy 1 ex.img
+	[ "$stderr" = "fatcheck: ex.img: --fat-copy works on FAT12/16/32 only: leave it out on exFAT" ]
+	[ "$(img_sha ex.img)" = "$sum" ]
 }
 
 @test "fatcheck -r: a crash after any write of the copy repair, then another -r, keeps the file whole" {
