@@ -2,9 +2,8 @@
  * check-int.h: what the checker's files share, and nobody else may use.
  *
  *   check.c         public API, findings, repair plans, the order of phases
- *   check-fat.c     boot sector, FAT copies and reserved entries, FSInfo,
- *                   label
- *   check-copies.c  where FAT copies differ, which one the tree agrees with
+ *   check-fat.c     boot sector, FAT copies (which to keep where they
+ *                   differ) and reserved entries, FSInfo, label
  *   check-tree.c    the directory tree walk: entries, names, ".", "..",
  *                   orphaned long-name slots
  *   check-chain.c   claiming chains in the cluster map, tails, cross-link
@@ -328,29 +327,16 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
 /* ---- check-fat.c: the volume's own structures ------------------------- */
 
 int ck_check_boot(struct fk_check *ck);
-/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1]. */
+/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1];
+ * where the copies differ, the copy kept for each run of sectors, which
+ * the check reads from then on (until ck_unpatch()). */
 int ck_scan_fats(struct fk_check *ck);
+/* Read the read copy as it is again: the check is over. */
+void ck_unpatch(struct fk_check *ck);
 int ck_check_fsinfo(struct fk_check *ck);
 /* After the tree (which finds the root's label entry). */
 void ck_check_label(struct fk_check *ck);
 int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint);
-
-/* ---- check-copies.c: which FAT copy to keep ---------------------------- */
-
-/* Note sector @sec (ascending) as one where the copies differ. */
-int ck_note_diff(struct fk_check *ck, uint32_t sec);
-
-/*
- * Where the copies differ, keep per run the copy the directory tree
- * agrees with (or the one --fat-copy names), with a note for each, and
- * read the FAT as kept from here on.  *@is_patched: some sectors come
- * from the copy not read, so what the scan built from the read copy is
- * stale.  Returns 0 or -errno.
- */
-int ck_judge_copies(struct fk_check *ck, int *is_patched);
-
-/* Read the read copy as it is again: the check is over. */
-void ck_unpatch(struct fk_check *ck);
 
 /* ---- check-tree.c: the directory tree ---------------------------------- */
 

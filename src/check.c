@@ -265,7 +265,7 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 	return 0;
 }
 
-/* The check reads the FAT copies as kept (check-copies.c) while its
+/* The check reads the FAT copies as kept (check-fat.c) while its
  * phases run, and as they are once it is over: the repair's first step
  * makes every copy hold the kept sectors, and nothing after the check
  * may reach the volume through @ck (a caller may close it first). */
