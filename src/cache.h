@@ -89,17 +89,6 @@ int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
 int fk_cache_get_fresh(struct fk_cache *cache, uint32_t sec,
 		       unsigned char **data);
 
-/*
- * Write every dirty sector to each mirrored FAT copy (merged runs, sector
- * order), fsyncing only in FK_CACHE_SYNC_COPY mode: an explicit flush is
- * an ordering point, and its caller decides where the barrier goes.
- * Returns 0 or -errno; on error the sectors stay dirty.
- */
-int fk_cache_flush(struct fk_cache *cache);
-
-/* Change the sync mode. */
-void fk_cache_set_sync(struct fk_cache *cache, enum fk_cache_sync sync);
-
 /* Sectors @first .. @first + @nsecs - 1 of every read come from copy
  * @copy instead of the read copy. */
 struct fk_cache_patch {
@@ -127,6 +116,17 @@ int fk_cache_is_patched(const struct fk_cache *cache);
  */
 int fk_cache_patch_read(struct fk_cache *cache, uint64_t off,
 			unsigned char *buf, size_t len);
+
+/*
+ * Write every dirty sector to each mirrored FAT copy (merged runs, sector
+ * order), fsyncing only in FK_CACHE_SYNC_COPY mode: an explicit flush is
+ * an ordering point, and its caller decides where the barrier goes.
+ * Returns 0 or -errno; on error the sectors stay dirty.
+ */
+int fk_cache_flush(struct fk_cache *cache);
+
+/* Change the sync mode. */
+void fk_cache_set_sync(struct fk_cache *cache, enum fk_cache_sync sync);
 
 /* Number of dirty sectors now held. */
 size_t fk_cache_dirty(const struct fk_cache *cache);
