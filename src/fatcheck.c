@@ -159,12 +159,12 @@ static void usage(FILE *out)
 enum {
 	OPT_TRIM = 256,
 	OPT_SALVAGE,
+	OPT_FAT_COPY,
 	OPT_STRICT,
 	OPT_JSON,
 	OPT_PROGRESS,
 	OPT_FORCE,
 	OPT_NO_PROGRESS,
-	OPT_FAT_COPY,
 };
 
 /* --fat-copy's N: a whole number from 1 (compared with the volume's copies
