@@ -275,7 +275,7 @@ static int push_name(struct judge *j, const char *name, size_t *old)
 static int judge_dir(struct judge *j, uint32_t first, uint32_t nclus, int depth)
 {
 	const struct fk_geom *g = j->ck->g;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_dirent *ent;
 	struct fk_dir *dir;
 	int err = 0, r;
