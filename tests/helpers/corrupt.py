@@ -13,8 +13,9 @@ Cases (PATH is absolute inside the volume):
   fat-sector-zero COPY PATH [last]
                            copy COPY (from 0) of the FAT sector that holds
                            the entry of PATH's first cluster past FAT
-                           sector 0 (with "last": of its last but one)
-                           all zeros, the other copy intact
+                           sector 0 (with "last": of its last but one;
+                           sector 0 if none is past it) all zeros, the
+                           other copy intact
   media                    FAT[0] media byte differs from the BPB (every copy)
   fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
                            only, counted from 0)
@@ -350,7 +351,7 @@ def case_fat_sector_zero(vol, copy, path, which="first"):
         if sec >= 1:
             break
     else:
-        die("%s has no link past FAT sector 0" % path)
+        sec = 0  # FAT[0] and FAT[1] go too: the other copy keeps them
     base = vol.fat_off + int(copy) * vol.fat_secs * vol.bps
     vol.write(base + sec * vol.bps, bytes(vol.bps))
     return [path]
