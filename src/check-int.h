@@ -2,8 +2,8 @@
  * check-int.h: what the checker's files share, and nobody else may use.
  *
  *   check.c         public API, findings, repair plans, the order of phases
- *   check-fat.c     boot sector, FAT copies and reserved entries, FSInfo,
- *                   label
+ *   check-fat.c     boot sector, FAT copies (which to keep where they
+ *                   differ) and reserved entries, FSInfo, label
  *   check-tree.c    the directory tree walk: entries, names, ".", "..",
  *                   orphaned long-name slots
  *   check-chain.c   claiming chains in the cluster map, tails, cross-link
@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "check-family.h"
 #include "check.h"
 #include "dir.h"
@@ -174,6 +175,13 @@ struct copy_diff {
 	uint32_t first; /* the first of them */
 };
 
+/* A run of sectors where the two FAT copies differ, and the copy kept
+ * there (0-based; the read copy unless judged or forced otherwise). */
+struct copy_run {
+	uint32_t first, nsecs;
+	uint32_t keep;
+};
+
 /* A volume label entry of the root. */
 struct label_ent {
 	unsigned char raw[11];
@@ -237,6 +245,10 @@ struct fk_check {
 	uint32_t fat0, fat1;
 	uint32_t first_free; /* 0: none */
 	struct copy_diff *diffs;
+	LIST(struct copy_run, copy_runs); /* ascending */
+	struct fk_cache_patch *patches;	  /* the kept runs of the other copy,
+					     which the check reads */
+	size_t npatches;
 	int fix_copies;
 	int fix_fat0, fix_fat1;
 	/* boot sector and FSInfo */
@@ -327,8 +339,12 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
 /* ---- check-fat.c: the volume's own structures ------------------------- */
 
 int ck_check_boot(struct fk_check *ck);
-/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1]. */
+/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1];
+ * where the copies differ, the copy kept for each run of sectors, which
+ * the check reads from then on (until ck_unpatch()). */
 int ck_scan_fats(struct fk_check *ck);
+/* Read the read copy as it is again: the check is over. */
+void ck_unpatch(struct fk_check *ck);
 int ck_check_fsinfo(struct fk_check *ck);
 /* After the tree (which finds the root's label entry). */
 void ck_check_label(struct fk_check *ck);

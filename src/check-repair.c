@@ -1,6 +1,7 @@
 /*
  * check-repair.c: the repair steps, in the contract's write order: FAT
- * copies, FAT entries (flushed), directory entries, freed clusters,
+ * copies (per run of differing sectors, the copy kept), FAT entries
+ * (flushed), directory entries, freed clusters,
  * salvaged chains, boot sector, FSInfo last.  Each step applies what the phases planned and
  * nothing else; none of them judges the volume again.
  */
@@ -52,12 +53,44 @@ static int resync_range(struct fk_check *ck, const unsigned char *src,
 	return 0;
 }
 
-static int repair_fat_copies(struct fk_check *ck)
+/* Run @r of the copies: the kept copy's sectors over the other's. */
+static int resync_run(struct fk_check *ck, const struct copy_run *r,
+		      unsigned char *src, unsigned char *dst)
 {
 	const struct fk_geom *g = ck->g;
-	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len, off;
-	unsigned char *src = NULL, *dst = NULL;
+	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
+	uint64_t off = (uint64_t)r->first * g->sec_len;
+	uint64_t end = off + (uint64_t)r->nsecs * g->sec_len;
 	uint32_t c;
+	int err = 0;
+
+	for (; off < end && !err; off += RESYNC_LEN) {
+		size_t len = end - off < RESYNC_LEN ? (size_t)(end - off)
+						    : RESYNC_LEN;
+
+		err = fk_device_read(ck->vol->dev,
+				     g->fat_off + r->keep * copy_len + off, src,
+				     len);
+		for (c = 0; c < g->nfats && !err; c++) {
+			uint64_t dst_off = g->fat_off + c * copy_len + off;
+
+			if (c == r->keep)
+				continue;
+			if (!(err = fk_device_read(ck->vol->dev, dst_off, dst,
+						   len)))
+				err = resync_range(ck, src, dst, dst_off, len);
+		}
+	}
+	return err;
+}
+
+/* Each run where the copies differ gets the kept copy's sectors in every
+ * copy: the check read the FAT so, and the steps after this one read it
+ * from the first copy, which then holds them. */
+static int repair_fat_copies(struct fk_check *ck)
+{
+	unsigned char *src = NULL, *dst = NULL;
+	size_t i;
 	int err = 0;
 
 	if (!ck->fix_copies)
@@ -66,24 +99,8 @@ static int repair_fat_copies(struct fk_check *ck)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (off = 0; off < copy_len && !err; off += RESYNC_LEN) {
-		size_t len = copy_len - off < RESYNC_LEN
-				     ? (size_t)(copy_len - off)
-				     : RESYNC_LEN;
-
-		err = fk_device_read(
-			ck->vol->dev,
-			g->fat_off + g->active_fat * copy_len + off, src, len);
-		for (c = 0; c < g->nfats && !err; c++) {
-			uint64_t dst_off = g->fat_off + c * copy_len + off;
-
-			if (c == g->active_fat || !ck->diffs[c].nsecs)
-				continue;
-			if (!(err = fk_device_read(ck->vol->dev, dst_off, dst,
-						   len)))
-				err = resync_range(ck, src, dst, dst_off, len);
-		}
-	}
+	for (i = 0; i < ck->copy_runs.n && !err; i++)
+		err = resync_run(ck, &ck->copy_runs.v[i], src, dst);
 out:
 	free(src);
 	free(dst);

@@ -973,6 +973,7 @@ case_args()
 		ARGS=(/README.TXT) ;;
 	long-is) ARGS=(/README.TXT "$LONG") ;;
 	fat0-zero | fat0-high) ARGS=(0) ;; # every copy: BEYOND_REPAIR
+	fat-sector-zero) ARGS=(0 "$BIG") ;; # copy 1 under a file
 	root-label) ARGS=('A*B') ;;
 	esac
 }

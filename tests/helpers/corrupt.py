@@ -10,6 +10,12 @@ lost clusters). Paths match long and short names case-insensitively.
 
 Cases (PATH is absolute inside the volume):
   fat-copy                 one used entry of FAT copy 1 differs from copy 0
+  fat-sector-zero COPY PATH [last]
+                           copy COPY (from 0) of the FAT sector that holds
+                           the entry of PATH's first cluster past FAT
+                           sector 0 (with "last": of its last but one;
+                           sector 0 if none is past it) all zeros, the
+                           other copy intact
   media                    FAT[0] media byte differs from the BPB (every copy)
   fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
                            only, counted from 0)
@@ -341,6 +347,22 @@ def case_fat_copy(vol):
     c = next(c for c in range(2, vol.nclus + 2) if vol.get(c) != 0)
     vol.put(c, vol.get(c) ^ 1 if vol.get(c) != vol.eoc else 0, copies=[1])
     return ["-"]
+
+
+def case_fat_sector_zero(vol, copy, path, which="first"):
+    if vol.nfats < 2:
+        die("one FAT copy only")
+    _, ch = file_chain(vol, path, 2)
+    per = {12: 1.5, 16: 2, 32: 4}[vol.bits]
+    for c in ch[:-1] if which == "first" else ch[-2::-1]:
+        sec = int(c * per) // vol.bps
+        if sec >= 1:
+            break
+    else:
+        sec = 0  # FAT[0] and FAT[1] go too: the other copy keeps them
+    base = vol.fat_off + int(copy) * vol.fat_secs * vol.bps
+    vol.write(base + sec * vol.bps, bytes(vol.bps))
+    return [path]
 
 
 def case_media(vol):
@@ -882,6 +904,7 @@ CASES = {
     "root-label": case_root_label, "lfn-field": case_lfn_field,
     "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
+    "fat-sector-zero": case_fat_sector_zero,
     "fat0-zero": lambda v, *c: case_fat0(v, "zero", *c),
     "fat0-high": lambda v, *c: case_fat0(v, "high", *c),
     "nfats": case_nfats, "root-ents": case_root_ents,
