@@ -48,6 +48,7 @@
 #include "diag.h"
 #include "dir.h"
 #include "endian.h"
+#include "exfat-prealloc-test.h"
 #include "fat.h"
 #include "names.h"
 #include "prealloc-int.h"
@@ -2061,3 +2062,87 @@ const struct fk_prealloc_family fk_exfat_prealloc_family = {
 	.hint_nospc = NULL,
 	.end = end,
 };
+
+/* ---- test hooks (exfat-prealloc-test.h) ------------------------------------ */
+
+/*
+ * The slot finder above (find_slots(), is_split(), take_slots() and the
+ * growth it calls) on a directory the unit tests lay out in memory: the
+ * same code fatprealloc runs, with a volume that is only a geometry.
+ */
+struct fk_exfat_slots {
+	struct fk_volume vol; /* its geometry only */
+	struct xop op;	      /* vol and alloc only */
+	struct xdir *d;
+};
+
+void fk_exfat_slots_close(struct fk_exfat_slots *s)
+{
+	if (!s)
+		return;
+	xdir_free(s->d);
+	free(s);
+}
+
+int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
+			const uint32_t *clus, uint32_t nclus,
+			const unsigned char *ents, struct fk_exfat_slots **out,
+			struct fk_diag *diag)
+{
+	struct fk_exfat_slots *s = calloc(1, sizeof(*s));
+	struct fk_exfat_dir_stats st;
+	struct xdir *d;
+	uint32_t i;
+	int err;
+
+	if (!s || !(s->d = d = calloc(1, sizeof(*d))) ||
+	    !(d->clus = calloc(nclus, sizeof(*d->clus))) ||
+	    !(d->buf = malloc((size_t)nclus * g->clus_len)) ||
+	    !(d->is_dirty = calloc((size_t)nclus * g->clus_secs, 1))) {
+		fk_exfat_slots_close(s);
+		return -ENOMEM;
+	}
+	s->vol.g = *g;
+	s->op.vol = &s->vol;
+	s->op.alloc = alloc;
+	memset(d->bucket, 0xff, sizeof(d->bucket));
+	memcpy(d->clus, clus, (size_t)nclus * sizeof(*clus));
+	memcpy(d->buf, ents, (size_t)nclus * g->clus_len);
+	d->nclus = d->cap_clus = d->old_nclus = nclus;
+	d->nents = (uint32_t)((uint64_t)nclus * g->clus_len / FK_EXFAT_ENT_LEN);
+	memset(&st, 0, sizeof(st));
+	st.nents = st.end_ent = d->nents;
+	for (i = 0; i < d->nents; i++)
+		if (ent_at(d, i)[0] == FK_EXFAT_T_END) {
+			st.end_ent = i;
+			break;
+		}
+	if ((err = find_slots(d, &st, diag))) {
+		fk_exfat_slots_close(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int fk_exfat_slots_take(struct fk_exfat_slots *s, uint32_t n, uint32_t *idx,
+			struct fk_diag *diag)
+{
+	return take_slots(&s->op, s->d, n, idx, diag);
+}
+
+int fk_exfat_slots_is_split(const struct fk_exfat_slots *s, uint32_t idx,
+			    uint32_t n)
+{
+	return is_split(&s->op, s->d, idx, n);
+}
+
+const unsigned char *fk_exfat_slots_dir(const struct fk_exfat_slots *s,
+					const uint32_t **clus, uint32_t *nclus,
+					uint32_t *end_idx)
+{
+	*clus = s->d->clus;
+	*nclus = s->d->nclus;
+	*end_idx = s->d->end_idx;
+	return s->d->buf;
+}
