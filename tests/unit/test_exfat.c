@@ -270,12 +270,14 @@ static void test_name_units(void)
 #define V_HEAP	40u
 
 enum vol_flags {
-	V_DAMAGE = 1,	/* a bad checksum, a set cut short, an orphan */
-	V_CRITICAL = 2, /* an unknown critical primary (0x86) */
-	V_LEAK = 4,	/* cluster 9 marked, owned by nothing */
-	V_MISS = 8,	/* d.txt's cluster 5 marked free */
-	V_VCROSS = 16,	/* the Vendor Allocation runs into cluster 8 */
-	V_VZERO = 32,	/* the Vendor Allocation: cluster 7, length 0 */
+	V_DAMAGE = 1,	   /* a bad checksum, a set cut short, an orphan */
+	V_CRITICAL = 2,	   /* an unknown critical primary (0x86) */
+	V_LEAK = 4,	   /* cluster 9 marked, owned by nothing */
+	V_MISS = 8,	   /* d.txt's cluster 5 marked free */
+	V_VCROSS = 16,	   /* the Vendor Allocation runs into cluster 8 */
+	V_VZERO = 32,	   /* the Vendor Allocation: cluster 7, length 0 */
+	V_ROOT_FREE = 64,  /* the root's chain: 4 links to a free entry */
+	V_ROOT_LOOP = 128, /* the root's chain: 6 links back to 4 */
 };
 
 static const unsigned char up_raw[] = {
@@ -381,7 +383,9 @@ static unsigned char *build_volume(unsigned flags)
 	fat_put(img, 0, 0xfffffff8u);
 	for (i = 1; i <= 8; i++)
 		fat_put(img, i, FK_EXFAT_EOC);
-	fat_put(img, 4, 6);
+	fat_put(img, 4, (flags & V_ROOT_FREE) ? 0 : 6);
+	if (flags & V_ROOT_LOOP)
+		fat_put(img, 6, 4);
 	/* bitmap: clusters 2 to 8 */
 	clus_at(img, 2)[0] = 0x7f;
 	if (flags & V_LEAK)
@@ -563,6 +567,86 @@ static void test_iterator(void)
 	free(set);
 }
 
+/* Iterate @dir to its end; returns what the last fk_exfat_dir_next() did. */
+static int iterate(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
+		   struct fk_diag *diag)
+{
+	int r;
+
+	while ((r = fk_exfat_dir_next(dir, set, diag)) == 1)
+		;
+	return r;
+}
+
+static const struct chain_row {
+	const char *edge;
+	unsigned flags;
+	struct fk_exfat_stream s; /* first 0: the root */
+	const char *reason;
+	int is_loop;
+	uint32_t end_val;
+} chain_rows[] = {
+	{"a root chain that runs into a free entry",
+	 V_ROOT_FREE,
+	 {0, 0, 0},
+	 "directory chain breaks after cluster 4 (entry 0x0)",
+	 0,
+	 0},
+	{"a root chain that loops",
+	 V_ROOT_LOOP,
+	 {0, 0, 0},
+	 "directory chain loops: cluster 4 links back to 6",
+	 1,
+	 6},
+	{"a first cluster past the heap",
+	 0,
+	 {V_NCLUS + 2, SEC, 0},
+	 "directory cluster 2010 is out of range",
+	 0,
+	 V_NCLUS + 2},
+	{"a NoFatChain run that ends past the heap",
+	 0,
+	 {V_NCLUS + 1, 2 * SEC, 1},
+	 "directory cluster 2010 is out of range",
+	 0,
+	 V_NCLUS + 2},
+};
+
+/* A directory's chain that breaks, loops or leaves the heap: the iterator
+ * stops with FK_ECORRUPT, says why and records how the chain ended. */
+static void test_dir_chain(void)
+{
+	struct fk_exfat_set *set = malloc(sizeof(*set));
+	size_t i;
+
+	for (i = 0; set && i < NROWS(chain_rows); i++) {
+		const struct chain_row *w = &chain_rows[i];
+		struct fk_diag diag = {{0}, {0}};
+		const struct fk_exfat_dir_stats *st;
+		struct fk_exfat_dir *dir;
+		struct vol_file vf;
+		int r;
+
+		if (vol_open(&vf, w->flags, 0) ||
+		    fk_exfat_dir_open(vf.vol, w->s.first_clus ? &w->s : NULL,
+				      &dir)) {
+			OK(0, "dir chain: %s: the volume opens", w->edge);
+			continue;
+		}
+		fk_exfat_dir_keep_going(dir);
+		r = iterate(dir, set, &diag);
+		st = fk_exfat_dir_stats(dir);
+		OK(r == FK_ECORRUPT && !strcmp(diag.reason, w->reason) &&
+			   st->chain.is_loop == w->is_loop &&
+			   st->chain.end_val == w->end_val,
+		   "dir chain: %s: \"%s\" (r %d, loop %d, value %u)", w->edge,
+		   diag.reason, r, st->chain.is_loop, st->chain.end_val);
+		fk_exfat_dir_close(dir);
+		vol_close(&vf);
+	}
+	free(set);
+}
+
 /* Run the checker on a volume of @flags; optionally repair and check again. */
 static struct fk_check *check_vol(struct vol_file *vf, unsigned flags,
 				  int is_repair)
@@ -675,5 +759,6 @@ void suite_exfat(void)
 	test_checksums();
 	test_name_units();
 	test_iterator();
+	test_dir_chain();
 	test_checker();
 }
