@@ -278,6 +278,9 @@ enum vol_flags {
 	V_VZERO = 32,	   /* the Vendor Allocation: cluster 7, length 0 */
 	V_ROOT_FREE = 64,  /* the root's chain: 4 links to a free entry */
 	V_ROOT_LOOP = 128, /* the root's chain: 6 links back to 4 */
+	V_PAST_HEAP = 256, /* d.txt: NoFatChain from the last cluster, 2 long */
+	V_NO_ALLOC = 512,  /* d.txt: AllocationPossible clear */
+	V_GUID = 1024,	   /* entry 20: a Volume GUID entry, not deleted */
 };
 
 static const unsigned char up_raw[] = {
@@ -352,6 +355,21 @@ static void put_primary(unsigned char *img, uint32_t at, uint8_t type,
 	put16(e + 2, fk_exfat_set_checksum((const unsigned char(*)[32])e, 1));
 }
 
+/* Root entry @ent's byte @off becomes @val; the set of @n entries at @at
+ * gets its checksum again. */
+static void reseal(unsigned char *img, uint32_t at, uint32_t n, uint32_t ent,
+		   uint32_t off, unsigned char val)
+{
+	unsigned char set[4][32];
+	uint32_t i;
+
+	root_ent(img, ent)[off] = val;
+	for (i = 0; i < n; i++)
+		memcpy(set[i], root_ent(img, at + i), 32);
+	put16(root_ent(img, at) + 2,
+	      fk_exfat_set_checksum((const unsigned char(*)[32])set, n));
+}
+
 static unsigned char *build_volume(unsigned flags)
 {
 	unsigned char *img = calloc(V_SECS, SEC);
@@ -406,7 +424,12 @@ static unsigned char *build_volume(unsigned flags)
 	put_file(img, up, 2, "a.txt", 0, 0, NULL);
 	put_file(img, up, 5, "b.txt", 0, 0, NULL);
 	put_file(img, up, 8, "x.txt", 0, 0, NULL);
-	put_file(img, up, 11, "d.txt", 5, SEC, NULL);
+	if (flags & V_PAST_HEAP)
+		put_file(img, up, 11, "d.txt", V_NCLUS + 1, 2 * SEC, NULL);
+	else
+		put_file(img, up, 11, "d.txt", 5, SEC, NULL);
+	if (flags & V_NO_ALLOC)
+		reseal(img, 11, 3, 12, 1, 0x02);
 	memset(vendor, 0, sizeof(vendor));
 	vendor[0] = 0xe1;
 	vendor[1] = 3; /* AllocationPossible, NoFatChain */
@@ -418,7 +441,11 @@ static unsigned char *build_volume(unsigned flags)
 	put_file(img, up, 14, "c.txt", 0, 0, vendor);
 	root_ent(img, 18)[0] = 0x05; /* deleted */
 	put_primary(img, 19, 0xa5, 8);
-	put_primary(img, 20, (flags & V_CRITICAL) ? 0x86 : 0x05, 0);
+	put_primary(img, 20,
+		    (flags & V_CRITICAL) ? 0x86
+		    : (flags & V_GUID)	 ? 0xa0
+					 : 0x05,
+		    0);
 	/* 21: the end marker */
 	if (flags & V_DAMAGE) {
 		root_ent(img, 5)[2] ^= 0x5a; /* b.txt: SetChecksum */
@@ -730,6 +757,15 @@ static const struct check_row {
 	 V_LEAK | V_DAMAGE, 0,
 	 "set-checksum+ entry-set+ orphan-entry+ hidden-entry+ lost lost-kept",
 	 0xff},
+	{"a NoFatChain run past the heap; d.txt's old cluster lost",
+	 V_PAST_HEAP, 0, "past-heap+ lost+", 0x7f},
+	{"the same repaired: clean, cluster 5 freed", V_PAST_HEAP, 1, "", 0x77},
+	{"AllocationPossible clear on a file with a cluster", V_NO_ALLOC, 0,
+	 "alloc-flag+", 0x7f},
+	{"the same repaired: clean, the cluster still the file's", V_NO_ALLOC,
+	 1, "", 0x7f},
+	{"a Volume GUID entry in the root is benign: clean", V_GUID, 0, "",
+	 0x7f},
 };
 
 static void test_checker(void)
