@@ -281,6 +281,10 @@ enum vol_flags {
 	V_PAST_HEAP = 256, /* d.txt: NoFatChain from the last cluster, 2 long */
 	V_NO_ALLOC = 512,  /* d.txt: AllocationPossible clear */
 	V_GUID = 1024,	   /* entry 20: a Volume GUID entry, not deleted */
+	V_UPCASE2 = 2048,  /* entry 20: a second up-case table entry */
+	V_LABEL2 = 4096,   /* entries 20 and 21: two volume labels */
+	V_FILE_LOOP = 8192, /* d.txt: FAT-chained, 3 clusters, 5, 9, 5 */
+	V_HIDDEN = 16384,   /* entry 22, past the end marker: a GUID entry */
 };
 
 static const unsigned char up_raw[] = {
@@ -430,6 +434,13 @@ static unsigned char *build_volume(unsigned flags)
 		put_file(img, up, 11, "d.txt", 5, SEC, NULL);
 	if (flags & V_NO_ALLOC)
 		reseal(img, 11, 3, 12, 1, 0x02);
+	if (flags & V_FILE_LOOP) {
+		put_file(img, up, 11, "d.txt", 5, 3 * SEC, NULL);
+		reseal(img, 11, 3, 12, 1, 0x01);
+		fat_put(img, 5, 9);
+		fat_put(img, 9, 5);
+		clus_at(img, 2)[0] |= 0x80;
+	}
 	memset(vendor, 0, sizeof(vendor));
 	vendor[0] = 0xe1;
 	vendor[1] = 3; /* AllocationPossible, NoFatChain */
@@ -446,7 +457,18 @@ static unsigned char *build_volume(unsigned flags)
 		    : (flags & V_GUID)	 ? 0xa0
 					 : 0x05,
 		    0);
-	/* 21: the end marker */
+	if (flags & V_UPCASE2)
+		memcpy(root_ent(img, 20), root_ent(img, 1), 32);
+	if (flags & V_LABEL2) {
+		memset(root_ent(img, 20), 0, 64);
+		root_ent(img, 20)[0] = root_ent(img, 21)[0] = 0x83;
+		root_ent(img, 20)[1] = root_ent(img, 21)[1] = 1;
+		root_ent(img, 20)[2] = 'A';
+		root_ent(img, 21)[2] = 'B';
+	}
+	if (flags & V_HIDDEN)
+		put_primary(img, 22, 0xa0, 0);
+	/* 21: the end marker (22 with V_LABEL2) */
 	if (flags & V_DAMAGE) {
 		root_ent(img, 5)[2] ^= 0x5a; /* b.txt: SetChecksum */
 		root_ent(img, 8)[1] = 3;     /* x.txt: cut short by d.txt */
@@ -766,6 +788,16 @@ static const struct check_row {
 	 1, "", 0x7f},
 	{"a Volume GUID entry in the root is benign: clean", V_GUID, 0, "",
 	 0x7f},
+	{"a second up-case table entry", V_UPCASE2, 0, "upcase+", 0x7f},
+	{"the same repaired: clean", V_UPCASE2, 1, "", 0x7f},
+	{"two volume labels", V_LABEL2, 0, "label+", 0x7f},
+	{"the same repaired: clean", V_LABEL2, 1, "", 0x7f},
+	{"a file chain that loops", V_FILE_LOOP, 0, "loop+", 0xff},
+	{"the same repaired: clean, both clusters the file's", V_FILE_LOOP, 1,
+	 "", 0xff},
+	{"a benign entry past the end marker", V_HIDDEN, 0, "hidden-entry+",
+	 0x7f},
+	{"the same repaired: clean", V_HIDDEN, 1, "", 0x7f},
 };
 
 static void test_checker(void)
