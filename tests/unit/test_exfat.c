@@ -285,6 +285,9 @@ enum vol_flags {
 	V_LABEL2 = 4096,   /* entries 20 and 21: two volume labels */
 	V_FILE_LOOP = 8192, /* d.txt: FAT-chained, 3 clusters, 5, 9, 5 */
 	V_HIDDEN = 16384,   /* entry 22, past the end marker: a GUID entry */
+	V_PERCENT = 32768,  /* PercentInUse 101 */
+	V_MEDIA = 65536,    /* VolumeFlags: MediaFailure */
+	V_CSUM = 131072,    /* a boot code byte changed in both regions */
 };
 
 static const unsigned char up_raw[] = {
@@ -402,6 +405,16 @@ static unsigned char *build_volume(unsigned flags)
 		put32(img + (i + 1) * SEC - 4, 0xaa550000u);
 	seal(img);
 	memcpy(img + 12 * SEC, img, 12 * SEC);
+	/* Outside the checksum, or past it (V_CSUM: neither region can be
+	 * restored from the other). */
+	if (flags & V_PERCENT)
+		img[112] = 101;
+	if (flags & V_MEDIA)
+		img[106] = 4;
+	if (flags & V_CSUM) {
+		img[200] ^= 1;
+		img[12 * SEC + 200] ^= 1;
+	}
 	fat_put(img, 0, 0xfffffff8u);
 	for (i = 1; i <= 8; i++)
 		fat_put(img, i, FK_EXFAT_EOC);
@@ -798,6 +811,15 @@ static const struct check_row {
 	{"a benign entry past the end marker", V_HIDDEN, 0, "hidden-entry+",
 	 0x7f},
 	{"the same repaired: clean", V_HIDDEN, 1, "", 0x7f},
+	{"PercentInUse over 100", V_PERCENT, 0, "boot+", 0x7f},
+	{"the same repaired: set from the bitmap, clean", V_PERCENT, 1, "",
+	 0x7f},
+	{"MediaFailure set: a warning, nothing to repair", V_MEDIA, 0,
+	 "media-failure", 0x7f},
+	{"both regions' checksums wrong: neither restores the other", V_CSUM, 0,
+	 "boot+ backup-boot+", 0x7f},
+	{"the same repaired: both checksums rewritten, clean", V_CSUM, 1, "",
+	 0x7f},
 };
 
 static void test_checker(void)
