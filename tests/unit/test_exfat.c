@@ -288,6 +288,8 @@ enum vol_flags {
 	V_PERCENT = 32768,  /* PercentInUse 101 */
 	V_MEDIA = 65536,    /* VolumeFlags: MediaFailure */
 	V_CSUM = 131072,    /* a boot code byte changed in both regions */
+	V_VFIRST0 = 262144, /* the Vendor Allocation: FirstCluster 0 */
+	V_VSHORT = 524288,  /* the Vendor Allocation: FAT-chained, 3 long */
 };
 
 static const unsigned char up_raw[] = {
@@ -456,10 +458,12 @@ static unsigned char *build_volume(unsigned flags)
 	}
 	memset(vendor, 0, sizeof(vendor));
 	vendor[0] = 0xe1;
-	vendor[1] = 3; /* AllocationPossible, NoFatChain */
-	put32(vendor + 20, 7);
+	vendor[1] = (flags & V_VSHORT) ? 1 : 3; /* AllocationPossible,
+						 NoFatChain */
+	put32(vendor + 20, (flags & V_VFIRST0) ? 0 : 7);
 	put32(vendor + 24, flags & V_VZERO    ? 0
 			   : flags & V_VCROSS ? 2 * SEC
+			   : flags & V_VSHORT ? 3 * SEC
 					      : SEC);
 	/* entries 14 to 17: across the root's two clusters, 4 and 6 */
 	put_file(img, up, 14, "c.txt", 0, 0, vendor);
@@ -820,6 +824,15 @@ static const struct check_row {
 	 "boot+ backup-boot+", 0x7f},
 	{"the same repaired: both checksums rewritten, clean", V_CSUM, 1, "",
 	 0x7f},
+	{"a Vendor Allocation with FirstCluster 0 and a length: its cluster "
+	 "7 lost",
+	 V_VFIRST0, 0, "bad-start+ lost+", 0x7f},
+	{"the same repaired: the allocation cleared, cluster 7 freed",
+	 V_VFIRST0, 1, "", 0x5f},
+	{"a FAT-chained Vendor Allocation shorter than its length", V_VSHORT, 0,
+	 "short-chain+", 0x7f},
+	{"the same repaired: its length cut to its chain, clean", V_VSHORT, 1,
+	 "", 0x7f},
 };
 
 static void test_checker(void)
