@@ -290,6 +290,7 @@ enum vol_flags {
 	V_CSUM = 131072,    /* a boot code byte changed in both regions */
 	V_VFIRST0 = 262144, /* the Vendor Allocation: FirstCluster 0 */
 	V_VSHORT = 524288,  /* the Vendor Allocation: FAT-chained, 3 long */
+	V_NONAME = 1048576, /* a.txt: NameLength 0; b.txt: 20, unit 0 is 0 */
 };
 
 static const unsigned char up_raw[] = {
@@ -443,6 +444,11 @@ static unsigned char *build_volume(unsigned flags)
 	put_file(img, up, 2, "a.txt", 0, 0, NULL);
 	put_file(img, up, 5, "b.txt", 0, 0, NULL);
 	put_file(img, up, 8, "x.txt", 0, 0, NULL);
+	if (flags & V_NONAME) {
+		reseal(img, 2, 3, 3, 3, 0);
+		reseal(img, 5, 3, 6, 3, 20);
+		reseal(img, 5, 3, 7, 2, 0);
+	}
 	if (flags & V_PAST_HEAP)
 		put_file(img, up, 11, "d.txt", V_NCLUS + 1, 2 * SEC, NULL);
 	else
@@ -833,6 +839,9 @@ static const struct check_row {
 	 "short-chain+", 0x7f},
 	{"the same repaired: its length cut to its chain, clean", V_VSHORT, 1,
 	 "", 0x7f},
+	{"a set with NameLength 0, one whose name starts with unit 0", V_NONAME,
+	 0, "entry-set+ name-length+", 0x7f},
+	{"the same repaired: both sets removed, clean", V_NONAME, 1, "", 0x7f},
 };
 
 static void test_checker(void)
