@@ -291,6 +291,7 @@ enum vol_flags {
 	V_VFIRST0 = 262144, /* the Vendor Allocation: FirstCluster 0 */
 	V_VSHORT = 524288,  /* the Vendor Allocation: FAT-chained, 3 long */
 	V_NONAME = 1048576, /* a.txt: NameLength 0; b.txt: 20, unit 0 is 0 */
+	V_UPLEN = 2097152,  /* the up-case table: 3 clusters long, chain 1 */
 };
 
 static const unsigned char up_raw[] = {
@@ -440,7 +441,7 @@ static unsigned char *build_volume(unsigned flags)
 	e[0] = 0x82;
 	put32(e + 4, fk_exfat_upcase_checksum(up_raw, sizeof(up_raw)));
 	put32(e + 20, 3);
-	put32(e + 24, sizeof(up_raw));
+	put32(e + 24, (flags & V_UPLEN) ? 3 * SEC : sizeof(up_raw));
 	put_file(img, up, 2, "a.txt", 0, 0, NULL);
 	put_file(img, up, 5, "b.txt", 0, 0, NULL);
 	put_file(img, up, 8, "x.txt", 0, 0, NULL);
@@ -842,6 +843,9 @@ static const struct check_row {
 	{"a set with NameLength 0, one whose name starts with unit 0", V_NONAME,
 	 0, "entry-set+ name-length+", 0x7f},
 	{"the same repaired: both sets removed, clean", V_NONAME, 1, "", 0x7f},
+	{"an up-case table longer than its chain: reported, names compared "
+	 "through ASCII, nothing planned",
+	 V_UPLEN, 0, "short-chain upcase", 0x7f},
 };
 
 static void test_checker(void)
