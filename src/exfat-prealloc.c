@@ -558,7 +558,13 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 		if (set->kind != FK_EXK_FILE)
 			continue;
 		memset(&nm, 0, sizeof(nm));
-		nm.len = set->name16_len;
+		/* A name with a NUL unit is read, and mended by fatcheck,
+		 * as cut there: indexed so, a new name equal to that part
+		 * finds this set (and its defects refuse the run) instead
+		 * of being created beside it as a duplicate. */
+		for (nm.len = 0;
+		     nm.len < set->name16_len && set->name16[nm.len]; nm.len++)
+			;
 		nm.idx = set->first_ent;
 		nm.nents = set->nents;
 		nm.tag = NO_TAG;
