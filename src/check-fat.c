@@ -788,19 +788,32 @@ static void show_label(const unsigned char raw[11], char out[12])
 	out[n] = '\0';
 }
 
-/* Does label entry @l own clusters (fsck.fat checks a label's chain as
- * a file's, and so does the walk)?  From the claim log: tails too. */
+/*
+ * Will label entry @l still own clusters after this repair (fsck.fat
+ * checks a label's chain as a file's, and so does the walk)?  From the
+ * claim log, less the tails --trim-prealloc frees: a label of size 0
+ * whose whole chain is such a tail owns nothing once repaired, and left
+ * alone it would be deleted only by a second run.
+ */
 static int owns_clusters(const struct fk_check *ck, const struct label_ent *l)
 {
+	uint64_t nclus = 0;
 	size_t i;
 
 	for (i = 0; i < ck->runs.n; i++) {
 		const struct run *r = run_at(ck, i);
 
-		if (r->nclus && r->who.dir == l->run && r->who.slot == l->slot)
-			return 1;
+		if (r->who.dir == l->run && r->who.slot == l->slot)
+			nclus += r->nclus;
 	}
-	return 0;
+	for (i = 0; i < ck->tails.n && nclus; i++) {
+		const struct tail *t = &ck->tails.v[i];
+
+		if (t->is_trimmed && t->who.dir == l->run &&
+		    t->who.slot == l->slot)
+			nclus -= t->nclus < nclus ? t->nclus : nclus;
+	}
+	return nclus > 0;
 }
 
 /* Plan to delete the root's label entry @l, which is not valid. */

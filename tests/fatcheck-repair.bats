@@ -740,6 +740,113 @@ PY
 	done
 }
 
+# label_tails [own]: ./img, FAT16 with 2 KiB clusters, /F.BIN (20,000
+# bytes of ./f.bin), then root label entries that are not valid (a control
+# character): one before the end marker, two past it, each of size 0 with
+# a chain of its own (clusters 20, 21-22 and 23), all of it a
+# preallocated tail.  With "own", one more past the marker whose size
+# needs its chain (cluster 24): a label that owns clusters.
+label_tails()
+{
+	rm -f img
+	mkfs.fat -F 16 -S 512 -s 4 -C img 16384 >/dev/null
+	head -c 20000 /dev/urandom >f.bin
+	mcopy -i img f.bin ::F.BIN
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img "${1:-}" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+path, own = sys.argv[2], sys.argv[3] == "own"
+vol = corrupt.Volume(path)
+slots = [off for off, _ in vol.dir_slots(vol.root_clus)]
+assert vol.read(slots[1], 1) == b"\0" and vol.read(slots[2], 1) == b"\0"
+def label(slot, name, first, size):
+    e = bytearray(32)
+    e[0:11] = name.ljust(11)
+    e[11] = 0x08
+    struct.pack_into("<HI", e, 26, first, size)
+    vol.write(slots[slot], bytes(e))
+def chain(*clus):
+    for c, n in zip(clus, clus[1:] + (0xFFFF,)):
+        for copy in range(vol.nfats):
+            vol.write((vol.rsvd + copy * vol.fat_secs) * vol.bps + 2 * c,
+                      struct.pack("<H", n))
+label(1, b"T\x01IL1", 20, 0)   # before the marker at slot 2
+label(3, b"T\x01IL2", 21, 0)
+label(4, b"T\x01IL3", 23, 0)
+chain(20); chain(21, 22); chain(23)
+if own:
+    label(5, b"O\x01N", 24, 2048)
+    chain(24)
+PY
+}
+
+# root_labels: the root's label entries, one per line, as Python bytes.
+root_labels()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+for off, _ in vol.dir_slots(vol.root_clus):
+    e = vol.read(off, 32)
+    if e[0] not in (0, 0xE5) and e[11] & 0x3F != 0x0F and e[11] & 0x18 == 0x08:
+        print(e[:11])
+PY
+}
+
+@test "fatcheck -r --trim-prealloc: label entries that are not valid, whose chains are all tail, are deleted in one run, past the end marker too" {
+	local sha
+	label_tails
+	run fsck.fat -n img
+	[ "$status" -ne 0 ]
+	assert_output --partial "is not valid"
+	run -4 fatcheck img
+	[ "$(grep -c "volume label 'T?IL[123]' (slot [0-9]*) is not valid: it holds a control character; it owns clusters, so it is left for a person$" <<<"$output")" -eq 3 ]
+	run -1 fatcheck -r --trim-prealloc img
+	[ "$(grep -c "is not valid: it holds a control character (repair: label entry deleted)$" <<<"$output")" -eq 3 ]
+	refute_output --partial "left for a person"
+	# One run settles them: clean, and a second run writes nothing.
+	fsck_clean img
+	run -0 fatcheck img
+	[ "${#lines[@]}" -eq 1 ]
+	sha=$(img_sha img)
+	run -0 fatcheck -r --trim-prealloc img
+	[ "$(img_sha img)" = "$sha" ]
+	[ -z "$(root_labels)" ]
+	for c in 20 21 22 23; do
+		[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" get img $c)" -eq 0 ]
+	done
+	cmp f.bin <(mtype -i img ::F.BIN)
+}
+
+@test "fatcheck -r: a label entry that owns clusters is left for a person; each later repair writes nothing" {
+	local sha opt
+	for opt in --trim-prealloc ""; do
+		label_tails own
+		# shellcheck disable=SC2086
+		run -4 fatcheck -r $opt img
+		assert_line --partial "(repair: made visible: the end markers before it became deleted slots)"
+		assert_line --partial "volume label 'O?N' (slot 5) is not valid: it holds a control character; it owns clusters, so it is left for a person"
+		# Converged: the finding stays, and nothing is written again.
+		sha=$(img_sha img)
+		# shellcheck disable=SC2086
+		run -4 fatcheck -r $opt img
+		[ "$(img_sha img)" = "$sha" ]
+		refute_output --partial "(repair:"
+		assert_line --partial "volume label 'O?N' (slot 5) is not valid: it holds a control character; it owns clusters, so it is left for a person"
+		# Without --trim-prealloc the labels' tails stay, and so do they.
+		[ "$(grep -c "is not valid" <<<"$output")" -eq "$([[ -n $opt ]] && echo 1 || echo 4)" ]
+		# fsck.fat still calls that label not valid, as fatcheck does.
+		run fsck.fat -n img
+		[ "$status" -ne 0 ]
+		assert_output --partial "is not valid"
+		[[ $(root_labels) == *"O\\x01N"* ]]
+		cmp f.bin <(mtype -i img ::F.BIN)
+	done
+}
+
 @test "fatcheck -r: a long-name slot whose first-cluster or type field is not 0 is an error; -r clears it and keeps the name" {
 	local t w
 	for t in 12 16 32; do
