@@ -74,6 +74,17 @@ struct late_set {
 	char *path;
 };
 
+/*
+ * A directory read up to its end marker, with entries after it left
+ * unread: walk_tails() reads them when there is a reason to.
+ */
+struct tail {
+	struct fk_exfat_stream s; /* first_clus 0: the root */
+	uint32_t nclus;		  /* clusters claimed, as walk_dir() had */
+	struct fk_exfat_dir_mark m;
+	char *path;
+};
+
 /* Why a claim stopped short of the stream's whole length. */
 enum cut {
 	CUT_NONE,  /* claimed it all (or the chain ended: see nclus) */
@@ -110,6 +121,7 @@ struct fk_exfat_check {
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
+	LIST(struct tail, tails);
 	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
@@ -1543,8 +1555,51 @@ static int check_critical(struct fk_exfat_check *x, struct fk_exfat_set *s)
 }
 
 /*
+ * The end of a directory's iteration with @r (0, FK_ECORRUPT or -errno,
+ * @d2 saying why): a directory that cannot be read on is an error that
+ * keeps the lost clusters.  Returns 0 or -errno.
+ */
+static int dir_read_end(struct fk_exfat_check *x, int r,
+			const struct fk_diag *d2)
+{
+	char msg[sizeof(d2->reason) + 64];
+
+	if (r != FK_ECORRUPT)
+		return r < 0 ? r : 0;
+	fk_diag_reason(d2, r, msg, sizeof(msg));
+	ck_report(x->ck, FK_SEV_ERROR, "dir-read", cur_path(x),
+		  "directory cannot be read on: %s", msg);
+	return keep_bits(x, "a directory cannot be read to its end");
+}
+
+/*
+ * Remember where the walk of @dir (stored in @s, NULL: the root; @nclus
+ * clusters claimed) stopped at its end marker, if anything may lie past
+ * it.  Returns 0 or -ENOMEM.
+ */
+static int add_tail(struct fk_exfat_check *x, const struct fk_exfat_dir *dir,
+		    const struct fk_exfat_stream *s, uint32_t nclus)
+{
+	struct tail t;
+
+	memset(&t, 0, sizeof(t));
+	if (!fk_exfat_dir_mark(dir, &t.m))
+		return 0;
+	if (s)
+		t.s = *s;
+	t.nclus = nclus;
+	if (!(t.path = strdup(x->path_len ? x->path : "")) ||
+	    PUSH(x->tails, t)) {
+		free(t.path);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
  * Walk the directory stored in @s (NULL: the root), whose @nclus clusters
- * are claimed already.
+ * are claimed already, up to its end marker (walk_tails() reads on past
+ * it when it must).
  */
 static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		    uint32_t nclus, int depth, struct fk_diag *diag)
@@ -1570,14 +1625,7 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	if ((err = fk_exfat_dir_open(x->vol, s, &dir)))
 		return err;
 	fk_exfat_dir_set_limit(dir, nclus);
-	fk_exfat_dir_keep_going(dir);
 	while ((r = fk_exfat_dir_next(dir, set, &d2)) == 1) {
-		if (set->defects & FK_EXS_CROSSES_END) {
-			err = hidden_set(x, set);
-			if (err)
-				break;
-			continue;
-		}
 		switch (set->kind) {
 		case FK_EXK_FILE:
 			err = check_file(x, &w, set, diag);
@@ -1612,18 +1660,46 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		if (err)
 			break;
 	}
-	if (!err && r < 0 && r != FK_ECORRUPT)
-		err = r;
-	else if (!err && r == FK_ECORRUPT) {
-		char msg[sizeof(d2.reason) + 64];
-
-		fk_diag_reason(&d2, r, msg, sizeof(msg));
-		ck_report(x->ck, FK_SEV_ERROR, "dir-read", cur_path(x),
-			  "directory cannot be read on: %s", msg);
-		err = keep_bits(x, "a directory cannot be read to its end");
-	}
+	if (!err && !(err = dir_read_end(x, r, &d2)) && !r)
+		err = add_tail(x, dir, s, nclus);
 	fk_exfat_dir_close(dir);
 	free_names(&w.names);
+	return err;
+}
+
+/*
+ * Read every directory past its end marker, where walk_dir() stopped, for
+ * entry sets hidden there (hidden_set()).  Returns 0 or -errno.
+ */
+static int walk_tails(struct fk_exfat_check *x)
+{
+	struct fk_exfat_set *set = x->sets[0];
+	struct fk_exfat_dir *dir;
+	struct fk_diag d2 = {{0}, {0}};
+	size_t i, len;
+	int err = 0, r = 0;
+
+	for (i = 0; i < x->tails.n && !err; i++) {
+		const struct tail *t = &x->tails.v[i];
+
+		len = strlen(t->path);
+		if (FK_VEC_RESERVE(x->path, x->path_cap, len + 1))
+			return -ENOMEM;
+		memcpy(x->path, t->path, len + 1);
+		x->path_len = len;
+		if ((err = fk_exfat_dir_open(
+			     x->vol, t->s.first_clus ? &t->s : NULL, &dir)))
+			break;
+		fk_exfat_dir_set_limit(dir, t->nclus);
+		fk_exfat_dir_resume(dir, &t->m);
+		while ((r = fk_exfat_dir_next(dir, set, &d2)) == 1)
+			if ((err = hidden_set(x, set)))
+				break;
+		if (!err)
+			err = dir_read_end(x, r, &d2);
+		fk_exfat_dir_close(dir);
+	}
+	pop_name(x, 0);
 	return err;
 }
 
@@ -1844,8 +1920,17 @@ static int check_bitmap(struct fk_exfat_check *x)
 	x->st->used_clus = x->nowned;
 	x->st->free_clus = g->nclus - x->nowned;
 	if (!x->has_bitmap)
-		return 0;
+		return walk_tails(x); /* nothing says what is lost */
 	if ((err = bitmap_pass(x, &w, PASS_COMPARE)))
+		return err;
+	/* Sets hidden past an end marker own none of the clusters they name
+	 * (hidden_set()): the lost clusters are where they show, and only
+	 * lost clusters are freed, so the directories are read past their
+	 * markers when there are any: never is a hidden set's cluster freed
+	 * while the set stays.  A hidden set whose clusters are all free or
+	 * owned by a visible file is not looked for: no reader or repair
+	 * acts on it (fsck.exfat never looks past a marker). */
+	if (w.nleak && (err = walk_tails(x)))
 		return err;
 	x->is_bm_read = 1;
 	x->bm_nused = w.nused;
@@ -2197,6 +2282,9 @@ static void free_state(void *state)
 		free(x->late.v[i].path);
 	}
 	free(x->late.v);
+	for (i = 0; i < x->tails.n; i++)
+		free(x->tails.v[i].path);
+	free(x->tails.v);
 	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++)
 		free(x->sets[i]);
 	free(x->fat_fixes.v);

@@ -102,6 +102,51 @@ void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus)
 	dir->limit = nclus;
 }
 
+int fk_exfat_dir_mark(const struct fk_exfat_dir *dir,
+		      struct fk_exfat_dir_mark *m)
+{
+	const struct fk_geom *g = &dir->vol->g;
+	uint32_t off;
+
+	if (!dir->seen_end || dir->keep_going)
+		return 0;
+	off = (uint32_t)(dir->stats.end_off - fk_clus_off(g, dir->clus)) +
+	      FK_EXFAT_ENT_LEN;
+	/* The marker ends the cluster and the walk could take no more. */
+	if (off == g->clus_len &&
+	    ((dir->limit && dir->stats.nclus >= dir->limit) ||
+	     dir->stats.nclus >= dir->max_clus))
+		return 0;
+	m->clus = dir->clus;
+	m->nclus = dir->stats.nclus;
+	m->next_off = off;
+	m->next_ent = dir->stats.end_ent + 1;
+	return 1;
+}
+
+void fk_exfat_dir_resume(struct fk_exfat_dir *dir,
+			 const struct fk_exfat_dir_mark *m)
+{
+	dir->keep_going = 1;
+	dir->seen_end = 1;
+	dir->is_done = 0;
+	dir->clus = m->clus;
+	dir->clus_done = m->next_off;
+	dir->buf_ents = dir->pos = 0;
+	dir->idx = m->next_ent;
+	dir->stats.nents = m->next_ent;
+	dir->stats.end_ent = m->next_ent - 1;
+	dir->stats.end_off = fk_clus_off(&dir->vol->g, m->clus) + m->next_off -
+			     FK_EXFAT_ENT_LEN;
+	dir->stats.nclus = m->nclus;
+	dir->stats.chain.nclus = m->nclus;
+	dir->stats.chain.last = m->clus;
+	/* Brent's check starts afresh at the mark (the limit bounds the
+	 * walk in any case). */
+	dir->saved = m->clus;
+	dir->power = dir->lam = 1;
+}
+
 const struct fk_exfat_dir_stats *
 fk_exfat_dir_stats(const struct fk_exfat_dir *dir)
 {

@@ -571,6 +571,34 @@ void fk_exfat_dir_keep_going(struct fk_exfat_dir *dir);
 void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus);
 
 /*
+ * Where an iteration without fk_exfat_dir_keep_going() stopped at the end
+ * marker, for fk_exfat_dir_resume() to read on past it later (a checker
+ * that reads the rest only when it has a reason to).
+ */
+struct fk_exfat_dir_mark {
+	uint32_t clus;	   /* the cluster holding the marker */
+	uint32_t nclus;	   /* clusters walked up to it, that one included */
+	uint32_t next_off; /* byte offset in it of the entry after it */
+	uint32_t next_ent; /* that entry's index in the directory */
+};
+
+/*
+ * After fk_exfat_dir_next() returned 0: did the iteration stop at the end
+ * marker with entries after it maybe left unread (the rest of its cluster,
+ * or more clusters)?  Then *@m says where, and 1 is returned; else 0.
+ */
+int fk_exfat_dir_mark(const struct fk_exfat_dir *dir,
+		      struct fk_exfat_dir_mark *m);
+
+/*
+ * Make the freshly opened @dir (the same stream, limit as before) go on
+ * from the entry after the end marker @m recorded, as with
+ * fk_exfat_dir_keep_going(): every set it returns has FK_EXS_CROSSES_END.
+ */
+void fk_exfat_dir_resume(struct fk_exfat_dir *dir,
+			 const struct fk_exfat_dir_mark *m);
+
+/*
  * The next entry set into *@set (the caller's; about 12 KiB, allocate it
  * once).  Damaged sets are returned with their defect bits, never
  * skipped.  Returns 1, 0 at the end (the marker, or the directory's last
