@@ -122,7 +122,9 @@ struct fk_exfat_check {
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
 	LIST(struct tail, tails);
-	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
+	uint32_t piece_hint; /* bytes the last directory walked needed of
+				its first cluster */
+	uint8_t *own;	     /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
 	uint64_t claimed_step; /* for progress */
@@ -1625,6 +1627,9 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	if ((err = fk_exfat_dir_open(x->vol, s, &dir)))
 		return err;
 	fk_exfat_dir_set_limit(dir, nclus);
+	/* Sibling directories tend to be alike (a camera's 100XXXXX): read
+	 * as much of this one's first cluster at once as the last needed. */
+	fk_exfat_dir_set_first_piece(dir, x->piece_hint);
 	while ((r = fk_exfat_dir_next(dir, set, &d2)) == 1) {
 		switch (set->kind) {
 		case FK_EXK_FILE:
@@ -1662,6 +1667,14 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	}
 	if (!err && !(err = dir_read_end(x, r, &d2)) && !r)
 		err = add_tail(x, dir, s, nclus);
+	if (!err) {
+		uint64_t used =
+			((uint64_t)fk_exfat_dir_stats(dir)->end_ent + 1) *
+			FK_EXFAT_ENT_LEN;
+
+		x->piece_hint =
+			used < x->g->clus_len ? (uint32_t)used : x->g->clus_len;
+	}
 	fk_exfat_dir_close(dir);
 	free_names(&w.names);
 	return err;

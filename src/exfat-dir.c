@@ -26,7 +26,8 @@
 
 #define TZ_VALID 0x80
 
-#define FIRST_PIECE (8u << 10) /* bytes of a cluster a lister reads first */
+#define FIRST_PIECE	(8u << 10) /* bytes of a cluster a lister reads first */
+#define MAX_FIRST_PIECE (32u << 10) /* most fk_exfat_dir_set_first_piece() */
 
 struct fk_exfat_dir {
 	struct fk_volume *vol;
@@ -100,6 +101,17 @@ void fk_exfat_dir_keep_going(struct fk_exfat_dir *dir)
 void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus)
 {
 	dir->limit = nclus;
+}
+
+void fk_exfat_dir_set_first_piece(struct fk_exfat_dir *dir, uint32_t len)
+{
+	uint32_t max = dir->vol->g.clus_len;
+
+	if (max > MAX_FIRST_PIECE)
+		max = MAX_FIRST_PIECE;
+	len = len > max ? max : (len + 4095) / 4096 * 4096;
+	if (len > FIRST_PIECE)
+		dir->piece = len;
 }
 
 int fk_exfat_dir_mark(const struct fk_exfat_dir *dir,

@@ -571,6 +571,15 @@ void fk_exfat_dir_keep_going(struct fk_exfat_dir *dir);
 void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus);
 
 /*
+ * Read the first @len bytes of the first cluster in one request (rounded
+ * up to 4 KiB, at least 8 KiB, at most 32 KiB or the cluster) where an
+ * iteration that stops at the end marker reads 8 KiB first: a walker
+ * that expects a directory's entries to take about @len bytes saves a
+ * request per directory that way.
+ */
+void fk_exfat_dir_set_first_piece(struct fk_exfat_dir *dir, uint32_t len);
+
+/*
  * Where an iteration without fk_exfat_dir_keep_going() stopped at the end
  * marker, for fk_exfat_dir_resume() to read on past it later (a checker
  * that reads the rest only when it has a reason to).
