@@ -345,8 +345,8 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 {
 	const struct fk_exfat_upcase *up =
 		dir->vol->exfat ? dir->vol->exfat->upcase : NULL;
-	uint32_t i, names = 0, need, k;
-	int has_stream = 0;
+	uint32_t i, names = 0, need, k, take;
+	int has_stream = 0, bad = 0;
 
 	set->attr = (uint16_t)get_le16(set->raw[0] + FE_ATTR);
 	get_time(set->raw[0], FE_CTIME, FE_CTIME_MS, FE_CTIME_TZ, &set->ctime);
@@ -377,11 +377,20 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 			/* Names follow the stream, each in its place (7.7). */
 			if (i != 2 + names || !has_stream)
 				set->defects |= FK_EXS_NAME_ENTRY;
-			for (k = 0;
-			     k < FN_UNITS && set->name16_len < set->name_len;
-			     k++)
-				set->name16[set->name16_len++] =
+			take = set->name_len > set->name16_len
+				       ? set->name_len - set->name16_len
+				       : 0;
+			if (take > FN_UNITS)
+				take = FN_UNITS;
+			/* each unit judged as it is gathered */
+			for (k = 0; k < take; k++) {
+				uint16_t u =
 					(uint16_t)get_le16(e + FN_NAME + 2 * k);
+
+				set->name16[set->name16_len + k] = u;
+				bad |= !fk_exfat_name_unit_ok(u);
+			}
+			set->name16_len += take;
 			names++;
 		} else if (e[0] == FK_EXFAT_T_STREAM) {
 			set->defects |= FK_EXS_NAME_ENTRY; /* a second one */
@@ -405,9 +414,8 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 		set->defects |= FK_EXS_COUNT;
 	if (names != need || set->name16_len < set->name_len)
 		set->defects |= FK_EXS_NAME_ENTRY;
-	for (k = 0; k < set->name16_len; k++)
-		if (!fk_exfat_name_unit_ok(set->name16[k]))
-			set->defects |= FK_EXS_NAME_CHARS;
+	if (bad)
+		set->defects |= FK_EXS_NAME_CHARS;
 	fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
 			 sizeof(set->name));
 	if (up) {
