@@ -124,9 +124,7 @@ struct fk_exfat_check {
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
 	LIST(struct tail, tails);
-	uint32_t piece_hint; /* bytes the last directory walked needed of
-				its first cluster */
-	uint8_t *own;	     /* one bit per data cluster: bit (clus - 2) % 8 of
+	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
 	uint64_t claimed_step; /* for progress */
@@ -136,6 +134,8 @@ struct fk_exfat_check {
 	   to the next at that level, so that its slots are not grown anew
 	   for each */
 	struct name_set *names[FK_CHECK_MAX_DEPTH + 1];
+	/* bytes of its first cluster the last directory walked needed */
+	uint32_t piece_hint;
 	char *path;
 	size_t path_len, path_cap;
 	int is_tree_incomplete; /* then never free bitmap bits */
