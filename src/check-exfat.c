@@ -1752,10 +1752,11 @@ static int walk_tails(struct fk_exfat_check *x)
 {
 	struct fk_exfat_set *set = x->sets[0];
 	struct fk_exfat_dir *dir;
-	struct fk_diag d2 = {{0}, {0}};
+	struct fk_diag d2;
 	size_t i, len;
 	int err = 0, r = 0;
 
+	memset(&d2, 0, sizeof(d2));
 	for (i = 0; i < x->tails.n && !err; i++) {
 		const struct tail *t = &x->tails.v[i];
 
