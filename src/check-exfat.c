@@ -2017,9 +2017,11 @@ static int check_bitmap(struct fk_exfat_check *x)
 	 * lost clusters are freed, so the directories are read past their
 	 * markers when there are any: never is a hidden set's cluster freed
 	 * while the set stays.  A hidden set whose clusters are all free or
-	 * owned by a visible file is not looked for: no reader or repair
-	 * acts on it (fsck.exfat never looks past a marker). */
-	if (w.nleak && (err = walk_tails(x)))
+	 * owned by a visible file is not looked for by a check: no reader
+	 * sees it and nothing is freed on its account (fsck.exfat never
+	 * looks past a marker).  A repair looks for every one (is_thorough),
+	 * as fatprealloc refuses a directory that holds one. */
+	if ((w.nleak || x->o.is_thorough) && (err = walk_tails(x)))
 		return err;
 	x->is_bm_read = 1;
 	x->bm_nused = w.nused;

@@ -43,6 +43,8 @@ struct fk_check_opts {
 	int trim_prealloc; /* plan to free preallocated tails */
 	int salvage;	   /* save lost chains as /FOUND.000/FILEnnnn.CHK */
 	int64_t now;	   /* timestamp for what a salvage creates */
+	int is_thorough;   /* exFAT: read every directory past its end
+			      marker, lost clusters or not (a repair) */
 	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
 	 */
 	void (*progress)(void *arg, const char *phase, uint64_t done,

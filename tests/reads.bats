@@ -354,7 +354,7 @@ print(r.Volume('img').bit($c))"
 	done
 }
 
-@test "reads: exFAT fatcheck leaves a set hidden past an end marker unread when no cluster is lost (it owns none: no repair acts on it)" {
+@test "reads: exFAT fatcheck leaves a set hidden past an end marker unread when no cluster is lost; fatcheck -r finds and removes it, so fatprealloc may write there" {
 	local calls bytes sum
 	truncate -s 1G img
 	mkfs.exfat -c 128K img >/dev/null
@@ -373,11 +373,22 @@ PY
 	assert_output --partial "after the end-of-directory marker"
 	sum=$(sha256sum <img)
 	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
-		fatcheck -r img
+		fatcheck img
 	read -r calls bytes < <(image_reads r.log img)
 	echo "# $calls reads, $bytes bytes"
 	refute_output --partial "hidden"
 	((bytes < 256 * 1024))
 	[ "$(sha256sum <img)" = "$sum" ]
+	# fatprealloc will not add to that directory, and sends the user to
+	# fatcheck -r, which reads past the markers and removes the set.
+	run -1 fatprealloc img "/A dir/new.bin" 1K
+	assert_output --partial "fatcheck -r"
+	[ "$(sha256sum <img)" = "$sum" ]
+	run -1 fatcheck -r img
+	assert_line --regexp "^warning: /A dir: file 'x-e' \(entry [0-9]+\) lies past the directory's end marker, where readers stop \(repair: file freed\)$"
+	run -0 fatcheck -r img
+	run -0 ref verify -W img
+	run -0 fatprealloc img "/A dir/new.bin" 1K
 	run -0 timeout 20 fsck.exfat -n img
+	run -0 ref cat img "/A dir/kept.txt"
 }

@@ -152,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memset(&co, 0, sizeof(co));
 	co.trim_prealloc = 1;
 	co.salvage = len && (data[len - 1] & 1);
+	co.is_thorough = 1; /* as fatcheck -r */
 	is_odd = !vol->exfat && is_implausible(data, len);
 	ck = check_or_refuse(vol, &co, &diag);
 	if (ck && is_odd) {
