@@ -133,7 +133,7 @@ struct fk_exfat_check {
 	/* and one table of names (struct name_set), kept from one directory
 	   to the next at that level, so that its slots are not grown anew
 	   for each */
-	struct name_set *names[FK_CHECK_MAX_DEPTH + 1];
+	struct name_set *dir_names[FK_CHECK_MAX_DEPTH + 1];
 	/* bytes of its first cluster the last directory walked needed */
 	uint32_t piece_hint;
 	char *path;
@@ -1683,10 +1683,10 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	if (!x->sets[depth] && !(x->sets[depth] = malloc(sizeof(*set))))
 		return -ENOMEM;
 	set = x->sets[depth];
-	if (!x->names[depth] &&
-	    !(x->names[depth] = calloc(1, sizeof(*x->names[depth]))))
+	if (!x->dir_names[depth] &&
+	    !(x->dir_names[depth] = calloc(1, sizeof(*x->dir_names[depth]))))
 		return -ENOMEM;
-	w.names = x->names[depth];
+	w.names = x->dir_names[depth];
 	w.depth = depth;
 	if ((err = fk_exfat_dir_open(x->vol, s, &dir)))
 		return err;
@@ -2378,7 +2378,7 @@ static void free_state(void *state)
 	free(x->tails.v);
 	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++) {
 		free(x->sets[i]);
-		free_names(x->names[i]);
+		free_names(x->dir_names[i]);
 	}
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
