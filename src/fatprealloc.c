@@ -626,6 +626,10 @@ static int run_main(int argc, char **argv)
 	o.core.sync = FK_SYNC_END;
 	o.progress = -1;
 	vo.batch_len = 4u << 20;
+	/* The exFAT writer walks the chains of the bitmap, the up-case
+	 * table and the directories on its paths: a page at a time, more
+	 * while a walk goes on, not 64 KiB spans of FAT. */
+	vo.exfat_fat_read_len = 4096;
 	if ((err = parse_args(argc, argv, &o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))

@@ -99,7 +99,7 @@ static void check_spans(struct fk_cache *c)
 
 void suite_cache_evict(void)
 {
-	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0};
+	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0, 0};
 	const unsigned char *data;
 	struct fk_device_opts o;
 	struct fk_device *dev = NULL;
