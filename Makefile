@@ -1,8 +1,11 @@
-# fatkit: mtools-style FAT12/16/32 tools.  See README.md.
+# fatkit: mtools-style tools for FAT12/16/32 and exFAT volumes.  See README.md.
 #
 #   make            build build/fatls, build/fatprealloc, build/fatcheck
-#   make check      set up, unit + bats tests, then again under ASan/UBSan
+#   make check      set up, unit + bats tests, layer check, then again
+#                   under ASan/UBSan
 #   make fuzz       run each libFuzzer target FUZZ_SECONDS (60) seconds
+#   make differential  mutated images judged by fsck.fat, fsck.exfat, mtools
+#                   and the reference reader, DIFF_SECONDS (600), DIFF_SEED
 #   make demo       set up, build, make a demo image, run the main job
 #   make install    PREFIX=/usr/local DESTDIR= [FSCK_LINKS=1: the fsck.* links]
 #   make deb        Debian packages in build/deb/ (fatkit, fatkit-fsck)
@@ -87,6 +90,13 @@ core-check: $(BUILD)/libfatkit.a
 	@if nm $< | grep -E ' U ($(CORE_FORBIDDEN))$$'; then \
 		echo "core-check: libfatkit.a must not print or exit"; exit 1; fi
 
+# The layers of src/ (tests/helpers/layers.py says which): no module uses
+# one of a room above it, the families never use each other, nothing
+# loops.  The breaks of today are listed in tests/layers-known.txt, which
+# may only shrink.
+layers-check: $(CORE_OBJS) $(APP_OBJS)
+	python3 tests/helpers/layers.py src $(BUILD) tests/layers-known.txt
+
 $(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
@@ -133,6 +143,7 @@ check: deps-check
 	$(MAKE) test BUILD=build
 	$(MAKE) static-check # STATIC_BATS against the static build
 	$(MAKE) core-check
+	$(MAKE) layers-check
 	$(MAKE) -j$(JOBS) all BUILD=build-san \
 		EXTRA_CFLAGS="$(SAN_FLAGS) -DFK_FAULT_INJECTION" LDFLAGS="$(SAN_FLAGS)"
 	$(MAKE) test BUILD=build-san BATS_FILES="$(SAN_BATS)"
@@ -186,7 +197,7 @@ ifeq ($(FSCK_LINKS),1)
 endif
 
 clean:
-	rm -rf build build-san build-clang build-fuzz
+	rm -rf build build-san build-clang build-fuzz build-diff
 
 # ---- fuzzing (tests/fuzz/README.md) ---------------------------------------
 # libFuzzer targets, built with clang into build-fuzz/ against a libfatkit.a
@@ -256,8 +267,20 @@ fuzz-check: fuzz-build
 .PHONY: fuzz fuzz-build fuzz-check
 # ---- end of fuzzing --------------------------------------------------------
 
+# ---- differential run (tests/fuzz/README.md, "Differential run") ----------
+# Not part of `make check`: it runs for DIFF_SECONDS and its findings are
+# for a person to read.  Disagreements (images and reasons) and the
+# summary go to build-diff/; the programs are those of $(BUILD).
+DIFF_SECONDS ?= 600
+DIFF_SEED    ?= 1
+differential: all
+	nice python3 tests/fuzz/differential.py --build $(BUILD) \
+		--seconds $(DIFF_SECONDS) --seed $(DIFF_SEED) --out build-diff
+
+.PHONY: differential
+
 .PHONY: all deps deps-demo deps-check check test demo format format-check install clean \
-	core-check
+	core-check layers-check
 
 # ---- coverage ---------------------------------------------------------------
 # `make coverage`: a gcov build in build-cov/ (with fault injection, so the

@@ -18,6 +18,7 @@
 #include "diag.h"
 #include "endian.h"
 #include "fsinfo.h"
+#include "testing.h"
 #include "vec.h"
 #include "volume.h"
 

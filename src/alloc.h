@@ -43,26 +43,13 @@ int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out);
 int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out);
 
 /*
- * An allocator over a free map given as plain data (for tests and tools
- * that know the free space otherwise): bit c of @map set when cluster c
- * (2 .. @nclus + 1) is free, @hint where next-fit starts (as FSInfo's
- * next-free hint; an invalid one means cluster 2).  @map is copied.
- * Returns 0 or -ENOMEM.
- */
-int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
-		      struct fk_alloc **out);
-/*
  * An allocator over exFAT's allocation bitmap as loaded in memory: bit
  * (c - 2) of @used set when cluster c is in use ((@nclus + 63) / 64 words,
- * bits past @nclus clear).  A word at a time.  Returns 0 or -ENOMEM.
- */
-int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
-		       struct fk_alloc **out);
-/*
- * fk_alloc_from_used() without the copy: the map is made in place in
- * @used, which must hold (@nclus + 65) / 64 words from fk_bigmem_alloc()
- * (as fk_exfat_bitmap.bits does) and becomes the allocator's on success
- * (fk_alloc_close() frees it); on -ENOMEM it is still the caller's.
+ * bits past @nclus clear), made in place in @used, which must hold
+ * (@nclus + 65) / 64 words from fk_bigmem_alloc() (as fk_exfat_bitmap.bits
+ * does) and becomes the allocator's on success (fk_alloc_close() frees
+ * it); on -ENOMEM it is still the caller's.  A word at a time.  (The unit
+ * tests' copying forms are in testing.h.)
  */
 int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
 		       struct fk_alloc **out);

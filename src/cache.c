@@ -19,6 +19,7 @@
 #include "bigmem.h"
 #include "device.h"
 #include "diag.h"
+#include "testing.h"
 
 #define CLEAN_BUDGET (1u << 20) /* bytes of clean sectors kept for reads */
 #define READ_AHEAD   64		/* sectors read per miss, when free */
@@ -84,6 +85,8 @@ struct fk_cache {
 	uint32_t span_last;	     /* the span borrowed last */
 	uint64_t span_clock;
 	uint32_t bad_span; /* a span whose read failed; NO_SEC: none */
+	const struct fk_cache_patch *patches; /* borrowed; ascending */
+	size_t npatches;
 };
 
 static uint32_t hash_sec(const struct fk_cache *c, uint32_t sec)
@@ -267,6 +270,40 @@ static uint32_t victim(struct fk_cache *c)
 	}
 }
 
+int fk_cache_patch_read(struct fk_cache *c, uint64_t off, unsigned char *buf,
+			size_t len)
+{
+	uint64_t copy_len = (uint64_t)c->lay.fat_secs * c->lay.sec_len;
+	size_t lo = 0, hi = c->npatches, i;
+	int err;
+
+	/* The first patch that ends past @off. */
+	while (lo < hi) {
+		const struct fk_cache_patch *p = &c->patches[(lo + hi) / 2];
+
+		if (((uint64_t)p->first + p->nsecs) * c->lay.sec_len <= off)
+			lo = (lo + hi) / 2 + 1;
+		else
+			hi = (lo + hi) / 2;
+	}
+	for (i = lo; i < c->npatches; i++) {
+		const struct fk_cache_patch *p = &c->patches[i];
+		uint64_t from = (uint64_t)p->first * c->lay.sec_len;
+		uint64_t to = from + (uint64_t)p->nsecs * c->lay.sec_len;
+
+		if (from >= off + len)
+			break;
+		from = from > off ? from : off;
+		to = to < off + len ? to : off + len;
+		err = fk_device_read(c->dev,
+				     c->lay.fat_off + p->copy * copy_len + from,
+				     buf + (from - off), (size_t)(to - from));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /*
  * Read @sec, and the uncached sectors after it, straight into free slots
  * with one vectored read: sequential FAT walks cost one system call per
@@ -296,6 +333,10 @@ static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 	}
 	err = fk_device_readv(c->dev, fat_off + (uint64_t)sec * c->lay.sec_len,
 			      iov, (int)n);
+	for (i = 0; i < n && !err && c->npatches; i++)
+		err = fk_cache_patch_read(c,
+					  (uint64_t)(sec + i) * c->lay.sec_len,
+					  slot_data(c, idx[i]), c->lay.sec_len);
 	for (i = 0; i < n; i++) {
 		struct slot *s = &c->slots[idx[i]];
 
@@ -394,7 +435,11 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	if (fk_device_read(c->dev, fat_off + (uint64_t)first * c->lay.sec_len,
 			   c->span_mem +
 				   (size_t)old * c->span_secs * c->lay.sec_len,
-			   (size_t)s->nsecs * c->lay.sec_len)) {
+			   (size_t)s->nsecs * c->lay.sec_len) ||
+	    fk_cache_patch_read(c, (uint64_t)first * c->lay.sec_len,
+				c->span_mem + (size_t)old * c->span_secs *
+						      c->lay.sec_len,
+				(size_t)s->nsecs * c->lay.sec_len)) {
 		c->bad_span = first;
 		return NO_SLOT;
 	}
@@ -580,6 +625,30 @@ void fk_cache_discard(struct fk_cache *c)
 		c->slots[i].state = SLOT_EMPTY;
 	}
 	c->ndirty = 0;
+}
+
+void fk_cache_set_patches(struct fk_cache *c,
+			  const struct fk_cache_patch *patches, size_t n)
+{
+	uint32_t i;
+
+	/* What was read came from another mix of copies. */
+	for (i = 0; i < c->nslots; i++) {
+		if (c->slots[i].state != SLOT_CLEAN)
+			continue;
+		hash_remove(c, i);
+		c->slots[i].state = SLOT_EMPTY;
+	}
+	c->last = NO_SLOT;
+	forget_spans(c);
+	c->bad_span = NO_SEC;
+	c->patches = n ? patches : NULL;
+	c->npatches = n;
+}
+
+int fk_cache_is_patched(const struct fk_cache *c)
+{
+	return c->npatches != 0;
 }
 
 const struct fk_cache_stats *fk_cache_stats(const struct fk_cache *c)

@@ -97,6 +97,34 @@ int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
 int fk_cache_get_fresh(struct fk_cache *cache, uint32_t sec,
 		       unsigned char **data);
 
+/* Sectors @first .. @first + @nsecs - 1 of every read come from copy
+ * @copy instead of the read copy. */
+struct fk_cache_patch {
+	uint32_t first, nsecs;
+	uint32_t copy;
+};
+
+/*
+ * Read the FAT as the read copy with the runs @patches[0 .. @n - 1]
+ * (ascending, apart) taken from other copies: the FAT a checker judged
+ * to be the sound one, before any copy holds it whole.  @patches is
+ * borrowed until the next call (@n 0: none).  Forgets the clean sectors
+ * read before; dirty ones are kept (they are written to every copy).
+ */
+void fk_cache_set_patches(struct fk_cache *cache,
+			  const struct fk_cache_patch *patches, size_t n);
+
+/* Are patches set? */
+int fk_cache_is_patched(const struct fk_cache *cache);
+
+/*
+ * Lay the patches over @len bytes @buf read from the read copy at byte
+ * @off of a copy (for readers that stream the FAT past the cache).
+ * Returns 0 or -errno.
+ */
+int fk_cache_patch_read(struct fk_cache *cache, uint64_t off,
+			unsigned char *buf, size_t len);
+
 /*
  * Write every dirty sector to each mirrored FAT copy (merged runs, sector
  * order), fsyncing only in FK_CACHE_SYNC_COPY mode: an explicit flush is
@@ -107,9 +135,6 @@ int fk_cache_flush(struct fk_cache *cache);
 
 /* Change the sync mode. */
 void fk_cache_set_sync(struct fk_cache *cache, enum fk_cache_sync sync);
-
-/* Number of dirty sectors now held. */
-size_t fk_cache_dirty(const struct fk_cache *cache);
 
 /* Forget every dirty change (a refused operation that wrote nothing). */
 void fk_cache_discard(struct fk_cache *cache);

@@ -692,6 +692,8 @@ static int name_owners(struct fk_check *ck)
 		}
 		free(f->msg);
 		f->msg = msg;
+		ck_add_path(ck, s->finding, owner);
+		ck_add_path(ck, s->finding, s->later);
 	}
 	for (i = 0; i < names.n; i++) {
 		free(names.v[i].name);
@@ -832,5 +834,6 @@ int ck_check_lost(struct fk_check *ck)
 		return ck_plan_salvage(ck, idx);
 	ck_set_fix(ck, idx, "freed");
 	ck->fix_lost = 1;
+	ck->st.freed_chains = ck->st.lost_chains;
 	return 0;
 }

@@ -5,7 +5,9 @@
  * files) in an ownership map of one bit per cluster, so a loop or a
  * second owner shows at the first shared cluster; the allocation bitmap
  * (one more bit per cluster) is then compared with that map both ways.
- * Two bits per cluster in all, plus one entry set per level of nesting.
+ * Two bits per cluster in all, plus one entry set per level of nesting,
+ * and a record of each claim (20 bytes, and each entry's name once) so
+ * that findings can name the files that own the clusters they are about.
  *
  * Repairs are planned while checking as small records (FAT links to end,
  * entry sets to rewrite whole) and applied by fk_check_repair() in the
@@ -36,6 +38,9 @@
 
 #define STOPPED	      1		 /* a claim walk stopped on purpose */
 #define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
+#define NO_REC	      UINT32_MAX /* no owner record */
+#define OWNERS_LISTED 3		 /* owners a bitmap finding names */
+#define MISS_RUNS_MAX (1u << 16) /* runs of clusters marked free kept */
 
 /* Boot sector fields the repairs write (spec 3.1). */
 #define BS_VOL_FLAGS 106
@@ -56,6 +61,42 @@ struct fat_fix {
 	uint32_t clus, val;
 };
 
+/* Who a claim was made for (struct owner_rec). */
+enum own_kind {
+	OWN_ENTRY,  /* a file or directory: its name, in its directory */
+	OWN_ROOT,   /* the root directory */
+	OWN_BITMAP, /* an allocation bitmap */
+	OWN_UPCASE, /* the up-case table */
+	OWN_OTHER,  /* an allocation of a set with no name, in a directory */
+};
+
+/*
+ * What one claim took, and for whom: following @nclus clusters from
+ * @first (one run with NoFatChain) visits exactly them again, so the
+ * owner of a cluster is found later without a second walk of the tree.
+ */
+struct owner_rec {
+	uint32_t first, nclus;
+	uint32_t parent; /* the record of the directory holding the owner's
+			    entry; NO_REC: the root */
+	uint32_t name;	 /* OWN_ENTRY: its name's offset in names */
+	uint8_t kind;	 /* enum own_kind */
+	uint8_t is_no_fat_chain;
+};
+
+/* A run of clusters in use that the bitmap marks free. */
+struct miss_run {
+	uint32_t first, n;
+};
+
+/* A cross-link finding, whose first owner is named after the walk. */
+struct cross {
+	uint32_t clus;
+	size_t finding;
+	char *later;	/* the path of the later owner; NULL: none */
+	uint32_t owner; /* the record holding @clus; NO_REC: not found */
+};
+
 /* An entry set rewritten whole: where each entry is, what it becomes. */
 struct set_fix {
 	uint32_t nents;
@@ -72,6 +113,7 @@ struct set_fix {
 struct late_set {
 	struct fk_exfat_set *set; /* as planned by check_file() */
 	char *path;
+	uint32_t own_parent, own_name; /* its owner record's, to be */
 };
 
 /* Why a claim stopped short of the stream's whole length. */
@@ -93,6 +135,7 @@ struct claim {
 	uint32_t nclus; /* claimed */
 	uint32_t last;	/* last cluster claimed; 0: none */
 	uint32_t at;	/* the cluster a loop or cross-link reached */
+	uint32_t rec;	/* its struct owner_rec; NO_REC: none */
 	enum cut why;
 	int is_special; /* the bitmap or up-case table: a broken chain is
 			   left as it is (ending it makes it no more usable,
@@ -114,6 +157,16 @@ struct fk_exfat_check {
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
 	uint64_t claimed_step; /* for progress */
+	/* who owns what: a record per claim, the names of the entries
+	   claimed for, and who the next claim is for */
+	LIST(struct owner_rec, owners);
+	LIST(char, names);
+	uint32_t own_parent, own_name;
+	enum own_kind own_kind;
+	LIST(struct cross, crosses);
+	LIST(struct miss_run, misses); /* in cluster order */
+	int is_miss_cut;	       /* more runs than were kept */
+	size_t miss_find;	       /* the bitmap-free finding */
 	/* one entry set per level of nesting, allocated as needed */
 	struct fk_exfat_set *sets[FK_CHECK_MAX_DEPTH + 1];
 	char *path;
@@ -179,6 +232,21 @@ static void pop_name(struct fk_exfat_check *x, size_t old)
 	x->path_len = old;
 	if (x->path)
 		x->path[old] = '\0';
+}
+
+/* The next claims are for the entry @name of the directory walked. */
+static int own_entry(struct fk_exfat_check *x, const char *name)
+{
+	size_t len = strlen(name) + 1;
+
+	if (x->names.n + len > NO_REC ||
+	    FK_VEC_RESERVE(x->names.v, x->names.cap, x->names.n + len))
+		return -ENOMEM;
+	memcpy(x->names.v + x->names.n, name, len);
+	x->own_kind = OWN_ENTRY;
+	x->own_name = (uint32_t)x->names.n;
+	x->names.n += len;
+	return 0;
 }
 
 /* ---- ownership ----------------------------------------------------------- */
@@ -251,10 +319,22 @@ static int claim_run(void *arg, const struct fk_run *run)
 	return 0;
 }
 
+/* Keep what @c took for the owner the walk is at (own_kind ...). */
+static int log_owner(struct fk_exfat_check *x, struct claim *c)
+{
+	struct owner_rec r = {
+		c->s->first_clus,     c->nclus,
+		x->own_parent,	      x->own_name,
+		(uint8_t)x->own_kind, (uint8_t)(c->s->is_no_fat_chain != 0)};
+
+	c->rec = (uint32_t)x->owners.n;
+	return PUSH(x->owners, r);
+}
+
 /*
  * Claim the clusters of @s: at most @need (0: to the end of its chain,
- * but no more than @limit).  @c says how far it got and why it stopped.
- * Returns 0 or -errno.
+ * but no more than @limit).  @c says how far it got and why it stopped,
+ * and the claim is kept as an owner record.  Returns 0 or -errno.
  */
 static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		 uint64_t need, uint64_t limit, struct claim *c)
@@ -266,6 +346,7 @@ static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	c->s = s;
 	c->need = need;
 	c->limit = limit;
+	c->rec = NO_REC;
 	if (!fk_clus_valid(x->g, s->first_clus)) {
 		c->why = CUT_START;
 		return 0;
@@ -273,6 +354,8 @@ static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	err = fk_exfat_stream_walk(x->vol, s, claim_run, c, &c->info);
 	if (err < 0)
 		return err;
+	if (c->nclus && log_owner(x, c))
+		return -ENOMEM;
 	if (err == STOPPED || c->why != CUT_NONE)
 		return 0;
 	if (c->info.end == FK_ENT_EOC)
@@ -298,6 +381,22 @@ static int is_fat_cut(const struct claim *c)
 	return !c->s->is_no_fat_chain && c->nclus &&
 	       (c->why == CUT_LINK || c->why == CUT_LOOP ||
 		c->why == CUT_CROSS || c->why == CUT_LONG);
+}
+
+/* Remember cross-link finding @idx, so name_owners() can name the first
+ * owner of @clus.  0 or -ENOMEM. */
+static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
+		      const char *later)
+{
+	struct cross cr = {clus, idx, NULL, NO_REC};
+
+	if (idx == NONE)
+		return 0;
+	if ((later && !(cr.later = strdup(later))) || PUSH(x->crosses, cr)) {
+		free(cr.later);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -348,6 +447,8 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 				 "%sshares cluster %u with another file or "
 				 "directory",
 				 what, c->at);
+		if (note_cross(x, c->at, *idx, path))
+			return -ENOMEM;
 		break;
 	case CUT_LONG:
 		if (c->need)
@@ -850,6 +951,8 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 
 	l.set = malloc(sizeof(*l.set));
 	l.path = strdup(cur_path(x));
+	l.own_parent = x->own_parent;
+	l.own_name = x->own_name;
 	if (!l.set || !l.path || PUSH(x->late, l)) {
 		free(l.set);
 		free(l.path);
@@ -928,6 +1031,10 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 
 	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;
+	if ((err = own_entry(x, s->name[0] ? s->name : "?"))) {
+		pop_name(x, old);
+		return err;
+	}
 	if (is_dir)
 		x->st->dirs++;
 	else
@@ -1129,8 +1236,12 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		x->st->has_repairs = 1;
 	}
 	if (is_dir && st.first_clus) {
+		uint32_t parent = x->own_parent;
+
 		st.data_len = new_len;
+		x->own_parent = c.rec; /* the owner of what it holds */
 		err = walk_dir(x, &st, c.nclus, w->depth + 1, diag);
+		x->own_parent = parent;
 	}
 	pop_name(x, old);
 	return err;
@@ -1153,6 +1264,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	size_t idx;
 	int err;
 
+	x->own_kind = OWN_BITMAP;
 	if (x->has_bitmap && nth >= (g->nfats == 2 ? 2u : 1u)) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
 				"a second allocation bitmap entry");
@@ -1279,6 +1391,7 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	uint32_t want;
 	int err;
 
+	x->own_kind = OWN_UPCASE;
 	if (x->has_upcase) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
 				"a second up-case table entry");
@@ -1552,7 +1665,7 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	struct fk_exfat_dir *dir;
 	struct fk_exfat_set *set;
 	struct dirwalk w;
-	struct fk_diag d2 = {{0}, {0}};
+	struct fk_diag d2 = {0};
 	size_t idx;
 	int err, r;
 
@@ -1578,6 +1691,8 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 				break;
 			continue;
 		}
+		x->own_kind = OWN_OTHER; /* check_file() and others say */
+		x->own_name = NO_REC;
 		switch (set->kind) {
 		case FK_EXK_FILE:
 			err = check_file(x, &w, set, diag);
@@ -1637,6 +1752,8 @@ static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
 	root.first_clus = x->g->root_clus;
 	root.data_len = 0;
 	root.is_no_fat_chain = 0;
+	x->own_kind = OWN_ROOT;
+	x->own_parent = NO_REC;
 	if ((err = claim(x, &root, 0, FK_EXFAT_DIR_MAX_LEN / x->g->clus_len,
 			 &c)) ||
 	    (err = judge_claim(x, &c, "/", "root directory: ", &idx)))
@@ -1703,6 +1820,32 @@ static unsigned disk_byte(const struct fk_exfat_check *x, uint64_t at,
 	return b;
 }
 
+/* Keep the clusters of @miss (bit i: cluster @base + i), in use and
+ * marked free, as runs for name_owners(); as many as MISS_RUNS_MAX. */
+static void note_misses(struct fk_exfat_check *x, uint32_t base, unsigned miss)
+{
+	struct miss_run *last, r = {0, 1};
+	uint32_t clus;
+
+	for (; miss; miss &= miss - 1) {
+		clus = base + (uint32_t)__builtin_ctz(miss);
+		last = x->misses.n ? &x->misses.v[x->misses.n - 1] : NULL;
+		if (last && last->first + last->n == clus) {
+			last->n++;
+			continue;
+		}
+		if (x->misses.n == MISS_RUNS_MAX) {
+			x->is_miss_cut = 1;
+			return;
+		}
+		r.first = clus;
+		if (PUSH(x->misses, r)) {
+			x->is_miss_cut = 1; /* named as far as they go */
+			return;
+		}
+	}
+}
+
 static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len)
 {
 	struct fk_exfat_check *x = w->x;
@@ -1742,6 +1885,7 @@ static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len)
 				w->first_miss =
 					base + (uint32_t)__builtin_ctz(miss);
 			w->nmiss += (uint32_t)__builtin_popcount(miss);
+			note_misses(x, base, miss);
 		}
 		if (leak) {
 			if (!w->nleak)
@@ -1855,6 +1999,7 @@ static int check_bitmap(struct fk_exfat_check *x)
 				"allocation bitmap, the first %u",
 				w.nmiss, ck_plural(w.nmiss),
 				w.nmiss == 1 ? "is" : "are", w.first_miss);
+		x->miss_find = idx; /* name_owners() adds the owners */
 		ck_set_fix(x->ck, idx, "bit%s set", ck_plural(w.nmiss));
 		x->fix_bits_set = 1;
 	}
@@ -1986,6 +2131,9 @@ static int late_claims(struct fk_exfat_check *x)
 		}
 		new_len = (uint64_t)n * g->clus_len;
 		st.data_len = new_len;
+		x->own_kind = OWN_ENTRY;
+		x->own_parent = x->late.v[i].own_parent;
+		x->own_name = x->late.v[i].own_name;
 		if (n && (err = claim(x, &st, n, 0, &c)))
 			goto out;
 		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
@@ -2150,6 +2298,288 @@ static int check_fat_reserved(struct fk_exfat_check *x)
 	return 0;
 }
 
+/* ---- owners ------------------------------------------------------------ */
+
+/*
+ * After the bitmap is compared, findings name the owners of the clusters
+ * they are about: the first owner of each cross-linked cluster, and the
+ * files whose clusters the bitmap marks free.  One pass over the owner
+ * records the walk kept (following each FAT chain once more, never the
+ * tree), only when there is something to name; it reports nothing new
+ * and plans nothing.
+ */
+
+/* An owner record holding clusters marked free: how many, the first. */
+struct owner_hit {
+	uint32_t rec, nclus, first;
+	uint32_t name, parent; /* the record's, with its kind: the owner */
+	uint8_t kind;
+};
+
+struct owner_pass {
+	struct fk_exfat_check *x;
+	uint32_t rec, left; /* the record followed; clusters still to go */
+	LIST(struct owner_hit, hits);
+};
+
+/* The first run of clusters marked free that ends after @clus. */
+static size_t miss_after(const struct fk_exfat_check *x, uint32_t clus)
+{
+	size_t lo = 0, hi = x->misses.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct miss_run *m = &x->misses.v[mid];
+
+		if ((uint64_t)m->first + m->n <= clus)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first cross-link at @clus or after (sorted by cluster). */
+static size_t cross_from(const struct fk_exfat_check *x, uint32_t clus)
+{
+	size_t lo = 0, hi = x->crosses.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->crosses.v[mid].clus < clus)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int cmp_cross(const void *a, const void *b)
+{
+	const struct cross *p = a, *q = b;
+
+	return p->clus < q->clus ? -1 : p->clus > q->clus;
+}
+
+/* A run of the record being followed: what of it is marked free, and
+ * which cross-linked clusters it holds. */
+static int owner_run(void *arg, const struct fk_run *run)
+{
+	struct owner_pass *p = arg;
+	struct fk_exfat_check *x = p->x;
+	uint32_t n = run->nclus < p->left ? run->nclus : p->left;
+	uint64_t a = run->first, end = a + n, lo, hi;
+	const struct owner_rec *o = &x->owners.v[p->rec];
+	struct owner_hit h = {p->rec, 0, 0, o->name, o->parent, o->kind};
+	size_t i;
+
+	for (i = miss_after(x, run->first);
+	     i < x->misses.n && x->misses.v[i].first < end; i++) {
+		const struct miss_run *m = &x->misses.v[i];
+
+		lo = m->first > a ? m->first : a;
+		hi = (uint64_t)m->first + m->n < end ? m->first + m->n : end;
+		if (!h.nclus)
+			h.first = (uint32_t)lo;
+		h.nclus += (uint32_t)(hi - lo);
+	}
+	if (h.nclus && p->hits.n && p->hits.v[p->hits.n - 1].rec == p->rec)
+		p->hits.v[p->hits.n - 1].nclus += h.nclus;
+	else if (h.nclus && PUSH(p->hits, h))
+		return -ENOMEM;
+	for (i = cross_from(x, run->first);
+	     i < x->crosses.n && x->crosses.v[i].clus < end; i++)
+		if (x->crosses.v[i].owner == NO_REC)
+			x->crosses.v[i].owner = p->rec;
+	p->left -= n;
+	return p->left ? 0 : STOPPED;
+}
+
+/* Follow every owner record once. */
+static int follow_owners(struct fk_exfat_check *x, struct owner_pass *p)
+{
+	struct fk_chain_info info;
+	size_t i;
+	int err;
+
+	for (i = 0; i < x->owners.n; i++) {
+		const struct owner_rec *o = &x->owners.v[i];
+		struct fk_exfat_stream st = {
+			o->first, (uint64_t)o->nclus * x->g->clus_len,
+			o->is_no_fat_chain};
+
+		p->rec = (uint32_t)i;
+		p->left = o->nclus;
+		err = fk_exfat_stream_walk(x->vol, &st, owner_run, p, &info);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Record @r's owner as a message names it: a path, or what it is (*@is_path
+ * 0).  malloc()ed; NULL without memory.  Parents are recorded before what
+ * they hold, so the walk up ends, within the nesting the walk allowed.
+ */
+static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
+			int *is_path)
+{
+	const struct owner_rec *o = &x->owners.v[r];
+	const char *part[FK_CHECK_MAX_DEPTH + 2];
+	size_t n = 0, len = 1, i;
+	uint32_t p;
+	char *out, *at;
+
+	*is_path = o->kind == OWN_ENTRY || o->kind == OWN_ROOT;
+	if (o->kind == OWN_ROOT)
+		return strdup("/");
+	if (o->kind == OWN_BITMAP)
+		return strdup("the allocation bitmap");
+	if (o->kind == OWN_UPCASE)
+		return strdup("the up-case table");
+	if (o->kind == OWN_ENTRY)
+		part[n++] = x->names.v + o->name;
+	for (p = o->parent; p != NO_REC && n < FK_CHECK_MAX_DEPTH + 2 &&
+			    x->owners.v[p].kind == OWN_ENTRY;
+	     p = x->owners.v[p].parent)
+		part[n++] = x->names.v + x->owners.v[p].name;
+	for (i = 0; i < n; i++)
+		len += 1 + strlen(part[i]);
+	if (!(out = malloc(len + sizeof("an allocation of an entry in /"))))
+		return NULL;
+	at = out;
+	if (o->kind == OWN_OTHER)
+		at += sprintf(at, "an allocation of an entry in %s",
+			      n ? "" : "/");
+	for (i = n; i-- > 0;)
+		at += sprintf(at, "/%s", part[i]);
+	*at = '\0';
+	return out;
+}
+
+/* Hits of one owner are one: a file's stream and its entries' allocations. */
+static int cmp_hit_owner(const void *a, const void *b)
+{
+	const struct owner_hit *p = a, *q = b;
+
+	if (p->kind != q->kind)
+		return p->kind < q->kind ? -1 : 1;
+	if (p->name != q->name)
+		return p->name < q->name ? -1 : 1;
+	return p->parent < q->parent ? -1 : p->parent > q->parent;
+}
+
+static int cmp_hit_first(const void *a, const void *b)
+{
+	const struct owner_hit *p = a, *q = b;
+
+	return p->first < q->first ? -1 : p->first > q->first;
+}
+
+/* One hit per owner, in the order of their first cluster marked free. */
+static void merge_hits(struct owner_pass *p)
+{
+	size_t i, m = 0;
+
+	qsort(p->hits.v, p->hits.n, sizeof(*p->hits.v), cmp_hit_owner);
+	for (i = 0; i < p->hits.n; i++) {
+		struct owner_hit *h = &p->hits.v[i];
+
+		if (m && !cmp_hit_owner(&p->hits.v[m - 1], h)) {
+			p->hits.v[m - 1].nclus += h->nclus;
+			if (h->first < p->hits.v[m - 1].first)
+				p->hits.v[m - 1].first = h->first;
+		} else {
+			p->hits.v[m++] = *h;
+		}
+	}
+	p->hits.n = m;
+	qsort(p->hits.v, p->hits.n, sizeof(*p->hits.v), cmp_hit_first);
+}
+
+/* "; owned by /A (3 clusters), ... and N more" on the bitmap-free finding:
+ * the first few owners, so that a huge volume's line stays short. */
+static int name_miss_owners(struct fk_exfat_check *x, struct owner_pass *p)
+{
+	char list[OWNERS_LISTED * 160], *name;
+	size_t i, len = 0;
+	int is_path;
+
+	if (!p->hits.n)
+		return 0;
+	merge_hits(p);
+	for (i = 0; i < p->hits.n && i < OWNERS_LISTED; i++) {
+		const struct owner_hit *h = &p->hits.v[i];
+
+		if (!(name = owner_name(x, h->rec, &is_path)))
+			return -ENOMEM;
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+					"%s%s (%u cluster%s)", i ? ", " : "",
+					name, h->nclus, ck_plural(h->nclus));
+		if (is_path)
+			ck_add_path(x->ck, x->miss_find, name);
+		free(name);
+		if (len >= sizeof(list))
+			len = sizeof(list) - 1;
+	}
+	if (p->hits.n > OWNERS_LISTED)
+		ck_append_msg(x->ck, x->miss_find,
+			      "; owned by %s and %zu more%s", list,
+			      p->hits.n - OWNERS_LISTED,
+			      x->is_miss_cut ? " (at least)" : "");
+	else
+		ck_append_msg(x->ck, x->miss_find, "; owned by %s%s", list,
+			      x->is_miss_cut ? " and more" : "");
+	return 0;
+}
+
+/* ": /A" on each cross-link finding: its cluster's first owner. */
+static int name_cross_owners(struct fk_exfat_check *x)
+{
+	size_t i;
+	int is_path;
+	char *name;
+
+	for (i = 0; i < x->crosses.n; i++) {
+		const struct cross *cr = &x->crosses.v[i];
+
+		if (cr->owner == NO_REC)
+			continue;
+		if (!(name = owner_name(x, cr->owner, &is_path)))
+			return -ENOMEM;
+		ck_append_msg(x->ck, cr->finding, ": %s", name);
+		if (is_path)
+			ck_add_path(x->ck, cr->finding, name);
+		if (cr->later)
+			ck_add_path(x->ck, cr->finding, cr->later);
+		free(name);
+	}
+	return 0;
+}
+
+/* Name the owners that findings are about (see above). */
+static int name_owners(struct fk_exfat_check *x)
+{
+	struct owner_pass p;
+	int err;
+
+	if (!x->crosses.n && (x->miss_find == NONE || !x->misses.n))
+		return 0;
+	memset(&p, 0, sizeof(p));
+	p.x = x;
+	if (x->crosses.n)
+		qsort(x->crosses.v, x->crosses.n, sizeof(*x->crosses.v),
+		      cmp_cross);
+	if (x->miss_find == NONE)
+		x->misses.n = 0; /* not listed: nothing to add them to */
+	if (!(err = follow_owners(x, &p)) && !(err = name_miss_owners(x, &p)))
+		err = name_cross_owners(x);
+	free(p.hits.v);
+	return err;
+}
+
 /* ---- family entry points ---------------------------------------------- */
 
 static int new_state(struct fk_check *ck, struct fk_volume *vol,
@@ -2169,6 +2599,9 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	   only where clusters are owned. */
 	x->own = calloc(((size_t)vol->g.nclus + 63) / 64, 8);
 	x->percent_want = 0xFF; /* "not known", while no bitmap says */
+	x->own_parent = NO_REC;
+	x->own_name = NO_REC;
+	x->miss_find = NONE;
 	x->path = calloc(1, 64);
 	x->path_cap = 64;
 	if (!x->own || !x->path) {
@@ -2197,6 +2630,12 @@ static void free_state(void *state)
 		free(x->late.v[i].path);
 	}
 	free(x->late.v);
+	for (i = 0; i < x->crosses.n; i++)
+		free(x->crosses.v[i].later);
+	free(x->crosses.v);
+	free(x->owners.v);
+	free(x->names.v);
+	free(x->misses.v);
 	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++)
 		free(x->sets[i]);
 	free(x->fat_fixes.v);
@@ -2219,7 +2658,7 @@ static int run(void *state, struct fk_diag *diag)
 		return err;
 	ck_progress(x->ck, "files", 0, x->g->nclus);
 	if ((err = walk_root(x, diag)) || (err = late_claims(x)) ||
-	    (err = check_bitmap(x)))
+	    (err = check_bitmap(x)) || (err = name_owners(x)))
 		return err;
 	return 0;
 }

@@ -48,6 +48,13 @@ size_t ck_report(struct fk_check *ck, enum fk_sev sev, const char *code,
 void ck_set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Append to the message of finding @idx (which may be NONE). */
+void ck_append_msg(struct fk_check *ck, size_t idx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Add @path to the files finding @idx (which may be NONE) names. */
+void ck_add_path(struct fk_check *ck, size_t idx, const char *path);
+
 /* The counts @ck keeps (borrowed until fk_check_free()), for a family to
  * add its own to: files, clusters; ck_report() counts the findings. */
 struct fk_check_stats *ck_stats(struct fk_check *ck);

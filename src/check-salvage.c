@@ -174,14 +174,16 @@ static int keep_chain(struct fk_check *ck, const struct lost_chain *lc)
 int ck_plan_salvage(struct fk_check *ck, size_t idx)
 {
 	struct salvage *sv = &ck->sv;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	char found[16], why[sizeof(diag.reason) + 64] = "";
 	uint32_t first = 0, last = 0, left;
 	size_t i;
 	int err;
 
 	memset(sv, 0, sizeof(*sv));
-	if ((err = fk_alloc_open(ck->vol, &sv->alloc)))
+	sv->alloc = ck->alloc; /* growth planned in the walk: not free */
+	ck->alloc = NULL;
+	if (!sv->alloc && (err = fk_alloc_open(ck->vol, &sv->alloc)))
 		return err;
 	sv->nfree = fk_alloc_nfree(sv->alloc);
 	err = open_found(ck, found, sizeof(found), &diag);

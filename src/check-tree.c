@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "diag.h"
 #include "dir.h"
+#include "dirplan.h"
 #include "names.h"
 #include "slot.h"
 #include "vec.h"
@@ -56,13 +58,6 @@ struct name_table {
 	size_t cap;
 };
 
-/* A name this run gives an entry (a new short name, a re-attached long
- * name): taken for every later choice in the directory. */
-struct given {
-	uint32_t slot;
-	char *name;
-};
-
 /* Directory being walked. */
 struct dirctx {
 	struct fk_check *ck;
@@ -85,10 +80,12 @@ struct dirctx {
 	uint32_t dup_slot, dup_earlier;
 	unsigned dup_what;
 	/* Every name of the directory, sorted by hash, read only when an
-	 * entry may be renamed; and the names this run gives. */
+	 * entry may be renamed; and the names this run gives (a new short
+	 * name, a re-attached long name), taken for every later choice. */
 	struct name_store all;
 	int has_all;
-	LIST(struct given, given);
+	struct name_table given;
+	unsigned next_fsck; /* FSCKnnnn.REN numbers below it are taken */
 	int has_dot, has_dotdot;
 	uint32_t orphan_first, orphan_n; /* orphaned long-name slots not yet */
 	enum fk_lfn_orphan orphan_why;	 /* reported, and why */
@@ -103,6 +100,13 @@ struct dirctx {
 	size_t fixes_from;   /* entry fixes planned before this walk */
 	uint32_t hidden_end; /* one past the last entry read past the end
 				marker; 0: none */
+	/* Entries whose slots take the place of "." or "..", moved by
+	 * dir_after() (two at most: one starts in each slot). */
+	struct {
+		uint32_t first, n; /* its slots, long name included */
+		size_t finding;
+	} moves[2];
+	int nmoves;
 };
 
 /* An EF_SET of @ent in @d, with nothing set yet. */
@@ -408,15 +412,14 @@ static int grow_table(struct name_table *t)
  * in @slot to @t.  Returns the slot of the first entry that had the name
  * (which may be @slot itself), or -errno.
  */
-static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
-			 uint64_t hash, uint32_t slot)
+/* The place of the name of @len folded units @u (hash @hash) in @t's
+ * table (of at least one place): where its first key is, or the empty
+ * place where it would go. */
+static size_t table_place(const struct name_table *t, const uint16_t *u,
+			  size_t len, uint64_t hash)
 {
-	struct seen_key k = {hash, slot, (uint32_t)t->units.n, (uint32_t)len};
 	size_t h;
-	int err;
 
-	if (2 * (t->keys.n + 1) > t->cap && (err = grow_table(t)))
-		return err;
 	for (h = first_place(hash, t->cap); t->tab[h];
 	     h = (h + 1) & (t->cap - 1)) {
 		const struct seen_key *first = &t->keys.v[t->tab[h] - 1];
@@ -426,8 +429,22 @@ static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
 		if (first->hash == hash && first->len == len &&
 		    (!len ||
 		     !memcmp(t->units.v + first->off, u, len * sizeof(*u))))
-			return first->slot; /* the first keeps the name */
+			break;
 	}
+	return h;
+}
+
+static int64_t table_add(struct name_table *t, const uint16_t *u, size_t len,
+			 uint64_t hash, uint32_t slot)
+{
+	struct seen_key k = {hash, slot, (uint32_t)t->units.n, (uint32_t)len};
+	size_t h;
+	int err;
+
+	if (2 * (t->keys.n + 1) > t->cap && (err = grow_table(t)))
+		return err;
+	if (t->tab[h = table_place(t, u, len, hash)])
+		return t->keys.v[t->tab[h] - 1].slot; /* the first keeps it */
 	/* Tested here first: most names fit, and need no call. */
 	if ((t->units.n + len > t->units.cap &&
 	     FK_VEC_RESERVE(t->units.v, t->units.cap, t->units.n + len)) ||
@@ -543,9 +560,39 @@ static int load_names(struct fk_check *ck, struct dirctx *d,
 
 /* Is @name a name of an entry of @d other than the one in @slot, or one
  * this run gives it? */
+/* The folded units of UTF-8 @name and their fk_name_hash() in *@hash;
+ * returns their count, 0 for no name this run could give. */
+static size_t fold_name(const char *name, uint16_t out[FK_LFN_MAX],
+			uint64_t *hash)
+{
+	uint16_t u[FK_LFN_MAX];
+	size_t n;
+
+	if (fk_utf8_to_utf16(name, u, FK_LFN_MAX, &n) || !n)
+		return 0;
+	*hash = fk_lfn_fold(u, n, out);
+	return n;
+}
+
+/* The slot of the entry this run gave @name in @d, or -1: none. */
+static int64_t given_to(const struct dirctx *d, const char *name)
+{
+	uint16_t u[FK_LFN_MAX];
+	uint64_t hash;
+	size_t n, h;
+
+	if (!d->given.cap || !(n = fold_name(name, u, &hash)))
+		return -1;
+	h = table_place(&d->given, u, n, hash);
+	if (!d->given.tab[h])
+		return -1;
+	return d->given.keys.v[d->given.tab[h] - 1].slot;
+}
+
 static int name_taken(const struct dirctx *d, const char *name, uint32_t slot)
 {
 	uint64_t h = fk_name_hash(name);
+	int64_t owner;
 	const struct name_key *keys = d->all.keys.v;
 	size_t lo = 0, hi = d->all.keys.n, i;
 
@@ -560,22 +607,18 @@ static int name_taken(const struct dirctx *d, const char *name, uint32_t slot)
 	for (i = lo; i < d->all.keys.n && keys[i].hash == h; i++)
 		if (keys[i].slot != slot && fk_name_equal(keys[i].name, name))
 			return 1;
-	for (i = 0; i < d->given.n; i++)
-		if (d->given.v[i].slot != slot &&
-		    fk_name_equal(d->given.v[i].name, name))
-			return 1;
-	return 0;
+	owner = given_to(d, name);
+	return owner >= 0 && owner != slot;
 }
 
 static int give_name(struct dirctx *d, const char *name, uint32_t slot)
 {
-	struct given g = {slot, strdup(name)};
+	uint16_t u[FK_LFN_MAX];
+	uint64_t hash;
+	size_t n = fold_name(name, u, &hash);
+	int64_t r = n ? table_add(&d->given, u, n, hash, slot) : 0;
 
-	if (!g.name || PUSH(d->given, g)) {
-		free(g.name);
-		return -ENOMEM;
-	}
-	return 0;
+	return r < 0 ? (int)r : 0;
 }
 
 struct taken_arg {
@@ -599,7 +642,7 @@ static int short_taken(const void *arg, const unsigned char raw[11])
  * case); else the first free FSCK0000.REN, FSCK0001.REN, ...  Returns 0,
  * or -EEXIST when all of those are taken.
  */
-static int new_short(const struct dirctx *d, const struct fk_dirent *ent,
+static int new_short(struct dirctx *d, const struct fk_dirent *ent,
 		     const char *long_name, unsigned char raw[11], uint8_t *nt)
 {
 	struct taken_arg t = {d, ent->slot};
@@ -624,15 +667,20 @@ static int new_short(const struct dirctx *d, const struct fk_dirent *ent,
 			return 0;
 	}
 	*nt = 0;
-	for (k = 0; k < 10000; k++) {
+	/* Each number is tried once per directory: a directory of
+	 * thousands of entries to rename stays linear. */
+	for (k = d->next_fsck; k < 10000; k++) {
 		char base[16];
 
 		snprintf(base, sizeof(base), "FSCK%04u", k);
 		memcpy(raw, base, 8);
 		memcpy(raw + 8, "REN", 3);
-		if (!short_taken(&t, raw))
+		if (!short_taken(&t, raw)) {
+			d->next_fsck = k + 1;
 			return 0;
+		}
 	}
+	d->next_fsck = k;
 	return -EEXIST;
 }
 
@@ -978,9 +1026,10 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 }
 
 /*
- * Does a repair planned while walking @d delete @slot of it?  Then the
- * slot is free by the time "." or ".." is created there, and one run of
- * the repair settles what would otherwise take two.
+ * Does a repair planned while walking @d delete @slot of it, or move the
+ * entry there elsewhere?  Then the slot is free by the time "." or ".."
+ * is created there, and one run of the repair settles what would
+ * otherwise take two.
  */
 static int will_delete(const struct fk_check *ck, const struct dirctx *d,
 		       uint32_t slot)
@@ -990,8 +1039,8 @@ static int will_delete(const struct fk_check *ck, const struct dirctx *d,
 	for (i = d->fixes_from; i < ck->ent_fixes.n; i++) {
 		const struct ent_fix *f = &ck->ent_fixes.v[i];
 
-		if (f->op == EF_DELETE && f->dir_clus == d->first &&
-		    slot - f->slot < f->nslots)
+		if ((f->op == EF_DELETE || f->op == EF_MOVE) &&
+		    f->dir_clus == d->first && slot - f->slot < f->nslots)
 			return 1;
 	}
 	return 0;
@@ -1111,6 +1160,37 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
 	return plan_erase(ck, d->first, d->reattach_first, n);
 }
 
+/*
+ * An entry whose slots (its long name's included) begin in slot 0 or 1 of
+ * a subdirectory, where "." and ".." belong (fsck.fat moves it down and
+ * creates them).  It is checked and repaired where it is, as any other;
+ * dir_after() then plans its move (plan_moves()).  So is one read past
+ * an end marker in slot 0: made visible where it is, it would hold the
+ * slot still; judged stale (walk_hidden(), later), it is deleted before
+ * the move, which then finds nothing to copy.
+ */
+static void note_move(struct fk_check *ck, struct dirctx *d,
+		      const struct fk_dirent *ent)
+{
+	uint32_t first = d->ent_first, last = ent->slot;
+	char range[32];
+
+	if (d->nmoves == 2)
+		return;
+	if (last > first)
+		snprintf(range, sizeof(range), "s %u-%u", first, last);
+	else
+		snprintf(range, sizeof(range), " %u", first);
+	d->moves[d->nmoves].first = first;
+	d->moves[d->nmoves].n = last - first + 1;
+	d->moves[d->nmoves++].finding =
+		ck_report(ck, FK_SEV_ERROR, "dot", ent_path(d),
+			  "entry in slot%s, where %s", range,
+			  first	 ? "'..' belongs"
+			  : last ? "'.' and '..' belong"
+				 : "'.' belongs");
+}
+
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent,
 		      const struct fk_dir_stats *st, struct fk_diag *diag)
@@ -1127,6 +1207,8 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		return check_dot(ck, d, ent); /* past a marker: misplaced */
 	if (st->after_end)
 		hidden = hidden_entry(ck, d, named(d), st->end_slot);
+	if (!d->is_root && d->ent_first < 2)
+		note_move(ck, d, ent); /* a hidden one too: if it is kept */
 	if (is_label(ent)) {
 		if (d->is_root) {
 			struct label_ent l = {{0}, d->first, ent->slot, d->run};
@@ -1243,6 +1325,95 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
 	return 0;
 }
 
+#define ORPHANS_SPELT 3 /* names an orphan finding spells out */
+
+/* The names orphaned slots spell, as spell_orphans() gathers them. */
+struct spelling {
+	/* "'a', 'b' (part)", the first few, each whole */
+	char list[ORPHANS_SPELT * (FK_NAME_MAX + 16)];
+	/* the name last added (the only one, when one), as it prints */
+	char first[FK_NAME_MAX];
+	size_t len;
+	uint32_t ngroups, nshown;
+	int is_whole; /* of the first name */
+};
+
+/*
+ * Add the name (or the part of one) that the @n slots @v spell, a
+ * sequence stored last piece first; whole when it begins with its last
+ * piece and counts down to piece 1.  Nothing readable adds nothing.
+ */
+static void spell_group(struct spelling *sp, const struct fk_lfn_slot *v,
+			uint32_t n)
+{
+	uint16_t units[FK_LFN_MAX_ORD * FK_LFN_CHARS];
+	char *name = sp->first;
+	size_t nu = 0, k, room = sizeof(sp->list) - sp->len;
+	uint32_t s;
+	int is_whole = v[0].is_last && v[0].ord == n;
+
+	for (s = n; s-- > 0;) {
+		if (v[s].ord != n - s)
+			is_whole = 0;
+		for (k = 0; k < FK_LFN_CHARS && v[s].units[k]; k++)
+			units[nu++] = v[s].units[k];
+	}
+	if (!nu)
+		return;
+	if (!sp->ngroups++)
+		sp->is_whole = is_whole;
+	if (sp->nshown == ORPHANS_SPELT)
+		return;
+	fk_utf16_display(units, nu, name, sizeof(sp->first));
+	k = (size_t)snprintf(sp->list + sp->len, room, "%s'%s'%s",
+			     sp->nshown ? ", " : "", name,
+			     is_whole ? "" : " (part)");
+	sp->len += k < room ? k : room - 1;
+	sp->nshown++;
+}
+
+/*
+ * What the orphaned slots [@first, @first + @n) of @d spell, as fsck.fat
+ * shows it: ": the long name 'NAME'", the part a broken sequence holds,
+ * or the first few names of several sequences (each starts at a slot
+ * holding a name's last piece); "" when nothing can be read.
+ */
+static void spell_orphans(struct fk_check *ck, const struct dirctx *d,
+			  uint32_t first, uint32_t n, char *out, size_t len)
+{
+	struct fk_lfn_slot v[FK_LFN_MAX_ORD], l;
+	unsigned char e[FK_DIRENT_LEN];
+	struct spelling *sp = calloc(1, sizeof(*sp));
+	uint32_t s, nv = 0;
+
+	*out = '\0';
+	if (!sp)
+		return; /* the finding is said without it */
+	for (s = 0; s < n; s++) {
+		if (fk_dir_read_slot(ck->vol, d->first, first + s, e))
+			break; /* what was read so far */
+		fk_slot_lfn_unpack(e, &l);
+		if (nv && (l.is_last || nv == FK_LFN_MAX_ORD)) {
+			spell_group(sp, v, nv);
+			nv = 0;
+		}
+		v[nv++] = l;
+	}
+	if (nv)
+		spell_group(sp, v, nv);
+	if (sp->ngroups == 1)
+		snprintf(out, len, ": %s '%s'",
+			 sp->is_whole ? "the long name"
+				      : "part of a long name,",
+			 sp->first);
+	else if (sp->ngroups > sp->nshown)
+		snprintf(out, len, ": the long names %s and %u more", sp->list,
+			 sp->ngroups - sp->nshown);
+	else if (sp->ngroups)
+		snprintf(out, len, ": the long names %s", sp->list);
+	free(sp);
+}
+
 /*
  * One finding for a run of orphaned long-name slots, whatever made
  * them orphans: fsck.fat reports every case.  The repair deletes them,
@@ -1259,7 +1430,7 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		[FK_LFN_ORPHAN_SUM] = "the next entry does not match",
 	};
 	uint32_t first = d->orphan_first, n = d->orphan_n;
-	char range[32];
+	char range[32], spelt[sizeof(((struct spelling *)0)->list) + 64];
 	size_t idx;
 
 	if (!n)
@@ -1269,9 +1440,10 @@ static void report_orphans(struct fk_check *ck, struct dirctx *d)
 		snprintf(range, sizeof(range), "s %u-%u", first, first + n - 1);
 	else
 		snprintf(range, sizeof(range), " %u", first);
+	spell_orphans(ck, d, first, n, spelt, sizeof(spelt));
 	idx = ck_report(ck, FK_SEV_ERROR, "orphan-lfn", ck_path(ck),
-			"long-name slot%s belong%s to no entry (%s)", range,
-			n > 1 ? "" : "s", why[d->orphan_why]);
+			"long-name slot%s belong%s to no entry (%s)%s", range,
+			n > 1 ? "" : "s", why[d->orphan_why], spelt);
 	/*
 	 * fsck.fat deletes runs a free slot or another name ends, and
 	 * leaves runs out of sequence; but deleting a run makes the one
@@ -1313,6 +1485,174 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 	d->orphan_why = why;
 }
 
+/* A directory's slots as a writer would find room in them. */
+struct room {
+	uint8_t *used;	/* per slot (FK_DIR_MAX_ENTS) */
+	uint32_t *clus; /* per block: its cluster */
+	uint32_t nslots, nblocks, nold, per_block;
+};
+
+/*
+ * The slots of @d's claimed clusters: free are deleted slots before the
+ * end marker, and slots of all zeros (past the marker, a slot that is
+ * not all zeros may be a hidden entry's, as fk_dirplan_open() has it).
+ * Slots 0 and 1 are "."'s and ".."'s whatever they hold now.
+ */
+static int load_room(struct fk_check *ck, const struct dirctx *d,
+		     uint32_t end_slot, struct room *r)
+{
+	static const unsigned char zero[FK_DIRENT_LEN];
+	uint32_t clus_len = ck->g->clus_len, b, k;
+	unsigned char *buf;
+	int err = 0;
+
+	r->per_block = clus_len / FK_DIRENT_LEN;
+	r->nold = r->nblocks = d->nclus;
+	r->nslots = d->nclus * r->per_block; /* the walk read them all */
+	r->used = calloc(FK_DIR_MAX_ENTS, 1);
+	r->clus = calloc(FK_DIR_MAX_ENTS / r->per_block + 1, sizeof(*r->clus));
+	if (!(buf = malloc(clus_len)) || !r->used || !r->clus) {
+		free(buf);
+		return -ENOMEM;
+	}
+	r->clus[0] = d->first;
+	for (b = 0; b < r->nblocks && !err; b++) {
+		if (b &&
+		    (err = fk_fat_get(ck->vol, r->clus[b - 1], &r->clus[b])))
+			break;
+		if ((err = fk_device_read(ck->vol->dev,
+					  fk_clus_off(ck->g, r->clus[b]), buf,
+					  clus_len)))
+			break;
+		for (k = 0; k < r->per_block; k++) {
+			const unsigned char *e = buf + k * FK_DIRENT_LEN;
+			uint32_t s = b * r->per_block + k;
+
+			r->used[s] = s < 2 ||
+				     (s < end_slot ? !fk_slot_is_free(e)
+						   : !!memcmp(e, zero,
+							      sizeof(zero)));
+		}
+	}
+	free(buf);
+	return err;
+}
+
+/*
+ * Room for @n slots, as a writer finds it (fk_dirplan_find_free(): the
+ * first free run from slot 2; growing the directory by a cluster from
+ * the free ones, planned as EF_GROW, while none is long enough).
+ * Returns 0 and *@to, 1 when there is no room, or -errno.
+ */
+static int find_room(struct fk_check *ck, const struct dirctx *d,
+		     struct room *r, uint32_t n, uint32_t *to)
+{
+	struct fk_plan plan;
+	struct ent_fix f;
+	int err;
+
+	for (;;) {
+		struct fk_slot_map map = {r->used, r->nslots, r->per_block,
+					  r->nold, r->clus};
+
+		if (!fk_dirplan_find_free(&map, 2, n, to))
+			return 0;
+		if (r->nslots + r->per_block > FK_DIR_MAX_ENTS)
+			return 1;
+		if (!ck->alloc && (err = fk_alloc_open(ck->vol, &ck->alloc)))
+			return err;
+		memset(&plan, 0, sizeof(plan));
+		err = fk_alloc_plan(ck->alloc, r->clus[r->nblocks - 1], 1, 0,
+				    &plan, NULL);
+		if (err)
+			return err == -ENOSPC ? 1 : err;
+		memset(&f, 0, sizeof(f));
+		f.op = EF_GROW;
+		f.dir_clus = d->first;
+		f.first_clus = plan.runs[0].first;
+		f.prev_clus = r->clus[r->nblocks - 1];
+		fk_plan_free(&plan);
+		if ((err = ck_plan_entry(ck, &f)))
+			return err;
+		r->clus[r->nblocks++] = f.first_clus;
+		r->nslots += r->per_block;
+		ck->grown++;
+	}
+}
+
+/*
+ * Plan the moves note_move() noted: each entry to the first free slots
+ * from slot 2, as a writer would place a new one.  An entry another
+ * repair deletes stays where it is (its slots will be free); one that
+ * finds no room (no free cluster, or 65536 slots) stays too, and "." or
+ * ".." is left missing.  Growth planned for a move that then found no
+ * room is dropped again.
+ */
+static int plan_moves(struct fk_check *ck, struct dirctx *d,
+		      const struct fk_dir_stats *st)
+{
+	struct room r;
+	struct ent_fix f;
+	size_t nfixes;
+	uint32_t grown, to;
+	char grew[64];
+	int i, err = 0;
+
+	memset(&r, 0, sizeof(r));
+	if (!d->nmoves ||
+	    d->nclus > FK_DIR_MAX_ENTS / (ck->g->clus_len / FK_DIRENT_LEN) ||
+	    (err = load_room(ck, d, st->end_slot, &r)))
+		goto out;
+	for (i = 0; i < d->nmoves && !err; i++) {
+		uint32_t first = d->moves[i].first, n = d->moves[i].n;
+
+		if (will_delete(ck, d, first + n - 1) || n > FK_LFN_MAX_ORD + 1)
+			continue;
+		nfixes = ck->ent_fixes.n;
+		grown = ck->grown;
+		if ((err = find_room(ck, d, &r, n, &to)) == 1) {
+			r.nblocks -= ck->grown - grown;
+			r.nslots = r.nblocks * r.per_block;
+			ck->ent_fixes.n = nfixes;
+			ck->grown = grown;
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		memset(&f, 0, sizeof(f));
+		f.op = EF_MOVE;
+		f.dir_clus = d->first;
+		f.slot = first;
+		f.nslots = n;
+		f.to = to;
+		/* Every end marker before the copy goes, or it would lie
+		 * hidden behind one (what lies between is what the walk
+		 * read on past the first marker). */
+		f.skip_from = st->end_slot < to ? st->end_slot : to;
+		memset(r.used + to, 1, n);
+		if ((err = ck_plan_entry(ck, &f)))
+			break;
+		grew[0] = '\0';
+		if (ck->grown > grown)
+			snprintf(grew, sizeof(grew),
+				 " (the directory grew by %u cluster%s)",
+				 ck->grown - grown,
+				 ck_plural(ck->grown - grown));
+		if (n > 1)
+			ck_set_fix(ck, d->moves[i].finding,
+				   "moved to slots %u-%u%s", to, to + n - 1,
+				   grew);
+		else
+			ck_set_fix(ck, d->moves[i].finding,
+				   "moved to slot %u%s", to, grew);
+	}
+out:
+	free(r.used);
+	free(r.clus);
+	return err;
+}
+
 /* After the entries: what the directory as a whole showed. */
 static int dir_after(struct fk_check *ck, struct dirctx *d,
 		     const struct fk_dir_stats *st)
@@ -1324,6 +1664,8 @@ static int dir_after(struct fk_check *ck, struct dirctx *d,
 		return err;
 	if (d->is_root)
 		return 0;
+	if ((err = plan_moves(ck, d, st)))
+		return err;
 	if (!d->has_dot && (err = missing_dot(ck, d, 1, st->end_slot)))
 		return err;
 	if (!d->has_dotdot && (err = missing_dot(ck, d, 0, st->end_slot)))
@@ -1335,7 +1677,6 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 {
 	struct fk_dirent *ent = malloc(sizeof(*ent));
 	struct fk_dir *dir = NULL;
-	size_t i;
 	int r = 0, err;
 
 	if (!ent)
@@ -1390,9 +1731,7 @@ out:
 	free_table(&d->seen);
 	free_store(&d->all);
 	d->has_all = 0;
-	for (i = 0; i < d->given.n; i++)
-		free(d->given.v[i].name);
-	free(d->given.v);
+	free_table(&d->given);
 	free(ent);
 	return err;
 }

@@ -109,6 +109,47 @@ void ck_set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
 	va_end(ap);
 }
 
+void ck_append_msg(struct fk_check *ck, size_t idx, const char *fmt, ...)
+{
+	struct fk_finding *f;
+	va_list ap;
+	char *more, *msg;
+
+	if (idx == NONE)
+		return;
+	f = &ck->finds.v[idx];
+	va_start(ap, fmt);
+	more = vformat(fmt, ap);
+	va_end(ap);
+	msg = more ? ck_format("%s%s", f->msg, more) : NULL;
+	free(more);
+	if (!msg) {
+		ck->is_nomem = 1;
+		return;
+	}
+	free(f->msg);
+	f->msg = msg;
+}
+
+void ck_add_path(struct fk_check *ck, size_t idx, const char *path)
+{
+	struct fk_finding *f;
+	char **v, *dup;
+
+	if (idx == NONE)
+		return;
+	f = &ck->finds.v[idx];
+	dup = strdup(path);
+	v = dup ? realloc(f->paths, (f->npaths + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		free(dup);
+		ck->is_nomem = 1;
+		return;
+	}
+	v[f->npaths++] = dup;
+	f->paths = v;
+}
+
 int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
 {
 	struct fat_fix f = {clus, val};
@@ -172,9 +213,14 @@ void fk_check_free(struct fk_check *ck)
 	if (!ck)
 		return;
 	for (i = 0; i < ck->finds.n; i++) {
-		free(ck->finds.v[i].path);
-		free(ck->finds.v[i].msg);
-		free(ck->finds.v[i].fix);
+		struct fk_finding *f = &ck->finds.v[i];
+
+		while (f->npaths)
+			free(f->paths[--f->npaths]);
+		free(f->paths);
+		free(f->path);
+		free(f->msg);
+		free(f->fix);
 	}
 	free(ck->finds.v);
 	if (ck->fam) {
@@ -198,7 +244,10 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->runs.blocks);
 	free(ck->lost.v);
 	free(ck->root_labels.v);
+	free(ck->patches);
+	free(ck->copy_runs.v);
 	ck_salvage_free(ck);
+	fk_alloc_close(ck->alloc);
 	free(ck->path);
 	free(ck->map);
 	free(ck->diffs);
@@ -263,10 +312,22 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 	return 0;
 }
 
+/* The check reads the FAT copies as kept (check-fat.c) while its
+ * phases run, and as they are once it is over: the repair's first step
+ * makes every copy hold the kept sectors, and nothing after the check
+ * may reach the volume through @ck (a caller may close it first). */
+static int run_fat_kept(struct fk_check *ck, struct fk_diag *diag)
+{
+	int err = run_fat(ck, diag);
+
+	ck_unpatch(ck);
+	return err;
+}
+
 int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
-	int err =
-		ck->fam ? ck->fam->run(ck->fam_state, diag) : run_fat(ck, diag);
+	int err = ck->fam ? ck->fam->run(ck->fam_state, diag)
+			  : run_fat_kept(ck, diag);
 
 	if (!err && ck->is_nomem)
 		err = -ENOMEM;

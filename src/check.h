@@ -1,9 +1,11 @@
 /*
  * check.h: the checker.  Its phases read a volume and produce findings as
  * data (severity, code, path, message); while checking it plans the safe
- * repairs, which explicit steps then apply in the contract's write order:
- * FAT copies, FAT entries (flushed), directory entries, boot sector,
- * FSInfo last.  Nothing here prints or exits.
+ * repairs, which explicit steps then apply in each family's crash-safe
+ * write order: on FAT, FAT copies, FAT entries (flushed), directory
+ * entries, boot sector, FSInfo last; on exFAT, VolumeDirty set first and
+ * cleared last around the FAT, bitmap and entry-set writes (the order is
+ * in check-exfat.c).  Nothing here prints or exits.
  *
  * Memory is bounded by the volume: two bits per cluster, one directory
  * block per level of nesting, and lists that grow only with damage or
@@ -36,12 +38,17 @@ struct fk_finding {
 	char *msg;
 	char *fix;    /* what the repair does; NULL: nothing safe */
 	int is_fixed; /* the repair was applied */
+	char **paths; /* the files its message names (the owners of its
+			 clusters, both sides of a cross-link); @npaths */
+	size_t npaths;
 };
 
 struct fk_check_opts {
 	int is_strict;	   /* preallocated tails are errors */
 	int trim_prealloc; /* plan to free preallocated tails */
 	int salvage;	   /* save lost chains as /FOUND.000/FILEnnnn.CHK */
+	uint32_t fat_copy; /* where FAT copies differ, keep this one
+			      (1-based; at most nfats); 0: judge */
 	int64_t now;	   /* timestamp for what a salvage creates */
 	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
 	 */
@@ -65,6 +72,8 @@ struct fk_check_stats {
 	uint32_t fixed;			  /* findings a repair dealt with */
 	uint32_t unlisted;		  /* found but not kept in the list */
 	int has_repairs;		  /* something is planned */
+	/* lost chains the repair frees (none when --salvage saves them) */
+	uint32_t freed_chains;
 };
 
 struct fk_volume_opts;
@@ -103,8 +112,9 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
 /*
  * Apply every repair fk_check_run() planned, in this order, then fsync.
  * The volume must have been opened as a writer.
- *   fat_copies: copy the FAT that was read over the others where they
- *               differ (sector runs, so sparse images stay sparse);
+ *   fat_copies: where the copies differ, copy each run of sectors from
+ *               the copy kept there over the other (only the sectors
+ *               that differ, so sparse images stay sparse);
  *   fat:        mend FAT[0] and FAT[1], end chains at loops,
  *               cross-links, bad links and where trimmed tails begin;
  *               flushed, so every copy has it before an entry changes;

@@ -211,6 +211,10 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off)
 	return 0;
 }
 
+/* The fatcheck arguments that reach the volume again, for the hints
+ * (fk_cli_image() sets them): "sd.img", "-P 2 sd.img". */
+static char *hint_args;
+
 int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		 char **owned)
 {
@@ -237,6 +241,13 @@ int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 	}
 	dev->path = *owned;
 	dev->has_off = has_off;
+	free(hint_args);
+	if (!(hint_args = malloc(strlen(arg) + 32)))
+		return 0;   /* the hints say IMAGE */
+	if (dev->partition) /* the hints must name the same partition */
+		sprintf(hint_args, "-P %d %s", dev->partition, arg);
+	else
+		strcpy(hint_args, arg);
 	return 0;
 }
 
@@ -380,7 +391,7 @@ static void print_version(const char *prog)
 
 int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		      const char *word, struct fk_device_opts *dev,
-		      void (*usage)(FILE *out))
+		      int *progress, void (*usage)(FILE *out))
 {
 	switch (c) {
 	case 'P':
@@ -405,6 +416,10 @@ int fk_cli_common_opt(const char *prog, int c, const char *arg,
 				       arg);
 			return -EINVAL;
 		}
+		return FK_OPT_DONE;
+	case FK_CLI_OPT_PROGRESS:
+	case FK_CLI_OPT_NO_PROGRESS:
+		*progress = c == FK_CLI_OPT_PROGRESS;
 		return FK_OPT_DONE;
 	case ':':
 		fk_usage_error(prog, "option '%s' needs an argument", word);
@@ -486,6 +501,26 @@ static int is_volume_path(const char *what, const char *image)
 	return what[0] == '/';
 }
 
+/* @diag's reason, followed by what to run about the damage it flags. */
+static void reason_hinted(const struct fk_diag *diag, int err, char *buf,
+			  size_t len)
+{
+	const char *args = hint_args ? hint_args : "IMAGE";
+	struct fk_diag d;
+
+	if (!diag || diag->hint == FK_HINT_NONE) {
+		fk_diag_reason(diag, err, buf, len);
+		return;
+	}
+	d = *diag;
+	if (d.hint == FK_HINT_CHECK)
+		fk_diag_append(&d, err, "; run fatcheck");
+	else
+		fk_diag_append(&d, err, "%s run 'fatcheck -r %s'",
+			       d.hint == FK_HINT_REPAIR_LOST ? ":" : ";", args);
+	fk_diag_reason(&d, err, buf, len);
+}
+
 void fk_report_in(const char *prog, const char *image,
 		  const struct fk_diag *diag, int err)
 {
@@ -494,7 +529,7 @@ void fk_report_in(const char *prog, const char *image,
 	char line[sizeof(reason) + sizeof(diag->what) + 256];
 	const char *name = strerrorname_np(err < 0 ? -err : err);
 
-	fk_diag_reason(diag, err, reason, sizeof(reason));
+	reason_hinted(diag, err, reason, sizeof(reason));
 	if (what && image && is_volume_path(what, image))
 		snprintf(line, sizeof(line), "%s:%s: %s", image, what, reason);
 	else if (what)

@@ -82,21 +82,28 @@ int fk_parse_image(const char *arg, char **path, uint64_t *off, int *has_off);
  * Fill the IMAGE part of @dev from @arg (path, `@@OFFSET`); the path string
  * is stored in *@owned, which the caller frees after closing the volume.
  * Prints a usage error and returns -EINVAL for a bad offset, or when
- * `@@OFFSET` and -P (already in @dev) both choose the volume.
+ * `@@OFFSET` and -P (already in @dev) both choose the volume.  Keeps
+ * "-P N IMAGE" or IMAGE for the hints fk_report() words.
  */
 int fk_cli_image(const char *prog, const char *arg, struct fk_device_opts *dev,
 		 char **owned);
 
 /*
- * The long options every program shares beside -P, -h and -V; the value
- * is above any program's own option codes.  `--wait[=SECONDS]` waits for
+ * The long options every program shares beside -P, -h and -V; the values
+ * are above any program's own option codes.  `--wait[=SECONDS]` waits for
  * the image lock (as flock -w); fk_cli_common_opt() fills @dev->wait_ms.
+ * `--progress` and `--no-progress` set the program's progress to 1 or 0
+ * (its default, when neither is given, is the program's to choose).
  */
-#define FK_CLI_OPT_WAIT 1000
-#define FK_CLI_LONG_OPTS                                                       \
-	{                                                                      \
-		"wait", optional_argument, NULL, FK_CLI_OPT_WAIT               \
-	}
+#define FK_CLI_OPT_WAIT	       1000
+#define FK_CLI_OPT_PROGRESS    1001
+#define FK_CLI_OPT_NO_PROGRESS 1002
+/* clang-format off */
+#define FK_CLI_LONG_OPTS                                                  \
+	{"wait", optional_argument, NULL, FK_CLI_OPT_WAIT},                \
+	{"progress", no_argument, NULL, FK_CLI_OPT_PROGRESS},              \
+	{"no-progress", no_argument, NULL, FK_CLI_OPT_NO_PROGRESS}
+/* clang-format on */
 
 /* Outcomes of fk_cli_common_opt() besides a negative error. */
 enum fk_cli_opt {
@@ -106,15 +113,16 @@ enum fk_cli_opt {
 };
 
 /*
- * Handle what every program's getopt_long() loop shares: -P N, -h, -V and
- * getopt's ':' (missing argument) and '?' (unknown option), which need
- * opterr = 0 and an optstring starting with ':'.  @arg is getopt's optarg,
- * @word the argument getopt just read (argv[optind - 1]).  Prints the
- * usage line itself and returns -EINVAL on a usage error.
+ * Handle what every program's getopt_long() loop shares: -P N, -h, -V,
+ * FK_CLI_LONG_OPTS (into @dev and *@progress) and getopt's ':' (missing
+ * argument) and '?' (unknown option), which need opterr = 0 and an
+ * optstring starting with ':'.  @arg is getopt's optarg, @word the
+ * argument getopt just read (argv[optind - 1]).  Prints the usage line
+ * itself and returns -EINVAL on a usage error.
  */
 int fk_cli_common_opt(const char *prog, int c, const char *arg,
 		      const char *word, struct fk_device_opts *dev,
-		      void (*usage)(FILE *out));
+		      int *progress, void (*usage)(FILE *out));
 
 /*
  * Parse --wait's SECONDS (a decimal, fractions allowed, as flock -w takes)
@@ -162,7 +170,9 @@ void fk_usage_error(const char *prog, const char *fmt, ...)
 /*
  * Print the one error line `PROGRAM: WHAT: REASON` on stderr for error
  * @err (negative errno); WHAT is left out when @diag (may be NULL) names
- * no subject, and REASON is fk_diag_reason()'s.
+ * no subject, and REASON is fk_diag_reason()'s, followed by the words of
+ * the hint @diag flags ("; run 'fatcheck -r IMAGE'", with the arguments
+ * fk_cli_image() was given).
  */
 void fk_report(const char *prog, const struct fk_diag *diag, int err);
 

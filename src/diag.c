@@ -17,6 +17,7 @@ static void set_reason(struct fk_diag *diag, int is_detail, const char *fmt,
 {
 	size_t off = 0;
 
+	diag->hint = FK_HINT_NONE; /* it was about the reason replaced */
 	if (is_detail)
 		diag->reason[off++] = '(';
 	vsnprintf(diag->reason + off, sizeof(diag->reason) - off, fmt, ap);
@@ -65,6 +66,12 @@ void fk_diag_append(struct fk_diag *diag, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(diag->reason + len, sizeof(diag->reason) - len, fmt, ap);
 	va_end(ap);
+}
+
+void fk_diag_hint(struct fk_diag *diag, enum fk_diag_hint hint)
+{
+	if (diag)
+		diag->hint = hint;
 }
 
 void fk_diag_subject(struct fk_diag *diag, const char *what)

@@ -17,9 +17,23 @@
  */
 #define FK_ECORRUPT (-EUCLEAN)
 
+/*
+ * What to run about the damage a reason describes.  The core flags it and
+ * the program words it after the reason (cli.c), so the core never names
+ * a program or the arguments that reach the volume again.
+ */
+enum fk_diag_hint {
+	FK_HINT_NONE,
+	FK_HINT_CHECK,	     /* "; run fatcheck" */
+	FK_HINT_REPAIR,	     /* "; run 'fatcheck -r IMAGE'" */
+	FK_HINT_REPAIR_LOST, /* ": run 'fatcheck -r IMAGE'", after a reason
+				that ends by counting lost clusters */
+};
+
 struct fk_diag {
 	char what[1024];  /* the subject: a path inside the volume, or IMAGE */
 	char reason[512]; /* our words; empty: strerror() of the error */
+	enum fk_diag_hint hint; /* cleared by a new reason */
 };
 
 /*
@@ -30,6 +44,9 @@ struct fk_diag {
  */
 void fk_diag_set(struct fk_diag *diag, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Flag what to run about the damage @diag's reason describes. */
+void fk_diag_hint(struct fk_diag *diag, enum fk_diag_hint hint);
 
 /* Set the subject of @diag only if none is recorded yet. */
 void fk_diag_subject(struct fk_diag *diag, const char *what);
@@ -42,9 +59,8 @@ void fk_diag_subject(struct fk_diag *diag, const char *what);
 void fk_diag_reason(const struct fk_diag *diag, int err, char *buf, size_t len);
 
 /*
- * Append printf-style text to the recorded reason or detail (e.g. what to
- * do: "; run 'fatcheck -r IMAGE'").  With nothing recorded yet, the text
- * follows strerror(-@err).
+ * Append printf-style text to the recorded reason or detail.  With
+ * nothing recorded yet, the text follows strerror(-@err).
  */
 void fk_diag_append(struct fk_diag *diag, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

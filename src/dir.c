@@ -9,13 +9,18 @@
 #include "dir.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "device.h"
 #include "diag.h"
 #include "fat.h"
 #include "family.h"
+#include "fsinfo.h"
+#include "names.h"
+#include "slot.h"
 #include "volume.h"
 
 #define ROOT_BLOCK_SECS 8 /* fixed-root sectors read at a time */
@@ -487,6 +492,74 @@ static int fat_match(const struct fk_volume *vol, const char *name,
 	       fk_name_equal(name, ent->short_name);
 }
 
+/* The label in the root directory (what mlabel and Windows show). */
+static void root_label(struct fk_volume *vol, char *out, size_t len)
+{
+	struct fk_dirent ent;
+	struct fk_dir *dir;
+
+	out[0] = '\0';
+	if (fk_dir_open(vol, 0, &dir))
+		return;
+	while (fk_dir_next(dir, &ent, NULL) == 1)
+		if (fk_slot_is_label(ent.attr) && !ent.has_lfn) {
+			fk_label_display(ent.raw, out, len);
+			break;
+		}
+	fk_dir_close(dir);
+}
+
+#define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
+#define STR(k, ...)                                                            \
+	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
+
+static int fat_info(struct fk_volume *vol, struct fk_info_item *it,
+		    struct fk_diag *diag)
+{
+	const struct fk_geom *g = &vol->g;
+	struct fk_fsinfo fsi;
+	uint32_t nfree = 0;
+	int n = 0, err;
+
+	(void)diag; /* the errors here are the device's, said by errno */
+	if ((err = fk_fat_count_free(vol, g->active_fat, &nfree)) ||
+	    (err = fk_fsinfo_read(vol, &fsi)))
+		return err;
+	STR("fat type", "%s", fk_fat_type_name(g->type));
+	NUM("sector size", g->sec_len);
+	NUM("cluster size", g->clus_len);
+	NUM("sectors per cluster", g->clus_secs);
+	NUM("reserved sectors", g->rsvd_secs);
+	NUM("fat copies", g->nfats);
+	NUM("sectors per fat", g->fat_secs);
+	if (g->has_bpb32)
+		NUM("root cluster", g->root_clus);
+	else
+		NUM("root entries", g->root_ents);
+	NUM("total sectors", g->total_secs);
+	NUM("data clusters", g->nclus);
+	NUM("free clusters", nfree);
+	NUM("free bytes", (uint64_t)nfree * g->clus_len);
+	if (fsi.is_present) {
+		NUM("fsinfo free count", fsi.free_count);
+		NUM("fsinfo next free", fsi.next_free);
+	}
+	if (g->has_bpb32)
+		STR("fat mirroring", "%s", g->is_mirrored ? "on" : "off");
+	STR("label", "%s", g->has_ext_bpb ? g->label : "");
+	root_label(vol, it[n].str, sizeof(it[0].str));
+	it[n++].key = "root label";
+	if (g->has_ext_bpb)
+		STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
+	STR("oem", "%s", g->oem);
+	STR("media", "0x%02x", g->media);
+	NUM("volume offset", fk_device_base(vol->dev));
+	return n;
+}
+
+#undef NUM
+#undef STR
+
 const struct fk_family fk_fat_family = {
 	.name = "FAT",
 	.dir_open = fat_dir_open,
@@ -494,6 +567,7 @@ const struct fk_family fk_fat_family = {
 	.dir_close = fat_dir_close,
 	.walk = fat_walk,
 	.match = fat_match,
+	.info = fat_info,
 };
 
 int fk_dir_open_ent(struct fk_volume *vol, const struct fk_dirent *dent,

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -694,17 +695,18 @@ static int ex_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
 		if (ls->set.kind == FK_EXK_CRITICAL) {
 			fk_diag_set(diag, NULL,
 				    "unknown critical entry type 0x%02x at "
-				    "entry %" PRIu32 "; run fatcheck",
+				    "entry %" PRIu32,
 				    ls->set.type, ls->set.first_ent);
+			fk_diag_hint(diag, FK_HINT_CHECK);
 			return FK_ECORRUPT;
 		}
 		if (ls->set.kind != FK_EXK_FILE)
 			continue; /* special, benign or orphan entries */
 		if (bad) {
-			fk_diag_set(diag, NULL,
-				    "entry %" PRIu32 ": %s; run fatcheck",
+			fk_diag_set(diag, NULL, "entry %" PRIu32 ": %s",
 				    ls->set.first_ent,
 				    fk_exfat_set_reason(bad));
+			fk_diag_hint(diag, FK_HINT_CHECK);
 			return FK_ECORRUPT;
 		}
 		fill_dirent(ls, ent);
@@ -737,6 +739,68 @@ static int ex_match(const struct fk_volume *vol, const char *name,
 				  (uint32_t)nb);
 }
 
+/* VolumeFlags in words: "0x0002 (dirty)", "0x0000 (clean)". */
+static void flags_string(uint16_t flags, char *out, size_t len)
+{
+	snprintf(out, len, "0x%04x (%s%s%s%s)", flags,
+		 flags & FK_EXFAT_FLAG_DIRTY ? "dirty" : "clean",
+		 flags & FK_EXFAT_FLAG_ACTIVE_FAT ? ", second FAT active" : "",
+		 flags & FK_EXFAT_FLAG_MEDIA_FAIL ? ", media failure" : "",
+		 flags & FK_EXFAT_FLAG_CLEAR_ZERO ? ", clear to zero" : "");
+}
+
+#define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
+#define STR(k, ...)                                                            \
+	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
+
+/* The boot sector's fields and the root's facts. */
+static int ex_info(struct fk_volume *vol, struct fk_info_item *it,
+		   struct fk_diag *diag)
+{
+	const struct fk_geom *g = &vol->g;
+	const struct fk_exfat *ex = vol->exfat;
+	const struct fk_exfat_boot *b = &ex->boot;
+	struct fk_exfat_bitmap bm;
+	uint32_t nused, nfree;
+	int n = 0, err;
+
+	if ((err = fk_exfat_bitmap_load_active(vol, &bm, diag)))
+		return err;
+	nused = fk_exfat_bitmap_count(&bm, FK_FIRST_CLUS, g->nclus);
+	nfree = g->nclus - nused;
+	fk_exfat_bitmap_free(&bm);
+	STR("fat type", "%s", fk_fat_type_name(g->type));
+	STR("revision", "%u.%02u", b->revision >> 8, b->revision & 0xffu);
+	NUM("sector size", g->sec_len);
+	NUM("cluster size", g->clus_len);
+	NUM("sectors per cluster", g->clus_secs);
+	NUM("fat offset", b->fat_off);
+	NUM("fat length", b->fat_len);
+	NUM("fat copies", g->nfats);
+	NUM("active fat", g->active_fat);
+	NUM("cluster heap offset", b->heap_off);
+	NUM("total sectors", b->vol_len);
+	NUM("data clusters", g->nclus);
+	NUM("root cluster", g->root_clus);
+	NUM("free clusters", nfree);
+	NUM("free bytes", (uint64_t)nfree * g->clus_len);
+	NUM("percent in use", b->percent_in_use);
+	NUM("percent in use computed", fk_exfat_percent(nused, g->nclus));
+	flags_string(b->vol_flags, it[n].str, sizeof(it[0].str));
+	it[n++].key = "volume flags";
+	STR("label", "%s", ex->has_label ? ex->label : "");
+	STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
+	STR("upcase checksum", "0x%08x", ex->upcase->csum_stored);
+	STR("upcase checksum computed", "0x%08x", ex->upcase->csum_computed);
+	STR("boot checksum", "0x%08x", b->csum_stored);
+	STR("boot checksum computed", "0x%08x", b->csum_computed);
+	NUM("volume offset", fk_device_base(vol->dev));
+	return n;
+}
+
+#undef NUM
+#undef STR
+
 const struct fk_family fk_exfat_family = {
 	.name = "exFAT",
 	.dir_open = ex_dir_open,
@@ -744,4 +808,5 @@ const struct fk_family fk_exfat_family = {
 	.dir_close = ex_dir_close,
 	.walk = ex_walk,
 	.match = ex_match,
+	.info = ex_info,
 };

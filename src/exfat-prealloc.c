@@ -48,6 +48,7 @@
 #include "diag.h"
 #include "dir.h"
 #include "endian.h"
+#include "exfat-prealloc-test.h"
 #include "fat.h"
 #include "names.h"
 #include "prealloc-int.h"
@@ -620,7 +621,13 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 		if (set->kind != FK_EXK_FILE)
 			continue;
 		memset(&nm, 0, sizeof(nm));
-		nm.len = set->name16_len;
+		/* A name with a NUL unit is read, and mended by fatcheck,
+		 * as cut there: indexed so, a new name equal to that part
+		 * finds this set (and its defects refuse the run) instead
+		 * of being created beside it as a duplicate. */
+		for (nm.len = 0;
+		     nm.len < set->name16_len && set->name16[nm.len]; nm.len++)
+			;
 		nm.idx = set->first_ent;
 		nm.nents = set->nents;
 		nm.tag = NO_TAG;
@@ -1200,10 +1207,21 @@ static int hit_taken(void *arg, const struct fk_run *run)
 	return 1; /* stops the walk */
 }
 
-/* Directories still to read, with their paths (for the message). */
+/*
+ * A directory the ownership walk reached: its name and its parent, so a
+ * path is built only for the message that needs one.  Copying the whole
+ * path into each subdirectory made a deep tree cost the square of its
+ * depth (a 255-unit name is up to 765 bytes a level).
+ */
+struct wnode {
+	char *name;    /* NULL: the root */
+	size_t parent; /* index of the parent's node */
+};
+
+/* A directory still to read. */
 struct pending {
 	struct fk_exfat_stream s;
-	char *path; /* "" for the root */
+	size_t node; /* in walk.nodes; 0 is the root */
 };
 
 /*
@@ -1214,6 +1232,17 @@ struct pending {
 struct seen {
 	uint32_t *slot; /* 0: empty (no directory starts at cluster 0) */
 	size_t cap, n;
+};
+
+/* The ownership walk: what it looks for and where it has been. */
+struct walk {
+	struct taken t;
+	struct seen sn;
+	struct pending *stack;
+	size_t n, cap;
+	struct wnode *nodes;
+	size_t nnodes, cap_nodes;
+	struct fk_exfat_set *set;
 };
 
 /* Add @clus to @sn; 1 if it was there already, 0 if added, -ENOMEM. */
@@ -1249,28 +1278,57 @@ static int seen_add(struct seen *sn, uint32_t clus)
 }
 
 /*
- * Does @st, which @owner (a path) or entry @ent of directory @p holds
+ * The path of @node in @buf (@cap bytes, at least 8): "/" for the root.
+ * Built from the end, so a path longer than @buf keeps its last levels,
+ * the ones that say what it is, behind "/...".
+ */
+static void path_of(const struct walk *w, size_t node, char *buf, size_t cap)
+{
+	size_t pos = cap - 1, len, k;
+
+	buf[pos] = '\0';
+	for (k = node; w->nodes[k].name; k = w->nodes[k].parent) {
+		len = strlen(w->nodes[k].name);
+		if (len + 1 + 4 > pos) {
+			pos -= 4;
+			memcpy(buf + pos, "/...", 4);
+			break;
+		}
+		pos -= len;
+		memcpy(buf + pos, w->nodes[k].name, len);
+		buf[--pos] = '/';
+	}
+	if (pos == cap - 1)
+		buf[--pos] = '/';
+	memmove(buf, buf + pos, cap - pos);
+}
+
+/*
+ * Does @st, which @owner (a name) or entry @ent of directory @node holds
  * (@ent 0: @owner's own stream), hold a taken cluster?  Then, or when
  * its clusters cannot be read, @diag says whose they are and the run is
  * refused.  Returns 0, FK_ECORRUPT or -errno.
  */
-static int check_owner(struct xop *op, const struct pending *p, struct taken *t,
+static int check_owner(struct xop *op, struct walk *w, size_t node,
 		       const struct fk_exfat_stream *st, const char *owner,
 		       const unsigned char *ent, struct fk_diag *diag)
 {
 	struct fk_chain_info info;
-	char what[FK_NAME_MAX * 2], whose[32] = "";
+	char what[sizeof(diag->what)], whose[32] = "";
+	size_t len;
 	int err;
 
 	if (!st->first_clus)
 		return 0;
-	err = fk_exfat_stream_walk(op->vol, st, hit_taken, t, &info);
-	if (err >= 0 && !t->hit)
+	err = fk_exfat_stream_walk(op->vol, st, hit_taken, &w->t, &info);
+	if (err >= 0 && !w->t.hit)
 		return 0;
+	/* The owner's name whole, its directory's path in what is left. */
+	len = owner ? strlen(owner) + 1 : 0;
+	path_of(w, node, what, sizeof(what) - len);
 	if (owner)
-		snprintf(what, sizeof(what), "%s/%s", p->path, owner);
-	else
-		snprintf(what, sizeof(what), "%s", *p->path ? p->path : "/");
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+			 "%s%s", node ? "/" : "", owner);
 	if (ent)
 		snprintf(whose, sizeof(whose), "entry type 0x%02X %s",
 			 ent[GEN_TYPE], owner ? "of its set " : "");
@@ -1285,7 +1343,7 @@ static int check_owner(struct xop *op, const struct pending *p, struct taken *t,
 	fk_diag_set(diag, what,
 		    "%sowns cluster %" PRIu32 ", which the allocation "
 		    "bitmap marks free",
-		    whose, t->hit);
+		    whose, w->t.hit);
 	return FK_ECORRUPT;
 }
 
@@ -1297,9 +1355,9 @@ static int check_owner(struct xop *op, const struct pending *p, struct taken *t,
  * orphan) is walked wherever its fields point, AllocationPossible or not:
  * nobody can say those clusters are free.
  */
-static int check_entries(struct xop *op, const struct pending *p,
-			 struct taken *t, const struct fk_exfat_set *set,
-			 uint32_t from, const char *owner, struct fk_diag *diag)
+static int check_entries(struct xop *op, struct walk *w, size_t node,
+			 const struct fk_exfat_set *set, uint32_t from,
+			 const char *owner, struct fk_diag *diag)
 {
 	struct fk_exfat_stream st;
 	uint32_t i;
@@ -1317,9 +1375,29 @@ static int check_entries(struct xop *op, const struct pending *p,
 			     !(e[GEN_TYPE] & FK_EXFAT_BENIGN);
 		if (!fk_exfat_entry_alloc(e, &st) && !is_unknown)
 			continue;
-		if ((err = check_owner(op, p, t, &st, owner, e, diag)))
+		if ((err = check_owner(op, w, node, &st, owner, e, diag)))
 			return err;
 	}
+	return 0;
+}
+
+/* Push directory @s, named @name, in node @parent, to be read. */
+static int push_dir(struct walk *w, const struct fk_exfat_stream *s,
+		    const char *name, size_t parent)
+{
+	struct wnode *nd;
+
+	if (FK_VEC_RESERVE(w->stack, w->cap, w->n + 1) ||
+	    FK_VEC_RESERVE(w->nodes, w->cap_nodes, w->nnodes + 1))
+		return -ENOMEM;
+	nd = &w->nodes[w->nnodes];
+	nd->parent = parent;
+	if (name && !(nd->name = strdup(name)))
+		return -ENOMEM;
+	if (!name)
+		nd->name = NULL;
+	w->stack[w->n].s = *s;
+	w->stack[w->n++].node = w->nnodes++;
 	return 0;
 }
 
@@ -1330,16 +1408,14 @@ static int check_entries(struct xop *op, const struct pending *p,
  * subdirectories are pushed.  Damage is not judged here (the checker's
  * job): what can be read is looked at.
  */
-static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
-		    struct fk_exfat_set *set, struct seen *sn,
-		    struct pending **stack, size_t *n, size_t *cap,
+static int scan_dir(struct xop *op, const struct pending *p, struct walk *w,
 		    struct fk_diag *diag)
 {
+	struct fk_exfat_set *set = w->set;
 	struct fk_exfat_dir *it;
-	size_t len;
 	int err = 0, r;
 
-	if ((err = fk_exfat_dir_open(op->vol, *p->path ? &p->s : NULL, &it)))
+	if ((err = fk_exfat_dir_open(op->vol, p->node ? &p->s : NULL, &it)))
 		return err;
 	while ((r = fk_exfat_dir_next(it, set, NULL)) == 1) {
 		struct fk_exfat_stream s = {set->first_clus, set->data_len,
@@ -1347,15 +1423,15 @@ static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
 
 		switch (set->kind) {
 		case FK_EXK_FILE:
-			if (!(err = check_owner(op, p, t, &s, set->name, NULL,
-						diag)))
-				err = check_entries(op, p, t, set, 1, set->name,
-						    diag);
+			if (!(err = check_owner(op, w, p->node, &s, set->name,
+						NULL, diag)))
+				err = check_entries(op, w, p->node, set, 1,
+						    set->name, diag);
 			break;
 		case FK_EXK_BENIGN:
 		case FK_EXK_CRITICAL:
 		case FK_EXK_ORPHAN:
-			err = check_entries(op, p, t, set, 0, NULL, diag);
+			err = check_entries(op, w, p->node, set, 0, NULL, diag);
 			break;
 		default: /* the bitmap and up-case table: judged before */
 			break;
@@ -1364,20 +1440,12 @@ static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
 			break;
 		if (set->kind != FK_EXK_FILE || !s.first_clus ||
 		    !(set->attr & ATTR_DIR) ||
-		    (r = seen_add(sn, s.first_clus)) == 1)
+		    (r = seen_add(&w->sn, s.first_clus)) == 1)
 			continue;
-		if (r < 0 || FK_VEC_RESERVE(*stack, *cap, *n + 1)) {
+		if (r < 0 || (err = push_dir(w, &s, set->name, p->node))) {
 			err = -ENOMEM;
 			break;
 		}
-		len = strlen(p->path) + strlen(set->name) + 2;
-		(*stack)[*n].s = s;
-		if (!((*stack)[*n].path = malloc(len))) {
-			err = -ENOMEM;
-			break;
-		}
-		snprintf((*stack)[(*n)++].path, len, "%s/%s", p->path,
-			 set->name);
 	}
 	fk_exfat_dir_close(it);
 	return err ? err : r < 0 && r != FK_ECORRUPT ? r : 0;
@@ -1386,40 +1454,38 @@ static int scan_dir(struct xop *op, struct pending *p, struct taken *t,
 static int verify(struct fk_prun *run, struct fk_diag *diag)
 {
 	struct xop *op = run->fam_op;
-	struct taken t = {NULL, 0, 0, 0};
-	struct seen sn = {NULL, 0, 0};
-	struct pending *stack = NULL, p;
-	struct fk_exfat_set *set = NULL;
-	size_t n = 0, cap = 0, i;
+	struct fk_exfat_stream root = {op->vol->g.root_clus, 0, 0};
+	struct walk w;
+	struct pending p;
+	size_t i;
 	int err = 0;
 
+	memset(&w, 0, sizeof(w));
 	for (i = 0; !err && i < run->nfiles; i++)
-		err = take_plan(&t, &op->files[i].pf.add);
+		err = take_plan(&w.t, &op->files[i].pf.add);
 	for (i = 0; !err && i < op->ndirs; i++)
-		err = take_plan(&t, &op->dirs[i]->growth);
-	if (err || !t.n)
+		err = take_plan(&w.t, &op->dirs[i]->growth);
+	if (err || !w.t.n)
 		goto out;
-	qsort(t.runs, t.n, sizeof(*t.runs), cmp_run);
-	if (!(set = malloc(sizeof(*set))) || FK_VEC_RESERVE(stack, cap, 1) ||
-	    !(stack[0].path = strdup(""))) {
+	qsort(w.t.runs, w.t.n, sizeof(*w.t.runs), cmp_run);
+	if (!(w.set = malloc(sizeof(*w.set))) ||
+	    (err = push_dir(&w, &root, NULL, 0)) ||
+	    (err = seen_add(&w.sn, root.first_clus)) < 0) {
 		err = -ENOMEM;
 		goto out;
 	}
-	stack[n++].s = (struct fk_exfat_stream){op->vol->g.root_clus, 0, 0};
-	if ((err = seen_add(&sn, op->vol->g.root_clus)) < 0)
-		goto out;
-	while (!err && n) {
-		p = stack[--n];
-		err = scan_dir(op, &p, &t, set, &sn, &stack, &n, &cap, diag);
-		free(p.path);
+	while (!err && w.n) {
+		p = w.stack[--w.n];
+		err = scan_dir(op, &p, &w, diag);
 	}
 out:
-	while (n)
-		free(stack[--n].path);
-	free(stack);
-	free(set);
-	free(sn.slot);
-	free(t.runs);
+	for (i = 0; i < w.nnodes; i++)
+		free(w.nodes[i].name);
+	free(w.nodes);
+	free(w.stack);
+	free(w.set);
+	free(w.sn.slot);
+	free(w.t.runs);
 	return err;
 }
 
@@ -2230,7 +2296,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	run->alloc = op->alloc;
 out:
 	if (err == FK_ECORRUPT)
-		fk_prealloc_hint_repair(vol, run->o, diag);
+		fk_diag_hint(diag, FK_HINT_REPAIR);
 	return err;
 }
 
@@ -2247,3 +2313,87 @@ const struct fk_prealloc_family fk_exfat_prealloc_family = {
 	.hint_nospc = NULL,
 	.end = end,
 };
+
+/* ---- test hooks (exfat-prealloc-test.h) ------------------------------------ */
+
+/*
+ * The slot finder above (find_slots(), is_split(), take_slots() and the
+ * growth it calls) on a directory the unit tests lay out in memory: the
+ * same code fatprealloc runs, with a volume that is only a geometry.
+ */
+struct fk_exfat_slots {
+	struct fk_volume vol; /* its geometry only */
+	struct xop op;	      /* vol and alloc only */
+	struct xdir *d;
+};
+
+void fk_exfat_slots_close(struct fk_exfat_slots *s)
+{
+	if (!s)
+		return;
+	xdir_free(s->d);
+	free(s);
+}
+
+int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
+			const uint32_t *clus, uint32_t nclus,
+			const unsigned char *ents, struct fk_exfat_slots **out,
+			struct fk_diag *diag)
+{
+	struct fk_exfat_slots *s = calloc(1, sizeof(*s));
+	struct fk_exfat_dir_stats st;
+	struct xdir *d;
+	uint32_t i;
+	int err;
+
+	if (!s || !(s->d = d = calloc(1, sizeof(*d))) ||
+	    !(d->clus = calloc(nclus, sizeof(*d->clus))) ||
+	    !(d->buf = malloc((size_t)nclus * g->clus_len)) ||
+	    !(d->is_dirty = calloc((size_t)nclus * g->clus_secs, 1))) {
+		fk_exfat_slots_close(s);
+		return -ENOMEM;
+	}
+	s->vol.g = *g;
+	s->op.vol = &s->vol;
+	s->op.alloc = alloc;
+	memset(d->bucket, 0xff, sizeof(d->bucket));
+	memcpy(d->clus, clus, (size_t)nclus * sizeof(*clus));
+	memcpy(d->buf, ents, (size_t)nclus * g->clus_len);
+	d->nclus = d->cap_clus = d->old_nclus = nclus;
+	d->nents = (uint32_t)((uint64_t)nclus * g->clus_len / FK_EXFAT_ENT_LEN);
+	memset(&st, 0, sizeof(st));
+	st.nents = st.end_ent = d->nents;
+	for (i = 0; i < d->nents; i++)
+		if (ent_at(d, i)[0] == FK_EXFAT_T_END) {
+			st.end_ent = i;
+			break;
+		}
+	if ((err = find_slots(d, &st, diag))) {
+		fk_exfat_slots_close(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int fk_exfat_slots_take(struct fk_exfat_slots *s, uint32_t n, uint32_t *idx,
+			struct fk_diag *diag)
+{
+	return take_slots(&s->op, s->d, n, idx, diag);
+}
+
+int fk_exfat_slots_is_split(const struct fk_exfat_slots *s, uint32_t idx,
+			    uint32_t n)
+{
+	return is_split(&s->op, s->d, idx, n);
+}
+
+const unsigned char *fk_exfat_slots_dir(const struct fk_exfat_slots *s,
+					const uint32_t **clus, uint32_t *nclus,
+					uint32_t *end_idx)
+{
+	*clus = s->d->clus;
+	*nclus = s->d->nclus;
+	*end_idx = s->d->end_idx;
+	return s->d->buf;
+}

@@ -903,8 +903,8 @@ int fk_exfat_bitmap_load_active(struct fk_volume *vol,
 
 	if (!ex->nbitmaps) {
 		fk_diag_set(diag, NULL,
-			    "the root has no allocation bitmap entry; run "
-			    "fatcheck");
+			    "the root has no allocation bitmap entry");
+		fk_diag_hint(diag, FK_HINT_CHECK);
 		return FK_ECORRUPT;
 	}
 	return fk_exfat_bitmap_load(vol, ex->bitmap_clus[pick],

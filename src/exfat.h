@@ -12,7 +12,9 @@
  *
  * The shared geometry (struct fk_geom, type FK_EXFAT) is filled from the
  * boot sector so fk_clus_off(), fk_chain_walk() and fk_fat_scan() work
- * unchanged: data_off is the cluster heap, fat_off/fat_secs the active FAT,
+ * unchanged: data_off is the cluster heap, fat_off the first FAT and
+ * fat_secs the length of each, active_fat the one that is read and
+ * written (ActiveFat of VolumeFlags on TexFAT's two FATs, else 0),
  * 32-bit entries, EOC 0xFFFFFFFF, BAD 0xFFFFFFF7.  A NoFatChain stream is
  * one run of ceil(DataLength / cluster) clusters: never read its FAT
  * entries (fk_exfat_stream_walk() does the right thing for both kinds).

@@ -1,8 +1,11 @@
 /*
  * family.h: the operations that differ between the FAT family (FAT12/16/32,
  * dir.c) and the exFAT family (exfat-dir.c), chosen once when the volume
- * is opened (vol->fam).  Shared code (dir.c's public functions, the
- * programs) calls through this table and never tests the family itself.
+ * is opened (vol->fam).  dir.c's public functions call through it.  The
+ * checker and fatprealloc have tables of their own (check-family.h,
+ * prealloc-int.h), and some shared code still tests the family (vol->exfat,
+ * FK_EXFAT): tests/layers-known.txt lists where, each to be folded into
+ * one table per family.
  */
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H
@@ -14,6 +17,16 @@
 struct fk_diag;
 struct fk_dirent;
 struct fk_volume;
+
+/* One field of `fatls --info`: a number, or a string when !is_num. */
+struct fk_info_item {
+	const char *key;
+	int is_num;
+	uint64_t num;
+	char str[64];
+};
+
+#define FK_INFO_MAX 32 /* fields a family's info() gives at most */
 
 struct fk_family {
 	const char *name; /* "FAT" or "exFAT" */
@@ -35,6 +48,13 @@ struct fk_family {
 	/* Does lookup component @name name @ent (case-insensitively)? */
 	int (*match)(const struct fk_volume *vol, const char *name,
 		     const struct fk_dirent *ent);
+	/*
+	 * The volume as `fatls --info` shows it: the boot sector's fields
+	 * and what the allocation map says, at most FK_INFO_MAX items into
+	 * @it.  Returns their number, or -errno with @diag.
+	 */
+	int (*info)(struct fk_volume *vol, struct fk_info_item *it,
+		    struct fk_diag *diag);
 };
 
 extern const struct fk_family fk_fat_family;

@@ -2,7 +2,9 @@
  * fat.h: FAT entries.  Get and put one entry or a whole run of them, the
  * classes an entry value falls in, bounded chain walks that report runs
  * (contiguous extents), and sequential scans of a FAT copy in large reads.
- * Entry packing (12, 16 or 28 bits) is known only to fat.c.
+ * Entry packing (12, 16, 28 or exFAT's 32 bits) is known only to fat.c
+ * and fat-links.h, the chain-following loop that fat.c and the checker
+ * inline.
  */
 #ifndef FATKIT_FAT_H
 #define FATKIT_FAT_H
@@ -92,6 +94,11 @@ int fk_fat_judge_read_copy(struct fk_volume *vol, struct fk_diag *diag);
  * cache, as fk_fat_put()).
  */
 int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1);
+
+/* The sectors of a FAT copy (0-based) that hold entry @clus: *@first and
+ * *@last, which differ only for a FAT12 entry split between two. */
+void fk_fat_entry_secs(const struct fk_geom *g, uint32_t clus, uint32_t *first,
+		       uint32_t *last);
 
 /*
  * Read entry @clus (0 .. nclus + 1) through the FAT cache.  Returns 0,

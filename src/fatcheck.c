@@ -81,8 +81,9 @@ struct opts {
 	int is_strict;
 	int is_json;
 	int is_verbose;
-	int is_quiet; /* -q: text output holds only error findings */
-	int progress; /* -1: when stderr is a terminal */
+	int is_quiet;	   /* -q: text output holds only error findings */
+	uint32_t fat_copy; /* --fat-copy N (1-based); 0: judged per run */
+	int progress;	   /* -1: when stderr is a terminal */
 };
 
 struct run {
@@ -120,6 +121,11 @@ static void usage(FILE *out)
 		"                      (FAT12/16/32 only)\n"
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
+		"      --fat-copy N    where the FAT copies differ, keep copy N (1-based):\n"
+		"                      check the volume as it has it, and with -r rewrite\n"
+		"                      the other copy from it (default: per run of\n"
+		"                      differing sectors, the copy the directory tree agrees\n"
+		"                      with; copy 1 where neither is better)\n"
 		"      --json          findings and summary as one JSON document\n"
 		"  -q, --quiet         print only findings of error severity (no warnings,\n"
 		"                      notes or summary; --json is unchanged)\n"
@@ -153,12 +159,28 @@ static void usage(FILE *out)
 enum {
 	OPT_TRIM = 256,
 	OPT_SALVAGE,
+	OPT_FAT_COPY,
 	OPT_STRICT,
 	OPT_JSON,
-	OPT_PROGRESS,
 	OPT_FORCE,
-	OPT_NO_PROGRESS,
 };
+
+/* --fat-copy's N: a whole number from 1 (compared with the volume's copies
+ * once it is open). */
+static int parse_fat_copy(const char *arg, uint32_t *copy)
+{
+	unsigned long val;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	val = strtoul(arg, &end, 10);
+	if (errno || *end || val < 1 || val > UINT32_MAX)
+		return -EINVAL;
+	*copy = (uint32_t)val;
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, struct opts *o,
 		      struct fk_volume_opts *vo)
@@ -168,11 +190,10 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"trim-prealloc", no_argument, NULL, OPT_TRIM},
 		{"salvage", no_argument, NULL, OPT_SALVAGE},
 		{"strict", no_argument, NULL, OPT_STRICT},
+		{"fat-copy", required_argument, NULL, OPT_FAT_COPY},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		FK_CLI_LONG_OPTS,
 		{"force", no_argument, NULL, OPT_FORCE},
@@ -209,6 +230,15 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		case OPT_STRICT:
 			o->is_strict = 1;
 			break;
+		case OPT_FAT_COPY:
+			if (parse_fat_copy(optarg, &o->fat_copy)) {
+				fk_usage_error(PROG,
+					       "invalid --fat-copy '%s' (a FAT "
+					       "copy number: 1 or 2)",
+					       optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_JSON:
 			o->is_json = 1;
 			break;
@@ -218,19 +248,13 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		case 'q':
 			o->is_quiet = 1;
 			break;
-		case OPT_PROGRESS:
-			o->progress = 1;
-			break;
-		case OPT_NO_PROGRESS:
-			o->progress = 0;
-			break;
 		case OPT_FORCE:
 			vo->dev.force = 1;
 			break;
 		default:
 			err = fk_cli_common_opt(PROG, c, optarg,
 						argv[optind - 1], &vo->dev,
-						usage);
+						&o->progress, usage);
 			if (err != FK_OPT_DONE)
 				return err == FK_OPT_OTHER ? -EINVAL : err;
 			break;
@@ -356,6 +380,14 @@ static void print_finding(struct run *r, const struct fk_finding *f,
 		else
 			fk_json_null(&r->js, "path");
 		fk_json_str(&r->js, "message", f->msg);
+		if (f->npaths) { /* the files the message names */
+			size_t i;
+
+			fk_json_array(&r->js, "paths");
+			for (i = 0; i < f->npaths; i++)
+				fk_json_str(&r->js, NULL, f->paths[i]);
+			fk_json_end(&r->js);
+		}
 		if (f->fix)
 			fk_json_str(&r->js, "repair", f->fix);
 		else
@@ -474,6 +506,16 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 		printf("; ");
 		count(st->fixed, "fix", "fixes");
 		printf(" applied");
+		/* What the user lost, and how not to: the default frees
+		 * them, as fsck.fat -a does. */
+		if (st->freed_chains && !r->o.salvage) {
+			printf("; ");
+			count(st->freed_chains, "lost chain was",
+			      "lost chains were");
+			printf(" freed (--salvage would have kept %s)",
+			       st->freed_chains == 1 ? "it as a file"
+						     : "them as files");
+		}
 	}
 	printf("\n");
 }
@@ -490,6 +532,7 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	co.is_strict = r->o.is_strict;
 	co.trim_prealloc = r->o.trim_prealloc;
 	co.salvage = r->o.salvage && with_cb; /* the check after: no plans */
+	co.fat_copy = r->o.fat_copy;
 	co.now = (int64_t)time(NULL);
 	co.arg = r;
 	if (with_cb && r->o.progress)
@@ -553,7 +596,7 @@ static int report_cut(struct run *r, const struct fk_volume *vol)
 /* Check, repair and check again; the exit status as fsck(8) has it. */
 static int check_volume(struct run *r, struct fk_volume *vol)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_check *ck = NULL, *after = NULL;
 	const struct fk_check_stats *st;
 	uint32_t remaining;
@@ -645,7 +688,7 @@ fail:
 static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_volume *vol;
 	struct run r;
 	char *image = NULL;
@@ -679,6 +722,25 @@ static int run_main(int argc, char **argv)
 		fk_diag_set(&diag, r.image,
 			    "--salvage works on FAT12/16/32 only; on exFAT, -r "
 			    "frees lost clusters (run without --salvage)");
+		fk_report_in(PROG, r.image, &diag, -EINVAL);
+		fk_volume_close(vol);
+		free(image);
+		return FK_FSCK_USAGE;
+	}
+	if (r.o.fat_copy && (vol->exfat || r.o.fat_copy > vol->g.nfats)) {
+		/* Said before anything is checked, and nothing written. */
+		if (vol->exfat)
+			fk_diag_set(&diag, r.image,
+				    "--fat-copy works on FAT12/16/32 only: "
+				    "leave it out on exFAT");
+		else
+			fk_diag_set(&diag, r.image,
+				    "--fat-copy %u: the volume has %u FAT "
+				    "cop%s (give 1%s)",
+				    r.o.fat_copy, vol->g.nfats,
+				    vol->g.nfats == 1 ? "y" : "ies",
+				    vol->g.nfats == 1 ? " or leave it out"
+						      : " or 2");
 		fk_report_in(PROG, r.image, &diag, -EINVAL);
 		fk_volume_close(vol);
 		free(image);

@@ -15,8 +15,8 @@
 #include "diag.h"
 #include "dir.h"
 #include "exfat.h"
+#include "family.h"
 #include "fat.h"
-#include "fsinfo.h"
 #include "json.h"
 #include "vec.h"
 #include "volume.h"
@@ -102,7 +102,7 @@ static int add_run(void *arg, const struct fk_run *run)
 static int get_chain(struct ls *ls, const struct fk_dirent *ent,
 		     const char *path, struct chain *c)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	int err;
 
 	c->nruns = 0;
@@ -459,7 +459,7 @@ static int check_dir_chain(struct ls *ls, const struct fk_dirent *dent,
 static int list_dir(struct ls *ls, const struct fk_dirent *dent,
 		    const char *path, int depth)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	uint32_t clus = fk_dirent_dir_clus(ls->vol, dent);
 	struct fk_dirent ent;
 	struct fk_dir *dir;
@@ -537,7 +537,7 @@ static char *real_path(const char *arg, const struct fk_dirent *ent)
 
 static void list_path(struct ls *ls, const char *arg, int nargs)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_dirent ent;
 	char *path;
 	int err;
@@ -570,35 +570,20 @@ static void list_path(struct ls *ls, const char *arg, int nargs)
 	free(path);
 }
 
-/* The label in the root directory (what mlabel and Windows show). */
-static void root_label(struct fk_volume *vol, char *out, size_t len)
+/* Print (or add to the JSON) the volume's --info fields. */
+static void print_info(struct ls *ls)
 {
-	struct fk_dirent ent;
-	struct fk_dir *dir;
+	struct fk_info_item it[FK_INFO_MAX];
+	struct fk_diag diag = {0};
+	int n, i;
 
-	out[0] = '\0';
-	if (fk_dir_open(vol, 0, &dir))
+	memset(it, 0, sizeof(it));
+	if ((n = ls->vol->fam->info(ls->vol, it, &diag)) < 0) {
+		fk_diag_subject(&diag, ls->image);
+		fk_report_in(PROG, ls->image, &diag, n);
+		ls->status = FK_EXIT_FAIL;
 		return;
-	while (fk_dir_next(dir, &ent, NULL) == 1)
-		if (fk_slot_is_label(ent.attr) && !ent.has_lfn) {
-			fk_label_display(ent.raw, out, len);
-			break;
-		}
-	fk_dir_close(dir);
-}
-
-struct info_item {
-	const char *key;
-	int is_num;
-	uint64_t num;
-	char str[64];
-};
-
-/* Print (or add to the JSON) the @n items of @it. */
-static void print_items(struct ls *ls, const struct info_item *it, int n)
-{
-	int i;
-
+	}
 	if (ls->o.is_json) {
 		fk_json_object(&ls->js, "volume");
 		for (i = 0; i < n; i++) {
@@ -621,124 +606,6 @@ static void print_items(struct ls *ls, const struct info_item *it, int n)
 			printf("%s: %" PRIu64 "\n", it[i].key, it[i].num);
 		else
 			printf("%s: %s\n", it[i].key, it[i].str);
-}
-
-/* VolumeFlags in words: "0x0002 (dirty)", "0x0000 (clean)". */
-static void flags_string(uint16_t flags, char *out, size_t len)
-{
-	snprintf(out, len, "0x%04x (%s%s%s%s)", flags,
-		 flags & FK_EXFAT_FLAG_DIRTY ? "dirty" : "clean",
-		 flags & FK_EXFAT_FLAG_ACTIVE_FAT ? ", second FAT active" : "",
-		 flags & FK_EXFAT_FLAG_MEDIA_FAIL ? ", media failure" : "",
-		 flags & FK_EXFAT_FLAG_CLEAR_ZERO ? ", clear to zero" : "");
-}
-
-/* --info on exFAT: the boot sector's fields and the root's facts. */
-static int print_info_exfat(struct ls *ls)
-{
-	const struct fk_geom *g = &ls->vol->g;
-	const struct fk_exfat *ex = ls->vol->exfat;
-	const struct fk_exfat_boot *b = &ex->boot;
-	struct fk_exfat_bitmap bm;
-	struct info_item it[32];
-	struct fk_diag diag = {{0}, {0}};
-	uint32_t nused, nfree;
-	int n = 0, err;
-
-	if ((err = fk_exfat_bitmap_load_active(ls->vol, &bm, &diag))) {
-		fk_report_in(PROG, ls->image, &diag, err);
-		ls->status = FK_EXIT_FAIL;
-		return 0;
-	}
-	nused = fk_exfat_bitmap_count(&bm, FK_FIRST_CLUS, g->nclus);
-	nfree = g->nclus - nused;
-	memset(it, 0, sizeof(it));
-#define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
-#define STR(k, ...)                                                            \
-	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
-	STR("fat type", "%s", fk_fat_type_name(g->type));
-	STR("revision", "%u.%02u", b->revision >> 8, b->revision & 0xffu);
-	NUM("sector size", g->sec_len);
-	NUM("cluster size", g->clus_len);
-	NUM("sectors per cluster", g->clus_secs);
-	NUM("fat offset", b->fat_off);
-	NUM("fat length", b->fat_len);
-	NUM("fat copies", g->nfats);
-	NUM("active fat", g->active_fat);
-	NUM("cluster heap offset", b->heap_off);
-	NUM("total sectors", b->vol_len);
-	NUM("data clusters", g->nclus);
-	NUM("root cluster", g->root_clus);
-	NUM("free clusters", nfree);
-	NUM("free bytes", (uint64_t)nfree * g->clus_len);
-	NUM("percent in use", b->percent_in_use);
-	NUM("percent in use computed", fk_exfat_percent(nused, g->nclus));
-	flags_string(b->vol_flags, it[n].str, sizeof(it[0].str));
-	it[n++].key = "volume flags";
-	STR("label", "%s", ex->has_label ? ex->label : "");
-	STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
-	STR("upcase checksum", "0x%08x", ex->upcase->csum_stored);
-	STR("upcase checksum computed", "0x%08x", ex->upcase->csum_computed);
-	STR("boot checksum", "0x%08x", b->csum_stored);
-	STR("boot checksum computed", "0x%08x", b->csum_computed);
-	NUM("volume offset", fk_device_base(ls->vol->dev));
-#undef NUM
-#undef STR
-	fk_exfat_bitmap_free(&bm);
-	print_items(ls, it, n);
-	return 0;
-}
-
-static int print_info(struct ls *ls)
-{
-	const struct fk_geom *g = &ls->vol->g;
-	struct info_item it[24];
-	struct fk_fsinfo fsi;
-	uint32_t nfree = 0;
-	int n = 0, err;
-
-	if (ls->is_exfat)
-		return print_info_exfat(ls);
-	if ((err = fk_fat_count_free(ls->vol, g->active_fat, &nfree)) ||
-	    (err = fk_fsinfo_read(ls->vol, &fsi)))
-		return err;
-	memset(it, 0, sizeof(it));
-#define NUM(k, v) (it[n].key = (k), it[n].is_num = 1, it[n++].num = (v))
-#define STR(k, ...)                                                            \
-	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
-	STR("fat type", "%s", fk_fat_type_name(g->type));
-	NUM("sector size", g->sec_len);
-	NUM("cluster size", g->clus_len);
-	NUM("sectors per cluster", g->clus_secs);
-	NUM("reserved sectors", g->rsvd_secs);
-	NUM("fat copies", g->nfats);
-	NUM("sectors per fat", g->fat_secs);
-	if (g->has_bpb32)
-		NUM("root cluster", g->root_clus);
-	else
-		NUM("root entries", g->root_ents);
-	NUM("total sectors", g->total_secs);
-	NUM("data clusters", g->nclus);
-	NUM("free clusters", nfree);
-	NUM("free bytes", (uint64_t)nfree * g->clus_len);
-	if (fsi.is_present) {
-		NUM("fsinfo free count", fsi.free_count);
-		NUM("fsinfo next free", fsi.next_free);
-	}
-	if (g->has_bpb32)
-		STR("fat mirroring", "%s", g->is_mirrored ? "on" : "off");
-	STR("label", "%s", g->has_ext_bpb ? g->label : "");
-	root_label(ls->vol, it[n].str, sizeof(it[0].str));
-	it[n++].key = "root label";
-	if (g->has_ext_bpb)
-		STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
-	STR("oem", "%s", g->oem);
-	STR("media", "0x%02x", g->media);
-	NUM("volume offset", fk_device_base(ls->vol->dev));
-#undef NUM
-#undef STR
-	print_items(ls, it, n);
-	return 0;
 }
 
 /*
@@ -781,7 +648,7 @@ static void list_arg(struct ls *ls, const char *arg, int nargs)
 	free(path);
 }
 
-enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS };
+enum { OPT_CHAIN = 256, OPT_INFO, OPT_JSON };
 
 static int parse_args(int argc, char **argv, struct ls_opts *o,
 		      struct fk_volume_opts *vo)
@@ -790,8 +657,6 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		{"chain", no_argument, NULL, OPT_CHAIN},
 		{"info", no_argument, NULL, OPT_INFO},
 		{"json", no_argument, NULL, OPT_JSON},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
@@ -823,16 +688,10 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 		case OPT_JSON:
 			o->is_json = 1;
 			break;
-		case OPT_PROGRESS:
-			o->progress = 1;
-			break;
-		case OPT_NO_PROGRESS:
-			o->progress = 0;
-			break;
 		default:
 			err = fk_cli_common_opt(PROG, c, optarg,
 						argv[optind - 1], &vo->dev,
-						usage);
+						&o->progress, usage);
 			if (err != FK_OPT_DONE)
 				return err == FK_OPT_OTHER ? -EINVAL : err;
 			break;
@@ -848,7 +707,7 @@ static int parse_args(int argc, char **argv, struct ls_opts *o,
 static int run_main(int argc, char **argv)
 {
 	struct fk_volume_opts vo;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct ls ls;
 	char *image = NULL;
 	int err, i, nargs;
@@ -905,11 +764,8 @@ static int run_main(int argc, char **argv)
 		fk_cli_json_begun();
 		fk_json_object(&ls.js, NULL);
 	}
-	if (ls.o.show_info && (err = print_info(&ls))) {
-		fk_diag_set(&diag, image, NULL);
-		fk_report_in(PROG, ls.image, &diag, err);
-		ls.status = FK_EXIT_FAIL;
-	}
+	if (ls.o.show_info)
+		print_info(&ls);
 	if (ls.o.is_json)
 		fk_json_array(&ls.js, "entries");
 	if (!ls.o.show_info || nargs)

@@ -1,7 +1,8 @@
 /*
- * fatprealloc: reserve space for files in a FAT volume, as util-linux
- * fallocate does on a mounted filesystem, with the whole chain allocated
- * in one batch.  main() parses, asks the core, prints, picks the status.
+ * fatprealloc: reserve space for files in a FAT12/16/32 or exFAT volume,
+ * as util-linux fallocate does on a mounted filesystem, with the whole
+ * chain allocated in one batch.  main() parses, asks the core, prints,
+ * picks the status.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -127,8 +128,6 @@ enum {
 	OPT_STATS,
 	OPT_JSON,
 	OPT_DRY_RUN,
-	OPT_PROGRESS,
-	OPT_NO_PROGRESS,
 	OPT_ALIGN,
 };
 
@@ -202,12 +201,6 @@ static int parse_opt(int c, struct pa_opts *o, struct fk_volume_opts *vo)
 		o->is_verbose = 1;
 		o->core.verbose = 1;
 		break;
-	case OPT_PROGRESS:
-		o->progress = 1;
-		break;
-	case OPT_NO_PROGRESS:
-		o->progress = 0;
-		break;
 	default:
 		return -EINVAL;
 	}
@@ -233,8 +226,6 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"force", no_argument, NULL, 'f'},
 		{"verbose", no_argument, NULL, 'v'},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"partition", required_argument, NULL, 'P'},
 		FK_CLI_LONG_OPTS,
 		{"help", no_argument, NULL, 'h'},
@@ -257,7 +248,8 @@ static int parse_args(int argc, char **argv, struct pa_opts *o,
 				word = argv[optind];
 			return fk_cli_size(PROG, "size", word, &len);
 		}
-		err = fk_cli_common_opt(PROG, c, optarg, word, &vo->dev, usage);
+		err = fk_cli_common_opt(PROG, c, optarg, word, &vo->dev,
+					&o->progress, usage);
 		if (err == FK_OPT_OTHER)
 			err = parse_opt(c, o, vo);
 		if (err)
@@ -610,13 +602,12 @@ static int run_main(int argc, char **argv)
 {
 	struct fk_prealloc_result res;
 	struct fk_prealloc_req *reqs = NULL;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_volume_opts vo;
 	struct fk_volume *vol;
 	struct meter meter;
 	struct pa_opts o;
 	char *image = NULL;
-	char *check_args = NULL;
 	int err, status = FK_EXIT_OK;
 	size_t n = 0;
 
@@ -641,20 +632,6 @@ static int run_main(int argc, char **argv)
 	}
 	pick_time(&o.core);
 	o.core.image = argv[optind];
-	if (vo.dev.partition) {
-		/* the hints must name the same partition */
-		size_t len = strlen(argv[optind]) + 32;
-
-		if (!(check_args = malloc(len))) {
-			fk_report(PROG, NULL, -ENOMEM);
-			free_pairs(reqs, n);
-			free(image);
-			return FK_EXIT_FAIL;
-		}
-		snprintf(check_args, len, "-P %d %s", vo.dev.partition,
-			 argv[optind]);
-		o.core.check_args = check_args;
-	}
 	meter.is_tty = isatty(STDERR_FILENO);
 	meter.is_forced = o.progress == 1;
 	if (o.progress < 0 ? meter.is_tty : o.progress) {
@@ -702,7 +679,6 @@ static int run_main(int argc, char **argv)
 out_free:
 	free_pairs(reqs, n);
 	free(image);
-	free(check_args);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, PROG ": write error: %s\n", strerror(errno));
 		return FK_EXIT_FAIL;

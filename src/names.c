@@ -120,6 +120,53 @@ int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len)
 	return 0;
 }
 
+/* Would @u upset a terminal, or read as other text, printed as it is? */
+static int is_unsafe_unit(uint16_t u)
+{
+	return u < 0x20 || (u >= 0x7f && u < 0xa0) || u == '\\' ||
+	       (u >= 0x200e && u <= 0x200f) || (u >= 0x202a && u <= 0x202e) ||
+	       (u >= 0x2066 && u <= 0x2069) || u >= 0xfffe;
+}
+
+void fk_utf16_display(const uint16_t *in, size_t n, char *out, size_t len)
+{
+	size_t i, o = 0, k, room = len - 4; /* "..." and NUL kept back */
+	char esc[8];
+
+	for (i = 0; i < n; i++, o += k) {
+		uint32_t cp = in[i];
+
+		if (is_unsafe_unit(in[i])) {
+			snprintf(esc, sizeof(esc),
+				 cp < 0x100 ? "\\x%02x" : "\\u%04x",
+				 (unsigned)cp);
+			k = strlen(esc);
+			if (k >= room - o)
+				break;
+			memcpy(out + o, esc, k);
+			continue;
+		}
+		switch (unit_kind(in, i, n)) {
+		case UNIT_PAIR:
+			cp = 0x10000 + ((cp - 0xd800) << 10) +
+			     (in[i + 1] - 0xdc00);
+			break;
+		case UNIT_LONE:
+			cp = 0xfffd;
+			break;
+		}
+		if (!(k = put_utf8(cp, out + o, room - o)))
+			break;
+		if (cp >= 0x10000)
+			i++;
+	}
+	if (i < n) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+}
+
 /* Decode one UTF-8 sequence at *@s; returns the code point or -1. */
 static long next_cp(const unsigned char **s)
 {

@@ -25,6 +25,16 @@ uint8_t fk_lfn_checksum(const unsigned char raw[11]);
 int fk_utf16_to_utf8(const uint16_t *in, size_t n, char *out, size_t len);
 
 /*
+ * A form of @n UTF-16 units that may be garbage (orphaned long-name
+ * slots) safe to print: UTF-8, with unpaired surrogates as U+FFFD, and
+ * '\\', control characters (C0, DEL, C1), bidirectional controls and
+ * the noncharacters U+FFFE/U+FFFF as \xNN or \uNNNN escapes, so that
+ * it cannot upset a terminal or pass for other text.  Cut, ending in
+ * "...", where @len (at least 8 bytes, with NUL) is too short.
+ */
+void fk_utf16_display(const uint16_t *in, size_t n, char *out, size_t len);
+
+/*
  * Convert UTF-8 @in to at most @max UTF-16 units; *@n is the count.
  * Returns 0, -EILSEQ (invalid UTF-8) or -ENAMETOOLONG.
  */

@@ -140,9 +140,4 @@ int fk_prun_barrier(const struct fk_prun *run);
  */
 enum fk_cache_sync fk_prun_cache_sync(const struct fk_prun *run);
 
-/* Append "; run 'fatcheck -r ...'" to @diag (damage the user repairs). */
-void fk_prealloc_hint_repair(struct fk_volume *vol,
-			     const struct fk_prealloc_opts *opts,
-			     struct fk_diag *diag);
-
 #endif

@@ -577,11 +577,10 @@ static void hint_lost(struct fk_prun *run, uint32_t nfree, struct fk_diag *diag)
 	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
 		return;
 	fk_diag_append(diag, -ENOSPC,
-		       "; FSInfo says %u free, so %u cluster%s likely lost: "
-		       "run 'fatcheck -r %s'",
+		       "; FSInfo says %u free, so %u cluster%s likely lost",
 		       fsi.free_count, fsi.free_count - nfree,
-		       fsi.free_count - nfree == 1 ? " is" : "s are",
-		       fk_prealloc_check_args(vol, run->o));
+		       fsi.free_count - nfree == 1 ? " is" : "s are");
+	fk_diag_hint(diag, FK_HINT_REPAIR_LOST);
 }
 
 static int start(struct fk_prun *run, struct fk_diag *diag)
@@ -599,7 +598,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 		return err;
 	if ((err = fk_fat_judge_read_copy(run->vol, diag))) {
 		if (err == FK_ECORRUPT)
-			fk_prealloc_hint_repair(run->vol, run->o, diag);
+			fk_diag_hint(diag, FK_HINT_REPAIR);
 		return err;
 	}
 	if (!(op = calloc(1, sizeof(*op))))
@@ -650,24 +649,6 @@ static const struct fk_prealloc_family fat_prealloc_family = {
 
 /* ---- the run both families share
  * -------------------------------------------------------------------- */
-
-const char *fk_prealloc_check_args(const struct fk_volume *vol,
-				   const struct fk_prealloc_opts *opts)
-{
-	if (opts->check_args)
-		return opts->check_args;
-	return opts->image ? opts->image : fk_device_path(vol->dev);
-}
-
-/* Say what to do about damage: each kind resolving finds, fatcheck -r
- * repairs. */
-void fk_prealloc_hint_repair(struct fk_volume *vol,
-			     const struct fk_prealloc_opts *opts,
-			     struct fk_diag *diag)
-{
-	fk_diag_append(diag, FK_ECORRUPT, "; run 'fatcheck -r %s'",
-		       fk_prealloc_check_args(vol, opts));
-}
 
 int fk_prun_barrier(const struct fk_prun *run)
 {
@@ -1001,13 +982,13 @@ static int interrupted(struct fk_prun *run, int undo_err, struct fk_diag *diag)
 		fk_diag_set(diag, image,
 			    "interrupted after the commit point; the run was "
 			    "completed");
-	else if (undo_err)
+	else if (undo_err) {
 		fk_diag_set(diag, image,
 			    "interrupted, and freeing the new clusters failed "
-			    "(%s); run 'fatcheck -r %s'",
-			    strerror(-undo_err),
-			    fk_prealloc_check_args(run->vol, run->o));
-	else
+			    "(%s)",
+			    strerror(-undo_err));
+		fk_diag_hint(diag, FK_HINT_REPAIR);
+	} else
 		fk_diag_set(diag, image, "interrupted; nothing was changed");
 	return -EINTR;
 }
@@ -1091,7 +1072,7 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 		fk_diag_set(diag, reqs[i].path, NULL);
 		if ((err = fam->resolve(run, i, &reqs[i], diag))) {
 			if (err == FK_ECORRUPT)
-				fk_prealloc_hint_repair(run->vol, run->o, diag);
+				fk_diag_hint(diag, FK_HINT_REPAIR);
 			if (err == -ENOSPC && fam->hint_nospc)
 				fam->hint_nospc(run,
 						fk_alloc_nfree_open(run->alloc),
@@ -1108,7 +1089,7 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 	fam->settle(run);
 	if (fam->verify && (err = fam->verify(run, diag))) {
 		if (err == FK_ECORRUPT)
-			fk_prealloc_hint_repair(run->vol, run->o, diag);
+			fk_diag_hint(diag, FK_HINT_REPAIR);
 		return err;
 	}
 	if ((err = fill_result(run, fam, reqs, n, res)))

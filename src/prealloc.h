@@ -56,10 +56,7 @@ struct fk_prealloc_opts {
 	int64_t now;	   /* timestamp for new and changed entries */
 	const char *image; /* IMAGE as the user named it, for messages;
 			      NULL: the device path */
-	/* The fatcheck arguments that reach this volume, for "run
-	 * 'fatcheck -r ...'" hints ("-P 2 sd.img"); NULL: @image. */
-	const char *check_args;
-	int now_is_utc; /* @now came from SOURCE_DATE_EPOCH */
+	int now_is_utc;	   /* @now came from SOURCE_DATE_EPOCH */
 	/* Called after each chunk of zeroing (may be NULL): bytes done of
 	 * total; at most FK_ZERO_CHUNK bytes apart. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
@@ -97,13 +94,6 @@ struct fk_prealloc_result {
 	uint64_t zeroed;       /* bytes made to read as zeros */
 	uint64_t bitmap_secs;  /* exFAT allocation bitmap sectors written */
 };
-
-/*
- * The fatcheck arguments that reach this volume again, for "run
- * 'fatcheck -r ...'" hints: @opts->check_args, else IMAGE as named.
- */
-const char *fk_prealloc_check_args(const struct fk_volume *vol,
-				   const struct fk_prealloc_opts *opts);
 
 /*
  * Carry out @n requests on @vol (opened for writing unless dry_run).

@@ -516,6 +516,8 @@ VERDICTS=(
 	"dot-name;/EMPTYDIR|12 16 32|error|'.' entry is damaged"
 	"dot-name;/deep1/deep2;..|12 16 32|error|'..' entry is damaged"
 	"dot-swap;/deep1/deep2|12 16 32|error|'..' entry in slot 0"
+	"dot-entries;/DATA|12 16 32|error|entry in slots 0-2, where '.' and '..' belong"
+	"dots-removed;/deep1|12 16 32|error|entry in slot 0, where '.' belongs"
 	"dir-size;/EMPTYDIR|12 16 32|error|"
 	"dir-loop;/deep1/deep2/deep3;/deep1|12 16 32|error|directory loop"
 	"dup;/DATA/rand-0.bin;/DATA/rand-1.bin|12 16 32|error|has the same name"
@@ -963,6 +965,7 @@ case_args()
 		ARGS=(/EMPTYDIR) ;;
 	nest) ARGS=(/EMPTYDIR 300) ;;
 	dir-loop) ARGS=(/deep1/deep2 /deep1) ;;
+	dot-entries | dots-removed) ARGS=(/DATA) ;;
 	dup) ARGS=(/DATA/rand-0.bin /DATA/rand-1.bin) ;;
 	lfn-*) ARGS=("$LONG") ;;
 	orphan-lfn) ARGS=("$LONG") ;;
@@ -970,6 +973,7 @@ case_args()
 		ARGS=(/README.TXT) ;;
 	long-is) ARGS=(/README.TXT "$LONG") ;;
 	fat0-zero | fat0-high) ARGS=(0) ;; # every copy: BEYOND_REPAIR
+	fat-sector-zero) ARGS=(0 "$BIG") ;; # copy 1 under a file
 	root-label) ARGS=('A*B') ;;
 	esac
 }
@@ -1042,9 +1046,9 @@ print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
 @test "fatcheck: orphaned long-name slots are one kind of error, whatever orphaned them" {
 	local t c why
 	for t in 12 16 32; do
-		for c in "lfn-sum|the next entry does not match" \
-			"lfn-seq|out of sequence" \
-			"orphan-lfn|a free slot follows"; do
+		for c in "lfn-sum|the next entry does not match|the long name" \
+			"lfn-seq|out of sequence|part of a long name," \
+			"orphan-lfn|a free slot follows|the long name"; do
 			use $t
 			damage "${c%%|*}" "$LONG"
 			why=${c#*|}
@@ -1053,8 +1057,9 @@ print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
 import json, sys
 f = [x for x in json.load(sys.stdin)["findings"] if x["path"] == "/"]
 assert [(x["severity"], x["code"]) for x in f] == [("error", "orphan-lfn")], f
-assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.argv[1], f
-' "$why" <<<"$output"
+why, spelt = sys.argv[1].split("|")
+assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s): %s %s" % (why, spelt, repr(sys.argv[2][1:])), f
+' "$why" "$LONG" <<<"$output"
 		done
 	done
 }
@@ -1066,7 +1071,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 		damage lfn-sum "$LONG"
 		run -4 fatcheck img
 		run -1 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match) (repair: checksum rewritten: "* ]]
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (the next entry does not match): the long name '${LONG#/}' (repair: checksum rewritten: "* ]]
 		run -0 fatcheck img
 		fsck_clean img
 		sums_intact # under the long name again
@@ -1079,7 +1084,7 @@ assert f[0]["message"] == "long-name slots 0-2 belong to no entry (%s)" % sys.ar
 		use $t
 		damage lfn-seq "$LONG"
 		run -1 fatcheck -r img
-		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (out of sequence) (repair: slots deleted)"* ]]
+		[[ $output == *"error: /: long-name slots 0-2 belong to no entry (out of sequence): part of a long name, '${LONG#/}' (repair: slots deleted)"* ]]
 		run -0 fatcheck img
 		fsck_clean img
 	done

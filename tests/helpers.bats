@@ -286,3 +286,29 @@ path_without()
 		"$BATS_TEST_DIRNAME/helpers/deps.sh" demo
 	[ "${stderr_lines[0]}" = "deps.sh: missing: mdir" ]
 }
+
+@test "layers.py: names a new break, a circle and a fixed known break" {
+	local py="$BATS_TEST_DIRNAME/helpers/layers.py"
+	mkdir src obj
+	echo '#include "exfat.h"' >src/dir.c      # one family uses the other
+	echo '#include "volume.h"' >src/device.c  # I/O uses a room above it
+	echo '#include "cache.h"' >src/device.h   # device <-> cache: a circle
+	echo '#include "device.h"' >src/cache.c
+	: >src/exfat.h
+	: >src/volume.h
+	: >src/cache.h
+	: >known
+	run -1 python3 "$py" src obj known
+	assert_line "layers: new break: dir -> exfat: one family uses the other's module (dir.c includes exfat.h)"
+	assert_line "layers: new break: device -> volume: io uses volume, a room above it (device.c includes volume.h)"
+	assert_line "layers: new break: circle: cache -> device -> cache"
+	assert_equal "${#lines[@]}" 3
+	# Known breaks pass; a known line that no longer breaks fails.
+	printf '%s\n' "dir -> exfat: one family uses the other's module" \
+		"device -> volume: io uses volume, a room above it" \
+		"circle: cache -> device -> cache" >known
+	run -0 python3 "$py" src obj known
+	echo "window -> volume: io uses volume, a room above it" >>known
+	run -1 python3 "$py" src obj known
+	assert_output "layers: fixed, remove it from known: window -> volume: io uses volume, a room above it"
+}

@@ -47,7 +47,7 @@ static int add_run(void *arg, const struct fk_run *run)
 static int walk_chain(struct walk *w, const struct fk_dirent *ent)
 {
 	struct fk_chain_info info;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	int err;
 
 	w->nruns = 0;
@@ -86,7 +86,7 @@ static void list_dir(struct walk *w, const struct fk_dirent *dent,
 	uint32_t clus = fk_dirent_dir_clus(w->vol, dent);
 	struct fk_dirent ent, found;
 	struct fk_dir *dir;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 
 	if (depth > MAX_DEPTH || is_seen(w, clus) ||
 	    (clus && walk_chain(w, dent)) ||

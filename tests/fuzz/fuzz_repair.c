@@ -136,7 +136,7 @@ static struct fk_check *check_or_refuse(struct fk_volume *vol,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_check_opts co;
 	struct fk_volume *vol;
 	struct fk_check *ck, *after;
@@ -152,6 +152,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memset(&co, 0, sizeof(co));
 	co.trim_prealloc = 1;
 	co.salvage = len && (data[len - 1] & 1);
+	/* Another bit forces FAT copy 2 where the copies differ (fatcheck
+	 * --fat-copy 2), else each run of sectors is judged. */
+	if (!vol->exfat && vol->g.nfats == 2 && len && (data[len - 1] & 2))
+		co.fat_copy = 2;
 	is_odd = !vol->exfat && is_implausible(data, len);
 	ck = check_or_refuse(vol, &co, &diag);
 	if (ck && is_odd) {

@@ -21,6 +21,7 @@
 #include "diag.h"
 #include "endian.h"
 #include "fat.h"
+#include "testing.h"
 #include "volume.h"
 
 #define NCLUS	5000u /* clusters 2..5001 */
@@ -36,7 +37,7 @@ static const struct island islands[] = {{100, 3}, {200, 5}, {4990, 12}};
 static int make_volume(char *path, size_t len, struct fk_volume **vol)
 {
 	struct fk_volume_opts opts;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	unsigned char bs[SEC_LEN] = {0};
 	const char *dir = getenv("TMPDIR");
 	struct test_bpb b;

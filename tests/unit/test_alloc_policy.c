@@ -26,6 +26,7 @@
 #include "bigmem.h"
 #include "diag.h"
 #include "fsinfo.h"
+#include "testing.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 #define MAX_CLUS 256
@@ -149,7 +150,7 @@ static const struct policy_row policy_rows[] = {
 static void check_policy_row(const struct policy_row *r)
 {
 	uint64_t map[(MAX_CLUS + 64) / 64];
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_plan plan = {NULL, 0, 0, 0};
 	struct fk_alloc *a = NULL;
 	uint32_t nfree = count_free(r->free), after, back;
@@ -184,7 +185,7 @@ static void check_policy_row(const struct policy_row *r)
 static void check_sequence(void)
 {
 	uint64_t map[(MAX_CLUS + 64) / 64];
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	struct fk_plan p1 = {NULL, 0, 0, 0}, p2 = {NULL, 0, 0, 0};
 	struct fk_alloc *a = NULL;
 	char got1[64], got2[64];

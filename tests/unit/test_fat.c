@@ -25,6 +25,7 @@
 #include "diag.h"
 #include "endian.h"
 #include "fat.h"
+#include "testing.h"
 #include "volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
@@ -109,7 +110,7 @@ static int img_open(struct img *im, unsigned bits, uint32_t nclus,
 		    uint32_t seed, size_t batch_len, uint32_t ext_flags)
 {
 	struct fk_volume_opts opts;
-	struct fk_diag diag = {{0}, {0}};
+	struct fk_diag diag = {0};
 	unsigned char bs[SEC_LEN];
 	const char *dir = getenv("TMPDIR");
 	uint32_t f;

@@ -251,6 +251,61 @@ static void test_utf16_limits(void)
 	   "fk_utf8_to_utf16: a surrogate pair does not split at max");
 }
 
+/* fk_utf16_display(): what orphaned slots spell, safe to print. */
+static const struct show_row {
+	const char *edge;
+	uint16_t u16[8];
+	size_t n, len;
+	const char *out;
+} show_rows[] = {
+	{"plain ASCII", {'a', 'b', 'c'}, 3, 32, "abc"},
+	{"ESC and DEL escaped", {'a', 0x1b, '[', 0x7f}, 4, 32, "a\\x1b[\\x7f"},
+	{"backslash escaped, so escapes are unambiguous",
+	 {'\\'},
+	 1,
+	 32,
+	 "\\x5c"},
+	{"C1 control escaped", {0x85}, 1, 32, "\\x85"},
+	{"right-to-left override escaped",
+	 {'x', 0x202e, 'y'},
+	 3,
+	 32,
+	 "x\\u202ey"},
+	{"U+FFFF padding escaped", {'a', 0xffff}, 2, 32, "a\\uffff"},
+	{"letters beyond ASCII kept",
+	 {0xe9, 0x65e5},
+	 2,
+	 32,
+	 "\xc3\xa9\xe6\x97\xa5"},
+	{"surrogate pair joined", {0xd83d, 0xde00}, 2, 32, "\xf0\x9f\x98\x80"},
+	{"lone surrogate as U+FFFD",
+	 {0xd800, 'a'},
+	 2,
+	 32,
+	 "\xef\xbf\xbd"
+	 "a"},
+	{"cut with ... when it does not fit",
+	 {'a', 'b', 'c', 'd', 'e', 'f'},
+	 6,
+	 8,
+	 "abc..."},
+	{"an escape is not split", {'a', 'b', 0x1b}, 3, 8, "ab..."},
+};
+
+static void test_utf16_display(void)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS(show_rows); i++) {
+		const struct show_row *r = &show_rows[i];
+		char out[32];
+
+		fk_utf16_display(r->u16, r->n, out, r->len);
+		OK(!strcmp(out, r->out), "fk_utf16_display: %s (got '%s')",
+		   r->edge, out);
+	}
+}
+
 /* ---- case folding and matching ------------------------------------------ */
 
 static const struct up_row {
@@ -1239,6 +1294,7 @@ void suite_names(void)
 	test_bad_utf8();
 	test_utf16_to_utf8();
 	test_utf16_limits();
+	test_utf16_display();
 	test_upcase();
 	test_name_equal();
 	test_name_hash();

@@ -151,7 +151,7 @@ static void test_type_edges(void)
 
 	for (i = 0; i < NROWS(type_rows); i++) {
 		const struct type_row *r = &type_rows[i];
-		struct fk_diag diag = {{0}, {0}};
+		struct fk_diag diag = {0};
 		struct test_bpb b;
 		struct fk_geom g;
 		int err;
@@ -287,7 +287,7 @@ static void test_damage(void)
 
 	for (i = 0; i < NROWS(damage_rows); i++) {
 		const struct damage_row *r = &damage_rows[i];
-		struct fk_diag diag = {{0}, {0}};
+		struct fk_diag diag = {0};
 		struct fk_geom g, before;
 		struct test_bpb b;
 		int err;
@@ -333,7 +333,7 @@ static void test_truncated(void)
 
 	for (i = 0; i < NROWS(trunc_rows); i++) {
 		const struct trunc_row *r = &trunc_rows[i];
-		struct fk_diag diag = {{0}, {0}};
+		struct fk_diag diag = {0};
 		struct test_bpb b;
 		struct fk_geom g;
 		uint64_t len;
@@ -412,7 +412,7 @@ static void test_judge(void)
 
 	for (i = 0; i < NROWS(judge_rows); i++) {
 		const struct judge_row *r = &judge_rows[i];
-		struct fk_diag diag = {{0}, {0}};
+		struct fk_diag diag = {0};
 		struct fk_geom g;
 		int err;
 

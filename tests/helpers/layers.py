@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Check the layering of src/ by its #include lines.
+
+    layers.py SRC_DIR OBJ_DIR KNOWN_FILE
+
+Every module of src/ (a .c and the .h of its name, or a header alone)
+belongs to one room (ROOMS below).  A module uses another when it
+includes its header or, read from the objects in OBJ_DIR with nm, calls
+a function or reads a variable the other defines.  Rooms are stacked: a
+module may use modules of its own room and of rooms below it, never of
+a room above.  The two families sit side by side and never include each
+other, and the rooms above them (the generic engines and the programs)
+see a family only through the family interface, never by including a
+family's own files.  Modules must not use each other in a circle.
+
+The tree does not keep these rules everywhere yet (issue 21 moves it
+there).  KNOWN_FILE lists the breaks that exist, one per line; the check
+fails on a break not in it, and on a line of it that no longer breaks
+anything, so the list only ever shrinks.  Exit 0 when all holds, 1 with
+one line per problem otherwise.
+"""
+import os
+import re
+import subprocess
+import sys
+
+# Lowest first.  A room's files may include its own room and those before
+# it, except that "fat" and "exfat" are one level: neither includes the
+# other.
+ROOMS = [
+    ("lib", "diag endian vec bigmem names testing"),
+    ("io", "device cache window"),
+    ("volume", "volume family"),
+    ("table", "fat fat-links alloc"),
+    ("iface", "check-family prealloc-int"),
+    ("fat", "dir slot fsinfo dirplan check-int check-chain check-fat"
+            " check-tree check-salvage check-repair"),
+    ("exfat", "exfat exfat-layout exfat-dir exfat-prealloc"
+              " exfat-prealloc-test check-exfat"),
+    ("engine", "check prealloc"),
+    ("tools", "cli json fatls fatcheck fatprealloc"),
+]
+FAMILIES = ("fat", "exfat")
+# Rooms above the families: they reach a family only through the tables
+# in "volume" and "iface".
+UPPER = {"engine", "tools"}
+
+
+def level(room):
+    names = [r for r, _ in ROOMS]
+    i = names.index(room)
+    return names.index("fat") if room == "exfat" else i
+
+
+def room_of():
+    rooms = {}
+    for room, mods in ROOMS:
+        for m in mods.split():
+            rooms[m] = room
+    return rooms
+
+
+def uses(src, obj):
+    """Module -> {module it uses: how, for the first way seen}."""
+    edges = {}
+    pat = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
+    for name in sorted(os.listdir(src)):
+        mod, ext = os.path.splitext(name)
+        if ext not in (".c", ".h"):
+            continue
+        with open(os.path.join(src, name), encoding="utf-8") as f:
+            for inc in pat.findall(f.read()):
+                if inc != mod:
+                    edges.setdefault(mod, {}).setdefault(
+                        inc, f"{name} includes {inc}.h")
+        edges.setdefault(mod, {})
+    defined, wanted = {}, {}
+    for name in sorted(os.listdir(obj)):
+        mod, ext = os.path.splitext(name)
+        if ext != ".o" or not os.path.exists(os.path.join(src, mod + ".c")):
+            continue
+        out = subprocess.run(["nm", "-P", os.path.join(obj, name)],
+                             check=True, capture_output=True, text=True)
+        for ln in out.stdout.splitlines():
+            sym, kind = ln.split()[:2]
+            if kind == "U":
+                wanted.setdefault(mod, []).append(sym)
+            elif kind.isupper():
+                defined[sym] = mod
+    for mod, syms in wanted.items():
+        for sym in syms:
+            there = defined.get(sym)
+            if there and there != mod:
+                edges[mod].setdefault(there, f"{mod}.c uses {sym}")
+    return edges
+
+
+def breaks(src, obj):
+    rooms = room_of()
+    edges = uses(src, obj)
+    found = []
+    for mod, targets in sorted(edges.items()):
+        if mod not in rooms:
+            found.append(f"{mod}: in no room (add it to ROOMS in "
+                         f"tests/helpers/layers.py)")
+            continue
+        here = rooms[mod]
+        for there_mod, how in sorted(targets.items()):
+            there = rooms.get(there_mod)
+            if there is None:
+                continue
+            if {here, there} == set(FAMILIES):
+                why = "one family uses the other's module"
+            elif here in UPPER and there in FAMILIES:
+                why = f"{here} reaches the {there} family past its table"
+            elif level(there) > level(here):
+                why = f"{here} uses {there}, a room above it"
+            else:
+                continue
+            found.append(f"{mod} -> {there_mod}: {why} ({how})")
+    found += cycles(edges)
+    return found
+
+
+def cycles(edges):
+    """The shortest circle through each module, each circle once."""
+    seen, out = set(), []
+    for start in sorted(edges):
+        prev, todo, ring = {start: None}, [start], None
+        while todo and ring is None:
+            nxt = []
+            for m in todo:
+                for n in sorted(edges.get(m, ())):
+                    if n == start:
+                        ring = [m]
+                        while prev[ring[-1]] is not None:
+                            ring.append(prev[ring[-1]])
+                        ring.reverse()
+                        break
+                    if n not in prev:
+                        prev[n] = m
+                        nxt.append(n)
+                if ring is not None:
+                    break
+            todo = nxt
+        if ring is None or frozenset(ring) in seen:
+            continue
+        seen.add(frozenset(ring))
+        i = ring.index(min(ring))
+        ring = ring[i:] + ring[:i]
+        out.append("circle: " + " -> ".join(ring + [ring[0]]))
+    return out
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__.split("\n\n")[1])
+    src, obj, known_file = sys.argv[1:]
+    with open(known_file, encoding="utf-8") as f:
+        known = {ln.strip() for ln in f
+                 if ln.strip() and not ln.startswith("#")}
+    # A known break is named without its example ("(how)"), which may
+    # change as the code does while the break stays.
+    now = {b.rsplit(" (", 1)[0] if not b.startswith("circle") else b: b
+           for b in breaks(src, obj)}
+    bad = 0
+    for b in sorted(set(now) - known):
+        print(f"layers: new break: {now[b]}")
+        bad = 1
+    for b in sorted(known - set(now)):
+        print(f"layers: fixed, remove it from {known_file}: {b}")
+        bad = 1
+    if not bad:
+        print(f"layers: no new break ({len(now)} known, issue 21)")
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())
