@@ -2346,6 +2346,7 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 	uint32_t i;
 	int err;
 
+	(void)diag; /* entries after the end marker: judged as slots go */
 	if (!s || !(s->d = d = calloc(1, sizeof(*d))) ||
 	    !(d->clus = calloc(nclus, sizeof(*d->clus))) ||
 	    !(d->buf = malloc((size_t)nclus * g->clus_len)) ||
@@ -2361,6 +2362,7 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 	memcpy(d->buf, ents, (size_t)nclus * g->clus_len);
 	d->nclus = d->cap_clus = d->old_nclus = nclus;
 	d->nents = (uint32_t)((uint64_t)nclus * g->clus_len / FK_EXFAT_ENT_LEN);
+	d->disk_nents = d->nread = d->nents; /* all of it in memory */
 	memset(&st, 0, sizeof(st));
 	st.nents = st.end_ent = d->nents;
 	for (i = 0; i < d->nents; i++)
@@ -2368,7 +2370,7 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 			st.end_ent = i;
 			break;
 		}
-	if ((err = find_slots(d, &st, diag))) {
+	if ((err = find_slots(d, &st))) {
 		fk_exfat_slots_close(s);
 		return err;
 	}
