@@ -8,6 +8,12 @@
 
 load helpers/common
 
+setup()
+{
+	common_setup
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+}
+
 # mkex FILE SIZE CLUSTER: a fresh exFAT image file.
 mkex()
 {
