@@ -392,3 +392,36 @@ PY
 	run -0 timeout 20 fsck.exfat -n img
 	run -0 ref cat img "/A dir/kept.txt"
 }
+
+@test "reads: fatprealloc on exFAT reads the allocation bitmap only as far as the file takes, the root up to its end marker, the FAT 16 KiB at a time; PercentInUse is exact when it read the whole bitmap, else 0xFF" {
+	local calls bytes
+	truncate -s 1G img
+	mkfs.exfat -c 4096 img >/dev/null
+	# Data, not holes, where the reads go (a card has no holes): the
+	# FAT, the 32 KiB bitmap, the up-case table and the root.
+	dd if=img of=img bs=1M count=8 conv=notrunc 2>/dev/null
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,mmap \
+		fatprealloc img /a.bin 4M
+	read -r calls bytes < <(image_reads r.log img)
+	echo "# $calls reads, $bytes bytes"
+	# The boot region (12 KiB), 16 KiB of FAT (the special chains),
+	# the up-case table, the root's first 4 KiB cluster (read again
+	# from the page cache as it is walked), 4 KiB of bitmap: about
+	# 56 KB.  It was 138 KB: all of the bitmap, a 64 KiB FAT span.
+	((bytes < 64 * 1024))
+	((calls <= 12))
+	fsck.exfat -n img >/dev/null
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" verify -W img
+	# 4 MiB were taken and 7/8 of the bitmap was not read: the
+	# percentage is not known, and the field says so (spec 3.1.16).
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" info img
+	assert_line percent_in_use=255
+	# A volume whose bitmap the search reads whole: exact.
+	rm img
+	truncate -s 64M img
+	mkfs.exfat -c 4096 img >/dev/null
+	run -0 fatprealloc img /b.bin 10M
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" info img
+	assert_line percent_in_use=16
+	assert_line percent_in_use_computed=16
+}
