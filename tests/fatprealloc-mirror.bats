@@ -19,8 +19,9 @@ setup_file()
 	cd "$BATS_FILE_TMPDIR" || return 1
 	gen_bytes 300000 a.jpg >a.jpg || return 1
 	local t size
-	for t in 16 32; do
+	for t in 12 16 32; do
 		case $t in
+		12) size=1M ;;
 		16) size=4M ;;
 		32) size=40M ;;
 		esac
@@ -78,6 +79,10 @@ zeroed_read_copy()
 	fsck_clean img
 	file_intact
 	[ "$(mdir -i img -b ::/NEW.BIN)" = "::/NEW.BIN" ]
+}
+
+@test "fatprealloc FAT12: refuses to write a FAT sector whose copies differ (entries straddle sectors)" {
+	zeroed_read_copy 12
 }
 
 @test "fatprealloc FAT16: refuses to write a FAT sector whose copies differ" {
