@@ -690,11 +690,11 @@ static int verify(struct fk_prun *run, struct fk_diag *diag)
 			err = push_link(&spans, &n, &cap,
 					fk_prun_tail(&pf->old));
 	}
-	if (!err) {
-		fk_diag_set(diag, fk_device_path(op->vol->dev), NULL);
+	if (!err)
 		err = fk_fat_judge_mirror(op->vol, spans, n,
 					  fk_alloc_is_blank(op->alloc), diag);
-	}
+	if (err == FK_ECORRUPT) /* the volume's damage, not a path's */
+		fk_diag_set(diag, fk_device_path(op->vol->dev), NULL);
 	free(spans);
 	return err;
 }
