@@ -823,6 +823,11 @@ int fk_alloc_write_chain(const struct fk_alloc *a, struct fk_volume *vol,
 	return 0;
 }
 
+int fk_alloc_is_blank(const struct fk_alloc *a)
+{
+	return a->is_blank;
+}
+
 uint32_t fk_alloc_next_free(struct fk_alloc *a)
 {
 	uint32_t c = next_free(a, a->cursor);

@@ -131,6 +131,10 @@ int fk_plan_add(struct fk_plan *plan, uint32_t first, uint32_t n);
 /* Release @plan's memory; accepts an empty or zeroed plan. */
 void fk_plan_free(struct fk_plan *plan);
 
+/* Did the free map find no free entry holding bits a write keeps (as
+ * fk_fat_scan_free()'s @is_blank)? */
+int fk_alloc_is_blank(const struct fk_alloc *a);
+
 /*
  * Put @plan in the FAT cache as one chain ending in end-of-chain.  Nothing
  * links to it yet: a crash from here on leaves lost clusters at worst.

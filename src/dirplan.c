@@ -813,6 +813,13 @@ int fk_dirplan_link(struct fk_dirplan *dp)
 	return fk_fat_put(dp->vol, dp->clus[before], dp->growth.runs[0].first);
 }
 
+uint32_t fk_dirplan_link_from(const struct fk_dirplan *dp)
+{
+	if (!dp->growth.nclus)
+		return 0;
+	return dp->clus[dp->nblocks - dp->growth.nclus - 1];
+}
+
 int fk_dirplan_write_changes(struct fk_dirplan *dp)
 {
 	int err = gather(dp);

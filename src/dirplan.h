@@ -109,6 +109,8 @@ const struct fk_plan *fk_dirplan_growth(const struct fk_dirplan *dp);
  */
 int fk_dirplan_write_fresh(struct fk_dirplan *dp);
 int fk_dirplan_link(struct fk_dirplan *dp);
+/* The cluster whose FAT entry fk_dirplan_link() writes; 0: none. */
+uint32_t fk_dirplan_link_from(const struct fk_dirplan *dp);
 int fk_dirplan_write_changes(struct fk_dirplan *dp);
 
 #endif

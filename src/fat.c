@@ -1369,3 +1369,179 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 	free(ds.maps);
 	return err;
 }
+
+/* ---- mirror judge ------------------------------------------------------- */
+
+#define MIRROR_READ_LEN (1u << 20) /* bytes of another copy read at once */
+
+/* Sectors @lo .. @hi of a FAT copy. */
+struct sec_range {
+	uint32_t lo, hi;
+};
+
+static int cmp_sec_range(const void *a, const void *b)
+{
+	const struct sec_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Sort @r and merge ranges that overlap or touch; the new count. */
+static size_t merge_sec_ranges(struct sec_range *r, size_t n)
+{
+	size_t i, out = 0;
+
+	if (!n)
+		return 0;
+	qsort(r, n, sizeof(*r), cmp_sec_range);
+	for (i = 1; i < n; i++) {
+		if (r[i].lo <= r[out].hi + 1) {
+			if (r[i].hi > r[out].hi)
+				r[out].hi = r[i].hi;
+		} else {
+			r[++out] = r[i];
+		}
+	}
+	return out + 1;
+}
+
+/*
+ * The sectors holding entries of @sp (into @all) and, for a free span
+ * written without reading, the sectors it fills whole (into @fresh, when
+ * there are any; as put_many() decides).
+ */
+static void span_sectors(const struct fk_geom *g, const struct fat_ops *ops,
+			 const struct fk_fat_span *sp, int is_blank,
+			 struct sec_range *all, struct sec_range *fresh,
+			 size_t *nfresh)
+{
+	uint64_t from = ops->entry_off(sp->first);
+	uint64_t to = ops->entry_off(sp->first + sp->nclus - 1) + ops->load_len;
+	uint32_t per_sec = g->sec_len / ops->load_len;
+	uint32_t lo, hi;
+
+	all->lo = (uint32_t)(from / g->sec_len);
+	all->hi = (uint32_t)((to - 1) / g->sec_len);
+	if (all->hi >= g->fat_secs) /* the last FAT12 entry's half byte */
+		all->hi = g->fat_secs - 1;
+	if (!sp->is_free || !is_blank || !ops->store_block)
+		return;
+	lo = (sp->first + per_sec - 1) / per_sec;
+	hi = (sp->first + sp->nclus) / per_sec; /* one past */
+	if (lo < hi) {
+		fresh[*nfresh].lo = lo;
+		fresh[(*nfresh)++].hi = hi - 1;
+	}
+}
+
+static int is_zero_buf(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
+/* Compare sectors @lo .. @lo + @nsecs - 1 of copy @c, in @buf, with the
+ * read copy; the first that differs into *@bad. */
+static int compare_secs(struct fk_volume *vol, const unsigned char *buf,
+			uint32_t lo, uint32_t nsecs,
+			const struct sec_range *fresh, size_t nfresh, size_t *f,
+			uint32_t *bad)
+{
+	uint32_t sec_len = vol->g.sec_len, s;
+	const unsigned char *data;
+	int err;
+
+	for (s = lo; s < lo + nsecs; s++) {
+		const unsigned char *p = buf + (size_t)(s - lo) * sec_len;
+
+		while (*f < nfresh && fresh[*f].hi < s)
+			(*f)++;
+		if (*f < nfresh && fresh[*f].lo <= s) {
+			if (!is_zero_buf(p, sec_len))
+				goto differ;
+			continue;
+		}
+		if ((err = fk_cache_get(vol->fat, s, &data)))
+			return err;
+		if (memcmp(p, data, sec_len))
+			goto differ;
+	}
+	return 0;
+differ:
+	*bad = s;
+	return 1;
+}
+
+int fk_fat_judge_mirror(struct fk_volume *vol, const struct fk_fat_span *spans,
+			size_t n, int is_blank, struct fk_diag *diag)
+{
+	const struct fk_geom *g = &vol->g;
+	const struct fat_ops *ops = ops_of(g);
+	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
+	uint32_t max_secs = MIRROR_READ_LEN / g->sec_len, bad = 0, c;
+	struct sec_range *all = NULL, *fresh = NULL;
+	unsigned char *buf = NULL;
+	size_t nall = 0, nfresh = 0, i, f;
+	int err = -ENOMEM;
+
+	if (g->nfats < 2 || !g->is_mirrored)
+		return 0; /* only the read copy is written */
+	if (!max_secs)
+		max_secs = 1;
+	all = malloc((n ? n : 1) * sizeof(*all));
+	fresh = malloc((n ? n : 1) * sizeof(*fresh));
+	if (!all || !fresh)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!spans[i].nclus || spans[i].first > fk_clus_max(g) ||
+		    spans[i].nclus - 1 > fk_clus_max(g) - spans[i].first)
+			continue; /* the write itself refuses those */
+		span_sectors(g, ops, &spans[i], is_blank, &all[nall++], fresh,
+			     &nfresh);
+	}
+	nall = merge_sec_ranges(all, nall);
+	nfresh = merge_sec_ranges(fresh, nfresh);
+	err = 0;
+	if (!nall)
+		goto out;
+	if (!(buf = malloc((size_t)max_secs * g->sec_len))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (c = 0; c < g->nfats && !err; c++) {
+		if (c == g->active_fat)
+			continue;
+		f = 0;
+		for (i = 0; i < nall && !err; i++) {
+			uint32_t lo = all[i].lo;
+
+			while (lo <= all[i].hi && !err) {
+				uint32_t cnt = all[i].hi - lo + 1 < max_secs
+						       ? all[i].hi - lo + 1
+						       : max_secs;
+
+				err = fk_device_read(
+					vol->dev,
+					g->fat_off + c * copy_len +
+						(uint64_t)lo * g->sec_len,
+					buf, (size_t)cnt * g->sec_len);
+				if (!err)
+					err = compare_secs(vol, buf, lo, cnt,
+							   fresh, nfresh, &f,
+							   &bad);
+				lo += cnt;
+			}
+		}
+		if (err == 1) {
+			fk_diag_set(diag, NULL,
+				    "FAT copies %u and %u differ in sector %u "
+				    "(of the FAT), which this run would write",
+				    g->active_fat + 1, c + 1, bad);
+			err = FK_ECORRUPT;
+		}
+	}
+out:
+	free(all);
+	free(fresh);
+	free(buf);
+	return err;
+}

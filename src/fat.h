@@ -9,6 +9,7 @@
 #ifndef FATKIT_FAT_H
 #define FATKIT_FAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct fk_diag;
@@ -205,6 +206,29 @@ int fk_fat_count_free(struct fk_volume *vol, uint32_t copy, uint32_t *nfree);
  */
 int fk_fat_put_free_run(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 			uint32_t next, int is_blank);
+
+/* A run of clusters whose FAT entries a writer will write. */
+struct fk_fat_span {
+	uint32_t first, nclus;
+	int is_free; /* written by fk_fat_put_free_run() */
+};
+
+/*
+ * For a writer, after planning and before its first write: does every
+ * FAT copy the write reaches hold the same bytes as the read copy in each
+ * sector holding an entry of @spans[0 .. @n - 1]?  A write there would
+ * copy the read copy's sector over the others, and where they differ the
+ * other copy may be the sound one (fatcheck judges which).  With
+ * mirroring off (FAT32) or one copy, only the read copy is written:
+ * nothing to compare.  Reads each other copy's sectors once, adjacent ones
+ * in one call; the read copy's through the cache the write uses, except
+ * sectors a free span fills whole when @is_blank (as
+ * fk_fat_put_free_run(): known to be all zeros).  @spans may overlap, in
+ * any order.  Returns 0, FK_ECORRUPT (@diag names the copies and the
+ * first differing sector) or -errno.
+ */
+int fk_fat_judge_mirror(struct fk_volume *vol, const struct fk_fat_span *spans,
+			size_t n, int is_blank, struct fk_diag *diag);
 
 /*
  * fk_fat_scan() of copy @copy that also reads the same bytes of every

@@ -633,13 +633,79 @@ static void end(struct fk_prun *run)
 	run->fam_op = NULL;
 }
 
+/* The FAT entries a plan writes, free clusters each. */
+static int push_plan(struct fk_fat_span **spans, size_t *n, size_t *cap,
+		     const struct fk_plan *p)
+{
+	size_t r;
+
+	for (r = 0; r < p->nruns; r++) {
+		if (FK_VEC_RESERVE(*spans, *cap, *n + 1))
+			return -ENOMEM;
+		(*spans)[(*n)++] = (struct fk_fat_span){p->runs[r].first,
+							p->runs[r].nclus, 1};
+	}
+	return 0;
+}
+
+/* One entry a link writes (an old chain end, taken already). */
+static int push_link(struct fk_fat_span **spans, size_t *n, size_t *cap,
+		     uint32_t clus)
+{
+	if (!clus)
+		return 0;
+	if (FK_VEC_RESERVE(*spans, *cap, *n + 1))
+		return -ENOMEM;
+	(*spans)[(*n)++] = (struct fk_fat_span){clus, 1, 0};
+	return 0;
+}
+
+/*
+ * Every FAT sector the commit (or its rollback) writes must hold the same
+ * bytes in every copy it reaches: the write copies the read copy's sector
+ * over the others, and where they differ the other copy may be the sound
+ * one (a zeroed sector in the read copy calls a file's clusters free).
+ * Reads only the other copies' sectors this run writes.
+ */
+static int verify(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct op *op = run->fam_op;
+	struct fk_fat_span *spans = NULL;
+	size_t n = 0, cap = 0, i;
+	int err = 0;
+
+	for (i = 0; !err && i < op->ndirs; i++) {
+		const struct fk_dirplan *dp = op->dirs[i].dp;
+
+		if (!(err = push_plan(&spans, &n, &cap, &op->dirs[i].own)) &&
+		    !(err = push_plan(&spans, &n, &cap, fk_dirplan_growth(dp))))
+			err = push_link(&spans, &n, &cap,
+					fk_dirplan_link_from(dp));
+	}
+	for (i = 0; !err && i < run->nfiles; i++) {
+		const struct fk_pfile *pf = &op->files[i].pf;
+
+		if (!(err = push_plan(&spans, &n, &cap, &pf->add)) &&
+		    pf->add.nruns)
+			err = push_link(&spans, &n, &cap,
+					fk_prun_tail(&pf->old));
+	}
+	if (!err)
+		err = fk_fat_judge_mirror(op->vol, spans, n,
+					  fk_alloc_is_blank(op->alloc), diag);
+	if (err == FK_ECORRUPT) /* the volume's damage, not a path's */
+		fk_diag_set(diag, fk_device_path(op->vol->dev), NULL);
+	free(spans);
+	return err;
+}
+
 static const struct fk_prealloc_family fat_prealloc_family = {
 	.file_len = sizeof(struct file_plan),
 	.is_whole_contig = 0,
 	.start = start,
 	.resolve = resolve,
 	.settle = settle_entries,
-	.verify = NULL,
+	.verify = verify,
 	.fill_dirs = fill_dirs,
 	.commit = commit,
 	.rollback = rollback,

@@ -1316,13 +1316,15 @@ signal_loop()
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
 	local reads before
 	mkimg fat16 16M img
-	# FAT copy 2 differs from copy 1 in the entry of cluster 10, which
-	# the run would allocate: a rollback that rewrote the sector from
-	# copy 1 would change copy 2.
+	# FAT copy 2 differs from copy 1 in the entry of cluster 1034 (FAT
+	# sector 4), which the run does not write: a run that would write a
+	# sector whose copies differ is refused before its first write
+	# (fatprealloc-mirror.bats), and the difference must survive this
+	# one's stop.
 	local rsvd_secs fat_secs
 	eval "$(fat_geometry img | grep -E '^(rsvd_secs|fat_secs)=')"
 	local fat2=$((rsvd_secs + fat_secs))
-	printf '\xf7\xff' | dd of=img bs=1 seek=$((fat2 * 512 + 20)) conv=notrunc status=none
+	printf '\xf7\xff' | dd of=img bs=1 seek=$((fat2 * 512 + 4 * 512 + 20)) conv=notrunc status=none
 	cp img ref.img
 	strace -f -qq -o r.log -e trace=pread64,preadv,pwrite64,pwritev,fallocate \
 		fatprealloc ref.img /x.bin 64K

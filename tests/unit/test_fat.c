@@ -742,6 +742,53 @@ static void check_scan_copies(struct img *im, const char *tag)
 	OK(!err, "%s: copy 2 restored", tag);
 }
 
+/*
+ * fk_fat_judge_mirror(): a byte of copy 2 that differs in a sector a span
+ * reaches is refused, naming that sector; one elsewhere is not; a FAT12
+ * entry across a sector boundary reaches both sectors.  With @is_fresh,
+ * a span of free clusters over zeroed sectors (check_scan_copies() zeroed
+ * them) is judged without reading copy 1 there.
+ */
+static void check_judge_mirror(struct img *im, const char *tag, int is_fresh)
+{
+	uint32_t per = SEC_LEN * 8 / im->bits;
+	struct fk_fat_span in = {3 * per, per, is_fresh};
+	struct fk_fat_span out = {6 * per, 4, 0};
+	struct fk_fat_span across = {341, 1, 0}, before = {340, 1, 0};
+	struct fk_diag diag;
+	char want[128];
+	int e0, e1, e2, e3 = 0, e4 = 0, err;
+
+	memset(&diag, 0, sizeof(diag));
+	e0 = fk_fat_judge_mirror(im->vol, &in, 1, is_fresh, NULL);
+	err = flip_byte(im, 1, 3 * SEC_LEN + 100);
+	e1 = fk_fat_judge_mirror(im->vol, &in, 1, is_fresh, &diag);
+	e2 = fk_fat_judge_mirror(im->vol, &out, 1, is_fresh, NULL);
+	if (!err)
+		err = flip_byte(im, 1, 3 * SEC_LEN + 100);
+	snprintf(want, sizeof(want),
+		 "FAT copies 1 and 2 differ in sector 3 (of the FAT), which "
+		 "this run would write");
+	OK(!err && !e0 && e1 == FK_ECORRUPT && !strcmp(diag.reason, want) &&
+		   !e2,
+	   "%s fk_fat_judge_mirror: equal copies pass, a byte of copy 2 in "
+	   "a sector the span writes is refused, one elsewhere is not (%d "
+	   "%d %d, \"%s\")",
+	   tag, e0, e1, e2, diag.reason);
+	if (im->bits != 12)
+		return;
+	err = flip_byte(im, 1, SEC_LEN + 0);
+	if (!err) {
+		e3 = fk_fat_judge_mirror(im->vol, &across, 1, 0, NULL);
+		e4 = fk_fat_judge_mirror(im->vol, &before, 1, 0, NULL);
+		err = flip_byte(im, 1, SEC_LEN + 0);
+	}
+	OK(!err && e3 == FK_ECORRUPT && !e4,
+	   "%s fk_fat_judge_mirror: entry 341 across the sector boundary "
+	   "reaches sector 1, entry 340 does not (%d %d)",
+	   tag, e3, e4);
+}
+
 static void check_classes(const struct img *im, const char *tag,
 			  const struct class_row *rows, size_t n)
 {
@@ -901,6 +948,7 @@ static void suite_fat12(void)
 	check_flush(&im, "FAT12");
 	check_scan(&im, "FAT12");
 	check_links(&im, "FAT12", 1);
+	check_judge_mirror(&im, "FAT12", 0);
 	img_close(&im);
 }
 
@@ -988,6 +1036,7 @@ static void suite_fat16(void)
 	check_scan(&im, "FAT16");
 	check_links(&im, "FAT16", 1);
 	check_scan_copies(&im, "FAT16");
+	check_judge_mirror(&im, "FAT16", 1);
 	check_scan_free(&im, "FAT16");
 	img_close(&im);
 }
@@ -1092,6 +1141,7 @@ static void suite_fat32(void)
 	check_scan(&im, "FAT32");
 	check_links(&im, "FAT32", 7);
 	check_scan_copies(&im, "FAT32");
+	check_judge_mirror(&im, "FAT32", 0);
 	check_scan_free(&im, "FAT32");
 	img_close(&im);
 }
