@@ -640,3 +640,43 @@ PY
 		run -0 fatls img /Q/r.bin
 	done
 }
+
+@test "exFAT writer and checker agree on a damaged benign entry set (SecondaryCount into the next set, a bad SetChecksum): the writer refuses its directory, fatcheck reports it and -r mends it" {
+	local kind want
+	for kind in count checksum; do
+		mkex img 4M 512
+		"$FK_PYTHON" - "$FATKIT_HELPERS" img "$kind" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+v.put("/a.bin", 100, b"a" * 100)
+d = v.root_dir()
+e = bytearray(32)
+e[0] = r.T_PADDING                 # a benign primary, no allocation
+e[1] = 4 if sys.argv[3] == "count" else 0
+csum = r.set_checksum(bytes(e))
+r.put_le(e, 2, 2, csum ^ 0x1234 if sys.argv[3] == "checksum" else csum)
+d.write_entries(d.free_slot(1), bytes(e))
+v.put("/b.bin", 100, b"b" * 100)   # the set after it
+v.flush()
+v.f.close()
+PY
+		case $kind in
+		count) want="entry set is cut short (SecondaryCount says more)" ;;
+		checksum) want="entry set checksum mismatch" ;;
+		esac
+		refused_like img "fatprealloc: img:/: damaged entry set at entry * (type 0xA1): $want; run 'fatcheck -r img'" \
+			img /c.bin 1K
+		run -4 fatcheck img
+		assert_output --partial "error: /: "
+		assert_output --partial "(entry 6): "
+		run -1 fatcheck -r img
+		run -0 fatcheck img
+		run -0 fatprealloc img /c.bin 1K
+		run -0 fatls img
+		assert_output $'a.bin\nb.bin\nc.bin'
+		ref verify img
+		fsck.exfat -n img
+	done
+}
