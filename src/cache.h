@@ -28,6 +28,14 @@ struct fk_cache_layout {
 	 * not in huge pages a few reads would make the kernel clear whole.
 	 */
 	int is_rarely_written;
+	/*
+	 * Bytes a miss reads (0: a sector and 63 after it, or a 64 KiB span
+	 * for a chain walk).  Set, a miss reads at most this much and a
+	 * span this much, doubling while a walk reads on from the end of
+	 * the last one: on a card, where every byte read costs time, a
+	 * writer that looks at a few scattered sectors reads little.
+	 */
+	uint32_t read_len;
 };
 
 /* When a flush fsyncs. */
@@ -88,6 +96,34 @@ int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
  */
 int fk_cache_get_fresh(struct fk_cache *cache, uint32_t sec,
 		       unsigned char **data);
+
+/* Sectors @first .. @first + @nsecs - 1 of every read come from copy
+ * @copy instead of the read copy. */
+struct fk_cache_patch {
+	uint32_t first, nsecs;
+	uint32_t copy;
+};
+
+/*
+ * Read the FAT as the read copy with the runs @patches[0 .. @n - 1]
+ * (ascending, apart) taken from other copies: the FAT a checker judged
+ * to be the sound one, before any copy holds it whole.  @patches is
+ * borrowed until the next call (@n 0: none).  Forgets the clean sectors
+ * read before; dirty ones are kept (they are written to every copy).
+ */
+void fk_cache_set_patches(struct fk_cache *cache,
+			  const struct fk_cache_patch *patches, size_t n);
+
+/* Are patches set? */
+int fk_cache_is_patched(const struct fk_cache *cache);
+
+/*
+ * Lay the patches over @len bytes @buf read from the read copy at byte
+ * @off of a copy (for readers that stream the FAT past the cache).
+ * Returns 0 or -errno.
+ */
+int fk_cache_patch_read(struct fk_cache *cache, uint64_t off,
+			unsigned char *buf, size_t len);
 
 /*
  * Write every dirty sector to each mirrored FAT copy (merged runs, sector

@@ -2,8 +2,8 @@
  * check-int.h: what the checker's files share, and nobody else may use.
  *
  *   check.c         public API, findings, repair plans, the order of phases
- *   check-fat.c     boot sector, FAT copies and reserved entries, FSInfo,
- *                   label
+ *   check-fat.c     boot sector, FAT copies (which to keep where they
+ *                   differ) and reserved entries, FSInfo, label
  *   check-tree.c    the directory tree walk: entries, names, ".", "..",
  *                   orphaned long-name slots
  *   check-chain.c   claiming chains in the cluster map, tails, cross-link
@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "check-family.h"
 #include "check.h"
 #include "dir.h"
@@ -81,6 +82,11 @@ enum ent_op {
 	EF_REBUILD, /* write @slot_data into @slot if it still holds @old */
 	EF_UNEND,   /* slots [slot, slot + nslots) that are end markers
 		       (0x00) become deleted slots (0xE5) */
+	EF_GROW,    /* the directory grows by the zeroed cluster
+		       @first_clus, linked from @prev_clus */
+	EF_MOVE,    /* an entry in the "." or ".." slot: slots [slot, slot +
+		       nslots) copied to [to, to + nslots), then deleted
+		       (end markers in [skip_from, to) deleted first) */
 };
 
 /* A directory entry or slot change, applied after the FAT is flushed. */
@@ -96,6 +102,8 @@ struct ent_fix {
 	int set_name;				/* NAME */
 	unsigned char name[11];			/* NAME: the new short name */
 	uint8_t nt;				/* NAME: its NT flags */
+	uint32_t prev_clus;			/* GROW */
+	uint32_t to, skip_from;			/* MOVE */
 };
 
 #define ROOT_AREA UINT32_MAX	   /* entry_ref.dir: the FAT12/16 fixed root */
@@ -167,6 +175,13 @@ struct copy_diff {
 	uint32_t first; /* the first of them */
 };
 
+/* A run of sectors where the two FAT copies differ, and the copy kept
+ * there (0-based; the read copy unless judged or forced otherwise). */
+struct copy_run {
+	uint32_t first, nsecs;
+	uint32_t keep;
+};
+
 /* A volume label entry of the root. */
 struct label_ent {
 	unsigned char raw[11];
@@ -230,6 +245,10 @@ struct fk_check {
 	uint32_t fat0, fat1;
 	uint32_t first_free; /* 0: none */
 	struct copy_diff *diffs;
+	LIST(struct copy_run, copy_runs); /* ascending */
+	struct fk_cache_patch *patches;	  /* the kept runs of the other copy,
+					     which the check reads */
+	size_t npatches;
 	int fix_copies;
 	int fix_fat0, fix_fat1;
 	/* boot sector and FSInfo */
@@ -256,6 +275,11 @@ struct fk_check {
 	/* what repairs freed, for FSInfo */
 	uint32_t freed;
 	uint32_t first_freed;
+	/* free clusters for directory growth (EF_GROW), opened when first
+	   needed; --salvage takes it over so that neither hands out what
+	   the other planned */
+	struct fk_alloc *alloc;
+	uint32_t grown; /* clusters directories grow by, for FSInfo */
 };
 
 #define PUSH(list, item)                                                       \
@@ -315,8 +339,12 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
 /* ---- check-fat.c: the volume's own structures ------------------------- */
 
 int ck_check_boot(struct fk_check *ck);
-/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1]. */
+/* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1];
+ * where the copies differ, the copy kept for each run of sectors, which
+ * the check reads from then on (until ck_unpatch()). */
 int ck_scan_fats(struct fk_check *ck);
+/* Read the read copy as it is again: the check is over. */
+void ck_unpatch(struct fk_check *ck);
 int ck_check_fsinfo(struct fk_check *ck);
 /* After the tree (which finds the root's label entry). */
 void ck_check_label(struct fk_check *ck);

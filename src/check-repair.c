@@ -1,6 +1,7 @@
 /*
  * check-repair.c: the repair steps, in the contract's write order: FAT
- * copies, FAT entries (flushed), directory entries, freed clusters,
+ * copies (per run of differing sectors, the copy kept), FAT entries
+ * (flushed), directory entries, freed clusters,
  * salvaged chains, boot sector, FSInfo last.  Each step applies what the phases planned and
  * nothing else; none of them judges the volume again.
  */
@@ -52,12 +53,44 @@ static int resync_range(struct fk_check *ck, const unsigned char *src,
 	return 0;
 }
 
-static int repair_fat_copies(struct fk_check *ck)
+/* Run @r of the copies: the kept copy's sectors over the other's. */
+static int resync_run(struct fk_check *ck, const struct copy_run *r,
+		      unsigned char *src, unsigned char *dst)
 {
 	const struct fk_geom *g = ck->g;
-	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len, off;
-	unsigned char *src = NULL, *dst = NULL;
+	uint64_t copy_len = (uint64_t)g->fat_secs * g->sec_len;
+	uint64_t off = (uint64_t)r->first * g->sec_len;
+	uint64_t end = off + (uint64_t)r->nsecs * g->sec_len;
 	uint32_t c;
+	int err = 0;
+
+	for (; off < end && !err; off += RESYNC_LEN) {
+		size_t len = end - off < RESYNC_LEN ? (size_t)(end - off)
+						    : RESYNC_LEN;
+
+		err = fk_device_read(ck->vol->dev,
+				     g->fat_off + r->keep * copy_len + off, src,
+				     len);
+		for (c = 0; c < g->nfats && !err; c++) {
+			uint64_t dst_off = g->fat_off + c * copy_len + off;
+
+			if (c == r->keep)
+				continue;
+			if (!(err = fk_device_read(ck->vol->dev, dst_off, dst,
+						   len)))
+				err = resync_range(ck, src, dst, dst_off, len);
+		}
+	}
+	return err;
+}
+
+/* Each run where the copies differ gets the kept copy's sectors in every
+ * copy: the check read the FAT so, and the steps after this one read it
+ * from the first copy, which then holds them. */
+static int repair_fat_copies(struct fk_check *ck)
+{
+	unsigned char *src = NULL, *dst = NULL;
+	size_t i;
 	int err = 0;
 
 	if (!ck->fix_copies)
@@ -66,24 +99,8 @@ static int repair_fat_copies(struct fk_check *ck)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (off = 0; off < copy_len && !err; off += RESYNC_LEN) {
-		size_t len = copy_len - off < RESYNC_LEN
-				     ? (size_t)(copy_len - off)
-				     : RESYNC_LEN;
-
-		err = fk_device_read(
-			ck->vol->dev,
-			g->fat_off + g->active_fat * copy_len + off, src, len);
-		for (c = 0; c < g->nfats && !err; c++) {
-			uint64_t dst_off = g->fat_off + c * copy_len + off;
-
-			if (c == g->active_fat || !ck->diffs[c].nsecs)
-				continue;
-			if (!(err = fk_device_read(ck->vol->dev, dst_off, dst,
-						   len)))
-				err = resync_range(ck, src, dst, dst_off, len);
-		}
-	}
+	for (i = 0; i < ck->copy_runs.n && !err; i++)
+		err = resync_run(ck, &ck->copy_runs.v[i], src, dst);
 out:
 	free(src);
 	free(dst);
@@ -206,6 +223,126 @@ static int apply_unend(struct fk_check *ck, const struct ent_fix *f)
 	return err;
 }
 
+/*
+ * A directory grows as a writer grows it: the new cluster is zeroed while
+ * nothing links to it, then chained (end-of-chain, and the link from the
+ * old last cluster) in every FAT copy.  A crash before the flush leaves a
+ * lost cluster at worst; after it, an empty cluster at the directory's
+ * end, which every reader takes for free slots.  Nothing is written
+ * unless the old last cluster still ends the chain and the new one is
+ * still free.
+ */
+static int apply_grow(struct fk_check *ck, const struct ent_fix *f)
+{
+	unsigned char *zero;
+	uint32_t val;
+	int err;
+
+	if ((err = fk_fat_get(ck->vol, f->prev_clus, &val)))
+		return err;
+	if (fk_fat_class(ck->g, val) != FK_ENT_EOC)
+		return 0;
+	if ((err = fk_fat_get(ck->vol, f->first_clus, &val)))
+		return err;
+	if (val)
+		return 0;
+	if (!(zero = calloc(1, ck->g->clus_len)))
+		return -ENOMEM;
+	err = fk_device_write(ck->vol->dev, fk_clus_off(ck->g, f->first_clus),
+			      zero, ck->g->clus_len);
+	free(zero);
+	if (err ||
+	    (err = fk_fat_put(ck->vol, f->first_clus, fk_fat_eoc(ck->g))) ||
+	    (err = fk_fat_put(ck->vol, f->prev_clus, f->first_clus)))
+		return err;
+	return fk_cache_flush(ck->vol->fat);
+}
+
+/* Volume offsets of @n slots from @first of directory @dir_clus. */
+static int find_slots(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
+		      uint32_t n, uint64_t *off)
+{
+	uint32_t s;
+	int err;
+
+	for (s = 0; s < n; s++)
+		if ((err = fk_dir_slot_off(ck->vol, dir_clus, first + s,
+					   &off[s])))
+			return err;
+	return 0;
+}
+
+/* Write @n slots @e at @off, a run of slots adjacent on disk at a time. */
+static int write_slots(struct fk_check *ck, const uint64_t *off,
+		       unsigned char (*e)[FK_DIRENT_LEN], uint32_t n)
+{
+	uint32_t s, k;
+	int err;
+
+	for (s = 0; s < n; s = k) {
+		for (k = s + 1;
+		     k < n &&
+		     off[k] == off[s] + (uint64_t)(k - s) * FK_DIRENT_LEN;
+		     k++)
+			;
+		if ((err = fk_device_write(ck->vol->dev, off[s], e[s],
+					   (size_t)(k - s) * FK_DIRENT_LEN)))
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * An entry out of the "." and ".." slots, its long-name slots with it,
+ * after every other fix of it (it is copied as those left it).  Order:
+ * end markers before the new place become deleted slots (or the copy
+ * would lie hidden behind one; what they hid is what the walk read on,
+ * its stale entries deleted by now); the copy is written whole; then the old
+ * short slot is deleted, then the old long-name slots; "." and ".." are
+ * created after (apply_phase()).  A crash before the old short slot goes
+ * leaves the entry twice, which the next run reports as a duplicate name
+ * and a cross-link and repairs, keeping the first (the old one, moved
+ * again); after it, the old long-name slots are orphans the next run
+ * deletes.  Never neither copy.  Nothing is written unless the old slots
+ * still hold an entry and the new ones are still free.
+ */
+static int apply_move(struct fk_check *ck, const struct ent_fix *f)
+{
+	unsigned char e[FK_LFN_MAX_ORD + 1][FK_DIRENT_LEN];
+	unsigned char t[FK_DIRENT_LEN];
+	uint64_t from[FK_LFN_MAX_ORD + 1], to[FK_LFN_MAX_ORD + 1];
+	uint32_t s, n = f->nslots, last = n - 1;
+	struct ent_fix skip;
+	int err;
+
+	if (!n || n > FK_LFN_MAX_ORD + 1)
+		return 0;
+	if ((err = find_slots(ck, f->dir_clus, f->slot, n, from)) ||
+	    (err = find_slots(ck, f->dir_clus, f->to, n, to)))
+		return err == FK_ECORRUPT ? 0 : err; /* the growth failed */
+	for (s = 0; s < n; s++) {
+		if ((err = fk_device_read(ck->vol->dev, to[s], t, sizeof(t))) ||
+		    (err = fk_device_read(ck->vol->dev, from[s], e[s],
+					  FK_DIRENT_LEN)))
+			return err;
+		if (!fk_slot_is_free(t))
+			return 0;
+	}
+	if (fk_slot_is_free(e[last]))
+		return 0; /* deleted by another fix */
+	memset(&skip, 0, sizeof(skip));
+	skip.dir_clus = f->dir_clus;
+	skip.slot = f->skip_from;
+	skip.nslots = f->to - f->skip_from;
+	if ((err = apply_unend(ck, &skip)) || (err = write_slots(ck, to, e, n)))
+		return err;
+	for (s = 0; s < n; s++)
+		fk_slot_delete(e[s]);
+	if ((err = write_slots(ck, from + last, e + last, 1)))
+		return err;
+	return write_slots(ck, from, e, last);
+}
+
 static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 {
 	unsigned char e[FK_DIRENT_LEN];
@@ -234,6 +371,10 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 					 f->slot_data);
 	case EF_NAME:
 		return apply_name(ck, f);
+	case EF_GROW:
+		return apply_grow(ck, f);
+	case EF_MOVE:
+		return apply_move(ck, f);
 	case EF_UNEND:
 		return apply_unend(ck, f);
 	case EF_REBUILD:
@@ -267,13 +408,27 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
  * fixed while still hidden, and a crash leaves them for the next run.
  */
 /*
- * When an entry fix is applied: creations of "." and ".." after every
- * deletion (a stale entry read past an end marker may hold the slot
- * until then), and the end markers last.
+ * When an entry fix is applied: entries in the "." and ".." slots move
+ * after every other fix of them (they are copied as fixed), into
+ * directories grown first; creations of "." and ".." after every
+ * deletion and move (a stale entry read past an end marker may hold the
+ * slot until then, a moved one until it is copied), and the end markers
+ * last.
  */
 static int apply_phase(int op)
 {
-	return op == EF_CREATE ? 1 : op == EF_UNEND ? 2 : 0;
+	switch (op) {
+	case EF_GROW:
+		return 1;
+	case EF_MOVE:
+		return 2;
+	case EF_CREATE:
+		return 3;
+	case EF_UNEND:
+		return 4;
+	default:
+		return 0;
+	}
 }
 
 static int repair_entries(struct fk_check *ck)
@@ -281,7 +436,7 @@ static int repair_entries(struct fk_check *ck)
 	size_t i;
 	int err, phase;
 
-	for (phase = 0; phase < 3; phase++)
+	for (phase = 0; phase < 5; phase++)
 		for (i = 0; i < ck->ent_fixes.n; i++)
 			if (apply_phase(ck->ent_fixes.v[i].op) == phase &&
 			    (err = apply_entry(ck, &ck->ent_fixes.v[i])))
@@ -409,10 +564,11 @@ static int repair_fsinfo(struct fk_check *ck)
 {
 	uint32_t used =
 		ck->sv.nsaved ? ck->sv.nfree - fk_alloc_nfree(ck->sv.alloc) : 0;
-	uint32_t nfree = ck->st.free_clus + ck->freed - used;
+	uint32_t nfree = ck->st.free_clus + ck->freed - used - ck->grown;
 	uint32_t hint = ck->fsi.next_free;
 
-	if (!ck->fsi.is_present || (!ck->fix_fsinfo && !ck->freed && !used))
+	if (!ck->fsi.is_present ||
+	    (!ck->fix_fsinfo && !ck->freed && !used && !ck->grown))
 		return 0;
 	if (used) /* the hint may name a cluster FOUND.nnn took */
 		hint = fk_alloc_next_free(ck->sv.alloc);

@@ -181,7 +181,9 @@ int ck_plan_salvage(struct fk_check *ck, size_t idx)
 	int err;
 
 	memset(sv, 0, sizeof(*sv));
-	if ((err = fk_alloc_open(ck->vol, &sv->alloc)))
+	sv->alloc = ck->alloc; /* growth planned in the walk: not free */
+	ck->alloc = NULL;
+	if (!sv->alloc && (err = fk_alloc_open(ck->vol, &sv->alloc)))
 		return err;
 	sv->nfree = fk_alloc_nfree(sv->alloc);
 	err = open_found(ck, found, sizeof(found), &diag);

@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "diag.h"
 #include "dir.h"
+#include "dirplan.h"
 #include "names.h"
 #include "slot.h"
 #include "vec.h"
@@ -98,6 +100,13 @@ struct dirctx {
 	size_t fixes_from;   /* entry fixes planned before this walk */
 	uint32_t hidden_end; /* one past the last entry read past the end
 				marker; 0: none */
+	/* Entries whose slots take the place of "." or "..", moved by
+	 * dir_after() (two at most: one starts in each slot). */
+	struct {
+		uint32_t first, n; /* its slots, long name included */
+		size_t finding;
+	} moves[2];
+	int nmoves;
 };
 
 /* An EF_SET of @ent in @d, with nothing set yet. */
@@ -1017,9 +1026,10 @@ static int check_dot(struct fk_check *ck, struct dirctx *d,
 }
 
 /*
- * Does a repair planned while walking @d delete @slot of it?  Then the
- * slot is free by the time "." or ".." is created there, and one run of
- * the repair settles what would otherwise take two.
+ * Does a repair planned while walking @d delete @slot of it, or move the
+ * entry there elsewhere?  Then the slot is free by the time "." or ".."
+ * is created there, and one run of the repair settles what would
+ * otherwise take two.
  */
 static int will_delete(const struct fk_check *ck, const struct dirctx *d,
 		       uint32_t slot)
@@ -1029,8 +1039,8 @@ static int will_delete(const struct fk_check *ck, const struct dirctx *d,
 	for (i = d->fixes_from; i < ck->ent_fixes.n; i++) {
 		const struct ent_fix *f = &ck->ent_fixes.v[i];
 
-		if (f->op == EF_DELETE && f->dir_clus == d->first &&
-		    slot - f->slot < f->nslots)
+		if ((f->op == EF_DELETE || f->op == EF_MOVE) &&
+		    f->dir_clus == d->first && slot - f->slot < f->nslots)
 			return 1;
 	}
 	return 0;
@@ -1150,6 +1160,37 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
 	return plan_erase(ck, d->first, d->reattach_first, n);
 }
 
+/*
+ * An entry whose slots (its long name's included) begin in slot 0 or 1 of
+ * a subdirectory, where "." and ".." belong (fsck.fat moves it down and
+ * creates them).  It is checked and repaired where it is, as any other;
+ * dir_after() then plans its move (plan_moves()).  So is one read past
+ * an end marker in slot 0: made visible where it is, it would hold the
+ * slot still; judged stale (walk_hidden(), later), it is deleted before
+ * the move, which then finds nothing to copy.
+ */
+static void note_move(struct fk_check *ck, struct dirctx *d,
+		      const struct fk_dirent *ent)
+{
+	uint32_t first = d->ent_first, last = ent->slot;
+	char range[32];
+
+	if (d->nmoves == 2)
+		return;
+	if (last > first)
+		snprintf(range, sizeof(range), "s %u-%u", first, last);
+	else
+		snprintf(range, sizeof(range), " %u", first);
+	d->moves[d->nmoves].first = first;
+	d->moves[d->nmoves].n = last - first + 1;
+	d->moves[d->nmoves++].finding =
+		ck_report(ck, FK_SEV_ERROR, "dot", ent_path(d),
+			  "entry in slot%s, where %s", range,
+			  first	 ? "'..' belongs"
+			  : last ? "'.' and '..' belong"
+				 : "'.' belongs");
+}
+
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent,
 		      const struct fk_dir_stats *st, struct fk_diag *diag)
@@ -1166,6 +1207,8 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		return check_dot(ck, d, ent); /* past a marker: misplaced */
 	if (st->after_end)
 		hidden = hidden_entry(ck, d, named(d), st->end_slot);
+	if (!d->is_root && d->ent_first < 2)
+		note_move(ck, d, ent); /* a hidden one too: if it is kept */
 	if (is_label(ent)) {
 		if (d->is_root) {
 			struct label_ent l = {{0}, d->first, ent->slot, d->run};
@@ -1442,6 +1485,174 @@ static void on_orphan(void *arg, uint32_t first, uint32_t n,
 	d->orphan_why = why;
 }
 
+/* A directory's slots as a writer would find room in them. */
+struct room {
+	uint8_t *used;	/* per slot (FK_DIR_MAX_ENTS) */
+	uint32_t *clus; /* per block: its cluster */
+	uint32_t nslots, nblocks, nold, per_block;
+};
+
+/*
+ * The slots of @d's claimed clusters: free are deleted slots before the
+ * end marker, and slots of all zeros (past the marker, a slot that is
+ * not all zeros may be a hidden entry's, as fk_dirplan_open() has it).
+ * Slots 0 and 1 are "."'s and ".."'s whatever they hold now.
+ */
+static int load_room(struct fk_check *ck, const struct dirctx *d,
+		     uint32_t end_slot, struct room *r)
+{
+	static const unsigned char zero[FK_DIRENT_LEN];
+	uint32_t clus_len = ck->g->clus_len, b, k;
+	unsigned char *buf;
+	int err = 0;
+
+	r->per_block = clus_len / FK_DIRENT_LEN;
+	r->nold = r->nblocks = d->nclus;
+	r->nslots = d->nclus * r->per_block; /* the walk read them all */
+	r->used = calloc(FK_DIR_MAX_ENTS, 1);
+	r->clus = calloc(FK_DIR_MAX_ENTS / r->per_block + 1, sizeof(*r->clus));
+	if (!(buf = malloc(clus_len)) || !r->used || !r->clus) {
+		free(buf);
+		return -ENOMEM;
+	}
+	r->clus[0] = d->first;
+	for (b = 0; b < r->nblocks && !err; b++) {
+		if (b &&
+		    (err = fk_fat_get(ck->vol, r->clus[b - 1], &r->clus[b])))
+			break;
+		if ((err = fk_device_read(ck->vol->dev,
+					  fk_clus_off(ck->g, r->clus[b]), buf,
+					  clus_len)))
+			break;
+		for (k = 0; k < r->per_block; k++) {
+			const unsigned char *e = buf + k * FK_DIRENT_LEN;
+			uint32_t s = b * r->per_block + k;
+
+			r->used[s] = s < 2 ||
+				     (s < end_slot ? !fk_slot_is_free(e)
+						   : !!memcmp(e, zero,
+							      sizeof(zero)));
+		}
+	}
+	free(buf);
+	return err;
+}
+
+/*
+ * Room for @n slots, as a writer finds it (fk_dirplan_find_free(): the
+ * first free run from slot 2; growing the directory by a cluster from
+ * the free ones, planned as EF_GROW, while none is long enough).
+ * Returns 0 and *@to, 1 when there is no room, or -errno.
+ */
+static int find_room(struct fk_check *ck, const struct dirctx *d,
+		     struct room *r, uint32_t n, uint32_t *to)
+{
+	struct fk_plan plan;
+	struct ent_fix f;
+	int err;
+
+	for (;;) {
+		struct fk_slot_map map = {r->used, r->nslots, r->per_block,
+					  r->nold, r->clus};
+
+		if (!fk_dirplan_find_free(&map, 2, n, to))
+			return 0;
+		if (r->nslots + r->per_block > FK_DIR_MAX_ENTS)
+			return 1;
+		if (!ck->alloc && (err = fk_alloc_open(ck->vol, &ck->alloc)))
+			return err;
+		memset(&plan, 0, sizeof(plan));
+		err = fk_alloc_plan(ck->alloc, r->clus[r->nblocks - 1], 1, 0,
+				    &plan, NULL);
+		if (err)
+			return err == -ENOSPC ? 1 : err;
+		memset(&f, 0, sizeof(f));
+		f.op = EF_GROW;
+		f.dir_clus = d->first;
+		f.first_clus = plan.runs[0].first;
+		f.prev_clus = r->clus[r->nblocks - 1];
+		fk_plan_free(&plan);
+		if ((err = ck_plan_entry(ck, &f)))
+			return err;
+		r->clus[r->nblocks++] = f.first_clus;
+		r->nslots += r->per_block;
+		ck->grown++;
+	}
+}
+
+/*
+ * Plan the moves note_move() noted: each entry to the first free slots
+ * from slot 2, as a writer would place a new one.  An entry another
+ * repair deletes stays where it is (its slots will be free); one that
+ * finds no room (no free cluster, or 65536 slots) stays too, and "." or
+ * ".." is left missing.  Growth planned for a move that then found no
+ * room is dropped again.
+ */
+static int plan_moves(struct fk_check *ck, struct dirctx *d,
+		      const struct fk_dir_stats *st)
+{
+	struct room r;
+	struct ent_fix f;
+	size_t nfixes;
+	uint32_t grown, to;
+	char grew[64];
+	int i, err = 0;
+
+	memset(&r, 0, sizeof(r));
+	if (!d->nmoves ||
+	    d->nclus > FK_DIR_MAX_ENTS / (ck->g->clus_len / FK_DIRENT_LEN) ||
+	    (err = load_room(ck, d, st->end_slot, &r)))
+		goto out;
+	for (i = 0; i < d->nmoves && !err; i++) {
+		uint32_t first = d->moves[i].first, n = d->moves[i].n;
+
+		if (will_delete(ck, d, first + n - 1) || n > FK_LFN_MAX_ORD + 1)
+			continue;
+		nfixes = ck->ent_fixes.n;
+		grown = ck->grown;
+		if ((err = find_room(ck, d, &r, n, &to)) == 1) {
+			r.nblocks -= ck->grown - grown;
+			r.nslots = r.nblocks * r.per_block;
+			ck->ent_fixes.n = nfixes;
+			ck->grown = grown;
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		memset(&f, 0, sizeof(f));
+		f.op = EF_MOVE;
+		f.dir_clus = d->first;
+		f.slot = first;
+		f.nslots = n;
+		f.to = to;
+		/* Every end marker before the copy goes, or it would lie
+		 * hidden behind one (what lies between is what the walk
+		 * read on past the first marker). */
+		f.skip_from = st->end_slot < to ? st->end_slot : to;
+		memset(r.used + to, 1, n);
+		if ((err = ck_plan_entry(ck, &f)))
+			break;
+		grew[0] = '\0';
+		if (ck->grown > grown)
+			snprintf(grew, sizeof(grew),
+				 " (the directory grew by %u cluster%s)",
+				 ck->grown - grown,
+				 ck_plural(ck->grown - grown));
+		if (n > 1)
+			ck_set_fix(ck, d->moves[i].finding,
+				   "moved to slots %u-%u%s", to, to + n - 1,
+				   grew);
+		else
+			ck_set_fix(ck, d->moves[i].finding,
+				   "moved to slot %u%s", to, grew);
+	}
+out:
+	free(r.used);
+	free(r.clus);
+	return err;
+}
+
 /* After the entries: what the directory as a whole showed. */
 static int dir_after(struct fk_check *ck, struct dirctx *d,
 		     const struct fk_dir_stats *st)
@@ -1453,6 +1664,8 @@ static int dir_after(struct fk_check *ck, struct dirctx *d,
 		return err;
 	if (d->is_root)
 		return 0;
+	if ((err = plan_moves(ck, d, st)))
+		return err;
 	if (!d->has_dot && (err = missing_dot(ck, d, 1, st->end_slot)))
 		return err;
 	if (!d->has_dotdot && (err = missing_dot(ck, d, 0, st->end_slot)))

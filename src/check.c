@@ -244,7 +244,10 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->runs.blocks);
 	free(ck->lost.v);
 	free(ck->root_labels.v);
+	free(ck->patches);
+	free(ck->copy_runs.v);
 	ck_salvage_free(ck);
+	fk_alloc_close(ck->alloc);
 	free(ck->path);
 	free(ck->map);
 	free(ck->diffs);
@@ -309,10 +312,22 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 	return 0;
 }
 
+/* The check reads the FAT copies as kept (check-fat.c) while its
+ * phases run, and as they are once it is over: the repair's first step
+ * makes every copy hold the kept sectors, and nothing after the check
+ * may reach the volume through @ck (a caller may close it first). */
+static int run_fat_kept(struct fk_check *ck, struct fk_diag *diag)
+{
+	int err = run_fat(ck, diag);
+
+	ck_unpatch(ck);
+	return err;
+}
+
 int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
-	int err =
-		ck->fam ? ck->fam->run(ck->fam_state, diag) : run_fat(ck, diag);
+	int err = ck->fam ? ck->fam->run(ck->fam_state, diag)
+			  : run_fat_kept(ck, diag);
 
 	if (!err && ck->is_nomem)
 		err = -ENOMEM;

@@ -47,7 +47,11 @@ struct fk_check_opts {
 	int is_strict;	   /* preallocated tails are errors */
 	int trim_prealloc; /* plan to free preallocated tails */
 	int salvage;	   /* save lost chains as /FOUND.000/FILEnnnn.CHK */
+	uint32_t fat_copy; /* where FAT copies differ, keep this one
+			      (1-based; at most nfats); 0: judge */
 	int64_t now;	   /* timestamp for what a salvage creates */
+	int is_thorough;   /* exFAT: read every directory past its end
+			      marker, lost clusters or not (a repair) */
 	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
 	 */
 	void (*progress)(void *arg, const char *phase, uint64_t done,
@@ -110,8 +114,9 @@ int fk_check_run(struct fk_check *ck, struct fk_diag *diag);
 /*
  * Apply every repair fk_check_run() planned, in this order, then fsync.
  * The volume must have been opened as a writer.
- *   fat_copies: copy the FAT that was read over the others where they
- *               differ (sector runs, so sparse images stay sparse);
+ *   fat_copies: where the copies differ, copy each run of sectors from
+ *               the copy kept there over the other (only the sectors
+ *               that differ, so sparse images stay sparse);
  *   fat:        mend FAT[0] and FAT[1], end chains at loops,
  *               cross-links, bad links and where trimmed tails begin;
  *               flushed, so every copy has it before an entry changes;

@@ -428,6 +428,16 @@ enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val)
 	return FK_ENT_RANGE;
 }
 
+void fk_fat_entry_secs(const struct fk_geom *g, uint32_t clus, uint32_t *first,
+		       uint32_t *last)
+{
+	const struct fat_ops *ops = ops_of(g);
+	uint64_t off = ops->entry_off(clus);
+
+	*first = (uint32_t)(off / g->sec_len);
+	*last = (uint32_t)((off + (ops->bits + 7) / 8 - 1) / g->sec_len);
+}
+
 uint32_t fk_fat_eoc(const struct fk_geom *g)
 {
 	return ops_of(g)->mask;
@@ -977,6 +987,9 @@ struct scan_fns {
 	/* Large FATs may be mapped rather than read: @block then gets no
 	 * readable bytes past @len. */
 	int can_map;
+	/* The copy as stored, without the cache's patches (a comparison of
+	 * copies). */
+	int is_raw;
 };
 
 /* Bytes a scan block can span (SCAN_ENTS entries, fewer on a smaller FAT)
@@ -1013,8 +1026,12 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy, uint32_t first,
 	const struct fat_ops *ops = ops_of(&vol->g);
 	uint64_t fat_len = (uint64_t)vol->g.fat_secs * vol->g.sec_len;
 	uint64_t copy_off = vol->g.fat_off + copy * fat_len;
-	int is_fast = fns->hole && ops->is_streamed;
-	int is_mapped = fns->can_map && ops->is_streamed;
+	/* Patched sectors come from another copy: no hole or mapping of
+	 * this one tells what they hold. */
+	int is_patched = !fns->is_raw && copy == vol->g.active_fat &&
+			 fk_cache_is_patched(vol->fat);
+	int is_fast = fns->hole && ops->is_streamed && !is_patched;
+	int is_mapped = fns->can_map && ops->is_streamed && !is_patched;
 	unsigned char *buf = malloc(scan_buf_len(vol));
 	uint64_t data_end = 0; /* the FAT is known to hold data up to here */
 	int err = 0;
@@ -1064,7 +1081,9 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy, uint32_t first,
 		/* Only the bytes past the read can be stale. */
 		memset(buf + len, 0, 4);
 		if (!(err = fk_device_read(vol->dev, copy_off + from, buf,
-					   len)))
+					   len)) &&
+		    !(is_patched &&
+		      (err = fk_cache_patch_read(vol->fat, from, buf, len))))
 			err = fns->block(arg, first, n, buf, from, len);
 		first += n;
 	}
@@ -1113,7 +1132,7 @@ int fk_fat_scan_free_range(struct fk_volume *vol, uint32_t copy, uint32_t first,
 			   uint32_t n, uint64_t *map, uint32_t *nfree,
 			   int *is_blank)
 {
-	static const struct scan_fns fns = {free_block, free_hole, 1};
+	static const struct scan_fns fns = {free_block, free_hole, 1, 0};
 	struct free_scan fs = {ops_of(&vol->g), map, 0, 0};
 	uint32_t total = fk_clus_max(&vol->g) + 1;
 	int err;
@@ -1176,7 +1195,7 @@ int fk_fat_scan(struct fk_volume *vol, uint32_t copy,
 			  uint32_t n),
 		void *arg)
 {
-	static const struct scan_fns fns = {decode_block, NULL, 1};
+	static const struct scan_fns fns = {decode_block, NULL, 1, 0};
 	struct decode_scan ds = {ops_of(&vol->g),
 				 NULL,
 				 fn,
@@ -1324,7 +1343,7 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 		       int (*diff)(void *arg, uint32_t copy, uint32_t sec),
 		       void *arg)
 {
-	static const struct scan_fns fns = {copies_block, NULL, 1};
+	static const struct scan_fns fns = {copies_block, NULL, 1, 1};
 	struct decode_scan ds = {ops_of(&vol->g),
 				 NULL,
 				 fn,

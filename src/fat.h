@@ -95,6 +95,11 @@ int fk_fat_judge_read_copy(struct fk_volume *vol, struct fk_diag *diag);
  */
 int fk_fat_fix_reserved(struct fk_volume *vol, int fix0, int fix1);
 
+/* The sectors of a FAT copy (0-based) that hold entry @clus: *@first and
+ * *@last, which differ only for a FAT12 entry split between two. */
+void fk_fat_entry_secs(const struct fk_geom *g, uint32_t clus, uint32_t *first,
+		       uint32_t *last);
+
 /*
  * Read entry @clus (0 .. nclus + 1) through the FAT cache.  Returns 0,
  * FK_ECORRUPT (entry outside the FAT) or -errno.

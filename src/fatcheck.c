@@ -81,8 +81,9 @@ struct opts {
 	int is_strict;
 	int is_json;
 	int is_verbose;
-	int is_quiet; /* -q: text output holds only error findings */
-	int progress; /* -1: when stderr is a terminal */
+	int is_quiet;	   /* -q: text output holds only error findings */
+	uint32_t fat_copy; /* --fat-copy N (1-based); 0: judged per run */
+	int progress;	   /* -1: when stderr is a terminal */
 };
 
 struct run {
@@ -120,6 +121,11 @@ static void usage(FILE *out)
 		"                      (FAT12/16/32 only)\n"
 		"      --trim-prealloc with --repair: free preallocated tails\n"
 		"      --strict        treat preallocated tails as errors (as fsck.fat does)\n"
+		"      --fat-copy N    where the FAT copies differ, keep copy N (1-based):\n"
+		"                      check the volume as it has it, and with -r rewrite\n"
+		"                      the other copy from it (default: per run of\n"
+		"                      differing sectors, the copy the directory tree agrees\n"
+		"                      with; copy 1 where neither is better)\n"
 		"      --json          findings and summary as one JSON document\n"
 		"  -q, --quiet         print only findings of error severity (no warnings,\n"
 		"                      notes or summary; --json is unchanged)\n"
@@ -153,10 +159,28 @@ static void usage(FILE *out)
 enum {
 	OPT_TRIM = 256,
 	OPT_SALVAGE,
+	OPT_FAT_COPY,
 	OPT_STRICT,
 	OPT_JSON,
 	OPT_FORCE,
 };
+
+/* --fat-copy's N: a whole number from 1 (compared with the volume's copies
+ * once it is open). */
+static int parse_fat_copy(const char *arg, uint32_t *copy)
+{
+	unsigned long val;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	val = strtoul(arg, &end, 10);
+	if (errno || *end || val < 1 || val > UINT32_MAX)
+		return -EINVAL;
+	*copy = (uint32_t)val;
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, struct opts *o,
 		      struct fk_volume_opts *vo)
@@ -166,6 +190,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 		{"trim-prealloc", no_argument, NULL, OPT_TRIM},
 		{"salvage", no_argument, NULL, OPT_SALVAGE},
 		{"strict", no_argument, NULL, OPT_STRICT},
+		{"fat-copy", required_argument, NULL, OPT_FAT_COPY},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
@@ -204,6 +229,15 @@ static int parse_args(int argc, char **argv, struct opts *o,
 			break;
 		case OPT_STRICT:
 			o->is_strict = 1;
+			break;
+		case OPT_FAT_COPY:
+			if (parse_fat_copy(optarg, &o->fat_copy)) {
+				fk_usage_error(PROG,
+					       "invalid --fat-copy '%s' (a FAT "
+					       "copy number: 1 or 2)",
+					       optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_JSON:
 			o->is_json = 1;
@@ -498,6 +532,11 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	co.is_strict = r->o.is_strict;
 	co.trim_prealloc = r->o.trim_prealloc;
 	co.salvage = r->o.salvage && with_cb; /* the check after: no plans */
+	co.fat_copy = r->o.fat_copy;
+	/* A repair looks for every hidden exFAT set, and so does the check
+	 * after it: fatprealloc refuses a directory holding one and sends
+	 * the user here, lost clusters or not. */
+	co.is_thorough = r->o.is_repair;
 	co.now = (int64_t)time(NULL);
 	co.arg = r;
 	if (with_cb && r->o.progress)
@@ -687,6 +726,25 @@ static int run_main(int argc, char **argv)
 		fk_diag_set(&diag, r.image,
 			    "--salvage works on FAT12/16/32 only; on exFAT, -r "
 			    "frees lost clusters (run without --salvage)");
+		fk_report_in(PROG, r.image, &diag, -EINVAL);
+		fk_volume_close(vol);
+		free(image);
+		return FK_FSCK_USAGE;
+	}
+	if (r.o.fat_copy && (vol->exfat || r.o.fat_copy > vol->g.nfats)) {
+		/* Said before anything is checked, and nothing written. */
+		if (vol->exfat)
+			fk_diag_set(&diag, r.image,
+				    "--fat-copy works on FAT12/16/32 only: "
+				    "leave it out on exFAT");
+		else
+			fk_diag_set(&diag, r.image,
+				    "--fat-copy %u: the volume has %u FAT "
+				    "cop%s (give 1%s)",
+				    r.o.fat_copy, vol->g.nfats,
+				    vol->g.nfats == 1 ? "y" : "ies",
+				    vol->g.nfats == 1 ? " or leave it out"
+						      : " or 2");
 		fk_report_in(PROG, r.image, &diag, -EINVAL);
 		fk_volume_close(vol);
 		free(image);

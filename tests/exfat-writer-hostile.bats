@@ -680,3 +680,39 @@ PY
 		fsck.exfat -n img
 	done
 }
+
+@test "exFAT writer: a tree 200 directories deep is walked for owners before the first write: a new file in its deepest directory is written; a cluster its deepest file owns that the bitmap marks free is refused, the message keeping the path's end" {
+	local deep free sha
+	mkex img 16M 4096
+	deep=$("$FK_PYTHON" -c 'print("".join("/level-%03d-of-a-deep-tree" % i for i in range(1, 201)))')
+	ref put img "$deep/file.bin" --size 5000
+	cp img base.img
+	# The ownership walk reads all 201 directories; each level used to
+	# copy every ancestor's name, which a deep tree made quadratic.
+	run -0 timeout 20 fatprealloc img "$deep/new.bin" 64K
+	run -0 ref verify img
+	run -0 fsck.exfat -n img
+	run -0 ref ls img "$deep/new.bin"
+	assert_output --regexp $'^attr=----A\tsize=65536\t'
+	cmp <(ref cat base.img "$deep/file.bin") <(ref cat img "$deep/file.bin")
+
+	cp base.img img
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img "$deep/file.bin" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+d, e, _ = v.resolve(sys.argv[3])
+for c in v.clusters_of(e.first, e.dl, e.nofatchain)[0]:
+    v.set_bit(c, 0)
+v.flush()
+v.f.close()
+PY
+	free=$(ref info img | sed -n 's/^free_clusters=//p')
+	sha=$(img_sha img)
+	run -1 --separate-stderr timeout 20 fatprealloc img /new.bin $((free * 4096))
+	[ "$(img_sha img)" = "$sha" ]
+	# 5,200 bytes of path: its first levels give way, not the file's name.
+	[[ $stderr == "fatprealloc: img:/.../level-1"*"-of-a-deep-tree/level-200-of-a-deep-tree/file.bin: owns cluster "*", which the allocation bitmap marks free; run 'fatcheck -r img'" ]]
+	[ "${#lines[@]}" -eq 0 ]
+}

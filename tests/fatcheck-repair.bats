@@ -333,6 +333,198 @@ PY
 	done
 }
 
+# dot_entries_img: ./img as dosfstools' test image check-dot_entries is
+# made: a FAT16 volume TESTFAT16 whose directory DIR holds TEST1.TXT and
+# TEST2.TXT ("test 1", "test 2") in its first two slots, then ".." and
+# "." (built here with mkfs.fat, mtools and corrupt.py, not copied).
+dot_entries_img()
+{
+	rm -f img
+	mkfs.fat --invariant -F 16 -S 512 -s 1 -n TESTFAT16 -C img 8192 >/dev/null
+	printf 'test 1\n' >TEST1.TXT
+	printf 'test 2\n' >TEST2.TXT
+	mmd -i img ::/DIR
+	mcopy -i img TEST1.TXT TEST2.TXT ::/DIR/
+	damage dot-entries /DIR
+}
+
+# dot_entries_kept: what any repair of dot_entries_img leaves, however
+# many runs it took: a settled volume with TEST1.TXT and TEST2.TXT whole
+# (an interrupted move may leave a renamed, emptied copy besides).
+dot_entries_kept()
+{
+	settled
+	[ "$(mtype -i img ::/DIR/TEST1.TXT)" = "test 1" ]
+	[ "$(mtype -i img ::/DIR/TEST2.TXT)" = "test 2" ]
+}
+
+# dot_entries_ok: what one repair of dot_entries_img leaves: "." and ".."
+# first, TEST1.TXT and TEST2.TXT in slots 4 and 5 (where fsck.fat -a puts
+# them, as dosfstools' reference result has it).
+dot_entries_ok()
+{
+	local dot
+	dot_entries_kept
+	dot=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img ".          ")
+	[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "..         ")" -eq $((dot + 32)) ]
+	[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "TEST1   TXT")" -eq $((dot + 4 * 32)) ]
+	[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "TEST2   TXT")" -eq $((dot + 5 * 32)) ]
+}
+
+@test "fatcheck -r: dosfstools' check-dot_entries: the entries in the '.' and '..' slots move down, '.' and '..' are created" {
+	dot_entries_img
+	run fsck.fat -n img
+	assert_output --partial "Expected a valid '.' entry in this slot."
+	run -4 fatcheck img
+	run -1 fatcheck -r img
+	assert_output - <<'OUT'
+error: /DIR/TEST1.TXT: entry in slot 0, where '.' belongs (repair: moved to slot 4)
+error: /DIR/TEST2.TXT: entry in slot 1, where '..' belongs (repair: moved to slot 5)
+error: /DIR: '..' entry in slot 2 (repair: entry removed)
+error: /DIR: '.' entry in slot 3 (repair: entry removed)
+error: /DIR: '.' entry is missing from slot 0 (repair: '.' created)
+error: /DIR: '..' entry is missing from slot 1 (repair: '..' created)
+img: FAT16, 2 files, 1 directory, 3/16223 clusters used; 6 errors (6 fixed, 0 left), 0 warnings, 0 notes; 6 fixes applied
+OUT
+	dot_entries_ok
+}
+
+@test "fatcheck -r: an entry read past an end marker in the '..' slot is made visible and moved down in one run" {
+	local off
+	dot_entries_img
+	# Slot 0 (TEST1.TXT) all zeros: an end marker, and TEST2.TXT, ".."
+	# and "." behind it, seen by Linux and fsck.fat only.
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "TEST1   TXT")
+	dd if=/dev/zero of=img bs=32 count=1 seek=$((off / 32)) conv=notrunc status=none
+	run -4 fatcheck img
+	assert_line --partial "error: /DIR/TEST2.TXT: file 'TEST2.TXT' (slot 1) lies past the directory's end marker (slot 0)"
+	run -1 fatcheck -r img
+	assert_line "error: /DIR/TEST2.TXT: entry in slot 1, where '..' belongs (repair: moved to slot 4)"
+	settled
+	[ "$(mtype -i img ::/DIR/TEST2.TXT)" = "test 2" ]
+	run -0 mdir -b -i img ::/DIR
+	[ "$output" = "::/DIR/TEST2.TXT" ]
+}
+
+@test "fatcheck -r: an entry in the '.' or '..' slot moves down with its long name; '.' and '..' are created in the same run" {
+	local c
+	for c in "12 dot-entries /DATA" "16 dots-removed /DATA" \
+		"16 dots-removed /EMPTYDIR" "32 dots-removed /deep1" \
+		"32 dot-entries /DATA"; do
+		use "${c%% *}"
+		c=${c#* }
+		# shellcheck disable=SC2086
+		damage $c
+		fsck_flags
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		[[ $c == *EMPTYDIR ]] ||
+			assert_line --regexp "^error: /(DATA/rand-100000\.bin|deep1/deep2): entry in slots? 0(-[0-9]+)?, where '\.' (and '\.\.' )?belongs? \(repair: moved to slots? [0-9]+(-[0-9]+)?\)$"
+		settled
+		files_intact
+		mdir_has /DATA ' rand-100000\.bin$'
+		mdir_has /deep1 '^deep2 +<DIR>'
+		run -0 mdir -i img ::/deep1/deep2/deep3/deep4/deep5/deep6/leaf.txt
+	done
+}
+
+# full_dir_img 16|32: ./img with 512-byte clusters and a directory /D of
+# one full cluster (".", "..", a file with a four-slot long name, ten 8.3
+# files), whose "." and ".." were then removed: the long-named file sits
+# in slots 0-3 and only two free slots are left, too few to take it.
+full_dir_img()
+{
+	local i
+	rm -f img
+	mkimg "fat$1" "$([ "$1" = 32 ] && echo 34M || echo 8M)" img -s 1
+	mmd -i img ::/D
+	printf 'long\n' >"A long file name for testing.txt"
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		printf 'file %s\n' $i >F$i.TXT
+	done
+	# One mcopy: the entries take the slots in the order named.
+	mcopy -i img "A long file name for testing.txt" F?.TXT ::/D/
+	damage dots-removed /D
+}
+
+full_dir_ok()
+{
+	local first i
+	settled
+	fat_copies_equal img
+	mdir_has /D '^ALONGF~1 TXT +5 .* A long file name for testing\.txt$'
+	[ "$(mtype -i img "::/D/A long file name for testing.txt")" = long ]
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		[ "$(mtype -i img ::/D/F$i.TXT)" = "file $i" ]
+	done
+}
+
+@test "fatcheck -r: a full directory grows by a zeroed cluster, chained in every FAT copy, to take the entry out of the '.' slots" {
+	local t first
+	for t in 16 32; do
+		full_dir_img $t
+		run -4 fatcheck img
+		run -1 fatcheck -r img
+		assert_line "error: /D/A long file name for testing.txt: entry in slots 0-3, where '.' and '..' belong (repair: moved to slots 16-19 (the directory grew by 1 cluster))"
+		full_dir_ok
+		first=$(mshowfat -i img ::/D </dev/null | sed -n 's/^[^<]*<\([0-9]*\).*/\1/p')
+		[[ $("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" chain img "$first") == *"end=eoc" ]]
+		run -0 mdir -a -i img ::/D
+		[ "$(grep -c ' TXT ' <<<"$output")" -eq 11 ]
+	done
+	# --salvage plans its new clusters around the one the directory
+	# takes (one allocator), and FSInfo counts both.
+	full_dir_img 32
+	damage lost
+	run -1 fatcheck -r --salvage img
+	assert_line --partial "(repair: saved as /FOUND.000/FILE0000.CHK)"
+	full_dir_ok
+	[ "$(fsinfo_free img)" -eq "$(count_free_clusters img)" ]
+}
+
+# fresh dot_entries|full_dir: ./img as that helper makes it (made once per
+# test, then copied).
+fresh()
+{
+	if [[ ! -f $1.base ]]; then
+		if [ "$1" = dot_entries ]; then dot_entries_img; else full_dir_img 32; fi
+		cp img "$1.base"
+	fi
+	cp "$1.base" img
+}
+
+@test "fatcheck -r: a crash after any write while moving entries out of the '.' slots, then another -r, loses no file and no name" {
+	local set n crashed
+	for set in dot_entries full_dir; do
+		for n in $(seq 1 20); do
+			fresh $set
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			if [ $set = dot_entries ]; then dot_entries_kept; else full_dir_ok; fi
+			[ "$crashed" -eq 99 ] || break
+		done
+		((n > 3)) || skip "not a fault-injection build"
+	done
+}
+
+@test "fatcheck -r: a failed write while moving entries out of the '.' slots is exit 12; a later -r finishes the job" {
+	local set n
+	for set in dot_entries full_dir; do
+		for n in 1 2 3 5 8 13; do
+			fresh $set
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			[ "$status" -eq 1 ] && break # no fault injection, or done
+			[ "$status" -eq 12 ]
+			[[ $stderr == "fatcheck: img: Input/output error" ]]
+			run -1 fatcheck -r img
+			if [ $set = dot_entries ]; then dot_entries_kept; else full_dir_ok; fi
+		done
+	done
+}
+
 @test "fatcheck -r: a layout fsck.fat gives up on is refused: exit 8, one line, nothing written; fatprealloc refuses it too" {
 	local t c sha
 	for t in 12 16 32; do
@@ -545,6 +737,113 @@ PY
 		run -0 fatcheck -r img
 		[ "$(img_sha img)" = "$sha" ]
 		label_is $'\x90TE'
+	done
+}
+
+# label_tails [own]: ./img, FAT16 with 2 KiB clusters, /F.BIN (20,000
+# bytes of ./f.bin), then root label entries that are not valid (a control
+# character): one before the end marker, two past it, each of size 0 with
+# a chain of its own (clusters 20, 21-22 and 23), all of it a
+# preallocated tail.  With "own", one more past the marker whose size
+# needs its chain (cluster 24): a label that owns clusters.
+label_tails()
+{
+	rm -f img
+	mkfs.fat -F 16 -S 512 -s 4 -C img 16384 >/dev/null
+	head -c 20000 /dev/urandom >f.bin
+	mcopy -i img f.bin ::F.BIN
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img "${1:-}" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+path, own = sys.argv[2], sys.argv[3] == "own"
+vol = corrupt.Volume(path)
+slots = [off for off, _ in vol.dir_slots(vol.root_clus)]
+assert vol.read(slots[1], 1) == b"\0" and vol.read(slots[2], 1) == b"\0"
+def label(slot, name, first, size):
+    e = bytearray(32)
+    e[0:11] = name.ljust(11)
+    e[11] = 0x08
+    struct.pack_into("<HI", e, 26, first, size)
+    vol.write(slots[slot], bytes(e))
+def chain(*clus):
+    for c, n in zip(clus, clus[1:] + (0xFFFF,)):
+        for copy in range(vol.nfats):
+            vol.write((vol.rsvd + copy * vol.fat_secs) * vol.bps + 2 * c,
+                      struct.pack("<H", n))
+label(1, b"T\x01IL1", 20, 0)   # before the marker at slot 2
+label(3, b"T\x01IL2", 21, 0)
+label(4, b"T\x01IL3", 23, 0)
+chain(20); chain(21, 22); chain(23)
+if own:
+    label(5, b"O\x01N", 24, 2048)
+    chain(24)
+PY
+}
+
+# root_labels: the root's label entries, one per line, as Python bytes.
+root_labels()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+for off, _ in vol.dir_slots(vol.root_clus):
+    e = vol.read(off, 32)
+    if e[0] not in (0, 0xE5) and e[11] & 0x3F != 0x0F and e[11] & 0x18 == 0x08:
+        print(e[:11])
+PY
+}
+
+@test "fatcheck -r --trim-prealloc: label entries that are not valid, whose chains are all tail, are deleted in one run, past the end marker too" {
+	local sha
+	label_tails
+	run fsck.fat -n img
+	[ "$status" -ne 0 ]
+	assert_output --partial "is not valid"
+	run -4 fatcheck img
+	[ "$(grep -c "volume label 'T?IL[123]' (slot [0-9]*) is not valid: it holds a control character; it owns clusters, so it is left for a person$" <<<"$output")" -eq 3 ]
+	run -1 fatcheck -r --trim-prealloc img
+	[ "$(grep -c "is not valid: it holds a control character (repair: label entry deleted)$" <<<"$output")" -eq 3 ]
+	refute_output --partial "left for a person"
+	# One run settles them: clean, and a second run writes nothing.
+	fsck_clean img
+	run -0 fatcheck img
+	[ "${#lines[@]}" -eq 1 ]
+	sha=$(img_sha img)
+	run -0 fatcheck -r --trim-prealloc img
+	[ "$(img_sha img)" = "$sha" ]
+	[ -z "$(root_labels)" ]
+	for c in 20 21 22 23; do
+		[ "$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" get img $c)" -eq 0 ]
+	done
+	cmp f.bin <(mtype -i img ::F.BIN)
+}
+
+@test "fatcheck -r: a label entry that owns clusters is left for a person; each later repair writes nothing" {
+	local sha opt
+	for opt in --trim-prealloc ""; do
+		label_tails own
+		# shellcheck disable=SC2086
+		run -4 fatcheck -r $opt img
+		assert_line --partial "(repair: made visible: the end markers before it became deleted slots)"
+		assert_line --partial "volume label 'O?N' (slot 5) is not valid: it holds a control character; it owns clusters, so it is left for a person"
+		# Converged: the finding stays, and nothing is written again.
+		sha=$(img_sha img)
+		# shellcheck disable=SC2086
+		run -4 fatcheck -r $opt img
+		[ "$(img_sha img)" = "$sha" ]
+		refute_output --partial "(repair:"
+		assert_line --partial "volume label 'O?N' (slot 5) is not valid: it holds a control character; it owns clusters, so it is left for a person"
+		# Without --trim-prealloc the labels' tails stay, and so do they.
+		[ "$(grep -c "is not valid" <<<"$output")" -eq "$([[ -n $opt ]] && echo 1 || echo 4)" ]
+		# fsck.fat still calls that label not valid, as fatcheck does.
+		run fsck.fat -n img
+		[ "$status" -ne 0 ]
+		assert_output --partial "is not valid"
+		[[ $(root_labels) == *"O\\x01N"* ]]
+		cmp f.bin <(mtype -i img ::F.BIN)
 	done
 }
 

@@ -516,6 +516,8 @@ VERDICTS=(
 	"dot-name;/EMPTYDIR|12 16 32|error|'.' entry is damaged"
 	"dot-name;/deep1/deep2;..|12 16 32|error|'..' entry is damaged"
 	"dot-swap;/deep1/deep2|12 16 32|error|'..' entry in slot 0"
+	"dot-entries;/DATA|12 16 32|error|entry in slots 0-2, where '.' and '..' belong"
+	"dots-removed;/deep1|12 16 32|error|entry in slot 0, where '.' belongs"
 	"dir-size;/EMPTYDIR|12 16 32|error|"
 	"dir-loop;/deep1/deep2/deep3;/deep1|12 16 32|error|directory loop"
 	"dup;/DATA/rand-0.bin;/DATA/rand-1.bin|12 16 32|error|has the same name"
@@ -963,6 +965,7 @@ case_args()
 		ARGS=(/EMPTYDIR) ;;
 	nest) ARGS=(/EMPTYDIR 300) ;;
 	dir-loop) ARGS=(/deep1/deep2 /deep1) ;;
+	dot-entries | dots-removed) ARGS=(/DATA) ;;
 	dup) ARGS=(/DATA/rand-0.bin /DATA/rand-1.bin) ;;
 	lfn-*) ARGS=("$LONG") ;;
 	orphan-lfn) ARGS=("$LONG") ;;
@@ -970,6 +973,7 @@ case_args()
 		ARGS=(/README.TXT) ;;
 	long-is) ARGS=(/README.TXT "$LONG") ;;
 	fat0-zero | fat0-high) ARGS=(0) ;; # every copy: BEYOND_REPAIR
+	fat-sector-zero) ARGS=(0 "$BIG") ;; # copy 1 under a file
 	root-label) ARGS=('A*B') ;;
 	esac
 }

@@ -10,6 +10,12 @@ lost clusters). Paths match long and short names case-insensitively.
 
 Cases (PATH is absolute inside the volume):
   fat-copy                 one used entry of FAT copy 1 differs from copy 0
+  fat-sector-zero COPY PATH [last]
+                           copy COPY (from 0) of the FAT sector that holds
+                           the entry of PATH's first cluster past FAT
+                           sector 0 (with "last": of its last but one;
+                           sector 0 if none is past it) all zeros, the
+                           other copy intact
   media                    FAT[0] media byte differs from the BPB (every copy)
   fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
                            only, counted from 0)
@@ -52,6 +58,14 @@ Cases (PATH is absolute inside the volume):
                            ".!" (start cluster and attribute kept)
   dot-swap PATH            directory PATH's "." slot holds ".." (the
                            parent's cluster), so it has two ".." and no "."
+  dot-entries PATH         directory PATH's first two entries (long names
+                           with them) take the first slots, then ".." and
+                           "." follow: dosfstools' test image
+                           check-dot_entries, on any directory
+  dots-removed PATH        directory PATH's "." and ".." removed, every
+                           later slot two places nearer the start (two
+                           zero slots at the end): its first entry (or its
+                           long name) sits in slot 0
   dir-loop PATH ANCESTOR   directory PATH's entry points at ANCESTOR's chain
   dir-size PATH            directory PATH has a non-zero size
   dup PATH1 PATH2          PATH2 (same directory) gets PATH1's short name
@@ -335,6 +349,22 @@ def case_fat_copy(vol):
     return ["-"]
 
 
+def case_fat_sector_zero(vol, copy, path, which="first"):
+    if vol.nfats < 2:
+        die("one FAT copy only")
+    _, ch = file_chain(vol, path, 2)
+    per = {12: 1.5, 16: 2, 32: 4}[vol.bits]
+    for c in ch[:-1] if which == "first" else ch[-2::-1]:
+        sec = int(c * per) // vol.bps
+        if sec >= 1:
+            break
+    else:
+        sec = 0  # FAT[0] and FAT[1] go too: the other copy keeps them
+    base = vol.fat_off + int(copy) * vol.fat_secs * vol.bps
+    vol.write(base + sec * vol.bps, bytes(vol.bps))
+    return [path]
+
+
 def case_media(vol):
     other = 0xF0 if vol.media != 0xF0 else 0xF8
     vol.put(0, (vol.get(0) & ~0xFF) | other)
@@ -553,6 +583,40 @@ def case_dot_swap(vol, path):
     ent, dot = dot_entry(vol, path, ".")
     _, dotdot = dot_entry(vol, path, "..")
     vol.write(dot.off, vol.read(dotdot.off, 32))
+    return [path]
+
+
+def dir_with_dots(vol, path):
+    """Directory PATH's entry, its slots' offsets and their bytes; its
+    first two slots must be "." and ".."."""
+    ent, _ = vol.lookup(path)
+    if not ent.is_dir():
+        die(path + " is not a directory")
+    offs = [off for off, _ in vol.dir_slots(ent.first)]
+    data = [vol.read(off, 32) for off in offs]
+    if data[0][:11] != b".".ljust(11) or data[1][:11] != b"..".ljust(11):
+        die(path + " does not begin with '.' and '..'")
+    return ent, offs, data
+
+
+def case_dot_entries(vol, path):
+    ent, offs, data = dir_with_dots(vol, path)
+    ents = [e for e in vol.entries(ent.first)
+            if e.raw not in (b".".ljust(11), b"..".ljust(11))][:2]
+    if len(ents) < 2 or ents[0].slots[0] != 2 or \
+            ents[1].slots[0] != ents[0].slots[-1] + 1:
+        die(path + " does not hold two entries right after '..'")
+    new = [data[k] for k in ents[0].slots + ents[1].slots] + \
+        [data[1], data[0]]
+    for off, d in zip(offs, new):
+        vol.write(off, d)
+    return [path]
+
+
+def case_dots_removed(vol, path):
+    ent, offs, data = dir_with_dots(vol, path)
+    for off, d in zip(offs, data[2:] + [bytes(32)] * 2):
+        vol.write(off, d)
     return [path]
 
 
@@ -840,6 +904,7 @@ CASES = {
     "root-label": case_root_label, "lfn-field": case_lfn_field,
     "fat-garbage": case_fat_garbage, "dir-garbage": case_dir_garbage,
     "fat-copy": case_fat_copy, "media": case_media,
+    "fat-sector-zero": case_fat_sector_zero,
     "fat0-zero": lambda v, *c: case_fat0(v, "zero", *c),
     "fat0-high": lambda v, *c: case_fat0(v, "high", *c),
     "nfats": case_nfats, "root-ents": case_root_ents,
@@ -862,6 +927,7 @@ CASES = {
     "no-dot": case_no_dot, "dotdot-renamed": case_dotdot_renamed,
     "no-dotdot": case_no_dotdot, "dot-attr": case_dot_attr,
     "dot-name": case_dot_name, "dot-swap": case_dot_swap,
+    "dot-entries": case_dot_entries, "dots-removed": case_dots_removed,
     "lower-short": case_lower_short, "long-is": case_long_is,
     "dir-loop": case_dir_loop,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,

@@ -35,7 +35,8 @@ ROOMS = [
     ("iface", "check-family prealloc-int"),
     ("fat", "dir slot fsinfo dirplan check-int check-chain check-fat"
             " check-tree check-salvage check-repair"),
-    ("exfat", "exfat exfat-layout exfat-dir exfat-prealloc check-exfat"),
+    ("exfat", "exfat exfat-layout exfat-dir exfat-prealloc"
+              " exfat-prealloc-test check-exfat"),
     ("engine", "check prealloc"),
     ("tools", "cli json fatls fatcheck fatprealloc"),
 ]

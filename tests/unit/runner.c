@@ -39,6 +39,7 @@ int main(void)
 	suite_dirplan();
 	suite_vec();
 	suite_exfat();
+	suite_exfat_slots();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

@@ -28,5 +28,6 @@ void suite_slot(void);
 void suite_dirplan(void);
 void suite_vec(void);
 void suite_exfat(void);
+void suite_exfat_slots(void);
 
 #endif

@@ -97,9 +97,62 @@ static void check_spans(struct fk_cache *c)
 	   "cache: a span for the sector after the FAT is refused");
 }
 
+/* Patches over a two-copy layout of the same file (copy 1 is sectors
+ * HALF on): sectors read through every path come from the copy the
+ * patch names, the others from copy 0; clearing the patches forgets
+ * what they put in the cache. */
+#define HALF (FAT_SECS / 2)
+static void check_patches(struct fk_device *dev)
+{
+	static const struct fk_cache_patch p[2] = {{100, 3, 1}, {700, 1, 1}};
+	struct fk_cache_layout lay = {SEC_LEN, 0, HALF, 2, 0, 1, 0, 0};
+	const unsigned char *data;
+	unsigned char buf[8 * SEC_LEN];
+	struct fk_cache *c = NULL;
+	uint32_t first, nsecs, s, bad = 0;
+	int err;
+
+	if ((err = fk_cache_new(dev, &lay, 0, FK_CACHE_NOSYNC, &c))) {
+		OK(0, "cache: patches set up (%d)", err);
+		return;
+	}
+	err = fk_cache_get(c, 101, &data); /* cached before the patches */
+	fk_cache_set_patches(c, p, 2);
+	OK(fk_cache_is_patched(c), "cache: patches are set");
+	for (s = 96; s < 106 && !err; s++)
+		if ((err = fk_cache_get(c, s, &data)) ||
+		    !sector_ok(data, s >= 100 && s < 103 ? s + HALF : s))
+			bad++;
+	OK(!err && !bad,
+	   "cache: sectors 100-102 come from copy 1, their neighbours from "
+	   "copy 0");
+	err = fk_cache_get_span(c, 700, &data, &first, &nsecs);
+	OK(!err && nsecs > 2 &&
+		   sector_ok(data + (size_t)(700 - first) * SEC_LEN,
+			     700 + HALF) &&
+		   sector_ok(data + (size_t)(701 - first) * SEC_LEN, 701),
+	   "cache: a span holds the patched sector from copy 1 only");
+	/* From mid-sector 98 to mid-sector 105 of the copy. */
+	memset(buf, 0, sizeof(buf));
+	err = fk_device_read(dev, 98 * SEC_LEN + 10, buf, 7 * SEC_LEN);
+	err = err ? err
+		  : fk_cache_patch_read(c, 98 * SEC_LEN + 10, buf, 7 * SEC_LEN);
+	OK(!err && buf[0] == byte_of(98, 10) &&
+		   buf[2 * SEC_LEN - 10] == byte_of(100 + HALF, 0) &&
+		   buf[5 * SEC_LEN - 11] == byte_of(102 + HALF, SEC_LEN - 1) &&
+		   buf[5 * SEC_LEN - 10] == byte_of(103, 0),
+	   "cache: a byte range across patch edges takes exactly the patched "
+	   "sectors");
+	fk_cache_set_patches(c, NULL, 0);
+	err = fk_cache_get(c, 101, &data);
+	OK(!err && !fk_cache_is_patched(c) && sector_ok(data, 101),
+	   "cache: without patches, a sector read patched is read again");
+	fk_cache_free(c);
+}
+
 void suite_cache_evict(void)
 {
-	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0};
+	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0, 0};
 	const unsigned char *data;
 	struct fk_device_opts o;
 	struct fk_device *dev = NULL;
@@ -144,6 +197,7 @@ void suite_cache_evict(void)
 	OK(fk_cache_get(c, FAT_SECS, &data) == FK_ECORRUPT,
 	   "cache: the sector after the FAT is refused");
 	check_spans(c);
+	check_patches(dev);
 out:
 	fk_cache_free(c);
 	fk_cache_free(NULL);

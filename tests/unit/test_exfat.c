@@ -195,8 +195,11 @@ static void test_checksums(void)
 	OK(fk_exfat_upcase_checksum(table, sizeof(table)) == 0x22000032u,
 	   "TableChecksum of a compressed table");
 	fk_exfat_upcase_expand(table, sizeof(table), up);
-	OK(up->is_compressed && up->map['a'] == 'A' && up->map['b'] == 'B' &&
-		   up->map['c'] == 'c' && up->map['A'] == 'A' && !up->defects,
+	OK(up->is_compressed && fk_exfat_upcase(up, 'a') == 'A' &&
+		   fk_exfat_upcase(up, 'b') == 'B' &&
+		   fk_exfat_upcase(up, 'c') == 'c' &&
+		   fk_exfat_upcase(up, 'A') == 'A' &&
+		   fk_exfat_upcase(up, 0xFFFF) == 0xFFFF && !up->defects,
 	   "compressed table: 0x61 units kept, then a -> A, b -> B");
 	memset(up, 0, sizeof(*up));
 	fk_exfat_upcase_expand((const unsigned char *)"\x41\x00\x42\x00\xff"
@@ -206,12 +209,12 @@ static void test_checksums(void)
 	/* A table that maps ASCII and Greek (as mkfs.exfat's does). */
 	memset(up, 0, sizeof(*up));
 	fk_exfat_upcase_fallback(up);
-	up->map[0x3c3] = 0x3a3;
-	up->map[0x3af] = 0x38a;
-	up->map[0x3c5] = 0x3a5;
-	up->map[0x3c6] = 0x3a6;
-	up->map[0x3bf] = 0x39f;
-	up->map[0x3c2] = 0x3a3;
+	fk_exfat_upcase_put(up, 0x3c3, 0x3a3);
+	fk_exfat_upcase_put(up, 0x3af, 0x38a);
+	fk_exfat_upcase_put(up, 0x3c5, 0x3a5);
+	fk_exfat_upcase_put(up, 0x3c6, 0x3a6);
+	fk_exfat_upcase_put(up, 0x3bf, 0x39f);
+	fk_exfat_upcase_put(up, 0x3c2, 0x3a3);
 	/* exfatref.py: name_hash(units_of("FRAG.BIN")), "ΣΊΣΥΦΟΣ.TXT" */
 	OK(fk_exfat_name_hash(up, frag, 8) == 0xbaee, "NameHash of frag.bin");
 	OK(fk_exfat_name_hash(up, sisyphus, 11) == 0x347a,
@@ -231,6 +234,25 @@ static void test_checksums(void)
 	OK(fk_exfat_set_checksum((const unsigned char(*)[FK_EXFAT_ENT_LEN])set,
 				 3) == 0x095e,
 	   "SetChecksum skips its own field");
+	{
+		uint16_t csum, hash;
+		uint32_t n;
+
+		/* Names shorter and longer than the set's 94 bytes. */
+		for (n = 0; n <= 11; n += 11) {
+			fk_exfat_set_sums((const unsigned char(*)[32])set, 3,
+					  up, sisyphus, n, &csum, &hash);
+			OK(csum == 0x095e &&
+				   hash == fk_exfat_name_hash(up, sisyphus, n),
+			   "both sums in one loop: %u units", n);
+		}
+		fk_exfat_set_sums((const unsigned char(*)[32])set, 1, up, frag,
+				  8, &csum, &hash);
+		OK(csum == fk_exfat_set_checksum(
+				   (const unsigned char(*)[32])set, 1) &&
+			   hash == 0xbaee,
+		   "both sums: a name longer than the one entry");
+	}
 	OK(fk_exfat_percent(1, 3) == 33 && fk_exfat_percent(0, 0) == 0,
 	   "PercentInUse rounds down");
 	free(up);
@@ -270,12 +292,28 @@ static void test_name_units(void)
 #define V_HEAP	40u
 
 enum vol_flags {
-	V_DAMAGE = 1,	/* a bad checksum, a set cut short, an orphan */
-	V_CRITICAL = 2, /* an unknown critical primary (0x86) */
-	V_LEAK = 4,	/* cluster 9 marked, owned by nothing */
-	V_MISS = 8,	/* d.txt's cluster 5 marked free */
-	V_VCROSS = 16,	/* the Vendor Allocation runs into cluster 8 */
-	V_VZERO = 32,	/* the Vendor Allocation: cluster 7, length 0 */
+	V_DAMAGE = 1,	   /* a bad checksum, a set cut short, an orphan */
+	V_CRITICAL = 2,	   /* an unknown critical primary (0x86) */
+	V_LEAK = 4,	   /* cluster 9 marked, owned by nothing */
+	V_MISS = 8,	   /* d.txt's cluster 5 marked free */
+	V_VCROSS = 16,	   /* the Vendor Allocation runs into cluster 8 */
+	V_VZERO = 32,	   /* the Vendor Allocation: cluster 7, length 0 */
+	V_ROOT_FREE = 64,  /* the root's chain: 4 links to a free entry */
+	V_ROOT_LOOP = 128, /* the root's chain: 6 links back to 4 */
+	V_PAST_HEAP = 256, /* d.txt: NoFatChain from the last cluster, 2 long */
+	V_NO_ALLOC = 512,  /* d.txt: AllocationPossible clear */
+	V_GUID = 1024,	   /* entry 20: a Volume GUID entry, not deleted */
+	V_UPCASE2 = 2048,  /* entry 20: a second up-case table entry */
+	V_LABEL2 = 4096,   /* entries 20 and 21: two volume labels */
+	V_FILE_LOOP = 8192, /* d.txt: FAT-chained, 3 clusters, 5, 9, 5 */
+	V_HIDDEN = 16384,   /* entry 22, past the end marker: a GUID entry */
+	V_PERCENT = 32768,  /* PercentInUse 101 */
+	V_MEDIA = 65536,    /* VolumeFlags: MediaFailure */
+	V_CSUM = 131072,    /* a boot code byte changed in both regions */
+	V_VFIRST0 = 262144, /* the Vendor Allocation: FirstCluster 0 */
+	V_VSHORT = 524288,  /* the Vendor Allocation: FAT-chained, 3 long */
+	V_NONAME = 1048576, /* a.txt: NameLength 0; b.txt: 20, unit 0 is 0 */
+	V_UPLEN = 2097152,  /* the up-case table: 3 clusters long, chain 1 */
 };
 
 static const unsigned char up_raw[] = {
@@ -350,6 +388,21 @@ static void put_primary(unsigned char *img, uint32_t at, uint8_t type,
 	put16(e + 2, fk_exfat_set_checksum((const unsigned char(*)[32])e, 1));
 }
 
+/* Root entry @ent's byte @off becomes @val; the set of @n entries at @at
+ * gets its checksum again. */
+static void reseal(unsigned char *img, uint32_t at, uint32_t n, uint32_t ent,
+		   uint32_t off, unsigned char val)
+{
+	unsigned char set[4][32];
+	uint32_t i;
+
+	root_ent(img, ent)[off] = val;
+	for (i = 0; i < n; i++)
+		memcpy(set[i], root_ent(img, at + i), 32);
+	put16(root_ent(img, at) + 2,
+	      fk_exfat_set_checksum((const unsigned char(*)[32])set, n));
+}
+
 static unsigned char *build_volume(unsigned flags)
 {
 	unsigned char *img = calloc(V_SECS, SEC);
@@ -378,10 +431,22 @@ static unsigned char *build_volume(unsigned flags)
 		put32(img + (i + 1) * SEC - 4, 0xaa550000u);
 	seal(img);
 	memcpy(img + 12 * SEC, img, 12 * SEC);
+	/* Outside the checksum, or past it (V_CSUM: neither region can be
+	 * restored from the other). */
+	if (flags & V_PERCENT)
+		img[112] = 101;
+	if (flags & V_MEDIA)
+		img[106] = 4;
+	if (flags & V_CSUM) {
+		img[200] ^= 1;
+		img[12 * SEC + 200] ^= 1;
+	}
 	fat_put(img, 0, 0xfffffff8u);
 	for (i = 1; i <= 8; i++)
 		fat_put(img, i, FK_EXFAT_EOC);
-	fat_put(img, 4, 6);
+	fat_put(img, 4, (flags & V_ROOT_FREE) ? 0 : 6);
+	if (flags & V_ROOT_LOOP)
+		fat_put(img, 6, 4);
 	/* bitmap: clusters 2 to 8 */
 	clus_at(img, 2)[0] = 0x7f;
 	if (flags & V_LEAK)
@@ -398,24 +463,58 @@ static unsigned char *build_volume(unsigned flags)
 	e[0] = 0x82;
 	put32(e + 4, fk_exfat_upcase_checksum(up_raw, sizeof(up_raw)));
 	put32(e + 20, 3);
-	put32(e + 24, sizeof(up_raw));
+	put32(e + 24, (flags & V_UPLEN) ? 3 * SEC : sizeof(up_raw));
 	put_file(img, up, 2, "a.txt", 0, 0, NULL);
 	put_file(img, up, 5, "b.txt", 0, 0, NULL);
 	put_file(img, up, 8, "x.txt", 0, 0, NULL);
-	put_file(img, up, 11, "d.txt", 5, SEC, NULL);
+	if (flags & V_NONAME) {
+		reseal(img, 2, 3, 3, 3, 0);
+		reseal(img, 5, 3, 6, 3, 20);
+		reseal(img, 5, 3, 7, 2, 0);
+	}
+	if (flags & V_PAST_HEAP)
+		put_file(img, up, 11, "d.txt", V_NCLUS + 1, 2 * SEC, NULL);
+	else
+		put_file(img, up, 11, "d.txt", 5, SEC, NULL);
+	if (flags & V_NO_ALLOC)
+		reseal(img, 11, 3, 12, 1, 0x02);
+	if (flags & V_FILE_LOOP) {
+		put_file(img, up, 11, "d.txt", 5, 3 * SEC, NULL);
+		reseal(img, 11, 3, 12, 1, 0x01);
+		fat_put(img, 5, 9);
+		fat_put(img, 9, 5);
+		clus_at(img, 2)[0] |= 0x80;
+	}
 	memset(vendor, 0, sizeof(vendor));
 	vendor[0] = 0xe1;
-	vendor[1] = 3; /* AllocationPossible, NoFatChain */
-	put32(vendor + 20, 7);
+	vendor[1] = (flags & V_VSHORT) ? 1 : 3; /* AllocationPossible,
+						 NoFatChain */
+	put32(vendor + 20, (flags & V_VFIRST0) ? 0 : 7);
 	put32(vendor + 24, flags & V_VZERO    ? 0
 			   : flags & V_VCROSS ? 2 * SEC
+			   : flags & V_VSHORT ? 3 * SEC
 					      : SEC);
 	/* entries 14 to 17: across the root's two clusters, 4 and 6 */
 	put_file(img, up, 14, "c.txt", 0, 0, vendor);
 	root_ent(img, 18)[0] = 0x05; /* deleted */
 	put_primary(img, 19, 0xa5, 8);
-	put_primary(img, 20, (flags & V_CRITICAL) ? 0x86 : 0x05, 0);
-	/* 21: the end marker */
+	put_primary(img, 20,
+		    (flags & V_CRITICAL) ? 0x86
+		    : (flags & V_GUID)	 ? 0xa0
+					 : 0x05,
+		    0);
+	if (flags & V_UPCASE2)
+		memcpy(root_ent(img, 20), root_ent(img, 1), 32);
+	if (flags & V_LABEL2) {
+		memset(root_ent(img, 20), 0, 64);
+		root_ent(img, 20)[0] = root_ent(img, 21)[0] = 0x83;
+		root_ent(img, 20)[1] = root_ent(img, 21)[1] = 1;
+		root_ent(img, 20)[2] = 'A';
+		root_ent(img, 21)[2] = 'B';
+	}
+	if (flags & V_HIDDEN)
+		put_primary(img, 22, 0xa0, 0);
+	/* 21: the end marker (22 with V_LABEL2) */
 	if (flags & V_DAMAGE) {
 		root_ent(img, 5)[2] ^= 0x5a; /* b.txt: SetChecksum */
 		root_ent(img, 8)[1] = 3;     /* x.txt: cut short by d.txt */
@@ -577,6 +676,86 @@ static void test_iterator(void)
 	free(set);
 }
 
+/* Iterate @dir to its end; returns what the last fk_exfat_dir_next() did. */
+static int iterate(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
+		   struct fk_diag *diag)
+{
+	int r;
+
+	while ((r = fk_exfat_dir_next(dir, set, diag)) == 1)
+		;
+	return r;
+}
+
+static const struct chain_row {
+	const char *edge;
+	unsigned flags;
+	struct fk_exfat_stream s; /* first 0: the root */
+	const char *reason;
+	int is_loop;
+	uint32_t end_val;
+} chain_rows[] = {
+	{"a root chain that runs into a free entry",
+	 V_ROOT_FREE,
+	 {0, 0, 0},
+	 "directory chain breaks after cluster 4 (entry 0x0)",
+	 0,
+	 0},
+	{"a root chain that loops",
+	 V_ROOT_LOOP,
+	 {0, 0, 0},
+	 "directory chain loops: cluster 4 links back to 6",
+	 1,
+	 6},
+	{"a first cluster past the heap",
+	 0,
+	 {V_NCLUS + 2, SEC, 0},
+	 "directory cluster 2010 is out of range",
+	 0,
+	 V_NCLUS + 2},
+	{"a NoFatChain run that ends past the heap",
+	 0,
+	 {V_NCLUS + 1, 2 * SEC, 1},
+	 "directory cluster 2010 is out of range",
+	 0,
+	 V_NCLUS + 2},
+};
+
+/* A directory's chain that breaks, loops or leaves the heap: the iterator
+ * stops with FK_ECORRUPT, says why and records how the chain ended. */
+static void test_dir_chain(void)
+{
+	struct fk_exfat_set *set = malloc(sizeof(*set));
+	size_t i;
+
+	for (i = 0; set && i < NROWS(chain_rows); i++) {
+		const struct chain_row *w = &chain_rows[i];
+		struct fk_diag diag = {0};
+		const struct fk_exfat_dir_stats *st;
+		struct fk_exfat_dir *dir;
+		struct vol_file vf;
+		int r;
+
+		if (vol_open(&vf, w->flags, 0) ||
+		    fk_exfat_dir_open(vf.vol, w->s.first_clus ? &w->s : NULL,
+				      &dir)) {
+			OK(0, "dir chain: %s: the volume opens", w->edge);
+			continue;
+		}
+		fk_exfat_dir_keep_going(dir);
+		r = iterate(dir, set, &diag);
+		st = fk_exfat_dir_stats(dir);
+		OK(r == FK_ECORRUPT && !strcmp(diag.reason, w->reason) &&
+			   st->chain.is_loop == w->is_loop &&
+			   st->chain.end_val == w->end_val,
+		   "dir chain: %s: \"%s\" (r %d, loop %d, value %u)", w->edge,
+		   diag.reason, r, st->chain.is_loop, st->chain.end_val);
+		fk_exfat_dir_close(dir);
+		vol_close(&vf);
+	}
+	free(set);
+}
+
 /* Run the checker on a volume of @flags; optionally repair and check again. */
 static struct fk_check *check_vol(struct vol_file *vf, unsigned flags,
 				  int is_repair)
@@ -660,6 +839,50 @@ static const struct check_row {
 	 V_LEAK | V_DAMAGE, 0,
 	 "set-checksum+ entry-set+ orphan-entry+ hidden-entry+ lost lost-kept",
 	 0xff},
+	{"a NoFatChain run past the heap; d.txt's old cluster lost",
+	 V_PAST_HEAP, 0, "past-heap+ lost+", 0x7f},
+	{"the same repaired: clean, cluster 5 freed", V_PAST_HEAP, 1, "", 0x77},
+	{"AllocationPossible clear on a file with a cluster", V_NO_ALLOC, 0,
+	 "alloc-flag+", 0x7f},
+	{"the same repaired: clean, the cluster still the file's", V_NO_ALLOC,
+	 1, "", 0x7f},
+	{"a Volume GUID entry in the root is benign: clean", V_GUID, 0, "",
+	 0x7f},
+	{"a second up-case table entry", V_UPCASE2, 0, "upcase+", 0x7f},
+	{"the same repaired: clean", V_UPCASE2, 1, "", 0x7f},
+	{"two volume labels", V_LABEL2, 0, "label+", 0x7f},
+	{"the same repaired: clean", V_LABEL2, 1, "", 0x7f},
+	{"a file chain that loops", V_FILE_LOOP, 0, "loop+", 0xff},
+	{"the same repaired: clean, both clusters the file's", V_FILE_LOOP, 1,
+	 "", 0xff},
+	/* Read past the marker only when clusters are lost (or by -r). */
+	{"a benign entry past the end marker, no cluster lost: unread",
+	 V_HIDDEN, 0, "", 0x7f},
+	{"the same repaired: clean", V_HIDDEN, 1, "", 0x7f},
+	{"PercentInUse over 100", V_PERCENT, 0, "boot+", 0x7f},
+	{"the same repaired: set from the bitmap, clean", V_PERCENT, 1, "",
+	 0x7f},
+	{"MediaFailure set: a warning, nothing to repair", V_MEDIA, 0,
+	 "media-failure", 0x7f},
+	{"both regions' checksums wrong: neither restores the other", V_CSUM, 0,
+	 "boot+ backup-boot+", 0x7f},
+	{"the same repaired: both checksums rewritten, clean", V_CSUM, 1, "",
+	 0x7f},
+	{"a Vendor Allocation with FirstCluster 0 and a length: its cluster "
+	 "7 lost",
+	 V_VFIRST0, 0, "bad-start+ lost+", 0x7f},
+	{"the same repaired: the allocation cleared, cluster 7 freed",
+	 V_VFIRST0, 1, "", 0x5f},
+	{"a FAT-chained Vendor Allocation shorter than its length", V_VSHORT, 0,
+	 "short-chain+", 0x7f},
+	{"the same repaired: its length cut to its chain, clean", V_VSHORT, 1,
+	 "", 0x7f},
+	{"a set with NameLength 0, one whose name starts with unit 0", V_NONAME,
+	 0, "entry-set+ name-length+", 0x7f},
+	{"the same repaired: both sets removed, clean", V_NONAME, 1, "", 0x7f},
+	{"an up-case table longer than its chain: reported, names compared "
+	 "through ASCII, nothing planned",
+	 V_UPLEN, 0, "short-chain upcase", 0x7f},
 };
 
 static void test_checker(void)
@@ -689,5 +912,6 @@ void suite_exfat(void)
 	test_checksums();
 	test_name_units();
 	test_iterator();
+	test_dir_chain();
 	test_checker();
 }
