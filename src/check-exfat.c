@@ -602,12 +602,42 @@ static int claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
 }
 
 static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
+static void delete_set(struct fk_exfat_set *s);
 
-/* A benign primary's set (TexFAT padding, a vendor's...): its allocations. */
+/*
+ * A benign primary's set (TexFAT padding, a vendor's...): its allocations.
+ * A damaged one (fk_exfat_set_damage(), the judgement the writer refuses
+ * a directory by) is reported as a file's set would be: one cut short
+ * claims the sets after it, and is removed with its clusters kept; a bad
+ * SetChecksum is rewritten.
+ */
 static int check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
+	const char *why = fk_exfat_set_damage(s);
 	int is_changed = 0, err;
+	size_t idx;
 
+	if (why && (s->defects & FK_EXS_TRUNCATED)) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+				"damaged entry set of type 0x%02X (entry %u): "
+				"%s",
+				s->type, s->first_ent, why);
+		ck_set_fix(x->ck, idx, "entry set removed");
+		if ((err = keep_bits(x, "a damaged entry set was removed")))
+			return err;
+		delete_set(s);
+		return plan_set(x, s);
+	}
+	if (why) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "set-checksum",
+				cur_path(x),
+				"entry set of type 0x%02X (entry %u): "
+				"SetChecksum 0x%04X, computed 0x%04X",
+				s->type, s->first_ent, s->csum_stored,
+				s->csum_computed);
+		ck_set_fix(x->ck, idx, "checksum rewritten");
+		is_changed = 1;
+	}
 	if ((err = claim_generic(x, s->raw[0], GEN_PFLAGS, &is_changed)) ||
 	    (err = claim_secondaries(x, s, &is_changed)))
 		return err;

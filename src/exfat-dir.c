@@ -708,6 +708,17 @@ const char *fk_exfat_set_reason(uint32_t defects)
 	return "";
 }
 
+const char *fk_exfat_set_damage(const struct fk_exfat_set *set)
+{
+	if (set->kind == FK_EXK_ORPHAN)
+		return "secondary entries without a file entry";
+	if (set->kind == FK_EXK_CRITICAL)
+		return "unknown critical entry";
+	if (set->defects & FK_EXFAT_SET_DAMAGED)
+		return fk_exfat_set_reason(set->defects & FK_EXFAT_SET_DAMAGED);
+	return NULL;
+}
+
 /* ---- the family: entry sets as struct fk_dirent --------------------------- */
 
 struct lister {

@@ -560,6 +560,27 @@ static int set_clus(struct xdir *d, const struct fk_plan *runs)
 }
 
 /*
+ * A damaged set (fk_exfat_set_damage()) in a directory the run writes to
+ * or goes through: its SecondaryCount may claim the slots after it, so a
+ * new set placed there, or a name found there, may be part of it for
+ * another reader.  The directory is refused, never written around it.
+ */
+static void refuse_damage(const struct fk_exfat_set *set, struct fk_diag *diag)
+{
+	const char *why = fk_exfat_set_damage(set);
+
+	if (set->kind == FK_EXK_FILE && set->name[0])
+		fk_diag_set(diag, NULL,
+			    "damaged entry set at entry %" PRIu32 " ('%s'): %s",
+			    set->first_ent, set->name, why);
+	else
+		fk_diag_set(diag, NULL,
+			    "damaged entry set at entry %" PRIu32
+			    " (type 0x%02X): %s",
+			    set->first_ent, set->type, why);
+}
+
+/*
  * Read directory @s (NULL: the root), called @where in messages, with its
  * sets and free slots.  Its stream is judged as a file's (load_stream())
  * before anything is read from it.
@@ -618,6 +639,11 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 		struct xname nm;
 		int k;
 
+		if (fk_exfat_set_damage(set)) {
+			refuse_damage(set, diag);
+			err = FK_ECORRUPT;
+			break;
+		}
 		if (set->kind != FK_EXK_FILE)
 			continue;
 		memset(&nm, 0, sizeof(nm));

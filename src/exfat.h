@@ -666,6 +666,28 @@ const char *fk_exfat_set_reason(uint32_t defects);
 	 FK_EXS_NAME_ENTRY | FK_EXS_NAME_LEN | FK_EXS_CRITICAL |               \
 	 FK_EXS_BIG_DIR)
 
+/*
+ * Set defects that leave the directory around the set in doubt: which
+ * entries the set holds (a SecondaryCount that runs past the directory or
+ * into the next set, a SetChecksum that does not confirm it, a set past
+ * the end marker), or what they mean (what a listing refuses).
+ */
+#define FK_EXFAT_SET_DAMAGED                                                   \
+	(FK_EXFAT_SET_FATAL | FK_EXS_CHECKSUM | FK_EXS_CROSSES_END)
+
+/*
+ * Is @set, as fk_exfat_dir_next() returned it, damaged: a defect of
+ * FK_EXFAT_SET_DAMAGED, secondaries with no primary (FK_EXK_ORPHAN), or
+ * an unknown critical primary (spec 6.2.1.2: its directory cannot be
+ * used as if it were not there)?  Returns the reason, or NULL for a sound
+ * set.  The one judgement of a damaged set: a writer refuses to write in
+ * (or to go through) a directory that holds one, since slots inside or
+ * after it may belong to it for another reader; the checker reports every
+ * such set (check-exfat.c: check_file(), check_benign(), check_critical(),
+ * the orphans and hidden sets in walk_dir()) and -r mends or removes it.
+ */
+const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
+
 /* ---- Volume-level ---- */
 
 /*

@@ -5,8 +5,10 @@
 # many clusters as DataLength needs, no more and no fewer; ValidDataLength
 # equal to DataLength; a NoFatChain run inside the heap; no cluster shared
 # with the bitmap, the up-case table, another directory on the path or a
-# file to grow), and a refusal is one line naming the directory and
-# `fatcheck -r`, with the image byte-identical.  Images are built by
+# file to grow; no damaged entry set among its entries: one cut short, with
+# a bad SetChecksum, orphan secondaries, an unknown critical entry), and a
+# refusal is one line naming the directory and `fatcheck -r`, with the
+# image byte-identical.  Images are built by
 # tests/helpers/exfatref.py (written from Microsoft's exFAT specification),
 # which also judges the results with fsck.exfat.
 
@@ -87,6 +89,18 @@ refused()
 	sha=$(img_sha "$img")
 	run -1 --separate-stderr fatprealloc "$@"
 	[ "$stderr" = "$line" ]
+	[ "$(img_sha "$img")" = "$sha" ]
+}
+
+# refused_like IMG PATTERN ARGS...: as refused(), the line matched as a
+# glob pattern.
+refused_like()
+{
+	local img=$1 line=$2 sha
+	shift 2
+	sha=$(img_sha "$img")
+	run -1 --separate-stderr fatprealloc "$@"
+	[[ $stderr == $line ]]
 	[ "$(img_sha "$img")" = "$sha" ]
 }
 
@@ -303,16 +317,17 @@ PY
 	done
 }
 
-@test "exFAT writer: a cluster the bitmap marks free that an unknown benign or critical primary or an orphan stream entry points at is never taken: the run is refused, image unchanged" {
-	local t first free
-	for t in A5 86 C0; do
-		mkex img 16M 4096
-		first=$("$FK_PYTHON" - "$FATKIT_HELPERS" img "$t" <<'PY'
+# odd_entry IMG TYPE DIR: one entry of TYPE (hex) in DIR (/ or a new
+# directory) that points at a cluster whose bit stays clear; prints it.
+odd_entry()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
 import exfatref as r
 v = r.Volume(sys.argv[2], write=True)
 t = int(sys.argv[3], 16)
+d = v.root_dir() if sys.argv[4] == "/" else v.mkdir(sys.argv[4])
 c = v.alloc_run(1)[0]              # its bit stays clear
 v.write(v.cluster_off(c), b"V" * v.csize)
 e = bytearray(32)
@@ -325,17 +340,38 @@ r.put_le(e, 20, 4, c)
 r.put_le(e, 24, 8, v.csize)
 if not t & 0x40:
     r.put_le(e, 2, 2, r.set_checksum(e))
-d = v.root_dir()
 d.write_entries(d.free_slot(1), bytes(e))
 v.flush()
 v.f.close()
 print(c)
 PY
-)
+}
+
+@test "exFAT writer: a cluster the bitmap marks free that an unknown benign or critical primary or an orphan stream entry points at is never taken: the run is refused, image unchanged" {
+	local t first free
+	for t in A5 86 C0; do
+		# in a directory off the path: the ownership walk finds it
+		mkex img 16M 4096
+		first=$(odd_entry img "$t" /X)
 		free=$(ref info img | sed -n 's/^free_clusters=//p')
-		refused img "fatprealloc: img:/: entry type 0x$t owns cluster $first, which the allocation bitmap marks free; run 'fatcheck -r img'" \
+		refused img "fatprealloc: img:/X: entry type 0x$t owns cluster $first, which the allocation bitmap marks free; run 'fatcheck -r img'" \
 			img /W.BIN $((free * 4096))
 	done
+	mkex img 16M 4096
+	first=$(odd_entry img A5 /)
+	free=$(ref info img | sed -n 's/^free_clusters=//p')
+	refused img "fatprealloc: img:/: entry type 0xA5 owns cluster $first, which the allocation bitmap marks free; run 'fatcheck -r img'" \
+		img /W.BIN $((free * 4096))
+	# in the root, on the path: an unknown critical primary and an
+	# orphan are damage of the directory itself, refused before any plan
+	mkex img 16M 4096
+	odd_entry img 86 / >/dev/null
+	refused_like img "fatprealloc: img:/: damaged entry set at entry * (type 0x86): unknown critical entry; run 'fatcheck -r img'" \
+		img /W.BIN 1K
+	mkex img 16M 4096
+	odd_entry img C0 / >/dev/null
+	refused_like img "fatprealloc: img:/: damaged entry set at entry * (type 0xC0): secondary entries without a file entry; run 'fatcheck -r img'" \
+		img /W.BIN 1K
 }
 
 # split_fixture IMG: 512-byte clusters, a directory /F of five small
@@ -509,6 +545,140 @@ v.f.close()
 PY
 	refused img "fatprealloc: img: the up-case table cannot be read (its location or cluster chain is damaged); run 'fatcheck -r img'" \
 		img /new.bin 1K
+}
+
+# damaged_set IMG KIND DIR: DIR (the root, or a subdirectory) holding the
+# directory Music and the 4 KiB files a.bin and b.bin (Music first; for
+# past-end last), a clean directory /Clean, then Music's set damaged by
+# KIND: count (SecondaryCount 0xFF, the SetChecksum recomputed over its
+# three entries: the set claims the sets after it), checksum (SetChecksum
+# wrong), past-end (SecondaryCount 3, recomputed: the set runs into the
+# end marker).
+damaged_set()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+kind, top = sys.argv[3], sys.argv[4].rstrip("/")
+v.mkdir("/Clean")
+names = ["Music", "a.bin", "b.bin"]
+if kind == "past-end":
+    names = names[1:] + names[:1]
+for n in names:
+    if n == "Music":
+        v.mkdir(top + "/Music")
+    else:
+        v.put(top + "/" + n, 4096, b"d" * 4096)
+d, e, _ = v.resolve(top + "/Music")
+raw = bytearray(e.raw)
+raw[1] = {"count": 0xFF, "checksum": 2, "past-end": 3}[kind]
+csum = r.set_checksum(bytes(raw))
+r.put_le(raw, 2, 2, csum ^ 0x5A5A if kind == "checksum" else csum)
+d.write_entries(e.index, bytes(raw))
+v.flush()
+v.f.close()
+PY
+}
+
+@test "exFAT writer: a directory holding a damaged entry set (SecondaryCount past the next sets or the end marker, a bad SetChecksum) is refused, written to or only gone through, image unchanged; fatcheck reports the set" {
+	local kind why
+	for kind in count checksum past-end; do
+		case $kind in
+		checksum) why="entry set checksum mismatch" ;;
+		*) why="entry set is cut short (SecondaryCount says more)" ;;
+		esac
+		# 2 MiB, 512-byte clusters, as the differential run found it
+		rm -f img
+		truncate -s 2M img && mkfs.exfat -b 4K -c 512 img >/dev/null
+		damaged_set img "$kind" /
+		# the new set would land in the span the damaged set claims
+		refused_like img "fatprealloc: img:/: damaged entry set at entry * ('Music'): $why; run 'fatcheck -r img'" \
+			-p img /NEW/f.bin 64K
+		refused_like img "fatprealloc: img:/: damaged entry set at entry * ('Music'): $why; run 'fatcheck -r img'" \
+			img /new.bin 1K
+		# the root is only gone through: refused as well (a lookup
+		# there may find a name that is part of the damaged set)
+		refused_like img "fatprealloc: img:/: damaged entry set at entry * ('Music'): $why; run 'fatcheck -r img'" \
+			img /Clean/new.bin 1K
+		run -4 fatcheck img
+		assert_output --partial "error: /Music: "
+		# after the repair (which keeps a removed set's cluster, so
+		# its bit is reported as left) the writer writes, and every
+		# reader sees the new file
+		run fatcheck -r img
+		run -0 fatprealloc -p img /NEW/f.bin 64K
+		run -0 ref ls img /NEW/f.bin
+		assert_output --partial "size=65536"
+		run -0 fatls -R img
+		assert_output --partial "/NEW/f.bin"
+		run fatcheck img
+		refute_output --partial "entry set"
+		refute_output --partial "SetChecksum"
+	done
+}
+
+@test "exFAT writer: a damaged entry set in a subdirectory refuses that directory and the paths through it; a clean directory next to it is written" {
+	local kind why
+	for kind in count checksum past-end; do
+		case $kind in
+		checksum) why="entry set checksum mismatch" ;;
+		*) why="entry set is cut short (SecondaryCount says more)" ;;
+		esac
+		mkex img 4M 512
+		damaged_set img "$kind" /P
+		refused_like img "fatprealloc: img:/P: damaged entry set at entry * ('Music'): $why; run 'fatcheck -r img'" \
+			img /P/new.bin 1K
+		refused_like img "fatprealloc: img:/P: damaged entry set at entry * ('Music'): $why; run 'fatcheck -r img'" \
+			-p img /P/x/y.bin 1K
+		run -0 fatprealloc -p img /Clean/new.bin 8K /Q/r.bin 1K
+		run -0 ref ls img /Clean/new.bin
+		assert_output --partial "size=8192"
+		run -0 fatls img /Clean
+		assert_output "new.bin"
+		run -0 fatls img /Q/r.bin
+	done
+}
+
+@test "exFAT writer and checker agree on a damaged benign entry set (SecondaryCount into the next set, a bad SetChecksum): the writer refuses its directory, fatcheck reports it and -r mends it" {
+	local kind want
+	for kind in count checksum; do
+		mkex img 4M 512
+		"$FK_PYTHON" - "$FATKIT_HELPERS" img "$kind" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+v.put("/a.bin", 100, b"a" * 100)
+d = v.root_dir()
+e = bytearray(32)
+e[0] = r.T_PADDING                 # a benign primary, no allocation
+e[1] = 4 if sys.argv[3] == "count" else 0
+csum = r.set_checksum(bytes(e))
+r.put_le(e, 2, 2, csum ^ 0x1234 if sys.argv[3] == "checksum" else csum)
+d.write_entries(d.free_slot(1), bytes(e))
+v.put("/b.bin", 100, b"b" * 100)   # the set after it
+v.flush()
+v.f.close()
+PY
+		case $kind in
+		count) want="entry set is cut short (SecondaryCount says more)" ;;
+		checksum) want="entry set checksum mismatch" ;;
+		esac
+		refused_like img "fatprealloc: img:/: damaged entry set at entry * (type 0xA1): $want; run 'fatcheck -r img'" \
+			img /c.bin 1K
+		run -4 fatcheck img
+		assert_output --partial "error: /: "
+		assert_output --partial "(entry 6): "
+		run -1 fatcheck -r img
+		run -0 fatcheck img
+		run -0 fatprealloc img /c.bin 1K
+		run -0 fatls img
+		assert_output $'a.bin\nb.bin\nc.bin'
+		ref verify img
+		fsck.exfat -n img
+	done
 }
 
 @test "exFAT writer: a tree 200 directories deep is walked for owners before the first write: a new file in its deepest directory is written; a cluster its deepest file owns that the bitmap marks free is refused, the message keeping the path's end" {

@@ -575,24 +575,32 @@ static void vol_close(struct vol_file *vf)
 	unlink(vf->path);
 }
 
+/* @damage: what fk_exfat_set_damage() says (NULL: a sound set, one a
+ * writer may write next to). */
 static const struct set_row {
 	const char *edge;
 	enum fk_exfat_kind kind;
 	uint32_t first_ent, nents, defects;
+	const char *damage;
 } set_rows[] = {
-	{"the allocation bitmap", FK_EXK_BITMAP, 0, 1, 0},
-	{"the up-case table", FK_EXK_UPCASE, 1, 1, 0},
-	{"an empty file", FK_EXK_FILE, 2, 3, 0},
-	{"a bad SetChecksum", FK_EXK_FILE, 5, 3, FK_EXS_CHECKSUM},
+	{"the allocation bitmap", FK_EXK_BITMAP, 0, 1, 0, NULL},
+	{"the up-case table", FK_EXK_UPCASE, 1, 1, 0, NULL},
+	{"an empty file", FK_EXK_FILE, 2, 3, 0, NULL},
+	{"a bad SetChecksum", FK_EXK_FILE, 5, 3, FK_EXS_CHECKSUM,
+	 "entry set checksum mismatch"},
 	{"a set cut short by the next File entry", FK_EXK_FILE, 8, 3,
-	 FK_EXS_TRUNCATED | FK_EXS_CHECKSUM},
-	{"a file with a cluster", FK_EXK_FILE, 11, 3, 0},
+	 FK_EXS_TRUNCATED | FK_EXS_CHECKSUM,
+	 "entry set is cut short (SecondaryCount says more)"},
+	{"a file with a cluster", FK_EXK_FILE, 11, 3, 0, NULL},
 	{"a set over two clusters apart, Vendor Allocation last", FK_EXK_FILE,
-	 14, 4, 0},
-	{"an orphaned File Name entry", FK_EXK_ORPHAN, 18, 1, 0},
-	{"a benign primary", FK_EXK_BENIGN, 19, 1, 0},
-	{"an unknown critical primary", FK_EXK_CRITICAL, 20, 1, 0},
-	{"a set past the end marker", FK_EXK_FILE, 22, 3, FK_EXS_CROSSES_END},
+	 14, 4, 0, NULL},
+	{"an orphaned File Name entry", FK_EXK_ORPHAN, 18, 1, 0,
+	 "secondary entries without a file entry"},
+	{"a benign primary", FK_EXK_BENIGN, 19, 1, 0, NULL},
+	{"an unknown critical primary", FK_EXK_CRITICAL, 20, 1, 0,
+	 "unknown critical entry"},
+	{"a set past the end marker", FK_EXK_FILE, 22, 3, FK_EXS_CROSSES_END,
+	 "entry set after the end marker"},
 };
 
 static void test_iterator(void)
@@ -623,6 +631,12 @@ static void test_iterator(void)
 		   "defects 0x%x)",
 		   w->edge, r, set->kind, set->first_ent, set->nents,
 		   set->defects);
+		OK(w->damage ? fk_exfat_set_damage(set) &&
+				       !strcmp(fk_exfat_set_damage(set),
+					       w->damage)
+			     : !fk_exfat_set_damage(set),
+		   "iterator: %s: damaged: %s", w->edge,
+		   fk_exfat_set_damage(set) ? fk_exfat_set_damage(set) : "no");
 		if (w->nents == 4)
 			OK(set->off[1] == 42u * SEC + 15 * 32 &&
 				   set->off[2] == 44u * SEC &&
