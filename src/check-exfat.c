@@ -1019,7 +1019,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	struct fk_exfat_stream st;
 	struct claim c;
 	uint16_t units[FK_EXFAT_NAME_MAX];
-	uint64_t need, new_len, key;
+	uint64_t need, new_len, key, big_len = 0;
 	uint32_t nlen;
 	size_t old, idx;
 	uint32_t dead;
@@ -1116,9 +1116,26 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 				"number of clusters up to %u MiB",
 				(unsigned long long)s->data_len,
 				FK_EXFAT_DIR_MAX_LEN >> 20);
-		ck_set_fix(x->ck, idx, "DataLength set from the chain");
-		need = 0; /* take what the chain holds, then fix the length */
 		is_changed = 1;
+		if (st.is_no_fat_chain) {
+			/* A run has no chain to tell its end: it owns the
+			 * whole clusters its length covers (at least its
+			 * first), never the one its stray bytes reach into,
+			 * which may be the next file's. */
+			need = s->data_len / g->clus_len;
+			if (need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)
+				need = FK_EXFAT_DIR_MAX_LEN / g->clus_len;
+			if (!need)
+				need = 1;
+			big_len = need * g->clus_len;
+			st.data_len = big_len;
+			ck_set_fix(x->ck, idx, "DataLength set to %llu",
+				   (unsigned long long)big_len);
+		} else {
+			ck_set_fix(x->ck, idx, "DataLength set from the chain");
+			need = 0; /* take what the chain holds, then fix the
+				     length */
+		}
 	}
 	new_len = s->data_len;
 	if (!is_dir && st.first_clus && !s->data_len) {
@@ -1179,6 +1196,8 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			}
 		}
 	}
+	if (big_len && c.why == CUT_NONE && c.nclus == need)
+		new_len = big_len;
 	if (is_changed || st.first_clus != s->first_clus ||
 	    new_len != s->data_len) {
 		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);

@@ -892,3 +892,117 @@ PY
 	run -1 fatcheck -r img
 	run -0 ref verify -W img
 }
+
+# ---- repairs keep intact data (found by the differential run) ---------------
+
+# grow IMG PATH N: DataLength of PATH's stream N bytes longer, nothing else
+# (the set's checksum stays right: only the length is wrong).
+grow()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as x
+v = x.Volume(sys.argv[2], write=True)
+d, e, _ = v.resolve(sys.argv[3])
+e.set_stream(dl=e.dl + int(sys.argv[4]))
+v.rewrite_set(e)
+v.flush()
+PY
+}
+
+# csums IMG PATH...: each file's SHA-256 as exfatref reads it, and the
+# first N bytes only where N is given as PATH:N.
+csums()
+{
+	local img=$1 p n
+	shift
+	for p; do
+		n=${p#*:}
+		[ "$n" = "$p" ] && n=
+		p=${p%%:*}
+		if [ -n "$n" ]; then
+			ref cat "$img" "$p" | head -c "$n" | sha256sum
+		else
+			ref cat "$img" "$p" | sha256sum
+		fi
+	done
+}
+
+# prealloc_safe IMG: fatprealloc refuses with IMG byte-identical, or it
+# succeeds and fatcheck finds nothing new.
+prealloc_safe()
+{
+	local sum before
+	cp "$1" pre.img
+	sum=$(img_sha pre.img)
+	before=$(fatcheck pre.img 2>&1 | grep -c '^error' || true)
+	if fatprealloc pre.img /NEW.bin 8K; then
+		[ "$(fatcheck pre.img 2>&1 | grep -c '^error' || true)" -le "$before" ]
+	else
+		[ "$(img_sha pre.img)" = "$sum" ]
+	fi
+}
+
+@test "fatcheck -r exFAT: a NoFatChain file whose DataLength grew over its neighbours is cut back to what the bitmap gives it; the neighbours keep their data" {
+	rm -f x.img
+	truncate -s 8M x.img
+	mkfs.exfat -c 32K -b 4096 x.img >/dev/null
+	printf 'put /a.bin --size 100K\nput /b.bin --size 64K --fatchain\nput /c.bin --size 64K\n' |
+		ref batch x.img
+	csums x.img /a.bin /b.bin /c.bin >want.sums
+	grow x.img /a.bin 262144
+	prealloc_safe x.img
+	run -4 fatcheck x.img
+	refute_output --partial "shares cluster"
+	assert_line "error: /a.bin: contiguous run of 12 clusters from cluster 6: clusters from 10 on are owned by other files or marked free in the allocation bitmap"
+	run -1 fatcheck -r x.img
+	refute_output --partial "made empty"
+	assert_line "  fixed: DataLength set to 131072"
+	run -0 fatcheck x.img
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	# a.bin: its 100 KiB of data, then zeros to its new length
+	csums x.img /a.bin:102400 /b.bin /c.bin | diff - want.sums
+	[ "$(ref cat x.img /a.bin | wc -c)" = 131072 ]
+}
+
+@test "fatcheck -r exFAT: a NoFatChain directory's DataLength one byte over a cluster is cut to its cluster; the next directory and its file stay" {
+	rm -f y.img
+	truncate -s 4M y.img
+	mkfs.exfat -c 4K -b 4096 y.img >/dev/null
+	printf 'mkdir /D\nmkdir /M\nput /M/f.bin --size 8K\n' | ref batch y.img
+	csums y.img /M/f.bin >want.sums
+	grow y.img /D 1
+	prealloc_safe y.img
+	run -4 fatcheck y.img
+	assert_line "error: /D: directory DataLength 4097 is not a whole number of clusters up to 256 MiB"
+	refute_output --partial "shares cluster"
+	refute_output --partial "end marker"
+	run -1 fatcheck -r y.img
+	assert_line "error: /D: directory DataLength 4097 is not a whole number of clusters up to 256 MiB (repair: DataLength set to 4096)"
+	refute_output --partial "removed"
+	run -0 fatcheck y.img
+	fsck_exfat_clean y.img
+	run -0 ref verify -W y.img
+	csums y.img /M/f.bin | diff - want.sums
+}
+
+@test "fatcheck -r exFAT: an up-case table that maps 'V' to a space is mended in place, not blessed with a new checksum" {
+	rm -f u.img
+	truncate -s 4M u.img
+	mkfs.exfat -c 4K -b 4096 u.img >/dev/null
+	# the raw table's entry for 0056h ('V', not compressed) becomes 0020h
+	printf '\x20' | dd of=u.img bs=1 seek=$((0x50ac)) conv=notrunc 2>/dev/null
+	run -1 ref verify u.img
+	assert_line "error: up-case table: mandatory mapping of 0056h is 0020h"
+	prealloc_safe u.img
+	run -4 fatcheck u.img
+	assert_line "error: u.img: up-case table maps 1 of the ASCII characters elsewhere than the specification's mandatory mapping (0056h to 0020h)"
+	refute_output --partial "TableChecksum"
+	run -1 fatcheck -r u.img
+	refute_output --partial "checksum rewritten"
+	run -0 fatcheck u.img
+	fsck_exfat_clean u.img
+	run -0 ref verify -W u.img
+}
