@@ -108,12 +108,19 @@ struct set_fix {
  * A file's NoFatChain run whose DataLength reaches past the heap: that
  * length is known false, so the run is claimed only after every sound
  * stream (late_claims()), and only as far as its clusters are free of
- * other owners and marked in the bitmap.
+ * other owners and marked in the bitmap.  So is the tail of a run past
+ * its ValidDataLength: a run has no chain to say where it ends, and a
+ * DataLength grown by damage reaches over its neighbours; those, and then
+ * the bitmap, win (the written part, up to ValidDataLength, is claimed in
+ * the walk like any other stream).
  */
 struct late_set {
 	struct fk_exfat_set *set; /* as planned by check_file() */
 	char *path;
 	uint32_t own_parent, own_name; /* its owner record's, to be */
+	uint32_t head; /* 0: past the heap; else the clusters claimed in the
+			  walk, the tail (a length inside the heap) after */
+	int is_changed; /* the set was planned for rewriting already */
 };
 
 /* Why a claim stopped short of the stream's whole length. */
@@ -944,11 +951,15 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	return 0;
 }
 
-/* Keep @s (a file, at the current path) for late_claims(). */
-static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
+/* Keep @s (a file, at the current path) for late_claims(), @head of its
+ * clusters claimed (see struct late_set). */
+static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s,
+		    uint32_t head, int is_changed)
 {
 	struct late_set l;
 
+	l.head = head;
+	l.is_changed = is_changed;
 	l.set = malloc(sizeof(*l.set));
 	l.path = strdup(cur_path(x));
 	l.own_parent = x->own_parent;
@@ -1019,7 +1030,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	struct fk_exfat_stream st;
 	struct claim c;
 	uint16_t units[FK_EXFAT_NAME_MAX];
-	uint64_t need, new_len, key, big_len = 0;
+	uint64_t need, new_len, key, big_len = 0, head = 0;
 	uint32_t nlen;
 	size_t old, idx;
 	uint32_t dead;
@@ -1164,11 +1175,28 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	} else {
 		if (!st.first_clus)
 			st.first_clus = 1; /* out of range: judged below */
-		if ((err = claim(x, &st, need,
+		head = need;
+		if (!is_dir && st.is_no_fat_chain && x->has_bitmap) {
+			/* the tail past ValidDataLength is claimed late
+			 * (struct late_set); the first cluster, named by
+			 * FirstCluster, is as sound as any stream's */
+			head = fk_exfat_clus_needed(g, s->valid_len);
+			if (!head)
+				head = 1;
+			if (head >= need)
+				head = need;
+			else
+				st.data_len = head * g->clus_len;
+		}
+		if ((err = claim(x, &st, head,
 				 FK_EXFAT_DIR_MAX_LEN / g->clus_len, &c)) ||
 		    (err = judge_claim(x, &c, cur_path(x), what, &idx)))
 			goto out;
-		if (c.why != CUT_NONE || c.nclus < need || (is_dir && !need)) {
+		st.data_len = s->data_len;
+		if (head < need && c.why == CUT_NONE && c.nclus == head) {
+			is_late = 1;
+		} else if (c.why != CUT_NONE || c.nclus < need ||
+			   (is_dir && !need)) {
 			new_len = (uint64_t)c.nclus * g->clus_len;
 			if (new_len > s->data_len && need)
 				new_len = s->data_len;
@@ -1247,7 +1275,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		goto out;
 	visit(x, s, c.nclus);
 	if (is_late) {
-		err = add_late(x, s);
+		err = add_late(x, s, c.nclus, is_changed);
 	} else if (is_changed) {
 		reseal(x, s);
 		if ((err = plan_set(x, s)))
@@ -2124,45 +2152,79 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 static int late_claims(struct fk_exfat_check *x)
 {
 	const struct fk_geom *g = x->g;
-	uint32_t max = fk_clus_max(g), clus, n;
-	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	uint32_t max = fk_clus_max(g), clus, n, head, from;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl, need;
 	unsigned char *sec = NULL;
 	struct fk_exfat_stream st;
 	struct claim c;
 	size_t i, idx;
-	int err = 0, bit;
+	int err = 0, bit, is_whole;
 
 	if (x->late.n && !(sec = malloc(g->sec_len)))
 		return -ENOMEM;
 	for (i = 0; i < x->late.n && !err; i++) {
 		struct fk_exfat_set *s = x->late.v[i].set;
 
-		st.first_clus = s->first_clus;
+		head = x->late.v[i].head;
+		need = fk_exfat_clus_needed(g, s->data_len);
+		from = s->first_clus + head;
+		st.first_clus = from;
 		st.is_no_fat_chain = 1;
-		for (clus = st.first_clus, n = 0;
-		     clus <= max && !is_owned(x, clus); clus++, n++) {
-			if (!x->has_bitmap)
+		bit = 1;
+		/* A tail nothing else owns stays whole, whatever the bitmap
+		 * says: it may be a recording whose bits were lost, and
+		 * keeping it takes nothing from anyone (its bits are set).
+		 * One that runs into another stream was grown by damage:
+		 * it ends where the bitmap or that stream says. */
+		for (clus = from; head && clus < s->first_clus + need &&
+				  !is_owned(x, clus);
+		     clus++)
+			;
+		is_whole = head && clus == s->first_clus + need;
+		for (clus = from, n = 0; clus <= max && head + n < need &&
+					 !is_owned(x, clus);
+		     clus++, n++) {
+			if (!x->has_bitmap || is_whole)
 				continue;
 			if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
 				goto out;
 			if (!bit)
 				break;
 		}
-		new_len = (uint64_t)n * g->clus_len;
-		st.data_len = new_len;
+		new_len = (uint64_t)(head + n) * g->clus_len;
+		st.data_len = (uint64_t)n * g->clus_len;
 		x->own_kind = OWN_ENTRY;
 		x->own_parent = x->late.v[i].own_parent;
 		x->own_name = x->late.v[i].own_name;
 		if (n && (err = claim(x, &st, n, 0, &c)))
 			goto out;
-		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
+		if (head && head + n >= need) {
+			/* all its clusters are its own */
+			if (x->late.v[i].is_changed) {
+				reseal(x, s);
+				err = plan_set(x, s);
+			}
+			continue;
+		}
+		if (head)
+			idx = ck_report(
+				x->ck, FK_SEV_ERROR, "past-clusters",
 				x->late.v[i].path,
-				"contiguous run from cluster %u runs past the "
-				"last cluster %u",
-				s->first_clus, max);
-		if (n) {
+				"DataLength %llu reaches past the file's own "
+				"contiguous clusters: cluster %u is %s",
+				(unsigned long long)s->data_len, clus,
+				!bit ? "marked free in the allocation bitmap"
+				     : "owned by another file or directory");
+		else
+			idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
+					x->late.v[i].path,
+					"contiguous run from cluster %u runs "
+					"past the last cluster %u",
+					s->first_clus, max);
+		if (head + n) {
 			ck_set_fix(x->ck, idx, "DataLength set to %llu",
 				   (unsigned long long)new_len);
+			st.first_clus = s->first_clus;
 		} else {
 			ck_set_fix(x->ck, idx, "file made empty");
 			st.first_clus = 0;

@@ -570,7 +570,7 @@ PY
 		[[ $c != empty-with-cluster ]] ||
 			assert_line --regexp "^error: /x-empty: DataLength is 0 but FirstCluster is [0-9]+$"
 		[[ $c != nofat-overlap ]] ||
-			assert_line --regexp "^error: /x-b: shares cluster [0-9]+ with another file or directory"
+			assert_line --regexp "^error: /x-a: DataLength 12288 reaches past the file's own contiguous clusters: cluster [0-9]+ is owned by another file or directory$"
 		[[ $c != fat-reserved ]] ||
 			assert_line "error: img: FatEntry[1] is 0x00000000, not 0xFFFFFFFF"
 		# one FAT: the first entry is the bitmap (as Linux reads it)
@@ -944,7 +944,7 @@ prealloc_safe()
 	fi
 }
 
-@test "fatcheck -r exFAT: a NoFatChain file whose DataLength grew over its neighbours is cut back to what the bitmap gives it; the neighbours keep their data" {
+@test "fatcheck -r exFAT: a NoFatChain file whose DataLength grew over its neighbours is cut back to what the bitmap gives it; the neighbours keep their data; grown over free clusters only, it keeps them" {
 	rm -f x.img
 	truncate -s 8M x.img
 	mkfs.exfat -c 32K -b 4096 x.img >/dev/null
@@ -955,16 +955,33 @@ prealloc_safe()
 	prealloc_safe x.img
 	run -4 fatcheck x.img
 	refute_output --partial "shares cluster"
-	assert_line "error: /a.bin: contiguous run of 12 clusters from cluster 6: clusters from 10 on are owned by other files or marked free in the allocation bitmap"
+	assert_line "error: /a.bin: DataLength 364544 reaches past the file's own contiguous clusters: cluster 9 is owned by another file or directory"
 	run -1 fatcheck -r x.img
 	refute_output --partial "made empty"
-	assert_line "  fixed: DataLength set to 131072"
+	assert_line "error: /a.bin: DataLength 364544 reaches past the file's own contiguous clusters: cluster 9 is owned by another file or directory (repair: DataLength set to 131072)"
 	run -0 fatcheck x.img
 	fsck_exfat_clean x.img
 	run -0 ref verify -W x.img
 	# a.bin: its 100 KiB of data, then zeros to its new length
 	csums x.img /a.bin:102400 /b.bin /c.bin | diff - want.sums
 	[ "$(ref cat x.img /a.bin | wc -c)" = 131072 ]
+	# grown into clusters the bitmap marks free but nobody else owns (as
+	# a recording whose bits were lost when the card was pulled): the
+	# file keeps them, and the bitmap gets their bits
+	rm -f z.img
+	truncate -s 8M z.img
+	mkfs.exfat -c 32K -b 4096 z.img >/dev/null
+	printf 'put /a.bin --size 100K\n' | ref batch z.img
+	grow z.img /a.bin 65536
+	prealloc_safe z.img
+	run -1 fatcheck -r z.img
+	refute_output --partial "DataLength set"
+	assert_line --partial "marked free in the allocation bitmap"
+	run -0 fatcheck z.img
+	fsck_exfat_clean z.img
+	run -0 ref verify -W z.img
+	[ "$(ref cat z.img /a.bin | wc -c)" = 167936 ]
+	csums z.img /a.bin:102400 | diff - <(head -1 want.sums)
 }
 
 @test "fatcheck -r exFAT: a NoFatChain directory's DataLength one byte over a cluster is cut to its cluster; the next directory and its file stay" {
