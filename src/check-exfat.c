@@ -200,7 +200,8 @@ struct fk_exfat_check {
 	/* the up-case table as loaded by this check */
 	int is_upcase_loaded;
 	uint32_t upcase_csum;	   /* computed over the table on disk */
-	uint32_t upcase_nfix;	   /* letters a-z it maps wrongly */
+	uint32_t upcase_nfix;	   /* ASCII units it maps wrongly */
+	uint32_t upcase_bad_at, upcase_bad_val; /* the first of them */
 	unsigned char *upcase_raw; /* the mended table, when nfix */
 	uint64_t upcase_len;
 	struct fk_exfat_stream upcase_stream;
@@ -1369,9 +1370,9 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 
 /*
  * Load the up-case table at @first_clus (@len bytes) afresh: its checksum
- * as stored on disk into x->upcase_csum, and its map, with the letters
- * a-z that the specification makes mandatory (7.2.5) mended where the
- * raw table names them one by one, into the volume's table, which the
+ * as stored on disk into x->upcase_csum, and its map, with the ASCII
+ * mappings that the specification makes mandatory (7.2.5) mended where
+ * the raw table names them one by one, into the volume's table, which the
  * entry-set iterator hashes names through.  x->upcase_raw keeps the
  * mended raw table when there was something to mend.  Returns 0,
  * FK_ECORRUPT (out of range, unreadable: the volume keeps its table) or
@@ -1405,8 +1406,12 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 			k += 2;
 			continue;
 		}
-		if (at >= 'a' && at <= 'z' && v != at - 0x20) {
-			put_le16(raw + k, at - 0x20);
+		if (at < 128 && v != fk_exfat_upcase_ascii(at)) {
+			if (!nfix) {
+				x->upcase_bad_at = at;
+				x->upcase_bad_val = v;
+			}
+			put_le16(raw + k, fk_exfat_upcase_ascii(at));
 			nfix++;
 		}
 		at++;
@@ -1464,13 +1469,19 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	}
 	want = x->upcase_csum;
 	if (x->upcase_nfix) {
+		/* Its content is damaged: a new checksum would bless it.
+		 * The mandatory entries are mended in place (the same
+		 * length, before the checksum: a crash leaves at worst a
+		 * stale checksum over a sound table). */
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
-				"up-case table maps %u of the letters a-z to "
-				"something other than A-Z",
-				x->upcase_nfix);
-		ck_set_fix(x->ck, idx,
-			   "letters mapped to A-Z, checksum rewritten");
+				"up-case table maps %u of the ASCII characters "
+				"elsewhere than the specification's mandatory "
+				"mapping (%04Xh to %04Xh)",
+				x->upcase_nfix, x->upcase_bad_at,
+				x->upcase_bad_val);
 		want = x->upcase_csum_fixed;
+		ck_set_fix(x->ck, idx, "mandatory mapping restored%s",
+			   s->upcase_csum != want ? ", checksum rewritten" : "");
 		x->fix_upcase_table = 1;
 	} else if (s->upcase_csum != want) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
