@@ -99,6 +99,7 @@ struct cross {
 
 /* An entry set rewritten whole: where each entry is, what it becomes. */
 struct set_fix {
+	int is_idle; /* not to be written (yet): see struct late_tail */
 	uint32_t nents;
 	uint64_t *off;
 	unsigned char (*raw)[FK_EXFAT_ENT_LEN];
@@ -108,19 +109,27 @@ struct set_fix {
  * A file's NoFatChain run whose DataLength reaches past the heap: that
  * length is known false, so the run is claimed only after every sound
  * stream (late_claims()), and only as far as its clusters are free of
- * other owners and marked in the bitmap.  So is the tail of a run past
- * its ValidDataLength: a run has no chain to say where it ends, and a
- * DataLength grown by damage reaches over its neighbours; those, and then
- * the bitmap, win (the written part, up to ValidDataLength, is claimed in
- * the walk like any other stream).
+ * other owners and marked in the bitmap.
  */
 struct late_set {
 	struct fk_exfat_set *set; /* as planned by check_file() */
 	char *path;
 	uint32_t own_parent, own_name; /* its owner record's, to be */
-	uint32_t head; /* 0: past the heap; else the clusters claimed in the
-			  walk, the tail (a length inside the heap) after */
-	int is_changed; /* the set was planned for rewriting already */
+};
+
+/*
+ * The tail of a file's NoFatChain run past its ValidDataLength, claimed
+ * after every sound stream too (claim_tails()): a run has no chain to say
+ * where it ends, and a DataLength grown by damage reaches over the files
+ * behind it, which must keep their clusters.  The written part, up to
+ * ValidDataLength (at least the first cluster), is claimed in the walk
+ * like any other stream.  Kept small (a card may hold thousands): the
+ * set is planned at once, idle unless the tail is cut.
+ */
+struct late_tail {
+	uint32_t rec;  /* the owner record of the part claimed in the walk */
+	uint32_t need; /* clusters its DataLength asks for */
+	size_t fix;    /* its struct set_fix */
 };
 
 /* Why a claim stopped short of the stream's whole length. */
@@ -160,6 +169,7 @@ struct fk_exfat_check {
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
+	LIST(struct late_tail, tails);
 	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
@@ -199,8 +209,8 @@ struct fk_exfat_check {
 	int has_upcase, has_label;
 	/* the up-case table as loaded by this check */
 	int is_upcase_loaded;
-	uint32_t upcase_csum;	   /* computed over the table on disk */
-	uint32_t upcase_nfix;	   /* ASCII units it maps wrongly */
+	uint32_t upcase_csum; /* computed over the table on disk */
+	uint32_t upcase_nfix; /* ASCII units it maps wrongly */
 	uint32_t upcase_bad_at, upcase_bad_val; /* the first of them */
 	unsigned char *upcase_raw; /* the mended table, when nfix */
 	uint64_t upcase_len;
@@ -213,6 +223,11 @@ static void put_u64le(unsigned char *p, uint64_t v)
 {
 	put_le32(p, (uint32_t)v);
 	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t get_u64le(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p + 4) << 32 | get_le32(p);
 }
 
 /* ---- paths --------------------------------------------------------------- */
@@ -651,6 +666,7 @@ static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 {
 	struct set_fix f;
 
+	f.is_idle = 0;
 	f.nents = s->nents;
 	f.off = calloc(s->nents, sizeof(*f.off));
 	f.raw = calloc(s->nents, sizeof(*f.raw));
@@ -952,15 +968,11 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	return 0;
 }
 
-/* Keep @s (a file, at the current path) for late_claims(), @head of its
- * clusters claimed (see struct late_set). */
-static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s,
-		    uint32_t head, int is_changed)
+/* Keep @s (a file, at the current path) for late_claims(). */
+static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 {
 	struct late_set l;
 
-	l.head = head;
-	l.is_changed = is_changed;
 	l.set = malloc(sizeof(*l.set));
 	l.path = strdup(cur_path(x));
 	l.own_parent = x->own_parent;
@@ -972,6 +984,17 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s,
 	}
 	memcpy(l.set, s, sizeof(*s));
 	return 0;
+}
+
+/* Keep the tail of the file @c claimed the head of (struct late_tail);
+ * its set was planned last, idle unless @is_changed. */
+static int add_tail(struct fk_exfat_check *x, const struct claim *c,
+		    uint64_t need, int is_changed)
+{
+	struct late_tail t = {c->rec, (uint32_t)need, x->set_fixes.n - 1};
+
+	x->set_fixes.v[t.fix].is_idle = !is_changed;
+	return PUSH(x->tails, t);
 }
 
 /*
@@ -1026,7 +1049,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 {
 	const struct fk_geom *g = x->g;
 	int is_dir = (s->attr & FK_ATTR_DIR) != 0;
-	int is_changed = 0, is_gone = 0, is_late = 0, err = 0;
+	int is_changed = 0, is_gone = 0, is_late = 0, is_tail = 0, err = 0;
 	const char *what = is_dir ? "directory: " : "";
 	struct fk_exfat_stream st;
 	struct claim c;
@@ -1177,9 +1200,9 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		if (!st.first_clus)
 			st.first_clus = 1; /* out of range: judged below */
 		head = need;
-		if (!is_dir && st.is_no_fat_chain && x->has_bitmap) {
+		if (!is_dir && st.is_no_fat_chain) {
 			/* the tail past ValidDataLength is claimed late
-			 * (struct late_set); the first cluster, named by
+			 * (struct late_tail); the first cluster, named by
 			 * FirstCluster, is as sound as any stream's */
 			head = fk_exfat_clus_needed(g, s->valid_len);
 			if (!head)
@@ -1195,7 +1218,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			goto out;
 		st.data_len = s->data_len;
 		if (head < need && c.why == CUT_NONE && c.nclus == head) {
-			is_late = 1;
+			is_tail = 1;
 		} else if (c.why != CUT_NONE || c.nclus < need ||
 			   (is_dir && !need)) {
 			new_len = (uint64_t)c.nclus * g->clus_len;
@@ -1276,12 +1299,15 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		goto out;
 	visit(x, s, c.nclus);
 	if (is_late) {
-		err = add_late(x, s, c.nclus, is_changed);
-	} else if (is_changed) {
-		reseal(x, s);
-		if ((err = plan_set(x, s)))
+		err = add_late(x, s);
+	} else if (is_changed || is_tail) {
+		if (is_changed)
+			reseal(x, s);
+		if ((err = plan_set(x, s)) ||
+		    (is_tail && (err = add_tail(x, &c, need, is_changed))))
 			goto out;
-		x->st->has_repairs = 1;
+		if (is_changed)
+			x->st->has_repairs = 1;
 	}
 	if (is_dir && st.first_clus) {
 		uint32_t parent = x->own_parent;
@@ -1481,7 +1507,8 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 				x->upcase_bad_val);
 		want = x->upcase_csum_fixed;
 		ck_set_fix(x->ck, idx, "mandatory mapping restored%s",
-			   s->upcase_csum != want ? ", checksum rewritten" : "");
+			   s->upcase_csum != want ? ", checksum rewritten"
+						  : "");
 		x->fix_upcase_table = 1;
 	} else if (s->upcase_csum != want) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
@@ -2156,6 +2183,87 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 }
 
 /*
+ * Claim the tails of struct late_tail, every sound stream being claimed.
+ * A tail nothing else owns stays whole, whatever the bitmap says: it may
+ * be a recording whose bits were lost, and keeping it takes nothing from
+ * anyone (the bitmap gets its bits).  One that runs into another stream
+ * was grown by damage: it ends at the first cluster the bitmap marks
+ * free or another stream owns, and DataLength with it.
+ */
+static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
+			int *is_path);
+
+static int claim_tails(struct fk_exfat_check *x, unsigned char *sec)
+{
+	const struct fk_geom *g = x->g;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	struct fk_exfat_stream st;
+	struct claim c;
+	uint32_t clus, end, n;
+	size_t i, idx;
+	char *path;
+	int err = 0, bit = 1, is_path;
+
+	for (i = 0; i < x->tails.n; i++) {
+		const struct late_tail *t = &x->tails.v[i];
+		const struct owner_rec *o = &x->owners.v[t->rec];
+		struct set_fix *f = &x->set_fixes.v[t->fix];
+
+		st.first_clus = o->first + o->nclus;
+		st.is_no_fat_chain = 1;
+		end = o->first + t->need;
+		for (clus = st.first_clus; clus < end && !is_owned(x, clus);
+		     clus++)
+			;
+		if (clus < end && x->has_bitmap) {
+			for (clus = st.first_clus;
+			     clus < end && !is_owned(x, clus); clus++) {
+				if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
+					return err;
+				if (!bit)
+					break;
+			}
+		}
+		n = clus - st.first_clus;
+		st.data_len = (uint64_t)n * g->clus_len;
+		x->own_kind = OWN_ENTRY;
+		x->own_parent = o->parent;
+		x->own_name = o->name;
+		if (n && (err = claim(x, &st, n, 0, &c)))
+			return err;
+		if (clus == end)
+			continue;
+		o = &x->owners.v[t->rec]; /* claim() may have moved it */
+		new_len = (uint64_t)(o->nclus + n) * g->clus_len;
+		if (!(path = owner_name(x, t->rec, &is_path)))
+			return -ENOMEM;
+		idx = ck_report(
+			x->ck, FK_SEV_ERROR, "past-clusters", path,
+			"DataLength %llu reaches past the file's own "
+			"contiguous clusters: cluster %u is %s",
+			(unsigned long long)get_u64le(&f->raw[1][GEN_LEN]),
+			clus,
+			!bit ? "marked free in the allocation bitmap"
+			     : "owned by another file or directory");
+		free(path);
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)new_len);
+		put_u64le(&f->raw[1][GEN_LEN], new_len);
+		vdl = get_u64le(&f->raw[1][SE_VDL]);
+		if (vdl > new_len)
+			put_u64le(&f->raw[1][SE_VDL], new_len);
+		put_le16(&f->raw[0][GEN_CHECKSUM],
+			 fk_exfat_set_checksum(
+				 (const unsigned char(*)[FK_EXFAT_ENT_LEN])
+					 f->raw,
+				 f->nents));
+		f->is_idle = 0;
+		x->st->has_repairs = 1;
+	}
+	return 0;
+}
+
+/*
  * Claim the runs of struct late_set, every sound stream being claimed:
  * each keeps its clusters up to the first one owned already or marked
  * free in the bitmap, and its DataLength is cut to them.
@@ -2163,79 +2271,47 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 static int late_claims(struct fk_exfat_check *x)
 {
 	const struct fk_geom *g = x->g;
-	uint32_t max = fk_clus_max(g), clus, n, head, from;
-	uint64_t sec_at = UINT64_MAX, new_len, vdl, need;
+	uint32_t max = fk_clus_max(g), clus, n;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl;
 	unsigned char *sec = NULL;
 	struct fk_exfat_stream st;
 	struct claim c;
 	size_t i, idx;
-	int err = 0, bit, is_whole;
+	int err = 0, bit;
 
-	if (x->late.n && !(sec = malloc(g->sec_len)))
+	if ((x->late.n || x->tails.n) && !(sec = malloc(g->sec_len)))
 		return -ENOMEM;
+	if ((err = claim_tails(x, sec)))
+		goto out;
 	for (i = 0; i < x->late.n && !err; i++) {
 		struct fk_exfat_set *s = x->late.v[i].set;
 
-		head = x->late.v[i].head;
-		need = fk_exfat_clus_needed(g, s->data_len);
-		from = s->first_clus + head;
-		st.first_clus = from;
+		st.first_clus = s->first_clus;
 		st.is_no_fat_chain = 1;
-		bit = 1;
-		/* A tail nothing else owns stays whole, whatever the bitmap
-		 * says: it may be a recording whose bits were lost, and
-		 * keeping it takes nothing from anyone (its bits are set).
-		 * One that runs into another stream was grown by damage:
-		 * it ends where the bitmap or that stream says. */
-		for (clus = from; head && clus < s->first_clus + need &&
-				  !is_owned(x, clus);
-		     clus++)
-			;
-		is_whole = head && clus == s->first_clus + need;
-		for (clus = from, n = 0; clus <= max && head + n < need &&
-					 !is_owned(x, clus);
-		     clus++, n++) {
-			if (!x->has_bitmap || is_whole)
+		for (clus = st.first_clus, n = 0;
+		     clus <= max && !is_owned(x, clus); clus++, n++) {
+			if (!x->has_bitmap)
 				continue;
 			if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
 				goto out;
 			if (!bit)
 				break;
 		}
-		new_len = (uint64_t)(head + n) * g->clus_len;
-		st.data_len = (uint64_t)n * g->clus_len;
+		new_len = (uint64_t)n * g->clus_len;
+		st.data_len = new_len;
 		x->own_kind = OWN_ENTRY;
 		x->own_parent = x->late.v[i].own_parent;
 		x->own_name = x->late.v[i].own_name;
 		if (n && (err = claim(x, &st, n, 0, &c)))
 			goto out;
-		if (head && head + n >= need) {
-			/* all its clusters are its own */
-			if (x->late.v[i].is_changed) {
-				reseal(x, s);
-				err = plan_set(x, s);
-			}
-			continue;
-		}
-		if (head)
-			idx = ck_report(
-				x->ck, FK_SEV_ERROR, "past-clusters",
+		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
 				x->late.v[i].path,
-				"DataLength %llu reaches past the file's own "
-				"contiguous clusters: cluster %u is %s",
-				(unsigned long long)s->data_len, clus,
-				!bit ? "marked free in the allocation bitmap"
-				     : "owned by another file or directory");
-		else
-			idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
-					x->late.v[i].path,
-					"contiguous run from cluster %u runs "
-					"past the last cluster %u",
-					s->first_clus, max);
-		if (head + n) {
+				"contiguous run from cluster %u runs past the "
+				"last cluster %u",
+				s->first_clus, max);
+		if (n) {
 			ck_set_fix(x->ck, idx, "DataLength set to %llu",
 				   (unsigned long long)new_len);
-			st.first_clus = s->first_clus;
 		} else {
 			ck_set_fix(x->ck, idx, "file made empty");
 			st.first_clus = 0;
@@ -2732,6 +2808,7 @@ static void free_state(void *state)
 		free(x->sets[i]);
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
+	free(x->tails.v);
 	free(x->own);
 	free(x->path);
 	free(x->keep_path);
@@ -2808,6 +2885,8 @@ static int repair_sets(struct fk_exfat_check *x)
 	for (i = 0; i < x->set_fixes.n; i++) {
 		const struct set_fix *f = &x->set_fixes.v[i];
 
+		if (f->is_idle)
+			continue;
 		/* Adjacent entries in one write; a set spans clusters. */
 		for (j = 0; j < f->nents; j = k) {
 			for (k = j + 1;
