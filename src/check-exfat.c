@@ -2202,7 +2202,7 @@ static int claim_tails(struct fk_exfat_check *x, unsigned char *sec)
 	uint32_t clus, end, n;
 	size_t i, idx;
 	char *path;
-	int err = 0, bit = 1, is_path;
+	int err = 0, bit, is_path;
 
 	for (i = 0; i < x->tails.n; i++) {
 		const struct late_tail *t = &x->tails.v[i];
@@ -2212,6 +2212,7 @@ static int claim_tails(struct fk_exfat_check *x, unsigned char *sec)
 		st.first_clus = o->first + o->nclus;
 		st.is_no_fat_chain = 1;
 		end = o->first + t->need;
+		bit = 1;
 		for (clus = st.first_clus; clus < end && !is_owned(x, clus);
 		     clus++)
 			;
