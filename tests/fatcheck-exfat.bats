@@ -1023,3 +1023,40 @@ prealloc_safe()
 	fsck_exfat_clean u.img
 	run -0 ref verify -W u.img
 }
+
+@test "fatcheck -r exFAT: a crash after any write of these three repairs, then another -r, keeps every file and leaves every judge clean" {
+	local img n crashed
+	rm -f x.img y.img u.img
+	truncate -s 4M x.img y.img u.img
+	for img in x.img y.img u.img; do
+		mkfs.exfat -c 4K -b 4096 "$img" >/dev/null
+	done
+	printf 'put /a.bin --size 12800\nput /b.bin --size 8K --fatchain\nput /c.bin --size 8K\n' |
+		ref batch x.img
+	csums x.img /a.bin /b.bin /c.bin >x.sums
+	grow x.img /a.bin 32768
+	printf 'mkdir /D\nmkdir /M\nput /M/f.bin --size 8K\n' | ref batch y.img
+	csums y.img /M/f.bin >y.sums
+	grow y.img /D 1
+	printf '\x20' | dd of=u.img bs=1 seek=$((0x50ac)) conv=notrunc 2>/dev/null
+	for img in x y u; do
+		for ((n = 1; n <= 20; n++)); do
+			cp $img.img c.img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r c.img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			run fatcheck -r c.img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck c.img
+			fsck_exfat_clean c.img
+			run -0 ref verify -W c.img
+			case $img in
+			x) csums c.img /a.bin:12800 /b.bin /c.bin | diff - x.sums ;;
+			y) csums c.img /M/f.bin | diff - y.sums ;;
+			esac
+			((crashed == 99)) || break
+		done
+		((n > 2))
+	done
+}
