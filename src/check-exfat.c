@@ -119,7 +119,7 @@ struct late_set {
 
 /*
  * The tail of a file's NoFatChain run past its ValidDataLength, claimed
- * after every sound stream too (claim_tails()): a run has no chain to say
+ * after every sound stream too (claim_nfc_tails()): a run has no chain to say
  * where it ends, and a DataLength grown by damage reaches over the files
  * behind it, which must keep their clusters.  The written part, up to
  * ValidDataLength (at least the first cluster), is claimed in the walk
@@ -169,7 +169,7 @@ struct fk_exfat_check {
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
-	LIST(struct late_tail, tails);
+	LIST(struct late_tail, nfc_tails);
 	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
 	uint32_t nowned;
@@ -988,13 +988,13 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 
 /* Keep the tail of the file @c claimed the head of (struct late_tail);
  * its set was planned last, idle unless @is_changed. */
-static int add_tail(struct fk_exfat_check *x, const struct claim *c,
-		    uint64_t need, int is_changed)
+static int add_nfc_tail(struct fk_exfat_check *x, const struct claim *c,
+			uint64_t need, int is_changed)
 {
 	struct late_tail t = {c->rec, (uint32_t)need, x->set_fixes.n - 1};
 
 	x->set_fixes.v[t.fix].is_idle = !is_changed;
-	return PUSH(x->tails, t);
+	return PUSH(x->nfc_tails, t);
 }
 
 /*
@@ -1304,7 +1304,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		if (is_changed)
 			reseal(x, s);
 		if ((err = plan_set(x, s)) ||
-		    (is_tail && (err = add_tail(x, &c, need, is_changed))))
+		    (is_tail && (err = add_nfc_tail(x, &c, need, is_changed))))
 			goto out;
 		if (is_changed)
 			x->st->has_repairs = 1;
@@ -2193,7 +2193,7 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
 			int *is_path);
 
-static int claim_tails(struct fk_exfat_check *x, unsigned char *sec)
+static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
 {
 	const struct fk_geom *g = x->g;
 	uint64_t sec_at = UINT64_MAX, new_len, vdl;
@@ -2204,8 +2204,8 @@ static int claim_tails(struct fk_exfat_check *x, unsigned char *sec)
 	char *path;
 	int err = 0, bit, is_path;
 
-	for (i = 0; i < x->tails.n; i++) {
-		const struct late_tail *t = &x->tails.v[i];
+	for (i = 0; i < x->nfc_tails.n; i++) {
+		const struct late_tail *t = &x->nfc_tails.v[i];
 		const struct owner_rec *o = &x->owners.v[t->rec];
 		struct set_fix *f = &x->set_fixes.v[t->fix];
 
@@ -2280,9 +2280,9 @@ static int late_claims(struct fk_exfat_check *x)
 	size_t i, idx;
 	int err = 0, bit;
 
-	if ((x->late.n || x->tails.n) && !(sec = malloc(g->sec_len)))
+	if ((x->late.n || x->nfc_tails.n) && !(sec = malloc(g->sec_len)))
 		return -ENOMEM;
-	if ((err = claim_tails(x, sec)))
+	if ((err = claim_nfc_tails(x, sec)))
 		goto out;
 	for (i = 0; i < x->late.n && !err; i++) {
 		struct fk_exfat_set *s = x->late.v[i].set;
@@ -2809,7 +2809,7 @@ static void free_state(void *state)
 		free(x->sets[i]);
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
-	free(x->tails.v);
+	free(x->nfc_tails.v);
 	free(x->own);
 	free(x->path);
 	free(x->keep_path);
