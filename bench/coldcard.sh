@@ -29,7 +29,9 @@
 # USB card reader (the table says what the kernel gave the loop device).
 # The rows: fatls -R and fatcheck on a 16 GiB FAT32 and a 64 GiB exFAT
 # card of 20,000 files, fatprealloc of 256 MiB (one file, and 16) on empty
-# ones, and the seed's rows of bench/prealloc.sh (--per-cluster runs once:
+# ones (and one file on the exFAT card of 20,000 files, whose every
+# directory the exFAT writer reads before its first write, to be sure no
+# file owns a cluster it takes), and the seed's rows of bench/prealloc.sh (--per-cluster runs once:
 # every cluster is flushed, tens of seconds).  --build runs the programs of another build (e.g. of an older commit, for
 # before-and-after).  --only keeps the rows whose name matches.  Appends a
 # section to bench/RESULTS.md unless --no-record.  Needs root (losetup,
@@ -218,6 +220,7 @@ ROWS=(
 	"exfat fatprealloc 256M|coldcard-fresh-exfat.img|1|build/fatprealloc --no-zero --sync -p @ /VIDEO/clip.mp4 256M|prealloc 268435456 1"
 	"fat32 fatprealloc 16x16M|coldcard-fresh.img|1|build/fatprealloc -n --sync -p @ $(for i in $(seq -w 1 16); do printf '/VIDEO/clip%s.mp4 16M ' "$i"; done)|prealloc 268435456 1"
 	"exfat fatprealloc 16x16M|coldcard-fresh-exfat.img|1|build/fatprealloc --no-zero --sync -p @ $(for i in $(seq -w 1 16); do printf '/VIDEO/clip%s.mp4 16M ' "$i"; done)|prealloc 268435456 1"
+	"exfat fatprealloc 256M, 20,000 files|coldcard-exfat.img|1|build/fatprealloc --no-zero --sync -p @ /VIDEO/clip.mp4 256M|prealloc 268435456 1"
 	"fat32 seed --sync|coldcard-seed.img|1|build/fatprealloc -n --sync @ $SEED|prealloc 1048576 0"
 	"fat32 seed --per-cluster --sync|coldcard-seed.img|2|build/fatprealloc -n --per-cluster --sync @ $SEED|prealloc 1048576 0"
 	"exfat seed --sync|coldcard-seed-exfat.img|1|build/fatprealloc --lazy --sync @ $SEED|prealloc 1048576 0"

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "bigmem.h"
+#include "device.h"
 #include "diag.h"
+#include "endian.h"
 #include "fsinfo.h"
 #include "testing.h"
 #include "vec.h"
@@ -26,8 +28,9 @@
  * Clusters per chunk of a lazy map: 128 KiB of a FAT32 FAT, a whole
  * number of sectors of every width (for FAT12, 96 sectors of 512 bytes).
  */
-#define CHUNK_CLUS (1u << 15)
-#define MAX_AHEAD  64u /* chunks one lazy load reads at most */
+#define CHUNK_CLUS  (1u << 15)
+#define MAX_AHEAD   64u	 /* chunks one lazy load reads at most */
+#define BM_MAX_LOAD 256u /* bitmap chunks one read takes (1 MiB) */
 
 struct fk_alloc {
 	uint64_t *free_map; /* bit set: cluster is free */
@@ -46,7 +49,75 @@ struct fk_alloc {
 	uint32_t fsi_free;  /* FSInfo's free count at open, or UNKNOWN */
 	int has_fsinfo;	    /* FAT32 with an FSInfo sector to keep */
 	int err;	    /* a load failed: the next plan fails with it */
+	/* A lazy exFAT map reads the allocation bitmap, from byte @bm_off of
+	 * the volume; 0: the FAT.  Its chunks are aligned in the bitmap's
+	 * bits, which start at cluster 2 (@base), so that each load is
+	 * whole sectors; a FAT's start at cluster 0. */
+	uint64_t bm_off;
+	uint32_t base;
 };
+
+/* The chunk that holds cluster @clus. */
+static uint32_t chunk_of(const struct fk_alloc *a, uint32_t clus)
+{
+	return clus < a->base ? 0 : (clus - a->base) / CHUNK_CLUS;
+}
+
+/* The first cluster of chunk @k (past the end for k == nchunks). */
+static uint64_t chunk_first(const struct fk_alloc *a, uint32_t k)
+{
+	return (uint64_t)k * CHUNK_CLUS + a->base;
+}
+
+/*
+ * Chunks @k .. @k + @n - 1 of the allocation bitmap into the free map:
+ * bit c - 2 of the bitmap is cluster c, so a word of used bits from bit
+ * b (a multiple of 64) is map bits b + 2 .. b + 65: the low 62 in map
+ * word b / 64, the top two in the next.  Map words start zeroed and each
+ * bit is written by its own chunk only, so bits are or-ed in; on a read
+ * error nothing is (the clusters stay used).
+ */
+static int scan_bitmap(struct fk_alloc *a, uint32_t k, uint32_t n,
+		       uint32_t *found)
+{
+	uint64_t bit = (uint64_t)k * CHUNK_CLUS, stop, nbits, b;
+	unsigned char *buf;
+	size_t len, i;
+	int err;
+
+	nbits = a->end - a->base;
+	stop = bit + (uint64_t)n * CHUNK_CLUS < nbits
+		       ? bit + (uint64_t)n * CHUNK_CLUS
+		       : nbits;
+	len = (size_t)((stop - bit + 7) / 8);
+	if (!(buf = calloc((len + 7) / 8, 8)))
+		return -ENOMEM;
+	if ((err = fk_device_read(a->vol->dev, a->bm_off + bit / 8, buf,
+				  len))) {
+		free(buf);
+		return err;
+	}
+	*found = 0;
+	for (i = 0, b = bit; b < stop; i++, b += WORD_BITS) {
+		uint64_t free_bits =
+			~((uint64_t)get_le32(buf + i * 8) |
+			  (uint64_t)get_le32(buf + i * 8 + 4) << 32);
+		size_t w = (size_t)(b / WORD_BITS);
+
+		if (stop - b < WORD_BITS)
+			free_bits &= ((uint64_t)1 << (stop - b)) - 1;
+		if (!free_bits)
+			continue;
+		a->free_map[w] |= free_bits << 2;
+		if (free_bits >> 62)
+			a->free_map[w + 1] |= free_bits >> 62;
+		*found += free_bits == ~(uint64_t)0
+				  ? WORD_BITS
+				  : (uint32_t)__builtin_popcountll(free_bits);
+	}
+	free(buf);
+	return 0;
+}
 
 /*
  * Read chunk @k, and up to a->ahead - 1 unread chunks after it, in one
@@ -56,15 +127,18 @@ struct fk_alloc {
  */
 static void load_from(struct fk_alloc *a, uint32_t k)
 {
-	uint32_t n = 1, found = 0, i, first = k * CHUNK_CLUS;
+	uint32_t n = 1, found = 0, i, first = (uint32_t)chunk_first(a, k);
 	int is_blank = 0, err;
 
-	while (n < a->ahead && k + n < a->nchunks && !a->is_loaded[k + n])
+	while (n < a->ahead && k + n < a->nchunks && !a->is_loaded[k + n] &&
+	       (!a->bm_off || n < BM_MAX_LOAD))
 		n++;
-	err = fk_fat_scan_free_range(a->vol, a->vol->g.active_fat, first,
-				     n * CHUNK_CLUS, a->free_map, &found,
-				     &is_blank);
-	if (err) {
+	if (a->bm_off) {
+		if ((err = scan_bitmap(a, k, n, &found)) && !a->err)
+			a->err = err;
+	} else if ((err = fk_fat_scan_free_range(
+			    a->vol, a->vol->g.active_fat, first, n * CHUNK_CLUS,
+			    a->free_map, &found, &is_blank))) {
 		uint32_t end = (k + n) * CHUNK_CLUS;
 
 		memset(a->free_map + first / WORD_BITS, 0,
@@ -88,8 +162,8 @@ static void load_from(struct fk_alloc *a, uint32_t k)
 /* Make the free bit of @clus known. */
 static void ensure(struct fk_alloc *a, uint32_t clus)
 {
-	if (a->nunloaded && clus < a->end && !a->is_loaded[clus / CHUNK_CLUS])
-		load_from(a, clus / CHUNK_CLUS);
+	if (a->nunloaded && clus < a->end && !a->is_loaded[chunk_of(a, clus)])
+		load_from(a, chunk_of(a, clus));
 }
 
 /* Read every chunk still unread, consecutive ones in one scan. */
@@ -106,9 +180,9 @@ static void load_all(struct fk_alloc *a)
 /* The end of the stretch from @from whose bits one check makes known. */
 static uint32_t known_end(const struct fk_alloc *a, uint32_t from)
 {
-	uint32_t end = (from / CHUNK_CLUS + 1) * CHUNK_CLUS;
+	uint64_t end = chunk_first(a, chunk_of(a, from) + 1);
 
-	return a->nunloaded && end < a->end ? end : a->end;
+	return a->nunloaded && end < a->end ? (uint32_t)end : a->end;
 }
 
 static int is_free(struct fk_alloc *a, uint32_t clus)
@@ -207,6 +281,45 @@ int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out)
 	set_hint(a, fsi.next_free);
 	*out = a;
 	return 0;
+}
+
+int fk_alloc_open_bitmap(struct fk_volume *vol, uint64_t bm_off,
+			 struct fk_alloc **out)
+{
+	struct fk_alloc *a;
+	int err;
+
+	if (!bm_off)
+		return -EINVAL; /* the boot region is there */
+	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, &a)))
+		return err;
+	a->base = FK_FIRST_CLUS;
+	a->nchunks = (uint32_t)(((uint64_t)vol->g.nclus + CHUNK_CLUS - 1) /
+				CHUNK_CLUS);
+	if (!(a->is_loaded = calloc(a->nchunks ? a->nchunks : 1, 1))) {
+		fk_alloc_close(a);
+		return -ENOMEM;
+	}
+	a->vol = vol;
+	a->bm_off = bm_off;
+	a->nunloaded = a->nchunks;
+	a->ahead = 1;
+	a->fsi_free = FK_FSINFO_UNKNOWN;
+	*out = a;
+	return 0;
+}
+
+uint32_t fk_alloc_nunread(const struct fk_alloc *a)
+{
+	uint32_t k, n = 0;
+
+	for (k = 0; a->nunloaded && k < a->nchunks; k++)
+		if (!a->is_loaded[k])
+			n += (uint32_t)((chunk_first(a, k + 1) < a->end
+						 ? chunk_first(a, k + 1)
+						 : a->end) -
+					chunk_first(a, k));
+	return n;
 }
 
 int fk_alloc_open(struct fk_volume *vol, struct fk_alloc **out)
@@ -328,7 +441,7 @@ uint32_t fk_alloc_nfree_open(struct fk_alloc *a)
 
 int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
 {
-	uint32_t k = a->cursor / CHUNK_CLUS, i;
+	uint32_t k = chunk_of(a, a->cursor), i;
 
 	/* The chunks the search from the cursor will reach, in its order. */
 	for (i = 0; a->nfree < nclus && a->nunloaded && i < a->nchunks; i++)

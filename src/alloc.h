@@ -55,6 +55,18 @@ int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
 		       struct fk_alloc **out);
 void fk_alloc_close(struct fk_alloc *alloc);
 
+/*
+ * fk_alloc_open_lazy() for exFAT: the allocation bitmap, one run from
+ * byte @bm_off of the volume, read as searches reach it (4 KiB of bitmap
+ * first, then twice as much each load, at most 1 MiB a read), next fit
+ * from cluster 2.  A failed read is the next plan's error.  Returns 0,
+ * -EINVAL (@bm_off 0) or -ENOMEM.
+ */
+int fk_alloc_open_bitmap(struct fk_volume *vol, uint64_t bm_off,
+			 struct fk_alloc **out);
+/* Clusters whose free bits a lazy map has not read (0: all known). */
+uint32_t fk_alloc_nunread(const struct fk_alloc *alloc);
+
 /* Free clusters not yet planned (a lazy map reads the rest of the FAT). */
 uint32_t fk_alloc_nfree(struct fk_alloc *alloc);
 /* Free clusters when opened (a lazy map reads the rest of the FAT). */

@@ -77,7 +77,12 @@ struct fk_cache {
 	struct span spans[NSPANS];
 	unsigned char *span_mem; /* NSPANS spans; NULL until first used */
 	uint32_t span_secs;	 /* sectors a span holds */
-	uint32_t span_last;	 /* the span borrowed last */
+	uint32_t ra_secs;	 /* sectors a miss reads at most */
+	/* With layout.read_len: a span read is that long, and twice the last
+	 * one when it starts where the last one ended (a walk going on). */
+	uint32_t span_min, span_cur; /* sectors; span_min 0: fixed spans */
+	uint32_t span_next;	     /* sector after the last span read */
+	uint32_t span_last;	     /* the span borrowed last */
 	uint64_t span_clock;
 	uint32_t bad_span; /* a span whose read failed; NO_SEC: none */
 	const struct fk_cache_patch *patches; /* borrowed; ascending */
@@ -207,6 +212,16 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 	c->last = NO_SLOT;
 	c->span_secs =
 		layout->sec_len < SPAN_LEN ? SPAN_LEN / layout->sec_len : 1;
+	c->ra_secs = READ_AHEAD;
+	c->span_next = NO_SEC;
+	if (layout->read_len) {
+		uint32_t n = layout->read_len / layout->sec_len;
+
+		n = n ? n : 1;
+		c->ra_secs = n < READ_AHEAD ? n : READ_AHEAD;
+		c->span_min = n < c->span_secs ? n : c->span_secs;
+		c->span_cur = c->span_min;
+	}
 	forget_spans(c);
 	c->bad_span = NO_SEC;
 	if (carve(c, tsize)) {
@@ -304,7 +319,10 @@ static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 	uint32_t n = 1, i;
 	int err;
 
-	while (n < READ_AHEAD && sec + n < c->lay.fat_secs &&
+	/* With layout.read_len, the read ends at a multiple of it: a
+	 * sector changed is read with its page, not into the next one. */
+	while (n < c->ra_secs && sec + n < c->lay.fat_secs &&
+	       (!c->span_min || (sec + n) % c->ra_secs) &&
 	       lookup(c, sec + n) == NO_SLOT)
 		n++;
 	for (i = 0; i < n; i++) {
@@ -381,15 +399,27 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	uint64_t fat_off = c->lay.fat_off + (uint64_t)c->lay.read_fat *
 						    c->lay.fat_secs *
 						    c->lay.sec_len;
-	uint32_t first = sec - sec % c->span_secs, i, old = 0;
+	uint32_t len = c->span_secs, first, i, old = 0;
 	struct span *s;
 
 	for (i = 0; i < NSPANS; i++) {
-		if (c->spans[i].first == first)
+		if (c->spans[i].first != NO_SEC &&
+		    sec - c->spans[i].first < c->spans[i].nsecs)
 			return i;
 		if (c->spans[i].used < c->spans[old].used)
 			old = i;
 	}
+	if (c->span_min) {
+		/* A walk that goes on reads on from where it stopped, in
+		 * longer pieces; a jump starts small again. */
+		if (sec == c->span_next)
+			len = c->span_cur * 2 < c->span_secs ? c->span_cur * 2
+							     : c->span_secs;
+		else
+			len = c->span_min;
+		c->span_cur = len;
+	}
+	first = sec == c->span_next && c->span_min ? sec : sec - sec % len;
 	if (first == c->bad_span)
 		return NO_SLOT;
 	if (!c->span_mem &&
@@ -398,9 +428,8 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 		return NO_SLOT;
 	s = &c->spans[old];
 	s->first = NO_SEC;
-	s->nsecs = c->lay.fat_secs - first < c->span_secs
-			   ? c->lay.fat_secs - first
-			   : c->span_secs;
+	s->nsecs =
+		c->lay.fat_secs - first < len ? c->lay.fat_secs - first : len;
 	/* A span past the end of a short image is no error of the sectors
 	 * asked for: those are then read as fk_cache_get() reads them. */
 	if (fk_device_read(c->dev, fat_off + (uint64_t)first * c->lay.sec_len,
@@ -416,6 +445,7 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	}
 	c->stats.misses += s->nsecs;
 	s->first = first;
+	c->span_next = first + s->nsecs;
 	return old;
 }
 

@@ -28,6 +28,14 @@ struct fk_cache_layout {
 	 * not in huge pages a few reads would make the kernel clear whole.
 	 */
 	int is_rarely_written;
+	/*
+	 * Bytes a miss reads (0: a sector and 63 after it, or a 64 KiB span
+	 * for a chain walk).  Set, a miss reads at most this much and a
+	 * span this much, doubling while a walk reads on from the end of
+	 * the last one: on a card, where every byte read costs time, a
+	 * writer that looks at a few scattered sectors reads little.
+	 */
+	uint32_t read_len;
 };
 
 /* When a flush fsyncs. */

@@ -50,6 +50,8 @@ struct fk_check_opts {
 	uint32_t fat_copy; /* where FAT copies differ, keep this one
 			      (1-based; at most nfats); 0: judge */
 	int64_t now;	   /* timestamp for what a salvage creates */
+	int is_thorough;   /* exFAT: read every directory past its end
+			      marker, lost clusters or not (a repair) */
 	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
 	 */
 	void (*progress)(void *arg, const char *phase, uint64_t done,

@@ -67,6 +67,7 @@ struct fk_dirplan {
 	uint32_t first_free; /* no free slot below this */
 	uint32_t end_slot;   /* one past the last slot in use */
 	int is_keep;	     /* fk_dirplan_open_keep() */
+	uint32_t marker;     /* keep: the end marker the reader met */
 	struct dp_ent *ents;
 	uint32_t nents;
 	size_t cap_ents;
@@ -304,6 +305,7 @@ static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
 {
 	uint32_t to = st->zero_from < dp->nslots ? st->zero_from : dp->nslots;
 
+	dp->marker = st->end_slot;
 	if (st->after_end && !dp->is_keep) {
 		fk_diag_set(diag, NULL,
 			    "live entries hidden after the end-of-directory "
@@ -571,12 +573,22 @@ static int find_slots(struct fk_dirplan *dp, struct fk_alloc *alloc, uint32_t n,
  */
 static int mark_skipped(struct fk_dirplan *dp, uint32_t first)
 {
-	unsigned char e[FK_DIRENT_LEN];
+	unsigned char e[FK_DIRENT_LEN], old[FK_DIRENT_LEN];
 	uint32_t s, from = dp->end_slot;
 	int err;
 
 	memset(e, 0, sizeof(e));
 	fk_slot_delete(e);
+	/* A repair's plan (keep) reads on past the end marker, where the
+	 * entries it keeps lie, and those it deletes: an end marker left
+	 * among them would hide the new entry from Windows and mtools.
+	 * Only end markers are rewritten; live slots stay for the repair. */
+	for (s = dp->is_keep ? dp->marker : from; s < from && s < first; s++) {
+		if ((err = fk_dir_read_slot(dp->vol, dp->first_clus, s, old)))
+			return err;
+		if (fk_slot_is_end(old) && (err = add_write(dp, s, e)))
+			return err;
+	}
 	for (s = from; s < first; s++)
 		if ((err = add_write(dp, s, e)))
 			return err;

@@ -27,7 +27,8 @@
 
 #define TZ_VALID 0x80
 
-#define FIRST_PIECE (8u << 10) /* bytes of a cluster a lister reads first */
+#define FIRST_PIECE	(8u << 10) /* bytes of a cluster a lister reads first */
+#define MAX_FIRST_PIECE (32u << 10) /* most fk_exfat_dir_set_first_piece() */
 
 struct fk_exfat_dir {
 	struct fk_volume *vol;
@@ -101,6 +102,62 @@ void fk_exfat_dir_keep_going(struct fk_exfat_dir *dir)
 void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus)
 {
 	dir->limit = nclus;
+}
+
+void fk_exfat_dir_set_first_piece(struct fk_exfat_dir *dir, uint32_t len)
+{
+	uint32_t max = dir->vol->g.clus_len;
+
+	if (max > MAX_FIRST_PIECE)
+		max = MAX_FIRST_PIECE;
+	len = len > max ? max : (len + 4095) / 4096 * 4096;
+	if (len > FIRST_PIECE)
+		dir->piece = len;
+}
+
+int fk_exfat_dir_mark(const struct fk_exfat_dir *dir,
+		      struct fk_exfat_dir_mark *m)
+{
+	const struct fk_geom *g = &dir->vol->g;
+	uint32_t off;
+
+	if (!dir->seen_end || dir->keep_going)
+		return 0;
+	off = (uint32_t)(dir->stats.end_off - fk_clus_off(g, dir->clus)) +
+	      FK_EXFAT_ENT_LEN;
+	/* The marker ends the cluster and the walk could take no more. */
+	if (off == g->clus_len &&
+	    ((dir->limit && dir->stats.nclus >= dir->limit) ||
+	     dir->stats.nclus >= dir->max_clus))
+		return 0;
+	m->clus = dir->clus;
+	m->nclus = dir->stats.nclus;
+	m->next_off = off;
+	m->next_ent = dir->stats.end_ent + 1;
+	return 1;
+}
+
+void fk_exfat_dir_resume(struct fk_exfat_dir *dir,
+			 const struct fk_exfat_dir_mark *m)
+{
+	dir->keep_going = 1;
+	dir->seen_end = 1;
+	dir->is_done = 0;
+	dir->clus = m->clus;
+	dir->clus_done = m->next_off;
+	dir->buf_ents = dir->pos = 0;
+	dir->idx = m->next_ent;
+	dir->stats.nents = m->next_ent;
+	dir->stats.end_ent = m->next_ent - 1;
+	dir->stats.end_off = fk_clus_off(&dir->vol->g, m->clus) + m->next_off -
+			     FK_EXFAT_ENT_LEN;
+	dir->stats.nclus = m->nclus;
+	dir->stats.chain.nclus = m->nclus;
+	dir->stats.chain.last = m->clus;
+	/* Brent's check starts afresh at the mark (the limit bounds the
+	 * walk in any case). */
+	dir->saved = m->clus;
+	dir->power = dir->lam = 1;
 }
 
 const struct fk_exfat_dir_stats *
@@ -275,13 +332,22 @@ static void get_time(const unsigned char *e, unsigned ts_off, int ms_off,
 	t->utc_off = (int8_t)(tz & 0x40 ? (int)(tz & 0x7F) - 128 : tz & 0x7F);
 }
 
+/* SetChecksum over the entries found. */
+static void sum_set(struct fk_exfat_set *set)
+{
+	set->csum_computed = fk_exfat_set_checksum(
+		(const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw, set->nents);
+	if (set->csum_computed != set->csum_stored)
+		set->defects |= FK_EXS_CHECKSUM;
+}
+
 /* The File set's secondaries, Stream Extension and names. */
 static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 {
 	const struct fk_exfat_upcase *up =
 		dir->vol->exfat ? dir->vol->exfat->upcase : NULL;
-	uint32_t i, names = 0, need, k;
-	int has_stream = 0;
+	uint32_t i, names = 0, need, k, take;
+	int has_stream = 0, bad = 0;
 
 	set->attr = (uint16_t)get_le16(set->raw[0] + FE_ATTR);
 	get_time(set->raw[0], FE_CTIME, FE_CTIME_MS, FE_CTIME_TZ, &set->ctime);
@@ -312,11 +378,20 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 			/* Names follow the stream, each in its place (7.7). */
 			if (i != 2 + names || !has_stream)
 				set->defects |= FK_EXS_NAME_ENTRY;
-			for (k = 0;
-			     k < FN_UNITS && set->name16_len < set->name_len;
-			     k++)
-				set->name16[set->name16_len++] =
+			take = set->name_len > set->name16_len
+				       ? set->name_len - set->name16_len
+				       : 0;
+			if (take > FN_UNITS)
+				take = FN_UNITS;
+			/* each unit judged as it is gathered */
+			for (k = 0; k < take; k++) {
+				uint16_t u =
 					(uint16_t)get_le16(e + FN_NAME + 2 * k);
+
+				set->name16[set->name16_len + k] = u;
+				bad |= !fk_exfat_name_unit_ok(u);
+			}
+			set->name16_len += take;
 			names++;
 		} else if (e[0] == FK_EXFAT_T_STREAM) {
 			set->defects |= FK_EXS_NAME_ENTRY; /* a second one */
@@ -329,6 +404,7 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 	}
 	set->name16[set->name16_len] = 0;
 	if (!has_stream) {
+		sum_set(set);
 		set->defects |= FK_EXS_NO_STREAM;
 		return;
 	}
@@ -339,16 +415,21 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 		set->defects |= FK_EXS_COUNT;
 	if (names != need || set->name16_len < set->name_len)
 		set->defects |= FK_EXS_NAME_ENTRY;
-	for (k = 0; k < set->name16_len; k++)
-		if (!fk_exfat_name_unit_ok(set->name16[k]))
-			set->defects |= FK_EXS_NAME_CHARS;
+	if (bad)
+		set->defects |= FK_EXS_NAME_CHARS;
 	fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
 			 sizeof(set->name));
 	if (up) {
-		set->hash_computed =
-			fk_exfat_name_hash(up, set->name16, set->name16_len);
+		fk_exfat_set_sums(
+			(const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw,
+			set->nents, up, set->name16, set->name16_len,
+			&set->csum_computed, &set->hash_computed);
+		if (set->csum_computed != set->csum_stored)
+			set->defects |= FK_EXS_CHECKSUM;
 		if (set->hash_computed != set->hash_stored)
 			set->defects |= FK_EXS_HASH;
+	} else {
+		sum_set(set);
 	}
 	if (set->valid_len > set->data_len ||
 	    ((set->attr & FK_ATTR_DIR) && set->valid_len != set->data_len))
@@ -364,12 +445,43 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 		set->defects |= FK_EXS_BIG_DIR;
 }
 
+/*
+ * The fields from type to bitmap_flags, about 100 bytes, once per set: in
+ * 32-byte pieces, which compilers store inline, where one memset of the
+ * whole is a string instruction with a start-up cost of its own.
+ */
+static void clear_fields(struct fk_exfat_set *set)
+{
+	enum {
+		FROM = offsetof(struct fk_exfat_set, type),
+		LEN = offsetof(struct fk_exfat_set, bitmap_flags) - FROM,
+	};
+	unsigned char *p = (unsigned char *)set + FROM;
+	size_t i;
+
+	for (i = 0; i + 32 <= LEN; i += 32)
+		memset(p + i, 0, 32);
+	memset(p + i, 0, LEN % 32);
+}
+
+/*
+ * The fields only special entries fill, from bitmap_flags to name16: a
+ * file's set (most sets) does without clearing them.
+ */
+static void clear_special(struct fk_exfat_set *set)
+{
+	memset(&set->bitmap_flags, 0,
+	       offsetof(struct fk_exfat_set, name16) -
+		       offsetof(struct fk_exfat_set, bitmap_flags));
+}
+
 /* The fields of a special entry of the root (7.1 - 7.3, 7.5). */
 static void parse_special(struct fk_exfat_set *set)
 {
 	const unsigned char *e = set->raw[0];
 	uint32_t k;
 
+	clear_special(set);
 	switch (set->type) {
 	case FK_EXFAT_T_BITMAP:
 	case FK_EXFAT_T_UPCASE:
@@ -525,9 +637,7 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		break;
 	}
 	memset(set, 0, offsetof(struct fk_exfat_set, raw));
-	memset(&set->type, 0,
-	       offsetof(struct fk_exfat_set, name16) -
-		       offsetof(struct fk_exfat_set, type));
+	clear_fields(set);
 	set->name16[0] = 0;
 	set->name[0] = 0;
 	set->first_ent = dir->idx - 1;
@@ -539,6 +649,7 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 	if (dir->seen_end)
 		set->defects |= FK_EXS_CROSSES_END;
 	if (e[0] & FK_EXFAT_SECONDARY) {
+		clear_special(set);
 		if ((r = gather_orphans(dir, set, diag)))
 			return r;
 		return 1;
@@ -549,16 +660,14 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		set->csum_stored = (uint16_t)get_le16(e + GEN_CHECKSUM);
 		if ((r = gather(dir, set, diag)))
 			return r;
-		set->csum_computed = fk_exfat_set_checksum(
-			(const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw,
-			set->nents);
-		if (set->csum_computed != set->csum_stored)
-			set->defects |= FK_EXS_CHECKSUM;
 	}
-	if (set->kind == FK_EXK_FILE)
-		parse_file(dir, set);
-	else
+	if (set->kind == FK_EXK_FILE) {
+		parse_file(dir, set); /* the checksum with the name hash */
+	} else {
+		if (has_secondaries(e[0]))
+			sum_set(set);
 		parse_special(set);
+	}
 	if (!dir->is_root && set->kind != FK_EXK_FILE &&
 	    set->kind != FK_EXK_BENIGN && set->kind != FK_EXK_CRITICAL)
 		set->defects |= FK_EXS_ROOT_ONLY;

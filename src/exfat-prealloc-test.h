@@ -20,8 +20,8 @@ struct fk_geom;
  * size, holding @ents (@nclus * clus_len bytes, entries as on disk), as
  * fatprealloc holds one after reading it; clusters it grows by come from
  * @alloc, which stays the caller's and must outlive it.  Only @g's
- * sec_len, clus_secs and clus_len are used.  Returns 0, FK_ECORRUPT
- * (entries after the end marker: @diag says so) or -ENOMEM.
+ * sec_len, clus_secs and clus_len are used.  Returns 0 or -ENOMEM
+ * (entries after the end marker are judged by fk_exfat_slots_take()).
  */
 int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 			const uint32_t *clus, uint32_t nclus,
@@ -30,7 +30,9 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 void fk_exfat_slots_close(struct fk_exfat_slots *s);
 
 /* Take @n free slots for a new set, growing the directory as fatprealloc
- * would; *@idx is the first.  Returns 0, -ENOSPC or -ENOMEM. */
+ * would; *@idx is the first.  Returns 0, -ENOSPC, FK_ECORRUPT (an entry
+ * after the end marker among the slots or the one after them: @diag says
+ * so) or -ENOMEM. */
 int fk_exfat_slots_take(struct fk_exfat_slots *s, uint32_t n, uint32_t *idx,
 			struct fk_diag *diag);
 

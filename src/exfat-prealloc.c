@@ -64,6 +64,8 @@
 #define ATTR_ARCHIVE 0x20
 #define NBUCKETS     4096 /* name index buckets per directory */
 #define NO_TAG	     UINT32_MAX
+#define FIRST_READ   (8u << 10) /* bytes of a directory read first */
+#define PAGE_LEN     4096u	/* a page of a buffered block device */
 
 /* A name in a directory, for lookups and duplicates. */
 struct xname {
@@ -90,10 +92,13 @@ struct xdir {
 	uint32_t *clus;		  /* cluster of each directory cluster */
 	uint32_t nclus;
 	uint32_t cap_clus;  /* clusters @buf, @is_dirty and @clus hold */
-	unsigned char *buf; /* the whole directory */
+	unsigned char *buf; /* the whole directory, read as far as needed */
 	uint32_t nents;
-	uint8_t *is_dirty; /* per sector */
-	uint32_t end_idx;  /* first slot of the free run at the end */
+	uint32_t disk_nents; /* entries it had on disk (0: a new one) */
+	uint32_t nread;	     /* entries of @buf read (whole sectors) */
+	uint32_t tail_ok;    /* entries end_idx .. tail_ok - 1 are 0x00 */
+	uint8_t *is_dirty;   /* per sector */
+	uint32_t end_idx;    /* first slot of the free run at the end */
 	struct xhole *holes;
 	size_t nholes, cap_holes;
 	struct xname *names;
@@ -129,10 +134,9 @@ struct xop {
 	struct fk_volume *vol;
 	const struct fk_prealloc_opts *o;
 	struct fk_alloc *alloc;
-	struct fk_exfat_bitmap bm;
-	uint32_t nused;	      /* clusters the bitmap marked at the start */
-	struct fk_cache *bmc; /* the bitmap's sectors */
-	uint64_t bm_off;      /* byte offset of the bitmap */
+	struct fk_exfat_bitmap bm; /* where it is (the allocator reads it) */
+	struct fk_cache *bmc;	   /* the bitmap's sectors */
+	uint64_t bm_off;	   /* byte offset of the bitmap */
 	struct xdir **dirs;
 	size_t ndirs, cap_dirs;
 	struct xown *own; /* sorted by first cluster, none overlapping */
@@ -237,17 +241,15 @@ static void xdir_free(struct xdir *d)
 }
 
 /*
- * Did the bitmap mark cluster @c in use when the run began?  Before the
- * allocator takes the bitmap over, it says; after, a cluster is in use
- * when the allocator has it neither free nor planned for a directory of
- * this run (the only plans made while paths are resolved).
+ * Did the bitmap mark cluster @c in use when the run began?  It did when
+ * the allocator (which reads the bitmap as asked) has it neither free
+ * nor planned for a directory of this run (the only plans made while
+ * paths are resolved).
  */
 static int was_marked(const struct xop *op, uint32_t c)
 {
 	size_t i, k;
 
-	if (!op->alloc)
-		return fk_exfat_bitmap_test(&op->bm, c);
 	if (fk_alloc_is_free(op->alloc, c))
 		return 0;
 	for (i = 0; i < op->ndirs; i++) {
@@ -449,20 +451,83 @@ static uint32_t name_find(const struct xop *op, const struct xdir *d,
 	return NO_TAG;
 }
 
-/* Free slots: deleted runs before the end marker, the run after it. */
-static int find_slots(struct xdir *d, const struct fk_exfat_dir_stats *st,
+/*
+ * Read @d's entries up to @upto at least: whole sectors, FIRST_READ bytes
+ * at first and then twice what was read (the listers' pieces, so the
+ * first read is one they made already), no further than the directory,
+ * adjacent clusters in one request.  A writer needs the sets before the
+ * end marker and the slots it takes after it: on a card a 128 KiB
+ * cluster is not read whole for a few entries.
+ */
+static int read_ents(struct xop *op, struct xdir *d, uint32_t upto)
+{
+	const struct fk_geom *g = &op->vol->g;
+	uint64_t have = (uint64_t)d->nread * FK_EXFAT_ENT_LEN;
+	uint64_t want = (uint64_t)upto * FK_EXFAT_ENT_LEN;
+	uint64_t disk = (uint64_t)d->disk_nents * FK_EXFAT_ENT_LEN;
+	int err;
+
+	if (upto <= d->nread)
+		return 0;
+	want = want > 2 * have ? want : 2 * have;
+	want = want > FIRST_READ ? want : FIRST_READ;
+	want = (want + g->sec_len - 1) / g->sec_len * g->sec_len;
+	want = want < disk ? want : disk;
+	while (have < want) {
+		uint32_t k = (uint32_t)(have / g->clus_len);
+		uint64_t len = g->clus_len - have % g->clus_len;
+
+		for (; have + len < want && d->clus[k + 1] == d->clus[k] + 1;
+		     k++)
+			len += g->clus_len;
+		len = len < want - have ? len : want - have;
+		if ((err = fk_device_read(
+			     op->vol->dev,
+			     ent_off(op, d,
+				     (uint32_t)(have / FK_EXFAT_ENT_LEN)),
+			     d->buf + have, (size_t)len)))
+			return err;
+		have += len;
+	}
+	d->nread = (uint32_t)(have / FK_EXFAT_ENT_LEN);
+	return 0;
+}
+
+/*
+ * The entries from the end marker up to @upto (the slots a new set takes
+ * and the one after it) must be 0x00 (spec 6.2: all entries after the
+ * marker are markers too): a set hidden there, which fatcheck can bring
+ * back, would be overwritten, or read as the directory's once a new set
+ * ends before it.  The rest of the directory past the marker is not read
+ * (nor changed).
+ */
+static int check_tail(struct xop *op, struct xdir *d, uint32_t upto,
 		      struct fk_diag *diag)
 {
-	uint32_t i, run = 0;
+	int err;
 
-	d->end_idx = st->end_ent < d->nents ? st->end_ent : d->nents;
-	for (i = d->end_idx; i < d->nents; i++)
-		if (ent_at(d, i)[0] != FK_EXFAT_T_END) {
-			fk_diag_set(diag, NULL,
+	upto = upto < d->disk_nents ? upto : d->disk_nents;
+	if (upto <= d->tail_ok)
+		return 0;
+	if ((err = read_ents(op, d, upto)))
+		return err;
+	for (; d->tail_ok < upto; d->tail_ok++)
+		if (ent_at(d, d->tail_ok)[0] != FK_EXFAT_T_END) {
+			fk_diag_set(diag, d->where,
 				    "directory has entries after its end "
 				    "marker");
 			return FK_ECORRUPT;
 		}
+	return 0;
+}
+
+/* Free slots: deleted runs before the end marker, the run after it. */
+static int find_slots(struct xdir *d, const struct fk_exfat_dir_stats *st)
+{
+	uint32_t i, run = 0;
+
+	d->end_idx = st->end_ent < d->nents ? st->end_ent : d->nents;
+	d->tail_ok = d->end_idx;
 	for (i = 0; i <= d->end_idx; i++) {
 		if (i < d->end_idx && !(ent_at(d, i)[0] & FK_EXFAT_IN_USE)) {
 			run++;
@@ -507,7 +572,6 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 	struct fk_exfat_dir *it = NULL;
 	struct fk_plan runs = {NULL, 0, 0, 0};
 	struct xdir *d = calloc(1, sizeof(*d));
-	uint32_t i;
 	int err;
 
 	if (!d)
@@ -538,17 +602,16 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 		d->s.data_len = (uint64_t)d->nclus * g->clus_len;
 	d->nents =
 		(uint32_t)((uint64_t)d->nclus * g->clus_len / FK_EXFAT_ENT_LEN);
+	d->disk_nents = d->nents;
 	if (!(d->buf = malloc((size_t)d->nclus * g->clus_len)) ||
 	    !(d->is_dirty = calloc((size_t)d->nclus * g->clus_secs, 1)) ||
 	    !(set = malloc(sizeof(*set)))) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < d->nclus; i++)
-		if ((err = fk_device_read(
-			     op->vol->dev, fk_clus_off(g, d->clus[i]),
-			     d->buf + (size_t)i * g->clus_len, g->clus_len)))
-			goto out;
+	/* The sets come from the iterator, which reads up to the end
+	 * marker; the buffer is read as far (from the page cache), and
+	 * further only for the slots the run takes (check_tail()). */
 	if ((err = fk_exfat_dir_open(op->vol, s, &it)))
 		goto out;
 	while ((err = fk_exfat_dir_next(it, set, diag)) == 1) {
@@ -592,7 +655,8 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 	}
 	if (err < 0)
 		goto out;
-	err = find_slots(d, fk_exfat_dir_stats(it), diag);
+	if (!(err = read_ents(op, d, fk_exfat_dir_stats(it)->end_ent + 1)))
+		err = find_slots(d, fk_exfat_dir_stats(it));
 out:
 	fk_exfat_dir_close(it);
 	fk_plan_free(&runs);
@@ -726,8 +790,10 @@ static int is_split(const struct xop *op, const struct xdir *d, uint32_t idx,
  * longer than a cluster (a 255-unit name on 512-byte clusters is 19
  * entries, 16 fit) spans clusters wherever they are, as the
  * specification allows (6.3) and Linux does; waiting for adjacent ones
- * would grow the directory to its 256 MiB limit.  Returns 0, -ENOSPC or
- * -ENOMEM.
+ * would grow the directory to its 256 MiB limit.  Nor does a set that
+ * fits in a cluster start in the root's old clusters and end in new ones:
+ * the link to them then needs no barrier of its own (write_links()).
+ * Returns 0, -ENOSPC, FK_ECORRUPT (check_tail()) or -ENOMEM.
  */
 static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
 		      struct fk_diag *diag)
@@ -751,14 +817,24 @@ static int take_slots(struct xop *op, struct xdir *d, uint32_t n, uint32_t *idx,
 		while (d->end_idx + n > d->nents)
 			if ((err = grow_dir(op, d, diag)))
 				return err;
-		if (may_split || !is_split(op, d, d->end_idx, n))
+		if (may_split)
 			break;
-		next = (d->end_idx / per + 1) * per;
+		if (is_split(op, d, d->end_idx, n))
+			next = (d->end_idx / per + 1) * per;
+		else if (!d->parent && d->end_idx < d->disk_nents &&
+			 d->end_idx + n > d->disk_nents)
+			next = d->disk_nents; /* see write_links() */
+		else
+			break;
+		if ((err = check_tail(op, d, next, diag)))
+			return err;
 		mark_dirty(op, d, d->end_idx, next - d->end_idx);
 		for (; d->end_idx < next; d->end_idx++)
 			ent_at(d, d->end_idx)[0] =
 				FK_EXFAT_T_FILE & ~FK_EXFAT_IN_USE;
 	}
+	if ((err = check_tail(op, d, d->end_idx + n + 1, diag)))
+		return err;
 	*idx = d->end_idx;
 	d->end_idx += n;
 	return 0;
@@ -1531,7 +1607,30 @@ static void build_sets(struct xop *op)
 			build_dir_set(op, op->dirs[i]);
 }
 
-/* Dirty sectors of every directory, adjacent ones in one write. */
+/* The device offset of sector @s of @d. */
+static uint64_t sec_off(const struct xop *op, const struct xdir *d, uint32_t s)
+{
+	return ent_off(op, d,
+		       (uint32_t)((uint64_t)s * op->vol->g.sec_len /
+				  FK_EXFAT_ENT_LEN));
+}
+
+/* Is sector @s of @d in a cluster the run adds (zeroed, nobody's)? */
+static int is_fresh(const struct xop *op, const struct xdir *d, uint32_t s)
+{
+	uint32_t per_sec = op->vol->g.sec_len / FK_EXFAT_ENT_LEN;
+
+	return s < d->nclus * op->vol->g.clus_secs &&
+	       s >= d->disk_nents / per_sec;
+}
+
+/*
+ * Dirty sectors of every directory, adjacent ones in one write.  In the
+ * clusters the run adds a write is widened to whole pages (of a buffered
+ * block device): their zeroing dropped them from the kernel's cache, and
+ * a part-page write would make it read the page first, one more request
+ * on a card.  Sectors of old clusters are written only when changed.
+ */
 static int write_dirs(struct xop *op)
 {
 	const struct fk_geom *g = &op->vol->g;
@@ -1550,15 +1649,21 @@ static int write_dirs(struct xop *op)
 				s++;
 				continue;
 			}
-			off = ent_off(op, d,
-				      (uint32_t)((uint64_t)s * g->sec_len /
-						 FK_EXFAT_ENT_LEN));
+			off = sec_off(op, d, s);
 			len = g->sec_len;
-			for (s++;
-			     s < nsecs && d->is_dirty[s] &&
-			     ent_off(op, d,
-				     (uint32_t)((uint64_t)s * g->sec_len /
-						FK_EXFAT_ENT_LEN)) == off + len;
+			for (s++; s < nsecs && d->is_dirty[s] &&
+				  sec_off(op, d, s) == off + len;
+			     s++)
+				len += g->sec_len;
+			for (; off % PAGE_LEN && first &&
+			       is_fresh(op, d, first - 1) &&
+			       sec_off(op, d, first - 1) == off - g->sec_len;
+			     first--) {
+				off -= g->sec_len;
+				len += g->sec_len;
+			}
+			for (; (off + len) % PAGE_LEN && is_fresh(op, d, s) &&
+			       sec_off(op, d, s) == off + len;
 			     s++)
 				len += g->sec_len;
 			if ((err = fk_device_write(op->vol->dev, off,
@@ -1739,8 +1844,30 @@ static int write_per_cluster(struct xop *op)
 }
 
 /*
+ * Does a set of @d begin in its old clusters and end in new ones?  Only
+ * a new set can (the old ones lay within the old clusters).
+ */
+static int crosses_old_end(const struct xdir *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nnames; i++)
+		if (d->names[i].idx < d->disk_nents &&
+		    d->names[i].idx + d->names[i].nents > d->disk_nents)
+			return 1;
+	return 0;
+}
+
+/*
  * Step 5a, the commit point: old chain ends (chained files, chained
- * directories) link to their new clusters.  *@nlinks counts them.
+ * directories) link to their new clusters.  *@nlinks counts the links
+ * that must reach the disk before the entry sets do.  A file's or a
+ * subdirectory's must: its set's new DataLength would otherwise describe
+ * clusters its chain does not reach.  The root's need not: it has no
+ * DataLength, its new clusters are zeroed (all end markers) behind the
+ * barrier before this step, and sets written into them before the link
+ * lands are in no directory yet; only a set that starts in the old
+ * clusters and ends in new ones would be cut short, so then it counts.
  */
 static int write_links(struct xop *op, int *nlinks)
 {
@@ -1755,7 +1882,8 @@ static int write_links(struct xop *op, int *nlinks)
 		if ((err = fk_fat_put(op->vol, d->clus[d->old_nclus - 1],
 				      d->growth.runs[0].first)))
 			return err;
-		(*nlinks)++;
+		if (d->parent || crosses_old_end(d))
+			(*nlinks)++;
 	}
 	for (i = 0; i < op->run->nfiles; i++) {
 		const struct xfile *fp = &op->files[i];
@@ -1799,12 +1927,38 @@ static int write_bitmap(struct xop *op, int is_used)
 	return fk_cache_flush(op->bmc);
 }
 
+/*
+ * PercentInUse after the run, or -1 to leave it: the percentage of
+ * clusters in use, or 0xFF, "not available" (spec 3.1.16: a writer that
+ * changes the allocation updates it or sets 0xFF).  Exact when the
+ * searches have read the whole bitmap (a small volume), or it was 0xFF
+ * already; else counting it would read the rest of a bitmap of
+ * megabytes for a hint that Linux never reads (it counts the bitmap at
+ * mount), so 0xFF.  A run that took no cluster leaves a value it cannot
+ * check as it was.
+ */
+static int new_percent(struct xop *op)
+{
+	unsigned old = op->vol->boot[EB_PERCENT], pct;
+	uint32_t nclus = op->vol->g.nclus, ntaken = 0;
+	size_t i;
+
+	for (i = 0; i < op->run->nfiles; i++)
+		ntaken += op->files[i].pf.add.nclus;
+	for (i = 0; i < op->ndirs; i++)
+		ntaken += op->dirs[i]->growth.nclus;
+	if (old == 0xff)
+		return -1;
+	if (fk_alloc_nunread(op->alloc))
+		return ntaken ? 0xff : -1;
+	pct = fk_exfat_percent(nclus - fk_alloc_nfree(op->alloc), nclus);
+	return pct == old ? -1 : (int)pct;
+}
+
 static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 {
 	unsigned char *b = op->vol->boot;
-	uint32_t nused = op->nused;
 	int err, nlinks = 0, percent;
-	size_t i;
 
 	if (is_stopping(op))
 		return -EINTR;
@@ -1832,13 +1986,7 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 	build_sets(op);
 	if ((err = write_dirs(op)))
 		return err;
-	for (i = 0; i < op->run->nfiles; i++)
-		nused += op->files[i].pf.add.nclus;
-	for (i = 0; i < op->ndirs; i++)
-		nused += op->dirs[i]->growth.nclus;
-	percent = fk_exfat_percent(nused, op->vol->g.nclus);
-	if (b[EB_PERCENT] == 0xff || b[EB_PERCENT] == percent)
-		percent = -1; /* not kept, or right already */
+	percent = new_percent(op);
 	/* Steps 6 and 7 are one write of the boot sector, after the entry
 	 * sets are on disk. */
 	if (op->o->sync != FK_SYNC_NEVER &&
@@ -1904,16 +2052,60 @@ static int fill_dirs(struct fk_prun *run, struct fk_prealloc_result *res)
 
 /* ---- setup ---------------------------------------------------------------- */
 
-/* The bitmap as a cache region: it must be one run of clusters. */
+/*
+ * The active allocation bitmap: it must be one run of clusters (as Linux
+ * reads it), of the length the heap needs.  The allocator reads it only
+ * as its searches reach it, from the start of the heap (on a card, 256
+ * MiB near the start of an empty one is a few KiB of a bitmap of
+ * megabytes), and its sectors are written through a cache region.
+ */
 static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 {
 	const struct fk_geom *g = &op->vol->g;
-	struct fk_exfat_stream s = {op->bm.first_clus, op->bm.data_len, 0};
+	const struct fk_exfat *ex = op->vol->exfat;
+	uint32_t pick = fk_exfat_active_bitmap(op->vol);
+	struct fk_exfat_stream s;
 	struct fk_cache_layout lay;
 	struct fk_chain_info info;
 	struct fk_plan runs = {NULL, 0, 0, 0};
+	uint64_t need;
 	int err;
 
+	if (!ex->nbitmaps) {
+		fk_diag_set(diag, NULL,
+			    "the root has no allocation bitmap entry; run "
+			    "fatcheck");
+		return FK_ECORRUPT;
+	}
+	op->bm.nclus = g->nclus;
+	op->bm.first_clus = ex->bitmap_clus[pick];
+	op->bm.data_len = ex->bitmap_len[pick];
+	if (!fk_clus_valid(g, op->bm.first_clus)) {
+		fk_diag_set(diag, NULL,
+			    "allocation bitmap cluster %" PRIu32
+			    " is out of range",
+			    op->bm.first_clus);
+		return FK_ECORRUPT;
+	}
+	s = (struct fk_exfat_stream){op->bm.first_clus, op->bm.data_len, 0};
+	if ((err = fk_exfat_stream_walk(op->vol, &s, collect_run, &runs,
+					&info)) < 0)
+		goto out;
+	need = op->bm.data_len < fk_exfat_bitmap_len(g->nclus)
+		       ? op->bm.data_len
+		       : fk_exfat_bitmap_len(g->nclus);
+	if (runs.nclus < fk_exfat_clus_needed(g, need)) {
+		if (info.end != FK_ENT_EOC) {
+			err = fk_chain_error(&info, diag);
+			goto out;
+		}
+		fk_diag_set(diag, NULL,
+			    "cluster chain of %" PRIu32 " clusters is shorter "
+			    "than its %" PRIu64 " bytes",
+			    info.nclus, need);
+		err = FK_ECORRUPT;
+		goto out;
+	}
 	if (op->bm.data_len != fk_exfat_bitmap_len(g->nclus)) {
 		/* Shorter, the missing bits would read as free; longer,
 		 * its sectors (cached as one region of the length the
@@ -1922,11 +2114,9 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 			    "allocation bitmap DataLength %" PRIu64
 			    ", the heap needs %" PRIu64,
 			    op->bm.data_len, fk_exfat_bitmap_len(g->nclus));
-		return FK_ECORRUPT;
-	}
-	if ((err = fk_exfat_stream_walk(op->vol, &s, collect_run, &runs,
-					&info)))
+		err = FK_ECORRUPT;
 		goto out;
+	}
 	if (runs.nruns != 1) {
 		fk_diag_set(diag, NULL,
 			    "allocation bitmap is fragmented; fatprealloc "
@@ -1934,9 +2124,10 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 		err = -EOPNOTSUPP;
 		goto out;
 	}
-	if ((err = judge_plan_bits(op, &runs, diag)))
-		goto out;
 	op->bm_off = fk_clus_off(g, runs.runs[0].first);
+	if ((err = fk_alloc_open_bitmap(op->vol, op->bm_off, &op->alloc)) ||
+	    (err = judge_plan_bits(op, &runs, diag)))
+		goto out;
 	memset(&lay, 0, sizeof(lay));
 	lay.sec_len = g->sec_len;
 	lay.fat_off = op->bm_off;
@@ -1946,6 +2137,7 @@ static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 	lay.nfats = 1;
 	lay.is_mirrored = 1;
 	lay.is_rarely_written = 1; /* a few sectors a run: no huge page */
+	lay.read_len = g->sec_len; /* the sectors a run changes, no more */
 	err = fk_cache_new(op->vol->dev, &lay, batch_len, FK_CACHE_NOSYNC,
 			   &op->bmc);
 out:
@@ -1966,7 +2158,6 @@ static void end(struct fk_prun *run)
 	free(op->own);
 	fk_cache_free(op->bmc);
 	fk_alloc_close(op->alloc);
-	fk_exfat_bitmap_free(&op->bm);
 	free(op);
 	run->fam_op = NULL;
 }
@@ -2100,14 +2291,9 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	make_stamp(op, run->o->now, run->o->now_is_utc);
 	op->was_dirty =
 		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
-	if ((err = fk_exfat_bitmap_load_active(vol, &op->bm, diag)) ||
-	    (err = open_bitmap(op, run->o->batch_len, diag)) ||
-	    (err = judge_specials(op, diag)) ||
-	    (err = fk_alloc_take_used(op->bm.bits, vol->g.nclus, FK_FIRST_CLUS,
-				      &op->alloc)))
+	if ((err = open_bitmap(op, run->o->batch_len, diag)) ||
+	    (err = judge_specials(op, diag)))
 		goto out;
-	op->bm.bits = NULL; /* the allocator's free map now */
-	op->nused = vol->g.nclus - fk_alloc_nfree(op->alloc);
 	run->alloc = op->alloc;
 out:
 	if (err == FK_ECORRUPT)
@@ -2161,6 +2347,7 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 	uint32_t i;
 	int err;
 
+	(void)diag; /* entries after the end marker: judged as slots go */
 	if (!s || !(s->d = d = calloc(1, sizeof(*d))) ||
 	    !(d->clus = calloc(nclus, sizeof(*d->clus))) ||
 	    !(d->buf = malloc((size_t)nclus * g->clus_len)) ||
@@ -2176,6 +2363,7 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 	memcpy(d->buf, ents, (size_t)nclus * g->clus_len);
 	d->nclus = d->cap_clus = d->old_nclus = nclus;
 	d->nents = (uint32_t)((uint64_t)nclus * g->clus_len / FK_EXFAT_ENT_LEN);
+	d->disk_nents = d->nread = d->nents; /* all of it in memory */
 	memset(&st, 0, sizeof(st));
 	st.nents = st.end_ent = d->nents;
 	for (i = 0; i < d->nents; i++)
@@ -2183,7 +2371,7 @@ int fk_exfat_slots_open(const struct fk_geom *g, struct fk_alloc *alloc,
 			st.end_ent = i;
 			break;
 		}
-	if ((err = find_slots(d, &st, diag))) {
+	if ((err = find_slots(d, &st))) {
 		fk_exfat_slots_close(s);
 		return err;
 	}

@@ -274,7 +274,8 @@ struct fk_exfat_set {
 	uint32_t nbenign;   /* unknown benign secondaries skipped */
 	uint32_t ncritical; /* unknown critical ones (FK_EXS_CRITICAL) */
 	/* special root entries: the same first_clus/data_len above hold
-	   the bitmap's and up-case table's location */
+	   the bitmap's and up-case table's location (the iterator clears
+	   these only for sets other than files) */
 	uint8_t bitmap_flags; /* BitmapFlags: bit 0, which FAT */
 	uint32_t upcase_csum; /* up-case TableChecksum as stored */
 	uint8_t label_len;    /* CharacterCount of the label */
@@ -303,15 +304,23 @@ enum fk_exfat_upcase_defect {
 };
 
 /*
- * The volume's up-case table, expanded to all 65536 units (128 KiB).
- * When the table could not be loaded, is_fallback is set and the table
- * maps ASCII a-z only, the spec's recommended minimum (7.2.5).
+ * The volume's up-case table, expanded to all 65536 units, by pages of
+ * 256: unit c maps to c + pool[idx[c >> 8]][c & 255] (mod 65536), and
+ * pool[0], all zeros, stands for every page a table leaves alone, so only
+ * the pages it changes are filled in (13 of 256 for mkfs.exfat's table:
+ * a program that looks a few names up does not build, and fault in, 128
+ * KiB).  Read it with fk_exfat_upcase(), write it with
+ * fk_exfat_upcase_put().  When the table could not be loaded, is_fallback
+ * is set and the table maps ASCII a-z only, the spec's recommended
+ * minimum (7.2.5).
  */
 struct fk_exfat_upcase {
-	uint16_t map[65536];
-	uint32_t csum_stored;	/* TableChecksum from the entry */
-	uint32_t csum_computed; /* over the raw table bytes (spec 7.2.2) */
-	uint64_t raw_len;	/* DataLength */
+	uint16_t idx[256];	 /* pool page of each page; 0: none */
+	uint16_t pool[257][256]; /* pool[0] is never written */
+	uint32_t npool;		 /* pool pages in use, pool[0] included */
+	uint32_t csum_stored;	 /* TableChecksum from the entry */
+	uint32_t csum_computed;	 /* over the raw table bytes (spec 7.2.2) */
+	uint64_t raw_len;	 /* DataLength */
 	uint32_t first_clus;
 	uint32_t defects;    /* enum fk_exfat_upcase_defect bits */
 	int is_compressed;   /* the raw table used 0xFFFF runs */
@@ -327,11 +336,23 @@ struct fk_exfat_upcase {
 uint32_t fk_exfat_upcase_checksum(const unsigned char *raw, size_t len);
 
 /*
- * Expand a raw (possibly compressed) table of @len bytes into @up->map,
+ * Expand a raw (possibly compressed) table of @len bytes into @up's map,
  * recording defects.  Pure; unmapped units map to themselves.
  */
 void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 			    struct fk_exfat_upcase *up);
+
+/*
+ * @up as a zeroed one after fk_exfat_upcase_identity(): every field 0, the
+ * map the identity, without touching (faulting in) its pool's pages.
+ */
+void fk_exfat_upcase_clear(struct fk_exfat_upcase *up);
+
+/* Make @up's map the identity; its other fields stay. */
+void fk_exfat_upcase_identity(struct fk_exfat_upcase *up);
+
+/* Map unit @c to @v in @up. */
+void fk_exfat_upcase_put(struct fk_exfat_upcase *up, uint16_t c, uint16_t v);
 
 /* ASCII-only fallback table (is_fallback set). */
 void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up);
@@ -363,7 +384,7 @@ int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up);
 static inline uint16_t fk_exfat_upcase(const struct fk_exfat_upcase *up,
 				       uint16_t c)
 {
-	return up->map[c];
+	return (uint16_t)(c + up->pool[up->idx[c >> 8]][c & 0xFF]);
 }
 
 /* NameHash (spec 7.6.4) of @n units of @name, up-cased through @up. */
@@ -389,6 +410,17 @@ static inline int fk_exfat_name_unit_ok(uint16_t u)
 /* SetChecksum (spec 6.3.3) over @nents raw entries. */
 uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 			       uint32_t nents);
+
+/*
+ * fk_exfat_set_checksum() of @nents entries @raw into *@csum and
+ * fk_exfat_name_hash() of the @n units @name into *@hash, in one loop:
+ * each is a chain of steps that waits on the step before, so side by side
+ * the two take the time of the longer one.
+ */
+void fk_exfat_set_sums(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
+		       uint32_t nents, const struct fk_exfat_upcase *up,
+		       const uint16_t *name, uint32_t n, uint16_t *csum,
+		       uint16_t *hash);
 
 /* ---- Allocation bitmap (spec 7.1) ---- */
 
@@ -583,6 +615,43 @@ void fk_exfat_dir_keep_going(struct fk_exfat_dir *dir);
 
 /* Read at most @nclus clusters (0: no limit), as fk_dir_set_limit(). */
 void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus);
+
+/*
+ * Read the first @len bytes of the first cluster in one request (rounded
+ * up to 4 KiB, at least 8 KiB, at most 32 KiB or the cluster) where an
+ * iteration that stops at the end marker reads 8 KiB first: a walker
+ * that expects a directory's entries to take about @len bytes saves a
+ * request per directory that way.
+ */
+void fk_exfat_dir_set_first_piece(struct fk_exfat_dir *dir, uint32_t len);
+
+/*
+ * Where an iteration without fk_exfat_dir_keep_going() stopped at the end
+ * marker, for fk_exfat_dir_resume() to read on past it later (a checker
+ * that reads the rest only when it has a reason to).
+ */
+struct fk_exfat_dir_mark {
+	uint32_t clus;	   /* the cluster holding the marker */
+	uint32_t nclus;	   /* clusters walked up to it, that one included */
+	uint32_t next_off; /* byte offset in it of the entry after it */
+	uint32_t next_ent; /* that entry's index in the directory */
+};
+
+/*
+ * After fk_exfat_dir_next() returned 0: did the iteration stop at the end
+ * marker with entries after it maybe left unread (the rest of its cluster,
+ * or more clusters)?  Then *@m says where, and 1 is returned; else 0.
+ */
+int fk_exfat_dir_mark(const struct fk_exfat_dir *dir,
+		      struct fk_exfat_dir_mark *m);
+
+/*
+ * Make the freshly opened @dir (the same stream, limit as before) go on
+ * from the entry after the end marker @m recorded, as with
+ * fk_exfat_dir_keep_going(): every set it returns has FK_EXS_CROSSES_END.
+ */
+void fk_exfat_dir_resume(struct fk_exfat_dir *dir,
+			 const struct fk_exfat_dir_mark *m);
 
 /*
  * The next entry set into *@set (the caller's; about 12 KiB, allocate it

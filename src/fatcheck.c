@@ -533,6 +533,10 @@ static int run_check(struct run *r, struct fk_volume *vol, int with_cb,
 	co.trim_prealloc = r->o.trim_prealloc;
 	co.salvage = r->o.salvage && with_cb; /* the check after: no plans */
 	co.fat_copy = r->o.fat_copy;
+	/* A repair looks for every hidden exFAT set, and so does the check
+	 * after it: fatprealloc refuses a directory holding one and sends
+	 * the user here, lost clusters or not. */
+	co.is_thorough = r->o.is_repair;
 	co.now = (int64_t)time(NULL);
 	co.arg = r;
 	if (with_cb && r->o.progress)

@@ -370,6 +370,7 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 	lay.read_fat = vol->g.active_fat;
 	lay.is_mirrored = vol->g.is_mirrored;
 	lay.is_rarely_written = vol->exfat != NULL;
+	lay.read_len = vol->exfat ? opts->exfat_fat_read_len : 0;
 	if ((err = fk_cache_new(vol->dev, &lay, opts->batch_len,
 				opts->is_sync ? FK_CACHE_SYNC_BUDGET
 					      : FK_CACHE_NOSYNC,

@@ -74,6 +74,10 @@ struct fk_volume_opts {
 	 * volume) holds: open it, with vol->present_len set, instead of
 	 * refusing.  Writers never set it. */
 	int is_cut_ok;
+	/* exFAT: bytes a FAT read takes at most (fk_cache_layout.read_len;
+	 * 0: the reader's large spans), for a writer that walks a few short
+	 * chains on a card, where each byte read costs time. */
+	uint32_t exfat_fat_read_len;
 };
 
 struct fk_volume {

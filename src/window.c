@@ -18,6 +18,90 @@
 #include "exfat.h"
 #include "volume.h"
 
+#ifdef FK_BLKID_DLOPEN
+#include <dlfcn.h>
+
+/*
+ * libblkid is opened on first use instead of linked: a volume at offset 0,
+ * most runs, never asks it anything, and loading and relocating it was
+ * about a third of what a check of an empty card costs above /bin/true
+ * (bench/RESULTS.md).  The static programs link it in (the Makefile
+ * builds their window.o without FK_BLKID_DLOPEN).  The table below is
+ * filled once per process, the one state here that is not per call.
+ */
+#define BLKID_FNS(X)                                                           \
+	X(blkid_new_probe)                                                     \
+	X(blkid_free_probe)                                                    \
+	X(blkid_probe_set_device)                                              \
+	X(blkid_probe_enable_superblocks)                                      \
+	X(blkid_probe_set_superblocks_flags)                                   \
+	X(blkid_probe_filter_superblocks_type)                                 \
+	X(blkid_do_safeprobe)                                                  \
+	X(blkid_probe_lookup_value)                                            \
+	X(blkid_probe_enable_partitions)                                       \
+	X(blkid_do_fullprobe)                                                  \
+	X(blkid_probe_get_partitions)                                          \
+	X(blkid_partlist_numof_partitions)                                     \
+	X(blkid_partlist_get_table)                                            \
+	X(blkid_parttable_get_type)                                            \
+	X(blkid_partlist_get_partition)                                        \
+	X(blkid_partition_get_partno)                                          \
+	X(blkid_partition_get_start)                                           \
+	X(blkid_partition_get_size)
+
+static struct {
+	int state; /* 0: not tried; 1: loaded; -1: cannot be */
+#define X(f) __typeof__(f) *f;
+	BLKID_FNS(X)
+#undef X
+} bk;
+
+/* Open libblkid and find its functions: 0, or -ELIBACC when it cannot. */
+static int load_blkid(void)
+{
+	void *h;
+
+	if (bk.state)
+		return bk.state > 0 ? 0 : -ELIBACC;
+	bk.state = -1;
+	if (!(h = dlopen("libblkid.so.1", RTLD_NOW | RTLD_LOCAL)))
+		return -ELIBACC;
+#define X(f)                                                                   \
+	if (!(bk.f = (__typeof__(bk.f))dlsym(h, #f)))                          \
+		return -ELIBACC;
+	BLKID_FNS(X)
+#undef X
+	bk.state = 1;
+	return 0;
+}
+
+#define blkid_new_probe		       (*bk.blkid_new_probe)
+#define blkid_free_probe	       (*bk.blkid_free_probe)
+#define blkid_probe_set_device	       (*bk.blkid_probe_set_device)
+#define blkid_probe_enable_superblocks (*bk.blkid_probe_enable_superblocks)
+#define blkid_probe_set_superblocks_flags                                      \
+	(*bk.blkid_probe_set_superblocks_flags)
+#define blkid_probe_filter_superblocks_type                                    \
+	(*bk.blkid_probe_filter_superblocks_type)
+#define blkid_do_safeprobe		(*bk.blkid_do_safeprobe)
+#define blkid_probe_lookup_value	(*bk.blkid_probe_lookup_value)
+#define blkid_probe_enable_partitions	(*bk.blkid_probe_enable_partitions)
+#define blkid_do_fullprobe		(*bk.blkid_do_fullprobe)
+#define blkid_probe_get_partitions	(*bk.blkid_probe_get_partitions)
+#define blkid_partlist_numof_partitions (*bk.blkid_partlist_numof_partitions)
+#define blkid_partlist_get_table	(*bk.blkid_partlist_get_table)
+#define blkid_parttable_get_type	(*bk.blkid_parttable_get_type)
+#define blkid_partlist_get_partition	(*bk.blkid_partlist_get_partition)
+#define blkid_partition_get_partno	(*bk.blkid_partition_get_partno)
+#define blkid_partition_get_start	(*bk.blkid_partition_get_start)
+#define blkid_partition_get_size	(*bk.blkid_partition_get_size)
+#else
+static int load_blkid(void)
+{
+	return 0;
+}
+#endif
+
 /*
  * Does a FAT volume start at @off?  The boot sector parser decides, so the
  * boot sector's rules live in volume.c alone.  The window reads the whole
@@ -48,12 +132,12 @@ static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
 	 * hostile image reads past the stack (found by fuzz_prealloc). */
 	static char ocfs[] = "ocfs";
 	char *skip[] = {ocfs, NULL};
-	blkid_probe pr = blkid_new_probe();
+	blkid_probe pr;
 	const char *t = NULL, *ver = NULL;
 
 	type[0] = '\0';
-	if (!pr)
-		return;
+	if (load_blkid() || !(pr = blkid_new_probe()))
+		return; /* nothing known to be there */
 	if (!blkid_probe_set_device(pr, fd, (blkid_loff_t)off,
 				    (blkid_loff_t)len)) {
 		blkid_probe_enable_superblocks(pr, 1);
@@ -105,12 +189,14 @@ struct part {
 static int list_partitions(int fd, uint64_t img_len, struct part **parts,
 			   const char **table)
 {
-	blkid_probe pr = blkid_new_probe();
+	blkid_probe pr;
 	blkid_partlist ls;
 	int n = 0, i;
 
 	*parts = NULL;
-	if (!pr)
+	if ((n = load_blkid()))
+		return n;
+	if (!(pr = blkid_new_probe()))
 		return -ENOMEM;
 	if (blkid_probe_set_device(pr, fd, 0, (blkid_loff_t)img_len))
 		goto out;

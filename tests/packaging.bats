@@ -160,7 +160,8 @@ dpkg_root()
 	done
 	run grep -E 'fsck\.|sbin' main.list
 	[ "$status" -eq 1 ]
-	# ${shlibs:Depends} became the libraries the programs link.
+	# ${shlibs:Depends} became the libraries the programs link; libblkid1,
+	# which they open when they first probe, is named in debian/control.
 	run -0 dpkg-deb -f "$main" Depends
 	[[ $output == *libblkid1* && $output == *libc6* && $output != *'${'* ]]
 	run -0 dpkg-deb -f "$main" Version

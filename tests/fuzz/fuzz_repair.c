@@ -156,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	 * --fat-copy 2), else each run of sectors is judged. */
 	if (!vol->exfat && vol->g.nfats == 2 && len && (data[len - 1] & 2))
 		co.fat_copy = 2;
+	co.is_thorough = 1; /* as fatcheck -r */
 	is_odd = !vol->exfat && is_implausible(data, len);
 	ck = check_or_refuse(vol, &co, &diag);
 	if (ck && is_odd) {

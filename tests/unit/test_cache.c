@@ -105,7 +105,7 @@ static void check_spans(struct fk_cache *c)
 static void check_patches(struct fk_device *dev)
 {
 	static const struct fk_cache_patch p[2] = {{100, 3, 1}, {700, 1, 1}};
-	struct fk_cache_layout lay = {SEC_LEN, 0, HALF, 2, 0, 1, 0};
+	struct fk_cache_layout lay = {SEC_LEN, 0, HALF, 2, 0, 1, 0, 0};
 	const unsigned char *data;
 	unsigned char buf[8 * SEC_LEN];
 	struct fk_cache *c = NULL;
@@ -152,7 +152,7 @@ static void check_patches(struct fk_device *dev)
 
 void suite_cache_evict(void)
 {
-	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0};
+	struct fk_cache_layout lay = {SEC_LEN, 0, FAT_SECS, 1, 0, 1, 0, 0};
 	const unsigned char *data;
 	struct fk_device_opts o;
 	struct fk_device *dev = NULL;

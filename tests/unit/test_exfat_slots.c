@@ -263,15 +263,20 @@ static void test_grow(void)
 	struct fk_alloc *a;
 	struct fk_exfat_slots *s;
 
+	/* The directory laid out here is the root (no parent): a set
+	 * never starts in its old clusters and ends in a new one, so that
+	 * its link needs no barrier of its own (write_links()). */
 	s = open_dir(one, 1, "uuuuUU0", adj, &a);
 	idx = take(s, 3, &err);
-	OK(!err && idx == 14,
-	   "grow: a set of 3 at 14 spans into the adjacent new cluster "
-	   "(idx %u)",
+	OK(!err && idx == 16,
+	   "grow: a set of 3 does not span from the root's old cluster "
+	   "into the adjacent new one: it starts the new one (idx %u)",
 	   idx);
 	clus_of(s, &clus, &nclus);
-	OK(nclus == 2 && clus[1] == 11, "grow: cluster 11 added (%u: %u)",
-	   nclus, nclus > 1 ? clus[1] : 0);
+	OK(nclus == 2 && clus[1] == 11 && type_at(s, 14) == 0x05 &&
+		   type_at(s, 15) == 0x05,
+	   "grow: cluster 11 added, 14-15 deleted entries (%u: %u)", nclus,
+	   nclus > 1 ? clus[1] : 0);
 	OK(type_at(s, 17) == 0 && type_at(s, 31) == 0,
 	   "grow: the new cluster is zeroed");
 	fk_exfat_slots_close(s);
@@ -331,7 +336,11 @@ static void test_long_names(void)
 	fk_alloc_close(a);
 }
 
-/* fatprealloc refuses a directory with entries after its end marker. */
+/*
+ * An entry after the end marker is refused where a new set would take it
+ * or end just before it (it would be read as the directory's); further on
+ * it is left alone.
+ */
 static void test_after_end(void)
 {
 	static const uint32_t one[] = {10};
@@ -340,11 +349,21 @@ static void test_after_end(void)
 	struct fk_geom g = geom();
 	struct fk_exfat_slots *s = NULL;
 	struct fk_alloc *a = alloc_with(none);
+	uint32_t idx = 0;
 
 	lay(ents, "u0u");
-	OK(fk_exfat_slots_open(&g, a, one, 1, ents, &s, &diag) == FK_ECORRUPT &&
-		   !s && strstr(diag.reason, "entries after its end marker"),
-	   "after end: refused (%s)", diag.reason);
+	OK(fk_exfat_slots_open(&g, a, one, 1, ents, &s, &diag) == 0 &&
+		   fk_exfat_slots_take(s, 3, &idx, &diag) == FK_ECORRUPT &&
+		   strstr(diag.reason, "entries after its end marker"),
+	   "after end: a set over it refused (%s)", diag.reason);
+	fk_exfat_slots_close(s);
+	s = NULL;
+	memset(&diag, 0, sizeof(diag));
+	lay(ents, "u00000000000u");
+	OK(fk_exfat_slots_open(&g, a, one, 1, ents, &s, &diag) == 0 &&
+		   fk_exfat_slots_take(s, 3, &idx, &diag) == 0 && idx == 3,
+	   "after end: one further on is left alone (idx %u)", idx);
+	fk_exfat_slots_close(s);
 	fk_alloc_close(a);
 }
 
