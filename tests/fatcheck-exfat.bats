@@ -981,6 +981,9 @@ prealloc_safe()
 	fsck_exfat_clean z.img
 	run -0 ref verify -W z.img
 	[ "$(ref cat z.img /a.bin | wc -c)" = 167936 ]
+	# listed with all its clusters, though its tail is claimed last
+	run -0 fatcheck -v z.img
+	assert_line "checked: /a.bin (167936 bytes, 6 clusters)"
 	csums z.img /a.bin:102400 | diff - <(head -1 want.sums)
 }
 
