@@ -1356,7 +1356,7 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	}
 	if ((err = add_name(w->names, x->ex->upcase, key, units, nlen)))
 		goto out;
-	/* a tail is listed whole: it is, unless late_claims() cuts it */
+	/* a tail is listed whole: it is, unless claim_nfc_tails() cuts it */
 	visit(x, s, is_tail ? (uint32_t)need : c.nclus);
 	if (is_late) {
 		err = add_late(x, s);
