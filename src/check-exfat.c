@@ -99,6 +99,7 @@ struct cross {
 
 /* An entry set rewritten whole: where each entry is, what it becomes. */
 struct set_fix {
+	int is_idle; /* not to be written (yet): see struct late_tail */
 	uint32_t nents;
 	uint64_t *off;
 	unsigned char (*raw)[FK_EXFAT_ENT_LEN];
@@ -125,6 +126,21 @@ struct tail {
 	uint32_t nclus;		  /* clusters claimed, as walk_dir() had */
 	struct fk_exfat_dir_mark m;
 	char *path;
+};
+
+/*
+ * The tail of a file's NoFatChain run past its ValidDataLength, claimed
+ * after every sound stream too (claim_nfc_tails()): a run has no chain to
+ * say where it ends, and a DataLength grown by damage reaches over the
+ * files behind it, which must keep their clusters.  The written part, up
+ * to ValidDataLength (at least the first cluster), is claimed in the walk
+ * like any other stream.  Kept small (a card may hold thousands): the
+ * set is planned at once, idle unless the tail is cut.
+ */
+struct late_tail {
+	uint32_t rec;  /* the owner record of the part claimed in the walk */
+	uint32_t need; /* clusters its DataLength asks for */
+	size_t fix;    /* its struct set_fix */
 };
 
 /* Why a claim stopped short of the stream's whole length. */
@@ -166,6 +182,7 @@ struct fk_exfat_check {
 	LIST(struct fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
+	LIST(struct late_tail, nfc_tails);
 	LIST(struct tail, tails);
 	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
@@ -212,8 +229,9 @@ struct fk_exfat_check {
 	int has_upcase, has_label;
 	/* the up-case table as loaded by this check */
 	int is_upcase_loaded;
-	uint32_t upcase_csum;	   /* computed over the table on disk */
-	uint32_t upcase_nfix;	   /* letters a-z it maps wrongly */
+	uint32_t upcase_csum; /* computed over the table on disk */
+	uint32_t upcase_nfix; /* ASCII units it maps wrongly */
+	uint32_t upcase_bad_at, upcase_bad_val; /* the first of them */
 	unsigned char *upcase_raw; /* the mended table, when nfix */
 	uint64_t upcase_len;
 	struct fk_exfat_stream upcase_stream;
@@ -225,6 +243,11 @@ static void put_u64le(unsigned char *p, uint64_t v)
 {
 	put_le32(p, (uint32_t)v);
 	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t get_u64le(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p + 4) << 32 | get_le32(p);
 }
 
 /* ---- paths --------------------------------------------------------------- */
@@ -693,6 +716,7 @@ static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 {
 	struct set_fix f;
 
+	f.is_idle = 0;
 	f.nents = s->nents;
 	f.off = calloc(s->nents, sizeof(*f.off));
 	f.raw = calloc(s->nents, sizeof(*f.raw));
@@ -1048,6 +1072,17 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 	return 0;
 }
 
+/* Keep the tail of the file @c claimed the head of (struct late_tail);
+ * its set was planned last, idle unless @is_changed. */
+static int add_nfc_tail(struct fk_exfat_check *x, const struct claim *c,
+			uint64_t need, int is_changed)
+{
+	struct late_tail t = {c->rec, (uint32_t)need, x->set_fixes.n - 1};
+
+	x->set_fixes.v[t.fix].is_idle = !is_changed;
+	return PUSH(x->nfc_tails, t);
+}
+
 /*
  * A file set with a critical secondary of no type this checker knows
  * (spec 6.4: the whole set is then not understood) and an allocation: as
@@ -1100,12 +1135,12 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 {
 	const struct fk_geom *g = x->g;
 	int is_dir = (s->attr & FK_ATTR_DIR) != 0;
-	int is_changed = 0, is_gone = 0, is_late = 0, err = 0;
+	int is_changed = 0, is_gone = 0, is_late = 0, is_tail = 0, err = 0;
 	const char *what = is_dir ? "directory: " : "";
 	struct fk_exfat_stream st;
 	struct claim c;
 	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
-	uint64_t need, new_len, key;
+	uint64_t need, new_len, key, big_len = 0, head = 0;
 	uint32_t nlen;
 	size_t old, idx;
 	uint32_t dead;
@@ -1203,9 +1238,26 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 				"number of clusters up to %u MiB",
 				(unsigned long long)s->data_len,
 				FK_EXFAT_DIR_MAX_LEN >> 20);
-		ck_set_fix(x->ck, idx, "DataLength set from the chain");
-		need = 0; /* take what the chain holds, then fix the length */
 		is_changed = 1;
+		if (st.is_no_fat_chain) {
+			/* A run has no chain to tell its end: it owns the
+			 * whole clusters its length covers (at least its
+			 * first), never the one its stray bytes reach into,
+			 * which may be the next file's. */
+			need = s->data_len / g->clus_len;
+			if (need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)
+				need = FK_EXFAT_DIR_MAX_LEN / g->clus_len;
+			if (!need)
+				need = 1;
+			big_len = need * g->clus_len;
+			st.data_len = big_len;
+			ck_set_fix(x->ck, idx, "DataLength set to %llu",
+				   (unsigned long long)big_len);
+		} else {
+			ck_set_fix(x->ck, idx, "DataLength set from the chain");
+			need = 0; /* take what the chain holds, then fix the
+				     length */
+		}
 	}
 	new_len = s->data_len;
 	if (!is_dir && st.first_clus && !s->data_len) {
@@ -1234,11 +1286,28 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	} else {
 		if (!st.first_clus)
 			st.first_clus = 1; /* out of range: judged below */
-		if ((err = claim(x, &st, need,
+		head = need;
+		if (!is_dir && st.is_no_fat_chain) {
+			/* the tail past ValidDataLength is claimed late
+			 * (struct late_tail); the first cluster, named by
+			 * FirstCluster, is as sound as any stream's */
+			head = fk_exfat_clus_needed(g, s->valid_len);
+			if (!head)
+				head = 1;
+			if (head >= need)
+				head = need;
+			else
+				st.data_len = head * g->clus_len;
+		}
+		if ((err = claim(x, &st, head,
 				 FK_EXFAT_DIR_MAX_LEN / g->clus_len, &c)) ||
 		    (err = judge_claim(x, &c, cur_path(x), what, &idx)))
 			goto out;
-		if (c.why != CUT_NONE || c.nclus < need || (is_dir && !need)) {
+		st.data_len = s->data_len;
+		if (head < need && c.why == CUT_NONE && c.nclus == head) {
+			is_tail = 1;
+		} else if (c.why != CUT_NONE || c.nclus < need ||
+			   (is_dir && !need)) {
 			new_len = (uint64_t)c.nclus * g->clus_len;
 			if (new_len > s->data_len && need)
 				new_len = s->data_len;
@@ -1266,6 +1335,8 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			}
 		}
 	}
+	if (big_len && c.why == CUT_NONE && c.nclus == need)
+		new_len = big_len;
 	if (is_changed || st.first_clus != s->first_clus ||
 	    new_len != s->data_len) {
 		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
@@ -1315,14 +1386,18 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	}
 	if ((err = add_name(w->names, x->ex->upcase, key, units, nlen)))
 		goto out;
-	visit(x, s, c.nclus);
+	/* a tail is listed whole: it is, unless claim_nfc_tails() cuts it */
+	visit(x, s, is_tail ? (uint32_t)need : c.nclus);
 	if (is_late) {
 		err = add_late(x, s);
-	} else if (is_changed) {
-		reseal(x, s);
-		if ((err = plan_set(x, s)))
+	} else if (is_changed || is_tail) {
+		if (is_changed)
+			reseal(x, s);
+		if ((err = plan_set(x, s)) ||
+		    (is_tail && (err = add_nfc_tail(x, &c, need, is_changed))))
 			goto out;
-		x->st->has_repairs = 1;
+		if (is_changed)
+			x->st->has_repairs = 1;
 	}
 	if (is_dir && st.first_clus) {
 		uint32_t parent = x->own_parent;
@@ -1411,9 +1486,9 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 
 /*
  * Load the up-case table at @first_clus (@len bytes) afresh: its checksum
- * as stored on disk into x->upcase_csum, and its map, with the letters
- * a-z that the specification makes mandatory (7.2.5) mended where the
- * raw table names them one by one, into the volume's table, which the
+ * as stored on disk into x->upcase_csum, and its map, with the ASCII
+ * mappings that the specification makes mandatory (7.2.5) mended where
+ * the raw table names them one by one, into the volume's table, which the
  * entry-set iterator hashes names through.  x->upcase_raw keeps the
  * mended raw table when there was something to mend.  Returns 0,
  * FK_ECORRUPT (out of range, unreadable: the volume keeps its table) or
@@ -1447,8 +1522,12 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 			k += 2;
 			continue;
 		}
-		if (at >= 'a' && at <= 'z' && v != at - 0x20) {
-			put_le16(raw + k, at - 0x20);
+		if (at < 128 && v != fk_exfat_upcase_ascii(at)) {
+			if (!nfix) {
+				x->upcase_bad_at = at;
+				x->upcase_bad_val = v;
+			}
+			put_le16(raw + k, fk_exfat_upcase_ascii(at));
 			nfix++;
 		}
 		at++;
@@ -1522,13 +1601,20 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	}
 	want = x->upcase_csum;
 	if (x->upcase_nfix) {
+		/* Its content is damaged: a new checksum would bless it.
+		 * The mandatory entries are mended in place (the same
+		 * length, before the checksum: a crash leaves at worst a
+		 * stale checksum over a sound table). */
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
-				"up-case table maps %u of the letters a-z to "
-				"something other than A-Z",
-				x->upcase_nfix);
-		ck_set_fix(x->ck, idx,
-			   "letters mapped to A-Z, checksum rewritten");
+				"up-case table maps %u of the ASCII characters "
+				"elsewhere than the specification's mandatory "
+				"mapping (%04Xh to %04Xh)",
+				x->upcase_nfix, x->upcase_bad_at,
+				x->upcase_bad_val);
 		want = x->upcase_csum_fixed;
+		ck_set_fix(x->ck, idx, "mandatory mapping restored%s",
+			   s->upcase_csum != want ? ", checksum rewritten"
+						  : "");
 		x->fix_upcase_table = 1;
 	} else if (s->upcase_csum != want) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
@@ -2310,6 +2396,88 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 }
 
 /*
+ * Claim the tails of struct late_tail, every sound stream being claimed.
+ * A tail nothing else owns stays whole, whatever the bitmap says: it may
+ * be a recording whose bits were lost, and keeping it takes nothing from
+ * anyone (the bitmap gets its bits).  One that runs into another stream
+ * was grown by damage: it ends at the first cluster the bitmap marks
+ * free or another stream owns, and DataLength with it.
+ */
+static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
+			int *is_path);
+
+static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
+{
+	const struct fk_geom *g = x->g;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	struct fk_exfat_stream st;
+	struct claim c;
+	uint32_t clus, end, n;
+	size_t i, idx;
+	char *path;
+	int err = 0, bit, is_path;
+
+	for (i = 0; i < x->nfc_tails.n; i++) {
+		const struct late_tail *t = &x->nfc_tails.v[i];
+		const struct owner_rec *o = &x->owners.v[t->rec];
+		struct set_fix *f = &x->set_fixes.v[t->fix];
+
+		st.first_clus = o->first + o->nclus;
+		st.is_no_fat_chain = 1;
+		end = o->first + t->need;
+		bit = 1;
+		for (clus = st.first_clus; clus < end && !is_owned(x, clus);
+		     clus++)
+			;
+		if (clus < end && x->has_bitmap) {
+			for (clus = st.first_clus;
+			     clus < end && !is_owned(x, clus); clus++) {
+				if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
+					return err;
+				if (!bit)
+					break;
+			}
+		}
+		n = clus - st.first_clus;
+		st.data_len = (uint64_t)n * g->clus_len;
+		x->own_kind = OWN_ENTRY;
+		x->own_parent = o->parent;
+		x->own_name = o->name;
+		if (n && (err = claim(x, &st, n, 0, &c)))
+			return err;
+		if (clus == end)
+			continue;
+		o = &x->owners.v[t->rec]; /* claim() may have moved it */
+		new_len = (uint64_t)(o->nclus + n) * g->clus_len;
+		if (!(path = owner_name(x, t->rec, &is_path)))
+			return -ENOMEM;
+		idx = ck_report(
+			x->ck, FK_SEV_ERROR, "past-clusters", path,
+			"DataLength %llu reaches past the file's own "
+			"contiguous clusters: cluster %u is %s",
+			(unsigned long long)get_u64le(&f->raw[1][GEN_LEN]),
+			clus,
+			!bit ? "marked free in the allocation bitmap"
+			     : "owned by another file or directory");
+		free(path);
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)new_len);
+		put_u64le(&f->raw[1][GEN_LEN], new_len);
+		vdl = get_u64le(&f->raw[1][SE_VDL]);
+		if (vdl > new_len)
+			put_u64le(&f->raw[1][SE_VDL], new_len);
+		put_le16(&f->raw[0][GEN_CHECKSUM],
+			 fk_exfat_set_checksum(
+				 (const unsigned char(*)[FK_EXFAT_ENT_LEN])
+					 f->raw,
+				 f->nents));
+		f->is_idle = 0;
+		x->st->has_repairs = 1;
+	}
+	return 0;
+}
+
+/*
  * Claim the runs of struct late_set, every sound stream being claimed:
  * each keeps its clusters up to the first one owned already or marked
  * free in the bitmap, and its DataLength is cut to them.
@@ -2325,8 +2493,10 @@ static int late_claims(struct fk_exfat_check *x)
 	size_t i, idx;
 	int err = 0, bit;
 
-	if (x->late.n && !(sec = malloc(g->sec_len)))
+	if ((x->late.n || x->nfc_tails.n) && !(sec = malloc(g->sec_len)))
 		return -ENOMEM;
+	if ((err = claim_nfc_tails(x, sec)))
+		goto out;
 	for (i = 0; i < x->late.n && !err; i++) {
 		struct fk_exfat_set *s = x->late.v[i].set;
 
@@ -2857,6 +3027,7 @@ static void free_state(void *state)
 	}
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
+	free(x->nfc_tails.v);
 	free(x->own);
 	free(x->path);
 	free(x->keep_path);
@@ -2933,6 +3104,8 @@ static int repair_sets(struct fk_exfat_check *x)
 	for (i = 0; i < x->set_fixes.n; i++) {
 		const struct set_fix *f = &x->set_fixes.v[i];
 
+		if (f->is_idle)
+			continue;
 		/* Adjacent entries in one write; a set spans clusters. */
 		for (j = 0; j < f->nents; j = k) {
 			for (k = j + 1;

@@ -2251,7 +2251,8 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
 		/* Names hash through it: a new name's hash would be damage. */
 		fk_diag_set(diag, NULL,
-			    "the up-case table does not map a-z to A-Z");
+			    "the up-case table breaks the mandatory ASCII "
+			    "mapping (a-z to A-Z, the rest to itself)");
 		return FK_ECORRUPT;
 	}
 	return 0;

@@ -765,7 +765,7 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 			k += 2;
 			continue;
 		}
-		if (at >= 'a' && at <= 'z' && v != at - 0x20)
+		if (at < 128 && v != fk_exfat_upcase_ascii(at))
 			up->nbad_ascii++;
 		fk_exfat_upcase_put(up, (uint16_t)at++, v);
 	}

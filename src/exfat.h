@@ -324,10 +324,11 @@ struct fk_exfat_upcase {
 	uint32_t first_clus;
 	uint32_t defects;    /* enum fk_exfat_upcase_defect bits */
 	int is_compressed;   /* the raw table used 0xFFFF runs */
-	uint32_t nbad_ascii; /* letters a-z the raw table names one by one
-				and maps elsewhere than A-Z (fatcheck -r
-				mends those); a-z inside a compressed
-				identity run are not counted */
+	uint32_t nbad_ascii; /* units below 128 the raw table names one by
+				one and maps elsewhere than the mandatory
+				fk_exfat_upcase_ascii() (fatcheck -r mends
+				those); a-z inside a compressed identity
+				run are not counted */
 	int is_fallback;
 };
 
@@ -357,9 +358,20 @@ void fk_exfat_upcase_put(struct fk_exfat_upcase *up, uint16_t c, uint16_t v);
 void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up);
 
 /*
- * Does @up name no letter a-z one by one with a mapping other than A-Z?
- * The specification's mandatory table maps a-z to A-Z (7.2.5), and
- * fatcheck -r mends a table that names them otherwise, then judges every
+ * The up-case of ASCII unit @c (below 128) that the specification makes
+ * mandatory (7.2.5, the first 128 entries): a-z to A-Z, every other unit
+ * to itself.  The one rule of the writer and the checker.
+ */
+static inline uint16_t fk_exfat_upcase_ascii(uint32_t c)
+{
+	return (uint16_t)(c >= 'a' && c <= 'z' ? c - 0x20 : c);
+}
+
+/*
+ * Does @up name no ASCII unit one by one with a mapping other than the
+ * mandatory fk_exfat_upcase_ascii()?  fatcheck -r mends a table that
+ * names them otherwise (a damaged table, whose TableChecksum then does
+ * not match either: rewriting the checksum would bless it), then judges every
  * hash by the mended one: a writer refuses such a table, since the hash
  * of a new name would be damage after the mend.  A table whose compressed
  * identity run covers a-z (no formatter writes one) is the volume's own

@@ -570,7 +570,7 @@ PY
 		[[ $c != empty-with-cluster ]] ||
 			assert_line --regexp "^error: /x-empty: DataLength is 0 but FirstCluster is [0-9]+$"
 		[[ $c != nofat-overlap ]] ||
-			assert_line --regexp "^error: /x-b: shares cluster [0-9]+ with another file or directory"
+			assert_line --regexp "^error: /x-a: DataLength 12288 reaches past the file's own contiguous clusters: cluster [0-9]+ is owned by another file or directory$"
 		[[ $c != fat-reserved ]] ||
 			assert_line "error: img: FatEntry[1] is 0x00000000, not 0xFFFFFFFF"
 		# one FAT: the first entry is the bitmap (as Linux reads it)
@@ -891,4 +891,175 @@ PY
 	[ "$(img_sha img)" = "$sum" ]
 	run -1 fatcheck -r img
 	run -0 ref verify -W img
+}
+
+# ---- repairs keep intact data (found by the differential run) ---------------
+
+# grow IMG PATH N: DataLength of PATH's stream N bytes longer, nothing else
+# (the set's checksum stays right: only the length is wrong).
+grow()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as x
+v = x.Volume(sys.argv[2], write=True)
+d, e, _ = v.resolve(sys.argv[3])
+e.set_stream(dl=e.dl + int(sys.argv[4]))
+v.rewrite_set(e)
+v.flush()
+PY
+}
+
+# csums IMG PATH...: each file's SHA-256 as exfatref reads it, and the
+# first N bytes only where N is given as PATH:N.
+csums()
+{
+	local img=$1 p n
+	shift
+	for p; do
+		n=${p#*:}
+		[ "$n" = "$p" ] && n=
+		p=${p%%:*}
+		if [ -n "$n" ]; then
+			ref cat "$img" "$p" | head -c "$n" | sha256sum
+		else
+			ref cat "$img" "$p" | sha256sum
+		fi
+	done
+}
+
+# prealloc_safe IMG: fatprealloc refuses with IMG byte-identical, or it
+# succeeds and fatcheck finds nothing new.
+prealloc_safe()
+{
+	local sum before
+	cp "$1" pre.img
+	sum=$(img_sha pre.img)
+	before=$(fatcheck pre.img 2>&1 | grep -c '^error' || true)
+	if fatprealloc pre.img /NEW.bin 8K; then
+		[ "$(fatcheck pre.img 2>&1 | grep -c '^error' || true)" -le "$before" ]
+	else
+		[ "$(img_sha pre.img)" = "$sum" ]
+	fi
+}
+
+@test "fatcheck -r exFAT: a NoFatChain file whose DataLength grew over its neighbours is cut back to what the bitmap gives it; the neighbours keep their data; grown over free clusters only, it keeps them" {
+	rm -f x.img
+	truncate -s 8M x.img
+	mkfs.exfat -c 32K -b 4096 x.img >/dev/null
+	printf 'put /a.bin --size 100K\nput /b.bin --size 64K --fatchain\nput /c.bin --size 64K\n' |
+		ref batch x.img
+	csums x.img /a.bin /b.bin /c.bin >want.sums
+	grow x.img /a.bin 262144
+	prealloc_safe x.img
+	run -4 fatcheck x.img
+	refute_output --partial "shares cluster"
+	assert_line "error: /a.bin: DataLength 364544 reaches past the file's own contiguous clusters: cluster 9 is owned by another file or directory"
+	run -1 fatcheck -r x.img
+	refute_output --partial "made empty"
+	assert_line "error: /a.bin: DataLength 364544 reaches past the file's own contiguous clusters: cluster 9 is owned by another file or directory (repair: DataLength set to 131072)"
+	run -0 fatcheck x.img
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	# a.bin: its 100 KiB of data, then zeros to its new length
+	csums x.img /a.bin:102400 /b.bin /c.bin | diff - want.sums
+	[ "$(ref cat x.img /a.bin | wc -c)" = 131072 ]
+	# grown into clusters the bitmap marks free but nobody else owns (as
+	# a recording whose bits were lost when the card was pulled): the
+	# file keeps them, and the bitmap gets their bits
+	rm -f z.img
+	truncate -s 8M z.img
+	mkfs.exfat -c 32K -b 4096 z.img >/dev/null
+	printf 'put /a.bin --size 100K\n' | ref batch z.img
+	grow z.img /a.bin 65536
+	prealloc_safe z.img
+	run -1 fatcheck -r z.img
+	refute_output --partial "DataLength set"
+	assert_line --partial "marked free in the allocation bitmap"
+	run -0 fatcheck z.img
+	fsck_exfat_clean z.img
+	run -0 ref verify -W z.img
+	[ "$(ref cat z.img /a.bin | wc -c)" = 167936 ]
+	# listed with all its clusters, though its tail is claimed last
+	run -0 fatcheck -v z.img
+	assert_line "checked: /a.bin (167936 bytes, 6 clusters)"
+	csums z.img /a.bin:102400 | diff - <(head -1 want.sums)
+}
+
+@test "fatcheck -r exFAT: a NoFatChain directory's DataLength one byte over a cluster is cut to its cluster; the next directory and its file stay" {
+	rm -f y.img
+	truncate -s 4M y.img
+	mkfs.exfat -c 4K -b 4096 y.img >/dev/null
+	printf 'mkdir /D\nmkdir /M\nput /M/f.bin --size 8K\n' | ref batch y.img
+	csums y.img /M/f.bin >want.sums
+	grow y.img /D 1
+	prealloc_safe y.img
+	run -4 fatcheck y.img
+	assert_line "error: /D: directory DataLength 4097 is not a whole number of clusters up to 256 MiB"
+	refute_output --partial "shares cluster"
+	refute_output --partial "end marker"
+	run -1 fatcheck -r y.img
+	assert_line "error: /D: directory DataLength 4097 is not a whole number of clusters up to 256 MiB (repair: DataLength set to 4096)"
+	refute_output --partial "removed"
+	run -0 fatcheck y.img
+	fsck_exfat_clean y.img
+	run -0 ref verify -W y.img
+	csums y.img /M/f.bin | diff - want.sums
+}
+
+@test "fatcheck -r exFAT: an up-case table that maps 'V' to a space is mended in place, not blessed with a new checksum" {
+	rm -f u.img
+	truncate -s 4M u.img
+	mkfs.exfat -c 4K -b 4096 u.img >/dev/null
+	# the raw table's entry for 0056h ('V', not compressed) becomes 0020h
+	printf '\x20' | dd of=u.img bs=1 seek=$((0x50ac)) conv=notrunc 2>/dev/null
+	run -1 ref verify u.img
+	assert_line "error: up-case table: mandatory mapping of 0056h is 0020h"
+	prealloc_safe u.img
+	run -4 fatcheck u.img
+	assert_line "error: u.img: up-case table maps 1 of the ASCII characters elsewhere than the specification's mandatory mapping (0056h to 0020h)"
+	refute_output --partial "TableChecksum"
+	run -1 fatcheck -r u.img
+	refute_output --partial "checksum rewritten"
+	run -0 fatcheck u.img
+	fsck_exfat_clean u.img
+	run -0 ref verify -W u.img
+}
+
+@test "fatcheck -r exFAT: a crash after any write of these three repairs, then another -r, keeps every file and leaves every judge clean" {
+	local img n crashed
+	rm -f x.img y.img u.img
+	truncate -s 4M x.img y.img u.img
+	for img in x.img y.img u.img; do
+		mkfs.exfat -c 4K -b 4096 "$img" >/dev/null
+	done
+	printf 'put /a.bin --size 12800\nput /b.bin --size 8K --fatchain\nput /c.bin --size 8K\n' |
+		ref batch x.img
+	csums x.img /a.bin /b.bin /c.bin >x.sums
+	grow x.img /a.bin 32768
+	printf 'mkdir /D\nmkdir /M\nput /M/f.bin --size 8K\n' | ref batch y.img
+	csums y.img /M/f.bin >y.sums
+	grow y.img /D 1
+	printf '\x20' | dd of=u.img bs=1 seek=$((0x50ac)) conv=notrunc 2>/dev/null
+	for img in x y u; do
+		for ((n = 1; n <= 20; n++)); do
+			cp $img.img c.img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r c.img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			run fatcheck -r c.img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck c.img
+			fsck_exfat_clean c.img
+			run -0 ref verify -W c.img
+			case $img in
+			x) csums c.img /a.bin:12800 /b.bin /c.bin | diff - x.sums ;;
+			y) csums c.img /M/f.bin | diff - y.sums ;;
+			esac
+			((crashed == 99)) || break
+		done
+		((n > 2))
+	done
 }

@@ -330,7 +330,7 @@ unchanged /a.bin: size 50000 -> 50000, 0 new clusters, 1 fragment"
 	ref corrupt img upcase-mapping >/dev/null
 	sha=$(img_sha img)
 	run -1 fatprealloc img /a.bin 1K
-	[ "$output" = "fatprealloc: img: the up-case table does not map a-z to A-Z; run 'fatcheck -r img'" ]
+	[ "$output" = "fatprealloc: img: the up-case table breaks the mandatory ASCII mapping (a-z to A-Z, the rest to itself); run 'fatcheck -r img'" ]
 	[ "$(img_sha img)" = "$sha" ]
 	# fatcheck -r mends the table; then the name is written, its hash
 	# through the mended table
