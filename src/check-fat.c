@@ -957,14 +957,26 @@ void ck_check_label(struct fk_check *ck)
 				ck->root_labels.n ? "no valid one" : "none");
 		memcpy(ck->label, no_name, 11);
 	} else {
-		show_label(ck->root_label, root);
-		if (!strcmp(root, g->label))
+		/* As the boot sector holds it: a directory entry stores a
+		 * first byte 0xE5 as 0x05, a boot sector does not. */
+		unsigned char want[11];
+		char held[12];
+		size_t n;
+
+		memcpy(want, ck->root_label, 11);
+		want[0] = fk_slot_name_first(want);
+		memcpy(held, want, 11);
+		for (n = 11; n > 0 && (held[n - 1] == ' ' || !held[n - 1]); n--)
+			;
+		held[n] = '\0';
+		if (!strcmp(held, g->label))
 			return;
+		show_label(want, root);
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
 				"directory's is '%s'",
 				g->label, root);
-		memcpy(ck->label, ck->root_label, 11);
+		memcpy(ck->label, want, 11);
 	}
 	ck_set_fix(ck, idx, "boot sector label set to '%.11s'",
 		   (const char *)ck->label);
