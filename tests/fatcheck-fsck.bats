@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+# fatcheck-fsck.bats: verdicts where a differential run found fatcheck and
+# fsck.fat 4.2 (or mtools) apart: an entry flagged as having no 8.3 name,
+# embedded spaces in short names, the extended boot signature, a jump byte
+# of 0x00, volume labels in subdirectories.  Each image is damaged by hand
+# (dd, fatpoke.py, corrupt.py) and judged by fsck.fat -n and mtools.
+
+load helpers/common
+
+# slot_of IMG NAME11: byte offset of the short slot NAME11 in IMG.
+slot_of()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot "$1" "$2"
+}
+
+# poke IMG OFF HEXBYTES: write bytes (as "\x00\x01") at OFF.
+poke()
+{
+	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# byte_at IMG OFF: the byte at OFF, two hex digits.
+byte_at()
+{
+	od -An -tx1 -j "$2" -N1 "$1" | tr -d ' '
+}
+
+@test "fatcheck: an entry flagged as having no 8.3 name and without a long name is a bad-name error; -r clears the flag" {
+	mkimg fat16 4M img -s 1
+	printf 'hi\n' >README.TXT
+	mcopy -i img README.TXT ::
+	off=$(slot_of img 'README  TXT')
+	poke img $((off + 12)) '\x20'
+	run -1 fsck.fat -n img
+	[[ $output == *"Bad short file name (README.TXT)"* ]]
+	run -4 --separate-stderr fatcheck img
+	assert_line "error: /README.TXT: flagged as having no 8.3 name (byte 12, 0x20), but it has no long name either"
+	run -1 --separate-stderr fatcheck -r img
+	assert_line "error: /README.TXT: flagged as having no 8.3 name (byte 12, 0x20), but it has no long name either (repair: flag cleared: it is named 'README.TXT')"
+	[ "$(byte_at img $((off + 12)))" = 00 ]
+	run -0 --separate-stderr fatcheck img
+	fsck_clean img
+	[ "$(mtype -i img ::README.TXT)" = hi ]
+}
+
+@test "fatcheck: the no-8.3-name flag with a lower-case name keeps the case flags; with a long name it is no finding" {
+	mkimg fat16 4M img -s 1
+	printf 'hi\n' >t
+	mcopy -i img t ::readme.txt
+	mcopy -i img t "::A long name.txt"
+	off=$(slot_of img 'README  TXT')
+	[ "$(byte_at img $((off + 12)))" = 18 ]
+	poke img $((off + 12)) '\x38'
+	long=$(slot_of img 'ALONGN~1TXT')
+	poke img $((long + 12)) '\x20'
+	run -1 fsck.fat -n img
+	[[ $output == *"Bad short file name (README.TXT)"* ]]
+	[[ $output != *ALONGN* ]]
+	run -4 --separate-stderr fatcheck img
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line "error: /readme.txt: flagged as having no 8.3 name (byte 12, 0x20), but it has no long name either"
+	run -1 --separate-stderr fatcheck -r img
+	[ "$(byte_at img $((off + 12)))" = 18 ]
+	[ "$(byte_at img $((long + 12)))" = 20 ]
+	run -0 --separate-stderr fatcheck img
+	fsck_clean img
+	[ "$(mtype -i img ::readme.txt)" = hi ]
+	[ "$(mtype -i img "::A long name.txt")" = hi ]
+}
+
+@test "fatcheck: the no-8.3-name flag on a short name FAT forbids: -r renames it and clears the flag" {
+	mkimg fat16 4M img -s 1
+	printf 'hi\n' >README.TXT
+	mcopy -i img README.TXT ::
+	off=$(slot_of img 'README  TXT')
+	poke img $((off + 2)) '?'
+	poke img $((off + 12)) '\x20'
+	run -1 fsck.fat -n img
+	run -1 --separate-stderr fatcheck -r img
+	assert_line --partial "error: /RE?DME.TXT: flagged as having no 8.3 name (byte 12, 0x20), but it has no long name either (repair: flag cleared with the new name)"
+	[ "$(byte_at img $((off + 12)))" = 00 ]
+	run -0 --separate-stderr fatcheck img
+	fsck_clean img
+}
