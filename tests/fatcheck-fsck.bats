@@ -82,3 +82,40 @@ byte_at()
 	run -0 --separate-stderr fatcheck img
 	fsck_clean img
 }
+
+@test "fatcheck: a space inside a short name's base or extension is no finding, as for fsck.fat; a leading space is bad-name" {
+	mkimg fat16 4M img -s 1
+	printf 'hi\n' >ABXCD.TXT
+	mcopy -i img ABXCD.TXT ::
+	off=$(slot_of img 'ABXCD   TXT')
+	cp img base.img
+	for nm in 'AB CD   TXT' 'ABXCD   T X' 'ABXCD    TX'; do
+		cp base.img img
+		printf '%s' "$nm" | dd of=img bs=1 seek="$off" conv=notrunc status=none
+		fsck_clean img
+		run -0 --separate-stderr fatcheck img
+		[ "${#lines[@]}" -eq 1 ]
+		before=$(img_sha img)
+		run -0 --separate-stderr fatcheck -r img
+		[ "$(img_sha img)" = "$before" ]
+	done
+	for nm in ' BXCD   TXT' '        TXT'; do
+		cp base.img img
+		printf '%s' "$nm" | dd of=img bs=1 seek="$off" conv=notrunc status=none
+		run -1 fsck.fat -n img
+		[[ $output == *"Bad short file name"* ]]
+		run -4 --separate-stderr fatcheck img
+		[[ ${lines[0]} == "error: "*"short name '"*"' holds characters FAT does not allow" ]]
+		run -1 --separate-stderr fatcheck -r img
+		run -0 --separate-stderr fatcheck img
+		fsck_clean img
+	done
+}
+
+@test "fatprealloc: a name with a space still gets a long name and an alias without spaces" {
+	mkimg fat16 4M img -s 1
+	run -0 --separate-stderr fatprealloc img "/AB CD.TXT" 1K
+	[[ $(mdir -i img ::) == *"ABCD~1   TXT      1024 "*" AB CD.TXT"* ]]
+	fsck_clean img
+	run -0 --separate-stderr fatcheck img
+}
