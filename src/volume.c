@@ -43,6 +43,7 @@
 #define BS32_BOOT_SIG	   66 /* extended BPB of FAT32 */
 #define BS_VOL_ID_REL	   1  /* from the boot signature */
 #define BS_VOL_LAB_REL	   5
+#define BS_FIL_SYS_REL	   16 /* BS_FilSysType, 8 bytes */
 #define BS16_STATE	   37 /* BS_Reserved1: Linux's state flags */
 #define BS32_STATE	   65
 #define EXT_FLAG_NO_MIRROR 0x80
@@ -430,7 +431,18 @@ int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
 	if (clear_dirty)
 		vol->boot[fk_volume_dirty_off(vol)] &=
 			(unsigned char)~FK_BOOT_DIRTY;
-	if (label && vol->g.has_ext_bpb) {
+	if (label && !vol->g.has_ext_bpb) {
+		/* A label needs the signature (as fsck.fat -a sets it).  The
+		 * serial bytes stay: undefined without it, any value is one,
+		 * and after a one-byte change they are the volume's own. */
+		char type[9];
+
+		snprintf(type, sizeof(type), "%-8s",
+			 fk_fat_type_name(vol->g.type));
+		vol->boot[sig_off] = 0x29;
+		memcpy(vol->boot + sig_off + BS_FIL_SYS_REL, type, 8);
+	}
+	if (label) {
 		memcpy(vol->boot + sig_off + BS_VOL_LAB_REL, label, 11);
 		parse_ids(vol->boot, &vol->g); /* g.label follows */
 	}

@@ -119,3 +119,35 @@ byte_at()
 	fsck_clean img
 	run -0 --separate-stderr fatcheck img
 }
+
+@test "fatcheck: a boot sector without the extended boot signature is a label error; -r signs it and keeps the serial" {
+	local t sig label
+	for t in 16 32; do
+		sig=$((t == 32 ? 66 : 38))
+		for label in BASE ''; do
+			if [ -n "$label" ]; then
+				mkimg fat$t $((t == 32 ? 40 : 8))M img -n "$label"
+			else
+				mkimg fat$t $((t == 32 ? 40 : 8))M img
+			fi
+			serial=$(od -An -tx1 -j $((sig + 1)) -N4 img)
+			poke img $sig '\x10'
+			run -1 fsck.fat -n img
+			if [ -n "$label" ]; then
+				[[ $output == *"Volume label '$label' stored in root directory and label '' stored in boot sector and different"* ]]
+			else
+				[[ $output == *"Label '' stored in boot sector is not valid"* ]]
+			fi
+			shown=none
+			[ -z "$label" ] || shown="'$label'"
+			run -4 --separate-stderr fatcheck img
+			assert_line "error: img: the boot sector has no extended boot signature (byte $sig is 0x10, not 0x29), so no label is set there; the root directory's label is $shown"
+			run -1 --separate-stderr fatcheck -r img
+			[ "$(byte_at img $sig)" = 29 ]
+			[ "$(od -An -tx1 -j $((sig + 1)) -N4 img)" = "$serial" ]
+			[ "$(dd if=img bs=1 skip=$((sig + 5)) count=19 status=none)" = "$(printf '%-11sFAT%d   ' "${label:-NO NAME}" $t)" ]
+			run -0 --separate-stderr fatcheck img
+			fsck_clean img
+		done
+	done
+}
