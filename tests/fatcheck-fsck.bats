@@ -151,3 +151,28 @@ byte_at()
 		done
 	done
 }
+
+@test "every program reads a boot sector whose jump byte is 0x00 when its BPB holds together, as fsck.fat and mtools do" {
+	local t
+	for t in 12 16 32; do
+		mkimg fat$t $((t == 32 ? 40 : 8))M img
+		printf 'hi\n' >A.TXT
+		mcopy -i img A.TXT ::
+		poke img 0 '\x00'
+		# FAT32: the backup boot sector (sector 6) alike.
+		((t != 32)) || poke img 3072 '\x00'
+		fsck_clean img
+		run -0 --separate-stderr fatcheck -n img
+		[ "${#lines[@]}" -eq 1 ]
+		run -0 --separate-stderr fatls img
+		[ "$output" = "$(mdir -b -i img :: | sed 's|^::/||')" ]
+		run -0 --separate-stderr fatprealloc img /NEW.BIN 4K
+		[[ $(mdir -i img ::NEW.BIN) == *"NEW      BIN      4096 "* ]]
+		[ "$(byte_at img 0)" = 00 ]
+		fsck_clean img
+	done
+	# Zeros are no FAT boot sector, and are named so.
+	head -c 1048576 /dev/zero >zero.img
+	run -8 --separate-stderr fatcheck zero.img
+	[ "$stderr" = "fatcheck: zero.img: not a FAT boot sector (jump byte 0x00; bytes per sector 0 is not 512, 1024, 2048 or 4096)" ]
+}
