@@ -1168,22 +1168,25 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
 
 /*
  * A volume label entry in a subdirectory: only the root holds the label
- * (fsck.fat counts such entries as bad ones).  Returns 1, reported, when
+ * (fsck.fat counts such entries as bad ones).  Reported; returns 1 when
  * it is to be deleted: when it owns no cluster a reader could follow, so
- * nothing is lost with it.  One that does is checked as a file, as
- * fsck.fat checks it, and not reported: no repair could settle it
- * without losing its clusters.
+ * nothing is lost with it.  One that does is left for a person, as a
+ * root label with clusters is (check-fat.c).
  */
 static int sub_label(struct fk_check *ck, struct dirctx *d,
 		     const struct fk_dirent *ent)
 {
-	size_t idx;
+	int is_owner = fk_clus_valid(ck->g, ent->first_clus);
+	size_t idx = ck_report(ck, FK_SEV_ERROR, "label", ent_path(d),
+			       "a volume label entry in a subdirectory "
+			       "(only the root directory holds the "
+			       "label)%s",
+			       is_owner ? "; it owns clusters, so it is left "
+					  "for a person"
+					: "");
 
-	if (fk_clus_valid(ck->g, ent->first_clus))
+	if (is_owner)
 		return 0;
-	idx = ck_report(ck, FK_SEV_ERROR, "label", ent_path(d),
-			"a volume label entry in a subdirectory (only the "
-			"root directory holds the label)");
 	ck_set_fix(ck, idx, "entry deleted");
 	return 1;
 }
