@@ -1166,31 +1166,6 @@ static int drop_reattach(struct fk_check *ck, struct dirctx *d)
 	return plan_erase(ck, d->first, d->reattach_first, n);
 }
 
-/*
- * A volume label entry in a subdirectory: only the root holds the label
- * (fsck.fat counts such entries as bad ones).  Reported; returns 1 when
- * it is to be deleted: when it owns no cluster a reader could follow, so
- * nothing is lost with it.  One that does is left for a person, as a
- * root label with clusters is (check-fat.c).
- */
-static int sub_label(struct fk_check *ck, struct dirctx *d,
-		     const struct fk_dirent *ent)
-{
-	int is_owner = fk_clus_valid(ck->g, ent->first_clus);
-	size_t idx = ck_report(ck, FK_SEV_ERROR, "label", ent_path(d),
-			       "a volume label entry in a subdirectory "
-			       "(only the root directory holds the "
-			       "label)%s",
-			       is_owner ? "; it owns clusters, so it is left "
-					  "for a person"
-					: "");
-
-	if (is_owner)
-		return 0;
-	ck_set_fix(ck, idx, "entry deleted");
-	return 1;
-}
-
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent,
 		      const struct fk_dir_stats *st, struct fk_diag *diag)
@@ -1214,8 +1189,6 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 			memcpy(l.raw, ent->raw, 11);
 			if ((err = PUSH(ck->root_labels, l)))
 				return err;
-		} else if (!st->after_end && sub_label(ck, d, ent)) {
-			return plan_delete(ck, d, ent);
 		}
 		/* fsck.fat checks any chain a label claims: as a file. */
 		if (!ent->first_clus && !ent->size)

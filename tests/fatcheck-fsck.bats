@@ -176,36 +176,3 @@ byte_at()
 	run -8 --separate-stderr fatcheck zero.img
 	[ "$stderr" = "fatcheck: zero.img: not a FAT boot sector (jump byte 0x00; bytes per sector 0 is not 512, 1024, 2048 or 4096)" ]
 }
-
-@test "fatcheck -r: volume label entries in a subdirectory are deleted unless they own clusters" {
-	mkimg fat12 4M img
-	mmd -i img ::D
-	: >E.TXT
-	printf 'data\n' >F.TXT
-	printf 'keep\n' >K.TXT
-	mcopy -i img E.TXT F.TXT K.TXT ::D/
-	e=$(slot_of img 'E       TXT')
-	f=$(slot_of img 'F       TXT')
-	poke img $((e + 11)) '\x08'
-	poke img $((f + 11)) '\x08'
-	run -4 --separate-stderr fatcheck img
-	assert_line "error: /D/E.TXT: a volume label entry in a subdirectory (only the root directory holds the label)"
-	assert_line "error: /D/F.TXT: a volume label entry in a subdirectory (only the root directory holds the label); it owns clusters, so it is left for a person"
-	run -4 --separate-stderr fatcheck -r img
-	assert_line "error: /D/E.TXT: a volume label entry in a subdirectory (only the root directory holds the label) (repair: entry deleted)"
-	[ "$(byte_at img "$e")" = e5 ]
-	[ "$(byte_at img $((f + 11)))" = 08 ]
-	[ "$(mtype -i img ::D/K.TXT)" = keep ]
-}
-
-@test "fatcheck -r: a subdirectory of garbage entries, volume labels among them, ends clean to fsck.fat" {
-	mkimg fat12 4M img
-	mmd -i img ::D
-	for f in a b c; do printf '%s\n' $f >$f.txt; mcopy -i img $f.txt ::D/; done
-	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img dir-garbage /D 709 >/dev/null
-	run -1 --separate-stderr fatcheck -r img
-	assert_line --partial "a volume label entry in a subdirectory (only the root directory holds the label) (repair: entry deleted)"
-	run -0 --separate-stderr fatcheck img
-	run -0 fsck.fat -n img
-	[[ $output != *"bad entries"* ]]
-}
