@@ -936,6 +936,38 @@ static int judge_root_label(struct fk_check *ck)
 	}
 }
 
+/*
+ * No extended boot signature: the boot sector defines no label or serial,
+ * which fsck.fat takes for an empty label that differs from the root's
+ * (or, with none there, for a label that is not valid).  The repair
+ * signs the extended BPB with the root's label or "NO NAME", as fsck.fat
+ * -a does, but keeps the serial bytes (fsck.fat zeroes them).
+ */
+static void check_no_ext_bpb(struct fk_check *ck)
+{
+	/* BS_BootSig: byte 38, on FAT32 byte 66 */
+	unsigned sig_off = ck->g->type == FK_FAT32 ? 66 : 38;
+	char root[12];
+	size_t idx;
+
+	if (ck->has_root_label)
+		show_label(ck->root_label, root);
+	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+			"the boot sector has no extended boot signature "
+			"(byte %u is 0x%02X, not 0x29), so no label is set "
+			"there; the root directory's label is %s%s%s",
+			sig_off, ck->vol->boot[sig_off],
+			ck->has_root_label ? "'" : "",
+			ck->has_root_label ? root : "none",
+			ck->has_root_label ? "'" : "");
+	memcpy(ck->label, ck->has_root_label ? ck->root_label : no_name, 11);
+	ck_set_fix(ck, idx,
+		   "extended boot signature set, with the label '%.11s' (the "
+		   "serial kept)",
+		   (const char *)ck->label);
+	ck->fix_label = 1;
+}
+
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
 void ck_check_label(struct fk_check *ck)
 {
@@ -943,8 +975,12 @@ void ck_check_label(struct fk_check *ck)
 	char root[12];
 	size_t idx;
 
-	if (judge_root_label(ck) || !g->has_ext_bpb)
+	if (judge_root_label(ck))
 		return;
+	if (!g->has_ext_bpb) {
+		check_no_ext_bpb(ck);
+		return;
+	}
 	if (!ck->has_root_label) {
 		/* A blank one too: fsck.fat calls it not valid. */
 		if (!memcmp(g->label_raw, no_name, 11))

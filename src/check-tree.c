@@ -791,19 +791,20 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 	const char *path;
 	char *long_name = NULL, *kept;
 	enum fk_short_verdict verdict;
-	size_t bad = NONE, dup = NONE, rsvd = NONE;
+	size_t bad = NONE, dup = NONE, rsvd = NONE, no83 = NONE;
 	uint32_t earlier = 0, lfn_first = ent->slot;
 	unsigned what;
 	struct ent_fix fix;
 	unsigned char raw[11];
 	char shown[40];
 	uint8_t nt;
-	int r, err = 0;
+	int r, is_no83, err = 0;
 
 	verdict = fk_short_check(ent->raw);
 	what = is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
+	is_no83 = !ent->has_lfn && !is_label(ent) && ent->nt & FK_NT_NO_83;
 	if (verdict == FK_SHORT_VALID && !what && !d->reattach_n &&
-	    !ent->is_lfn_damaged && !ent->nlfn_rsvd)
+	    !ent->is_lfn_damaged && !ent->nlfn_rsvd && !is_no83)
 		return 0; /* most entries: nothing to say, nothing to name */
 	path = ent_path(d);
 	/* A name may be given: every name of the directory is needed. */
@@ -843,6 +844,12 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 			long_name = kept;
 		}
 	}
+	/* fsck.fat: an entry that says it has no 8.3 name needs a long
+	 * one, or it has no name at all ("Bad short file name"). */
+	if (is_no83 && !long_name)
+		no83 = ck_report(ck, FK_SEV_ERROR, "bad-name", path,
+				 "flagged as having no 8.3 name (byte 12, "
+				 "0x20), but it has no long name either");
 	if (verdict == FK_SHORT_BAD)
 		bad = ck_report(ck, FK_SEV_ERROR, "bad-name", path,
 				"short name '%s' holds characters FAT does "
@@ -892,6 +899,15 @@ static int check_names(struct fk_check *ck, struct dirctx *d,
 				what & DUP_LONG && ent->has_lfn
 					? ", its long name deleted"
 					: "");
+		if (no83 != NONE)
+			ck_set_fix(ck, no83, "flag cleared with the new name");
+	} else if (no83 != NONE) {
+		/* Its short name is sound: it becomes the name. */
+		memcpy(raw, ent->raw, 11);
+		nt = (uint8_t)(ent->nt & ~FK_NT_NO_83);
+		fix.set_name = 1;
+		ck_set_fix(ck, no83, "flag cleared: it is named '%s'",
+			   ent->short_name);
 	} else if ((long_name == NULL || long_name == ent->name) &&
 		   (rsvd == NONE || long_name == NULL)) {
 		/* nothing renamed (or every name taken), no long name

@@ -321,7 +321,13 @@ static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
 	return 0;
 }
 
-/* fk_dirplan_open_keep(): long-name slots that belong to no entry stay. */
+/*
+ * Long-name slots that belong to no entry are not free: only deleted
+ * (0xE5) and end-marker slots are, as for Linux and Windows, which never
+ * reuse another slot.  A repair may re-attach them (fatcheck -r mends a
+ * checksum), and a new entry over the first of them would leave the rest
+ * out of sequence.
+ */
 static void keep_orphans(void *arg, uint32_t first, uint32_t n,
 			 enum fk_lfn_orphan why)
 {
@@ -347,8 +353,7 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 	fk_dir_keep_going(dir);
 	if (!dp->is_fixed_root)
 		fk_dir_set_limit(dir, dp->nblocks);
-	if (dp->is_keep)
-		fk_dir_on_orphan(dir, keep_orphans, dp);
+	fk_dir_on_orphan(dir, keep_orphans, dp);
 	while ((err = fk_dir_next(dir, &ent, diag)) == 1) {
 		unsigned char slot[FK_DIRENT_LEN];
 

@@ -21,15 +21,16 @@ struct fk_dirplan;
 
 /*
  * Scan directory @clus (0: the root) of @vol.  *@out is the caller's,
- * freed by fk_dirplan_close().  Returns 0, FK_ECORRUPT or -errno.
+ * freed by fk_dirplan_close().  Returns 0, FK_ECORRUPT or -errno.  Only
+ * deleted and end-marker slots are free: long-name slots that belong to
+ * no entry count as taken (a repair may re-attach them).
  */
 int fk_dirplan_open(struct fk_volume *vol, uint32_t clus,
 		    struct fk_dirplan **out, struct fk_diag *diag);
 
 /*
  * As fk_dirplan_open(), for a repair that settles the directory's damage
- * before it writes: long-name slots that belong to no entry count as
- * taken (a repair may re-attach them), and live entries past the end
+ * before it writes: live entries past the end
  * marker are not refused but taken to be made visible first (the end
  * markers before them deleted slots): they are entries like the others,
  * and a new entry placed after them deletes only the slots after them.

@@ -622,22 +622,18 @@ static int is_short_char(unsigned char c)
 
 enum fk_short_verdict fk_short_check(const unsigned char raw[11])
 {
-	unsigned v = raw[0] == ' ' ? FK_SHORT_ODD : FK_SHORT_VALID;
-	int i, seen_space = 0;
+	/* A leading space (an empty base too) is a bad name to fsck.fat;
+	 * a space inside the base or the extension is allowed by the
+	 * specification, Windows and fsck.fat 4.2, and every reader shows
+	 * it as stored.  Writers still make no such name (short_char()). */
+	unsigned v = raw[0] == ' ' ? FK_SHORT_BAD : FK_SHORT_VALID;
+	int i;
 
 	for (i = 0; i < 11; i++) {
 		/* A stand-in first byte is judged as the byte it means. */
 		unsigned b = short_class[i ? raw[i] : fk_slot_name_first(raw)];
 
-		if (i == 8)
-			seen_space = 0;
-		if (b == SHORT_SPACE) {
-			seen_space = 1;
-			continue;
-		}
-		if (seen_space)
-			b = FK_SHORT_BAD;
-		if (b > v)
+		if (b != SHORT_SPACE && b > v)
 			v = b;
 	}
 	return (enum fk_short_verdict)v;

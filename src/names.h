@@ -14,6 +14,8 @@
 #define FK_NAME_MAX	 (FK_LFN_MAX * 3 + 1) /* UTF-8 bytes, with NUL */
 #define FK_NT_LOWER_BASE 0x08 /* NT byte: base shown in lower case */
 #define FK_NT_LOWER_EXT	 0x10 /* NT byte: extension in lower case */
+/* NT byte: no 8.3 name, only the long one (fsck.fat's FAT_NO_83NAME) */
+#define FK_NT_NO_83 0x20
 
 /* The checksum a long name's slots carry of its 11-byte short name. */
 uint8_t fk_lfn_checksum(const unsigned char raw[11]);

@@ -43,6 +43,7 @@
 #define BS32_BOOT_SIG	   66 /* extended BPB of FAT32 */
 #define BS_VOL_ID_REL	   1  /* from the boot signature */
 #define BS_VOL_LAB_REL	   5
+#define BS_FIL_SYS_REL	   16 /* BS_FilSysType, 8 bytes */
 #define BS16_STATE	   37 /* BS_Reserved1: Linux's state flags */
 #define BS32_STATE	   65
 #define EXT_FLAG_NO_MIRROR 0x80
@@ -87,9 +88,6 @@ static int bad(struct fk_diag *diag, const char *fmt, ...)
 static int parse_sizes(const unsigned char *bs, struct fk_geom *g,
 		       struct fk_diag *diag)
 {
-	if (bs[BS_JMP] != 0xEB && bs[BS_JMP] != 0xE9)
-		return bad(diag, "not a FAT boot sector (jump byte 0x%02x)",
-			   bs[BS_JMP]);
 	g->sec_len = get_le16(bs + BPB_BYTS_PER_SEC);
 	if (!is_pow2(g->sec_len) || g->sec_len < 512 || g->sec_len > 4096)
 		return bad(diag,
@@ -260,6 +258,27 @@ static void parse_ids(const unsigned char *bs, struct fk_geom *g)
 	g->label[n] = '\0';
 }
 
+/*
+ * The jump byte is not judged: fsck.fat, mtools, libblkid and Linux take
+ * a sector whose BPB holds together for a FAT boot sector whatever byte 0
+ * is (0x00 after a wiped boot code), and the BPB rules alone let no
+ * random sector through (none of 5,000,000 tried).  Without a jump
+ * instruction, though, a sector the BPB rules reject is most likely none
+ * at all (zeros, an MBR, another file): the reason says so first.
+ */
+static void name_not_fat(const unsigned char *bs, struct fk_diag *diag)
+{
+	static const char prefix[] = "bad boot sector: ";
+	char why[sizeof(diag->reason)];
+
+	if (!diag || bs[BS_JMP] == 0xEB || bs[BS_JMP] == 0xE9 ||
+	    strncmp(diag->reason, prefix, sizeof(prefix) - 1))
+		return;
+	snprintf(why, sizeof(why), "%s", diag->reason + sizeof(prefix) - 1);
+	bad(diag, "not a FAT boot sector (jump byte 0x%02x; %s)", bs[BS_JMP],
+	    why);
+}
+
 int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 		    struct fk_geom *out, struct fk_diag *diag)
 {
@@ -274,8 +293,10 @@ int fk_volume_parse(const unsigned char *bs, size_t len, uint64_t vol_len,
 			   (unsigned long long)len);
 	if ((err = parse_sizes(bs, &g, diag)) ||
 	    (err = parse_layout(bs, vol_len, &g, diag)) ||
-	    (err = parse_fat32(bs, &g, diag)))
+	    (err = parse_fat32(bs, &g, diag))) {
+		name_not_fat(bs, diag);
 		return err;
+	}
 	parse_ids(bs, &g);
 	*out = g;
 	return 0;
@@ -431,7 +452,18 @@ int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
 	if (clear_dirty)
 		vol->boot[fk_volume_dirty_off(vol)] &=
 			(unsigned char)~FK_BOOT_DIRTY;
-	if (label && vol->g.has_ext_bpb) {
+	if (label && !vol->g.has_ext_bpb) {
+		/* A label needs the signature (as fsck.fat -a sets it).  The
+		 * serial bytes stay: undefined without it, any value is one,
+		 * and after a one-byte change they are the volume's own. */
+		char type[9];
+
+		snprintf(type, sizeof(type), "%-8s",
+			 fk_fat_type_name(vol->g.type));
+		vol->boot[sig_off] = 0x29;
+		memcpy(vol->boot + sig_off + BS_FIL_SYS_REL, type, 8);
+	}
+	if (label) {
 		memcpy(vol->boot + sig_off + BS_VOL_LAB_REL, label, 11);
 		parse_ids(vol->boot, &vol->g); /* g.label follows */
 	}

@@ -142,7 +142,8 @@ unsigned fk_volume_dirty_off(const struct fk_volume *vol);
 /*
  * Repair the boot sector in vol->boot: clear the dirty flag when
  * @clear_dirty, set the 11-byte label field to @label when it is not NULL
- * (a no-op without an extended BPB), then write the boot sector, and over
+ * (without an extended BPB, its signature 0x29 and file system type are
+ * set too; the serial bytes stay), then write the boot sector, and over
  * the FAT32 backup boot sector too when @sync_backup.  Writes immediately;
  * callers order it after the FAT and directory writes.  0 or -errno.
  */

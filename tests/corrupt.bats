@@ -185,7 +185,7 @@ first_clus()
 	head -c 1048576 /dev/urandom >rnd.img
 	poke rnd.img 0 00
 	poke rnd.img 510 0000
-	hostile 'fatls: rnd.img: not a FAT boot sector (jump byte 0x00)' rnd.img
+	hostile 'fatls: rnd.img: not a FAT boot sector (jump byte 0x00; *)' rnd.img
 }
 
 # Each row: TYPES OFFSET HEX MESSAGE.  TYPES is which FAT types get the
@@ -193,7 +193,7 @@ first_clus()
 # type are spread over the types to save time); MESSAGE may use $nclus
 # and friends (fat_geometry) and is expanded per image.
 BPB_DAMAGE=(
-	'12,32|0|00|not a FAT boot sector (jump byte 0x00)'
+	'12,32|0|00000000000000000000000000|not a FAT boot sector (jump byte 0x00; bytes per sector 0 is not 512, 1024, 2048 or 4096)'
 	'12,16,32|11|0000|bad boot sector: bytes per sector 0 is not 512, 1024, 2048 or 4096'
 	'16|11|6400|bad boot sector: bytes per sector 100 is not 512, 1024, 2048 or 4096'
 	'32|11|0020|bad boot sector: bytes per sector 8192 is not 512, 1024, 2048 or 4096'

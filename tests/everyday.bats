@@ -237,12 +237,13 @@ sdcard()
 		run "-$code" --separate-stderr "$p" "${ARGS[@]}"
 		[ "$stderr" = "$p: sd.img: no partition 3 (partitions: 1 (FAT16) at 4 MiB, 2 (ext4) at 36 MiB)" ]
 	done
-	# A FAT volume with a broken jump byte is still FAT to libblkid: the
+	# A FAT volume with a broken BPB is still FAT to libblkid: the
 	# volume's own reason is given, not "no FAT volume".
 	mkpartimg disk 8M fat12
 	printf '\x00' | dd of=disk bs=1 seek=1048576 conv=notrunc status=none
+	printf '\x11' | dd of=disk bs=1 seek=$((1048576 + 16)) conv=notrunc status=none
 	run -1 --separate-stderr fatls disk@@1M
-	[ "$stderr" = "fatls: disk: not a FAT boot sector (jump byte 0x00)" ]
+	[ "$stderr" = "fatls: disk: not a FAT boot sector (jump byte 0x00; number of FATs 17 is not 1 to 16)" ]
 	# A bare ext4 image says so.
 	truncate -s 8M bare.ext4
 	mkfs.ext4 -q -F bare.ext4 >/dev/null 2>&1

@@ -90,3 +90,21 @@ PY
 	fsck_clean img
 	check_sums img
 }
+
+@test "fatprealloc: long-name slots that belong to no entry are not reused; fatcheck -r still re-attaches the name" {
+	mkimg fat16 4M img -s 1
+	printf 'hi\n' >t
+	mcopy -i img t "::/A long file name.txt"
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img lfn-sum "/A long file name.txt"
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img 'ALONGF~1TXT')
+	# The two long-name slots in front of the short slot.
+	before=$(dd if=img bs=1 skip=$((off - 64)) count=96 status=none | sha256sum)
+	run -0 --separate-stderr fatprealloc img /NEW.BIN 1K
+	[ "$(dd if=img bs=1 skip=$((off - 64)) count=96 status=none | sha256sum)" = "$before" ]
+	[[ $(mdir -i img ::NEW.BIN) == *"NEW      BIN      1024 "* ]]
+	run -1 --separate-stderr fatcheck -r img
+	[[ $output == *"(repair: checksum rewritten: the long name 'A long file name.txt' is re-attached to 'ALONGF~1.TXT')"* ]]
+	fsck_clean img
+	[[ $(mdir -i img ::) == *"ALONGF~1 TXT         3 "*" A long file name.txt"* ]]
+	[ "$(mtype -i img "::/A long file name.txt")" = hi ]
+}

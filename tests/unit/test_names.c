@@ -1024,9 +1024,9 @@ static const struct valid_row {
 	{"lower case extension", "README  txt", 0},
 	{"leading space", " README TXT", 0},
 	{"empty base", "        TXT", 0},
-	{"space inside the base", "READ ME TXT", 0},
-	{"space inside the extension", "README  T X", 0},
-	{"extension starting with space", "README   TX", 0},
+	{"space inside the base", "READ ME TXT", 1},
+	{"space inside the extension", "README  T X", 1},
+	{"extension starting with space", "README   TX", 1},
 	{"plus", "A+B     TXT", 0},
 	{"dot inside", "A.B     TXT", 0},
 	{"asterisk", "A*      TXT", 0},
@@ -1053,7 +1053,7 @@ static const struct valid_row {
 	{"0x05 first, then a space inside",
 	 "\x05"
 	 " C     TXT",
-	 0},
+	 1},
 };
 
 static void test_short_is_valid(void)
@@ -1174,7 +1174,7 @@ static const struct sverdict_row {
 	 "BER    TXT",
 	 FK_SHORT_VALID},
 	{"lower case", "readme  txt", FK_SHORT_ODD},
-	{"empty base", "        TXT", FK_SHORT_ODD},
+	{"empty base", "        TXT", FK_SHORT_BAD},
 	{"leading space, then a name", " README TXT", FK_SHORT_BAD},
 	{"plus", "A+B     TXT", FK_SHORT_ODD},
 	{"comma, semicolon, equals", "A,B;C=D    ", FK_SHORT_ODD},
@@ -1193,10 +1193,11 @@ static const struct sverdict_row {
 	{"control character", "A\x01      TXT", FK_SHORT_BAD},
 	{"NUL inside", "A\0      TXT", FK_SHORT_BAD},
 	{"0x05 later", "AB\x05     TXT", FK_SHORT_BAD},
-	{"space inside the base", "READ ME TXT", FK_SHORT_BAD},
-	{"space inside the extension", "README  T X", FK_SHORT_BAD},
+	{"space inside the base", "READ ME TXT", FK_SHORT_VALID},
+	{"space inside the extension", "README  T X", FK_SHORT_VALID},
+	{"extension starting with space", "README   TX", FK_SHORT_VALID},
 	{"lower case, then a bad byte", "a*      TXT", FK_SHORT_BAD},
-	{"spaces only are odd, not bad", "           ", FK_SHORT_ODD},
+	{"spaces only (a leading space)", "           ", FK_SHORT_BAD},
 };
 
 static void test_short_check(void)

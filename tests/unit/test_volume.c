@@ -193,7 +193,14 @@ static const struct damage_row {
 	struct poke poke[2];
 	const char *needle; /* expected in the reason; NULL: accepted */
 } damage_rows[] = {
-	{"jump byte 0x00", B16, {{0, 1, 0x00}}, "jump byte"},
+	{"jump byte 0x00 is accepted (the BPB decides)",
+	 B16,
+	 {{0, 1, 0x00}},
+	 NULL},
+	{"jump byte 0x00 and a bad BPB: not a FAT boot sector",
+	 B16,
+	 {{0, 1, 0x00}, {11, 2, 0}},
+	 "not a FAT boot sector (jump byte 0x00; "},
 	{"jump byte 0xE9 is accepted", B16, {{0, 1, 0xE9}}, NULL},
 	{"bytes per sector 0", B16, {{11, 2, 0}}, "bytes per sector"},
 	{"bytes per sector 256", B16, {{11, 2, 256}}, "bytes per sector"},
@@ -383,6 +390,7 @@ static void test_ids(void)
 	OK(!err && !g.is_mirrored && g.active_fat == 1,
 	   "fk_volume_parse: mirroring off, FAT 1 active");
 	bs[0] = 0;
+	put_le16(bs + 11, 0);
 	OK(fk_volume_parse(bs, 512, AMPLE_LEN, &g, NULL) == FK_ECORRUPT,
 	   "fk_volume_parse: a NULL diag is allowed on a refusal");
 }
