@@ -961,6 +961,7 @@ static void check_no_ext_bpb(struct fk_check *ck)
 			ck->has_root_label ? root : "none",
 			ck->has_root_label ? "'" : "");
 	memcpy(ck->label, ck->has_root_label ? ck->root_label : no_name, 11);
+	ck->label[0] = fk_slot_name_first(ck->label); /* as a boot sector */
 	ck_set_fix(ck, idx,
 		   "extended boot signature set, with the label '%.11s' (the "
 		   "serial kept)",
