@@ -47,6 +47,7 @@ struct ls {
 	uint64_t nlisted;    /* entries printed, for the progress line */
 	double t0, last;     /* seconds: start, last progress line */
 	int shown;	     /* a progress line is on the terminal */
+	int size_width;	     /* -l: columns of size and allocated */
 };
 
 /* The chain of one entry, as --chain, -l and --json need it. */
@@ -236,6 +237,23 @@ static void align_string(uint64_t off, char *out, size_t len)
 		 &units[shift / 10]);
 }
 
+/*
+ * The -l size columns: wide enough for the volume's byte size, which no
+ * sound file exceeds, and never below ten.  A listing streams entry by
+ * entry, so the width is fixed before the first line.
+ */
+static int size_width(const struct fk_geom *g)
+{
+	uint64_t v = g->total_secs * g->sec_len;
+	int w = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		w++;
+	}
+	return w < 10 ? 10 : w;
+}
+
 static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 			     const char *shown, const struct chain *c)
 {
@@ -246,7 +264,8 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 	if (ls->o.is_long) {
 		attr_string(ent->attr, attr);
 		mtime_string(ls, ent, mtime, sizeof(mtime));
-		printf("%s %10" PRIu64 " %10" PRIu64 " %-19s ", attr, ent->size,
+		printf("%s %*" PRIu64 " %*" PRIu64 " %-19s ", attr,
+		       ls->size_width, ent->size, ls->size_width,
 		       (uint64_t)c->info.nclus * clus_len, mtime);
 	}
 	/* exFAT has no 8.3 names: -s leaves the long name alone. */
@@ -739,6 +758,7 @@ static int run_main(int argc, char **argv)
 		return FK_EXIT_FAIL;
 	}
 	ls.is_exfat = ls.vol->exfat != NULL;
+	ls.size_width = size_width(&ls.vol->g);
 	if (ls.vol->present_len)
 		fprintf(stderr,
 			PROG

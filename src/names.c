@@ -427,6 +427,30 @@ static uint32_t oem_cp(unsigned char c)
 }
 
 /*
+ * The lower-case partner of @c that fk_upcase() raises to it, or @c when
+ * it has none: what an NT lower-case flag makes of a code page letter, as
+ * Windows and Linux show it (0x90, "É", shows as "é").
+ */
+static uint32_t lower_cp(uint32_t c)
+{
+	if ((c >= 0xc0 && c <= 0xde && c != 0xd7) ||
+	    (c >= 0x391 && c <= 0x3ab && c != 0x3a2) ||
+	    (c >= 0x410 && c <= 0x42f))
+		return c + 32;
+	if (c == 0x178)
+		return 0xff;
+	if (c >= 0x400 && c <= 0x40f)
+		return c + 80;
+	if ((c >= 0x100 && c <= 0x137 && !(c & 1) && c != 0x130) ||
+	    (c >= 0x14a && c <= 0x177 && !(c & 1)))
+		return c + 1;
+	if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) &&
+	    (c & 1))
+		return c + 1;
+	return c;
+}
+
+/*
  * The bytes fk_short_display() shows for @raw, before code page 850 and
  * the NT flags: the base and the extension with their trailing spaces cut,
  * a dot between them when there is an extension, and the deleted marker's
@@ -470,7 +494,8 @@ void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 			out[o++] = (char)c;
 			continue;
 		}
-		if (!(k = put_utf8(oem_cp(c), out + o, len - o)))
+		if (!(k = put_utf8(is_lower ? lower_cp(oem_cp(c)) : oem_cp(c),
+				   out + o, len - o)))
 			break;
 		o += k;
 	}

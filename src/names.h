@@ -44,8 +44,9 @@ int fk_utf8_to_utf16(const char *in, uint16_t *out, size_t max, size_t *n);
 
 /*
  * Display form of an 11-byte short name: "NAME.EXT", with the NT flags'
- * lower case applied and OEM bytes (code page 850, mtools' default) in
- * UTF-8.  @out needs 40 bytes.
+ * lower case applied (to code page letters as well as ASCII ones, as
+ * Windows, Linux and mtools show them) and OEM bytes (code page 850,
+ * mtools' default) in UTF-8.  @out needs 40 bytes.
  */
 void fk_short_display(const unsigned char raw[11], uint8_t nt, char *out,
 		      size_t len);

@@ -160,6 +160,20 @@ EOF
 	assert_line --regexp '^d----       4096       4096 2023-11-14T22:13:21.00\+00:00 sub$'
 }
 
+@test "fatls on exFAT: -l keeps its columns aligned for a 12 GB file on a 64 GiB volume" {
+	# Sparse: a 64 GiB volume (11 digits of bytes) costs a few MiB.
+	mkex v.img 64G 131072
+	run -0 fatprealloc --no-zero v.img /big.bin 12G
+	run -0 fatprealloc v.img /small.bin 1K
+	run -0 fatls -l v.img /
+	assert_line --regexp '^----a 12884901888 12884901888 [^ ]{28} big.bin$'
+	assert_line --regexp '^----a        1024      131072 [^ ]{28} small.bin$'
+	# every name starts at the same column as big.bin's
+	local col
+	col=$(printf '%s\n' "${lines[@]}" | awk '{ print index($0, $NF) }' | sort -u)
+	[ "$(printf '%s\n' "$col" | wc -l)" -eq 1 ]
+}
+
 @test "fatls on exFAT: --chain marks NoFatChain files as one run; FAT chains show their fragments" {
 	mkex v.img 16M 4096
 	fill v.img 4096

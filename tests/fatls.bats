@@ -739,6 +739,24 @@ EOF
 	[ "$stderr" = "fatls: img:/A long file name for testing.txt: No such file or directory" ]
 }
 
+@test "fatls: the NT lower-case flags lower code page letters too, as mdir shows them" {
+	mkimg fat12 2M img
+	echo hi >RESUME.DOC
+	mcopy -i img RESUME.DOC ::RESUME.DOC
+	local off
+	off=$("$FK_PYTHON" "$FATPOKE" slot img 'RESUME  DOC')
+	# The name R\x90SUM\x90 DOC (0x90 is E acute in code page 850) with
+	# both flags, base (0x08) and extension (0x10), in the NT byte (12).
+	printf 'R\x90SUM\x90  DOC\0\x18' |
+		dd of=img bs=1 seek="$off" conv=notrunc status=none
+	run -0 mdir -i img ::/
+	assert_line --regexp '^résumé +doc '
+	run -0 fatls img /
+	assert_output 'résumé.doc'
+	run -0 fatls img /résumé.doc
+	run -0 fatls img /RÉSUMÉ.DOC
+}
+
 @test "fatls: a missing PATH, a file used as a directory, a relative PATH" {
 	img=$(fixture 12 512 512 2)
 	run -1 --separate-stderr fatls "$img" /nope

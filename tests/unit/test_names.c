@@ -918,12 +918,26 @@ static const struct display_row {
 	 0,
 	 "\xc3\x95"
 	 "BC.TXT"},
-	{"0x05 with NT lower keeps O tilde",
+	{"0x05 with NT lower: O tilde lowered like the rest",
 	 "\x05"
 	 "BC     TXT",
 	 FK_NT_LOWER_BASE,
-	 "\xc3\x95"
+	 "\xc3\xb5"
 	 "bc.TXT"},
+	{"NT lower both: code page letters lowered (E acute)",
+	 "R\x90SUM\x90  DOC", FK_NT_LOWER_BASE | FK_NT_LOWER_EXT,
+	 "r\xc3\xa9sum\xc3\xa9.doc"},
+	{"NT lower base only: extension's E acute kept", "R\x90SUM\x90  \x90X ",
+	 FK_NT_LOWER_BASE, "r\xc3\xa9sum\xc3\xa9.\xc3\x89X"},
+	{"NT lower ext only: base's E acute kept", "R\x90SUM\x90  \x90X ",
+	 FK_NT_LOWER_EXT, "R\xc3\x89SUM\xc3\x89.\xc3\xa9x"},
+	{"NT lower: multiplication sign, no letter, kept", "A\x9e      TXT",
+	 FK_NT_LOWER_BASE, "a\xc3\x97.TXT"},
+	{"NT lower: dotless i and already-lower letters kept",
+	 "\xd5\x82\x9f     TXT", FK_NT_LOWER_BASE,
+	 "\xc4\xb1\xc3\xa9\xc6\x92.TXT"},
+	{"NT lower: U umlaut and AE lowered", "\x9a\x92      TXT",
+	 FK_NT_LOWER_BASE, "\xc3\xbc\xc3\xa6.TXT"},
 	{"0x05 only special first",
 	 "A\x05"
 	 "      TXT",
