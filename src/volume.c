@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,41 @@ static void parse_ids(const unsigned char *bs, struct fk_geom *g)
 }
 
 /*
+ * Whether @bs looks like the start of a text file: printable ASCII, tab,
+ * CR, LF and well-formed UTF-8 only (a sequence cut by the end of the
+ * sector counts), no NUL.  No FAT or exFAT boot sector passes: both
+ * start with a jump instruction (0xEB or 0xE9), and without one the
+ * BPB's zero bytes fail.
+ */
+static bool is_text(const unsigned char *bs, size_t len)
+{
+	size_t i = 0, n, k;
+
+	while (i < len) {
+		unsigned char c = bs[i];
+
+		if ((c >= 0x20 && c < 0x7F) || c == '\t' || c == '\r' ||
+		    c == '\n') {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			n = 1;
+		else if (c >= 0xE0 && c <= 0xEF)
+			n = 2;
+		else if (c >= 0xF0 && c <= 0xF4)
+			n = 3;
+		else
+			return false;
+		for (k = 1; k <= n && i + k < len; k++)
+			if ((bs[i + k] & 0xC0) != 0x80)
+				return false;
+		i += k;
+	}
+	return true;
+}
+
+/*
  * The jump byte is not judged: fsck.fat, mtools, libblkid and Linux take
  * a sector whose BPB holds together for a FAT boot sector whatever byte 0
  * is (0x00 after a wiped boot code), and the BPB rules alone let no
@@ -274,6 +310,10 @@ static void name_not_fat(const unsigned char *bs, struct fk_diag *diag)
 	if (!diag || bs[BS_JMP] == 0xEB || bs[BS_JMP] == 0xE9 ||
 	    strncmp(diag->reason, prefix, sizeof(prefix) - 1))
 		return;
+	if (is_text(bs, 512)) {
+		bad(diag, "not a FAT or exFAT volume (text file?)");
+		return;
+	}
 	snprintf(why, sizeof(why), "%s", diag->reason + sizeof(prefix) - 1);
 	bad(diag, "not a FAT boot sector (jump byte 0x%02x; %s)", bs[BS_JMP],
 	    why);

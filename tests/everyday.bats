@@ -252,6 +252,42 @@ sdcard()
 	[ "$(img_sha sd.img)" = "$before" ]
 }
 
+@test "a file that is no volume says what it is: text, another file system; a damaged boot sector keeps its reason" {
+	local p code before
+	cp "$BATS_TEST_DIRNAME/../README.md" readme
+	# UTF-8 text, one sequence cut by the end of the first sector
+	{ printf 'x%.0s' $(seq 511); printf '\xc3\xa9 caf\xc3\xa9\n'; } >utf8
+	mkimg fat12 1M broken
+	printf '\x00' | dd of=broken bs=1 conv=notrunc status=none
+	printf '\x11' | dd of=broken bs=1 seek=16 conv=notrunc status=none
+	# text but for one NUL byte: not called text
+	{ printf 'a%.0s' $(seq 100); printf '\0'; printf 'b%.0s' $(seq 600); } >nul
+	before=$(img_sha readme)
+	for p in "${PROGS[@]}"; do
+		code=$(fail_code "$p")
+		for f in readme utf8; do
+			args "$p" "$f"
+			run "-$code" --separate-stderr "$p" "${ARGS[@]}"
+			[ "$stderr" = "$p: $f: not a FAT or exFAT volume (text file?)" ]
+		done
+		args "$p" broken
+		run "-$code" --separate-stderr "$p" "${ARGS[@]}"
+		[ "$stderr" = "$p: broken: not a FAT boot sector (jump byte 0x00; number of FATs 17 is not 1 to 16)" ]
+		args "$p" nul
+		run "-$code" --separate-stderr "$p" "${ARGS[@]}"
+		[[ $stderr == "$p: nul: not a FAT boot sector (jump byte 0x61; "* ]]
+	done
+	[ "$(img_sha readme)" = "$before" ]
+	command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4"
+	truncate -s 4M x.img
+	mkfs.ext4 -q -F x.img >/dev/null 2>&1
+	for p in "${PROGS[@]}"; do
+		args "$p" x.img
+		run "-$(fail_code "$p")" --separate-stderr "$p" "${ARGS[@]}"
+		[ "$stderr" = "$p: x.img: holds ext4, not a FAT volume" ]
+	done
+}
+
 @test "image is in use names the process that holds the lock (from /proc/locks)" {
 	mkimg fat16 16M img
 	local before p code
