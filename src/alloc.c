@@ -647,6 +647,21 @@ static int hand_over(struct fk_alloc *a, struct fk_plan *mine,
 	return err;
 }
 
+/*
+ * 0 when @nclus clusters are free; else a failed read's error, or -ENOSPC
+ * with what was needed and what is free in @diag.
+ */
+static int check_room(struct fk_alloc *a, uint32_t nclus, struct fk_diag *diag)
+{
+	if (fk_alloc_has_free(a, nclus) && !a->err)
+		return 0;
+	if (a->err)
+		return a->err;
+	fk_diag_detail(diag, NULL, "need %u cluster%s, %u free", nclus,
+		       nclus == 1 ? "" : "s", a->nfree);
+	return -ENOSPC;
+}
+
 int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 		  unsigned flags, struct fk_plan *plan, struct fk_diag *diag)
 {
@@ -654,13 +669,8 @@ int fk_alloc_plan(struct fk_alloc *a, uint32_t tail, uint32_t nclus,
 	struct fk_plan mine = {NULL, 0, 0, 0};
 	int err;
 
-	if (!fk_alloc_has_free(a, need) || a->err) {
-		if (a->err)
-			return a->err;
-		fk_diag_detail(diag, NULL, "need %u cluster%s, %u free", nclus,
-			       nclus == 1 ? "" : "s", a->nfree);
-		return -ENOSPC;
-	}
+	if ((err = check_room(a, nclus, diag)))
+		return err;
 	/* Growing in place keeps the file in one piece. */
 	if (need && tail && tail + 1 < a->end && is_free(a, tail + 1)) {
 		n = next_used_upto(a, tail + 1, tail + 1 + need) - (tail + 1);
@@ -759,13 +769,8 @@ int fk_alloc_plan_aligned(struct fk_alloc *a, uint32_t nclus, uint32_t phase,
 	uint32_t start, best, best_len;
 	int err;
 
-	if (!fk_alloc_has_free(a, nclus) || a->err) {
-		if (a->err)
-			return a->err;
-		fk_diag_detail(diag, NULL, "need %u cluster%s, %u free", nclus,
-			       nclus == 1 ? "" : "s", a->nfree);
-		return -ENOSPC;
-	}
+	if ((err = check_room(a, nclus, diag)))
+		return err;
 	if (!nclus)
 		return 0;
 	start = find_aligned(a, nclus, phase, step, &best, &best_len);
