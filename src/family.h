@@ -10,6 +10,7 @@
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fat.h"
@@ -55,6 +56,22 @@ struct fk_family {
 	 */
 	int (*info)(struct fk_volume *vol, struct fk_info_item *it,
 		    struct fk_diag *diag);
+	/*
+	 * A boot region that is damaged but read on (may be NULL: a family
+	 * that opens no such volume): when @vol has one, a phrase saying
+	 * what is wrong into @out (@len bytes) and 1; else 0.
+	 */
+	int (*boot_warning)(const struct fk_volume *vol, char *out, size_t len);
+
+	/* What the programs show and accept differently. */
+	int has_short_names;	 /* 8.3 names beside long ones (fatls -s) */
+	int has_fine_times;	 /* times in 10 ms units with a UTC offset */
+	int has_valid_len;	 /* files have ValidDataLength and NoFatChain */
+	int has_bitmap;		 /* an allocation bitmap fatprealloc writes */
+	const char *no_salvage;	 /* why fatcheck --salvage is refused;
+				    NULL: it works */
+	const char *no_fat_copy; /* why fatcheck --fat-copy is refused;
+				    NULL: it works */
 };
 
 extern const struct fk_family fk_fat_family;
