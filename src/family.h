@@ -1,11 +1,18 @@
 /*
- * family.h: the operations that differ between the FAT family (FAT12/16/32,
- * dir.c) and the exFAT family (exfat-dir.c), chosen once when the volume
- * is opened (vol->fam).  dir.c's public functions call through it.  The
- * checker and fatprealloc have tables of their own (check-family.h,
- * prealloc-int.h), and some shared code still tests the family (vol->exfat,
- * FK_EXFAT): tests/layers-known.txt lists where, each to be folded into
- * one table per family.
+ * family.h: what differs between the FAT family (FAT12/16/32, dir.c) and
+ * the exFAT family (exfat-dir.c), chosen once when the volume is opened
+ * (vol->fam): directory operations, --info, and what the programs show
+ * and accept differently (short names, fine times, ValidDataLength, the
+ * bitmap, boot-region warnings, options a family refuses).  dir.c's
+ * public functions and the programs call through it.  The checker and
+ * fk_prealloc() keep tables of their own (check-family.h,
+ * prealloc-int.h), each naming the family it serves, and pick theirs by
+ * vol->fam.  XXX: those tables are not yet members of this one: the
+ * FAT family's would then name the engine files its checker and
+ * preallocation still live in (check.c, prealloc.c), closing circles of
+ * files; the split of src/ by family ends that.  Shared code that still
+ * tests the family (vol->exfat, FK_EXFAT) is listed in
+ * tests/layers-known.txt where it crosses a layer.
  */
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H
