@@ -32,6 +32,7 @@
 #include "endian.h"
 #include "exfat.h"
 #include "exfat-layout.h"
+#include "family.h"
 #include "fat.h"
 #include "vec.h"
 #include "volume.h"
@@ -3232,6 +3233,7 @@ int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 }
 
 const struct fk_check_family fk_check_exfat_family = {
+	.fam = &fk_exfat_family,
 	.new_state = new_state,
 	.free_state = free_state,
 	.run = run,

@@ -1,7 +1,10 @@
 /*
  * check-family.h: private to the checker.  fk_check_new() picks one
- * family for the whole run from the volume's type: the FAT checker in
- * check.c, or the exFAT one in check-exfat.c.  A family owns its state;
+ * family's checker for the whole run, the one whose @fam is the family
+ * the volume was opened as: the FAT checker (fk_check_fat_family, its
+ * phases in check-fat.c, check-tree.c, check-chain.c, check-salvage.c,
+ * its repair in check-repair.c), or the exFAT one (check-exfat.c).  A
+ * family owns its state;
  * findings (struct fk_finding) and statistics (struct fk_check_stats)
  * are the shared currency fatcheck.c prints and turns into JSON, kept
  * in struct fk_check for every family and recorded only through the
@@ -17,17 +20,22 @@
 
 #define NONE ((size_t)-1) /* no finding kept */
 
+struct fk_family;
+
 struct fk_check_family {
+	const struct fk_family *fam; /* the family it checks */
 	/* Set up @state for @vol, recording findings into @ck; 0 or
 	   -ENOMEM. */
 	int (*new_state)(struct fk_check *ck, struct fk_volume *vol,
 			 const struct fk_check_opts *opts, void **state);
 	void (*free_state)(void *state);
 	int (*run)(void *state, struct fk_diag *diag);
+	/* NULL: the FAT repair steps (check-repair.c; see check-fat.c). */
 	int (*repair)(void *state, struct fk_diag *diag);
 };
 
-/* The exFAT checker (check-exfat.c). */
+/* The FAT checker (check-fat.c) and the exFAT one (check-exfat.c). */
+extern const struct fk_check_family fk_check_fat_family;
 extern const struct fk_check_family fk_check_exfat_family;
 
 /* "s" for a plural count. */

@@ -216,9 +216,11 @@ struct salvage {
 struct fk_check_family;
 
 struct fk_check {
-	/* Another family's checker (exFAT, check-exfat.c), chosen once by
-	   fk_check_new(); NULL: the FAT checker.  Every family records
-	   into the fields down to @finds; the rest are the FAT checker's. */
+	/* The family's checker, chosen once by fk_check_new().  Every
+	   family records into the fields down to @finds; the rest are the
+	   FAT checker's state (its @fam_state is @ck itself).  XXX: they
+	   move into a struct of the FAT checker's own when the checker's
+	   files are split by family: every FAT phase reads them. */
 	const struct fk_check_family *fam;
 	void *fam_state;
 	struct fk_volume *vol;
@@ -338,6 +340,13 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
 
 /* ---- check-fat.c: the volume's own structures ------------------------- */
 
+/* The FAT checker's table (fk_check_fat_family) calls these: check.c
+ * sets up, frees and runs the FAT phases. */
+int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
+		     const struct fk_check_opts *opts, void **state);
+void ck_fat_free_state(void *state);
+int ck_fat_run(void *state, struct fk_diag *diag);
+
 int ck_check_boot(struct fk_check *ck);
 /* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1];
  * where the copies differ, the copy kept for each run of sectors, which
@@ -348,7 +357,10 @@ void ck_unpatch(struct fk_check *ck);
 int ck_check_fsinfo(struct fk_check *ck);
 /* After the tree (which finds the root's label entry). */
 void ck_check_label(struct fk_check *ck);
-int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint);
+static inline int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
+{
+	return hint == FK_FSINFO_UNKNOWN || fk_clus_valid(ck->g, hint);
+}
 
 /* ---- check-tree.c: the directory tree ---------------------------------- */
 

@@ -599,8 +599,8 @@ static int repair_fat_family(struct fk_check *ck)
 int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 {
 	size_t i;
-	int err = ck->fam ? ck->fam->repair(ck->fam_state, diag)
-			  : repair_fat_family(ck);
+	int err = ck->fam->repair ? ck->fam->repair(ck->fam_state, diag)
+				  : repair_fat_family(ck);
 
 	if (err) {
 		fk_diag_subject(diag, fk_device_path(ck->vol->dev));

@@ -1,10 +1,13 @@
 /*
- * check.c: the checker's public side and its spine.  fk_check_run() runs
- * the phases in order (boot sector, FAT copies, FSInfo, the tree, tails,
- * label, owners, lost clusters and their salvage); the findings list, the repair plans and
- * the current path are kept here for every phase to use.  The phases live
- * in check-fat.c, check-tree.c and check-chain.c, the repair steps in
- * check-repair.c; check-int.h is what they share.
+ * check.c: the checker's public side and its spine.  fk_check_new()
+ * picks the checker of the volume's family (check-family.h) and
+ * fk_check_run() runs it; the findings list is kept here for every
+ * family.  The FAT checker's setup and phase order are here too
+ * (ck_fat_run(): boot sector, FAT copies, FSInfo, the tree, tails,
+ * label, owners, lost clusters and their salvage), with its repair plans
+ * and the current path; the phases live in check-fat.c, check-tree.c and
+ * check-chain.c, the repair steps in check-repair.c; check-int.h is what
+ * they share.
  */
 #include "check.h"
 
@@ -164,28 +167,46 @@ int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f)
 
 /* ---- setup --------------------------------------------------------------- */
 
+/* Every family's checker; the volume's family picks one. */
+static const struct fk_check_family *const checkers[] = {
+	&fk_check_fat_family,
+	&fk_check_exfat_family,
+};
+
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
 	struct fk_check *ck;
-	size_t map_len;
-	uint32_t top;
+	size_t i;
 	int err;
 
 	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
 	ck->vol = vol;
 	ck->o = *opts;
-	/* The family is chosen once: exFAT has its own checker. */
-	if (vol->fam != &fk_fat_family) {
-		ck->fam = &fk_check_exfat_family;
-		if ((err = ck->fam->new_state(ck, vol, opts, &ck->fam_state))) {
-			free(ck);
-			return err;
-		}
-		*out = ck;
-		return 0;
+	/* The family is chosen once, by the family the volume opened as. */
+	for (i = 0; i < sizeof(checkers) / sizeof(checkers[0]); i++)
+		if (checkers[i]->fam == vol->fam)
+			ck->fam = checkers[i];
+	if (!ck->fam) {
+		free(ck);
+		return -EOPNOTSUPP;
 	}
+	if ((err = ck->fam->new_state(ck, vol, opts, &ck->fam_state))) {
+		free(ck);
+		return err;
+	}
+	*out = ck;
+	return 0;
+}
+
+/* The FAT checker's state is the rest of @ck (check-int.h). */
+int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
+		     const struct fk_check_opts *opts, void **state)
+{
+	size_t map_len;
+	uint32_t top;
+
 	/* Whole 64-bit words, for the lost-cluster count. */
 	map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
 	top = fk_clus_max(&vol->g);
@@ -199,10 +220,10 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 	ck->path_cap = 64;
 	fk_dir_stamp(&ck->stamp, opts->now, 0);
 	if (!ck->map || !ck->diffs || !ck->path) {
-		fk_check_free(ck);
+		ck_fat_free_state(ck);
 		return -ENOMEM;
 	}
-	*out = ck;
+	*state = ck;
 	return 0;
 }
 
@@ -223,11 +244,15 @@ void fk_check_free(struct fk_check *ck)
 		free(f->fix);
 	}
 	free(ck->finds.v);
-	if (ck->fam) {
-		ck->fam->free_state(ck->fam_state);
-		free(ck);
-		return;
-	}
+	ck->fam->free_state(ck->fam_state);
+	free(ck);
+}
+
+void ck_fat_free_state(void *state)
+{
+	struct fk_check *ck = state;
+	size_t i;
+
 	for (i = 0; i < ck->tails.n; i++)
 		free(ck->tails.v[i].path);
 	for (i = 0; i < ck->shared.n; i++)
@@ -251,7 +276,6 @@ void fk_check_free(struct fk_check *ck)
 	free(ck->path);
 	free(ck->map);
 	free(ck->diffs);
-	free(ck);
 }
 
 const struct fk_finding *fk_check_findings(const struct fk_check *ck, size_t *n)
@@ -316,8 +340,9 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
  * phases run, and as they are once it is over: the repair's first step
  * makes every copy hold the kept sectors, and nothing after the check
  * may reach the volume through @ck (a caller may close it first). */
-static int run_fat_kept(struct fk_check *ck, struct fk_diag *diag)
+int ck_fat_run(void *state, struct fk_diag *diag)
 {
+	struct fk_check *ck = state;
 	int err = run_fat(ck, diag);
 
 	ck_unpatch(ck);
@@ -326,8 +351,7 @@ static int run_fat_kept(struct fk_check *ck, struct fk_diag *diag)
 
 int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
-	int err = ck->fam ? ck->fam->run(ck->fam_state, diag)
-			  : run_fat_kept(ck, diag);
+	int err = ck->fam->run(ck->fam_state, diag);
 
 	if (!err && ck->is_nomem)
 		err = -ENOMEM;

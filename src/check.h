@@ -92,8 +92,9 @@ int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 
 /*
  * Set up a check of @vol (which the caller keeps open until
- * fk_check_free()).  *@out is the caller's.  Returns 0, -ENOMEM, or
- * -EOPNOTSUPP on an exFAT volume (this is the FAT family's checker).
+ * fk_check_free()) by the checker of the family it was opened as.
+ * *@out is the caller's.  Returns 0, -ENOMEM, or -EOPNOTSUPP for a
+ * family without a checker.
  */
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out);

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "diag.h"
+#include "family.h"
 #include "json.h"
 #include "names.h"
 
@@ -304,22 +305,28 @@ int fk_path_normalise(const char *in, char *out, size_t len)
 	return 0;
 }
 
-/* "FAT names ..." as the rule reads on exFAT: "exFAT names ...". */
-static void say_exfat(char *why, size_t len)
+/*
+ * "FAT names ..." as the rule reads in family @name: "exFAT names ...",
+ * with "a" before a consonant and "an" before a vowel.
+ */
+static void say_family(char *why, size_t len, const char *name)
 {
 	char out[256];
 	const char *p = why;
-	size_t o = 0;
+	size_t o = 0, n = strlen(name);
+	int is_an = strchr("aeiouAEIOU", name[0]) != NULL;
 
-	while (*p && o + 16 < sizeof(out)) {
-		if (!strncmp(p, "a FAT name", 10)) {
-			memcpy(out + o, "an exFAT name", 13);
-			o += 13;
-			p += 10;
-		} else if (!strncmp(p, "FAT name", 8)) {
-			memcpy(out + o, "exFAT name", 10);
-			o += 10;
-			p += 8;
+	while (*p && o + n + 8 < sizeof(out)) {
+		int has_a = !strncmp(p, "a FAT name", 10);
+
+		if (has_a || !strncmp(p, "FAT name", 8)) {
+			if (has_a)
+				o += (size_t)snprintf(out + o, sizeof(out) - o,
+						      "%s ",
+						      is_an ? "an" : "a");
+			o += (size_t)snprintf(out + o, sizeof(out) - o,
+					      "%s name", name);
+			p += has_a ? 10 : 8;
 		} else {
 			out[o++] = *p++;
 		}
@@ -332,7 +339,7 @@ static void say_exfat(char *why, size_t len)
 }
 
 int fk_cli_path(const char *prog, const char *image, const char *arg,
-		int is_exfat, char **out)
+		const struct fk_family *fam, char **out)
 {
 	size_t len = strlen(arg) + 2;
 	char why[128] = "name too long", comp[FK_NAME_MAX];
@@ -371,8 +378,7 @@ int fk_cli_path(const char *prog, const char *image, const char *arg,
 	if (err) {
 		struct fk_diag diag;
 
-		if (is_exfat)
-			say_exfat(why, sizeof(why));
+		say_family(why, sizeof(why), fam->name);
 		memset(&diag, 0, sizeof(diag));
 		fk_diag_set(&diag, arg, "%s", why);
 		fk_report_in(prog, image, &diag, -EILSEQ);

@@ -11,6 +11,8 @@
 
 #include "device.h"
 
+struct fk_family;
+
 struct fk_diag;
 struct fk_json;
 
@@ -64,12 +66,13 @@ int fk_path_normalise(const char *in, char *out, size_t len);
  * A PATH argument for the program: absolute (else a usage line), "." and
  * ".." resolved by fk_path_normalise(), and every component a name FAT
  * allows (else one line `PROG: IMAGE:PATH: rule`, IMAGE as typed; the
- * rule names exFAT when @is_exfat: both families refuse the same names).
- * *@out is a new string the caller frees.  Returns 0, -EINVAL (after the
- * usage line), -EILSEQ (after the line naming the rule) or -ENOMEM.
+ * rule names the volume's family @fam: both families refuse the same
+ * names).  *@out is a new string the caller frees.  Returns 0, -EINVAL
+ * (after the usage line), -EILSEQ (after the line naming the rule) or
+ * -ENOMEM.
  */
 int fk_cli_path(const char *prog, const char *image, const char *arg,
-		int is_exfat, char **out);
+		const struct fk_family *fam, char **out);
 
 /*
  * Split `IMAGE@@OFFSET` (mtools convention).  *@path is a new string the

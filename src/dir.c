@@ -568,6 +568,7 @@ const struct fk_family fk_fat_family = {
 	.walk = fat_walk,
 	.match = fat_match,
 	.info = fat_info,
+	.has_short_names = 1,
 };
 
 int fk_dir_open_ent(struct fk_volume *vol, const struct fk_dirent *dent,

@@ -921,6 +921,28 @@ static int ex_info(struct fk_volume *vol, struct fk_info_item *it,
 #undef NUM
 #undef STR
 
+/*
+ * A boot region whose fields still pass their range checks (a checksum
+ * mismatch, a backup that differs, a missing signature) opens: readers
+ * go on, since every field they rely on was checked, and say so.
+ */
+static int ex_boot_warning(const struct fk_volume *vol, char *out, size_t len)
+{
+	const struct fk_exfat_boot *b = &vol->exfat->boot;
+
+	if (!b->defects)
+		return 0;
+	if (b->defects & FK_EXB_CHECKSUM)
+		snprintf(out, len,
+			 "exFAT boot checksum mismatch (stored 0x%08" PRIx32
+			 ", computed 0x%08" PRIx32 ")",
+			 b->csum_stored, b->csum_computed);
+	else
+		snprintf(out, len, "exFAT boot region: %s",
+			 fk_exfat_boot_reason(b->defects));
+	return 1;
+}
+
 const struct fk_family fk_exfat_family = {
 	.name = "exFAT",
 	.dir_open = ex_dir_open,
@@ -929,4 +951,13 @@ const struct fk_family fk_exfat_family = {
 	.walk = ex_walk,
 	.match = ex_match,
 	.info = ex_info,
+	.boot_warning = ex_boot_warning,
+	.has_fine_times = 1,
+	.has_valid_len = 1,
+	.has_bitmap = 1,
+	/* exFAT has no FOUND.000 convention */
+	.no_salvage = "--salvage works on FAT12/16/32 only; on exFAT, -r "
+		      "frees lost clusters (run without --salvage)",
+	.no_fat_copy = "--fat-copy works on FAT12/16/32 only: leave it out "
+		       "on exFAT",
 };

@@ -49,6 +49,7 @@
 #include "dir.h"
 #include "endian.h"
 #include "exfat-prealloc-test.h"
+#include "family.h"
 #include "fat.h"
 #include "names.h"
 #include "prealloc-int.h"
@@ -2328,6 +2329,8 @@ out:
 }
 
 const struct fk_prealloc_family fk_exfat_prealloc_family = {
+	.fam = &fk_exfat_family,
+	.has_valid_len = 1,
 	.file_len = sizeof(struct xfile),
 	.is_whole_contig = 1,
 	.start = start,

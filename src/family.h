@@ -1,15 +1,23 @@
 /*
- * family.h: the operations that differ between the FAT family (FAT12/16/32,
- * dir.c) and the exFAT family (exfat-dir.c), chosen once when the volume
- * is opened (vol->fam).  dir.c's public functions call through it.  The
- * checker and fatprealloc have tables of their own (check-family.h,
- * prealloc-int.h), and some shared code still tests the family (vol->exfat,
- * FK_EXFAT): tests/layers-known.txt lists where, each to be folded into
- * one table per family.
+ * family.h: what differs between the FAT family (FAT12/16/32, dir.c) and
+ * the exFAT family (exfat-dir.c), chosen once when the volume is opened
+ * (vol->fam): directory operations, --info, and what the programs show
+ * and accept differently (short names, fine times, ValidDataLength, the
+ * bitmap, boot-region warnings, options a family refuses).  dir.c's
+ * public functions and the programs call through it.  The checker and
+ * fk_prealloc() keep tables of their own (check-family.h,
+ * prealloc-int.h), each naming the family it serves, and pick theirs by
+ * vol->fam.  XXX: those tables are not yet members of this one: the
+ * FAT family's would then name the engine files its checker and
+ * preallocation still live in (check.c, prealloc.c), closing circles of
+ * files; the split of src/ by family ends that.  Shared code that still
+ * tests the family (vol->exfat, FK_EXFAT) is listed in
+ * tests/layers-known.txt where it crosses a layer.
  */
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fat.h"
@@ -55,6 +63,22 @@ struct fk_family {
 	 */
 	int (*info)(struct fk_volume *vol, struct fk_info_item *it,
 		    struct fk_diag *diag);
+	/*
+	 * A boot region that is damaged but read on (may be NULL: a family
+	 * that opens no such volume): when @vol has one, a phrase saying
+	 * what is wrong into @out (@len bytes) and 1; else 0.
+	 */
+	int (*boot_warning)(const struct fk_volume *vol, char *out, size_t len);
+
+	/* What the programs show and accept differently. */
+	int has_short_names;	 /* 8.3 names beside long ones (fatls -s) */
+	int has_fine_times;	 /* times in 10 ms units with a UTC offset */
+	int has_valid_len;	 /* files have ValidDataLength and NoFatChain */
+	int has_bitmap;		 /* an allocation bitmap fatprealloc writes */
+	const char *no_salvage;	 /* why fatcheck --salvage is refused;
+				    NULL: it works */
+	const char *no_fat_copy; /* why fatcheck --fat-copy is refused;
+				    NULL: it works */
 };
 
 extern const struct fk_family fk_fat_family;

@@ -18,6 +18,7 @@
 #include "device.h"
 #include "diag.h"
 #include "dir.h"
+#include "family.h"
 #include "json.h"
 #include "volume.h"
 
@@ -720,23 +721,21 @@ static int run_main(int argc, char **argv)
 		free(image);
 		return FK_FSCK_OPERATIONAL;
 	}
-	if (r.o.salvage && vol->exfat) {
-		/* exFAT has no FOUND.000 convention: say so, write nothing
-		 * (through fk_report_in(), so that --json says it too) */
-		fk_diag_set(&diag, r.image,
-			    "--salvage works on FAT12/16/32 only; on exFAT, -r "
-			    "frees lost clusters (run without --salvage)");
+	if (r.o.salvage && vol->fam->no_salvage) {
+		/* Say why, write nothing (through fk_report_in(), so that
+		 * --json says it too). */
+		fk_diag_set(&diag, r.image, "%s", vol->fam->no_salvage);
 		fk_report_in(PROG, r.image, &diag, -EINVAL);
 		fk_volume_close(vol);
 		free(image);
 		return FK_FSCK_USAGE;
 	}
-	if (r.o.fat_copy && (vol->exfat || r.o.fat_copy > vol->g.nfats)) {
+	if (r.o.fat_copy &&
+	    (vol->fam->no_fat_copy || r.o.fat_copy > vol->g.nfats)) {
 		/* Said before anything is checked, and nothing written. */
-		if (vol->exfat)
-			fk_diag_set(&diag, r.image,
-				    "--fat-copy works on FAT12/16/32 only: "
-				    "leave it out on exFAT");
+		if (vol->fam->no_fat_copy)
+			fk_diag_set(&diag, r.image, "%s",
+				    vol->fam->no_fat_copy);
 		else
 			fk_diag_set(&diag, r.image,
 				    "--fat-copy %u: the volume has %u FAT "

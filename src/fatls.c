@@ -14,7 +14,6 @@
 #include "cli.h"
 #include "diag.h"
 #include "dir.h"
-#include "exfat.h"
 #include "family.h"
 #include "fat.h"
 #include "json.h"
@@ -38,10 +37,9 @@ struct ls {
 	struct ls_opts o;
 	struct fk_volume *vol;
 	struct fk_json js;
-	int status;	     /* FK_EXIT_OK or FK_EXIT_FAIL */
-	int is_exfat;	     /* exFAT: times with 10 ms and UTC offset,
-				ValidDataLength, NoFatChain, no 8.3 names */
-	const char *image;   /* IMAGE as typed, for messages */
+	int status;		     /* FK_EXIT_OK or FK_EXIT_FAIL */
+	const struct fk_family *fam; /* what the volume's family shows */
+	const char *image;	     /* IMAGE as typed, for messages */
 	unsigned char *seen; /* -R: one bit per directory cluster listed */
 	size_t seen_len;     /* bytes of @seen */
 	uint64_t nlisted;    /* entries printed, for the progress line */
@@ -141,8 +139,8 @@ static void attr_string(uint8_t attr, char out[6])
 
 /*
  * FAT date and time words as ISO 8601 (local time, as FAT stores it).
- * exFAT adds 10 ms units (shown as hundredths) and, when valid, the UTC
- * offset the time was taken in.
+ * A family with fine times (exFAT) adds 10 ms units (shown as
+ * hundredths) and, when valid, the UTC offset the time was taken in.
  */
 static void mtime_string(const struct ls *ls, const struct fk_dirent *ent,
 			 char *out, size_t len)
@@ -158,7 +156,7 @@ static void mtime_string(const struct ls *ls, const struct fk_dirent *ent,
 		     1980 + (ent->mdate >> 9), ent->mdate >> 5 & 15,
 		     ent->mdate & 31, ent->mtime >> 11, ent->mtime >> 5 & 63,
 		     sec);
-	if (!ls->is_exfat || n < 0 || (size_t)n >= len)
+	if (!ls->fam->has_fine_times || n < 0 || (size_t)n >= len)
 		return;
 	n += snprintf(out + n, len - (size_t)n, ".%02u", ent->mtime_cs % 100u);
 	if (ent->has_mtime_tz && (size_t)n < len) {
@@ -193,17 +191,17 @@ static void print_json_entry(struct ls *ls, const struct fk_dirent *ent,
 	fk_json_object(js, NULL);
 	fk_json_str(js, "path", path);
 	fk_json_str(js, "name", ent->name);
-	if (ls->is_exfat)
-		fk_json_null(js, "short_name");
-	else
+	if (ls->fam->has_short_names)
 		fk_json_str(js, "short_name", ent->short_name);
+	else
+		fk_json_null(js, "short_name");
 	fk_json_array(js, "attributes");
 	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
 		if (ent->attr & attrs[i].bit)
 			fk_json_str(js, NULL, attrs[i].name);
 	fk_json_end(js);
 	fk_json_u64(js, "size", ent->size);
-	if (ls->is_exfat) {
+	if (ls->fam->has_valid_len) {
 		fk_json_u64(js, "valid_data_length", ent->valid_len);
 		fk_json_bool(js, "contiguous_no_fat_chain",
 			     ent->is_no_fat_chain);
@@ -268,8 +266,8 @@ static void print_text_entry(struct ls *ls, const struct fk_dirent *ent,
 		       ls->size_width, ent->size, ls->size_width,
 		       (uint64_t)c->info.nclus * clus_len, mtime);
 	}
-	/* exFAT has no 8.3 names: -s leaves the long name alone. */
-	if (ls->o.show_short && !ls->is_exfat)
+	/* Without 8.3 names (exFAT), -s leaves the long name alone. */
+	if (ls->o.show_short && ls->fam->has_short_names)
 		printf("%s%*s ", ent->short_name,
 		       12 - display_width(ent->short_name), "");
 	if (ls->o.show_chain) {
@@ -628,29 +626,23 @@ static void print_info(struct ls *ls)
 }
 
 /*
- * A damaged exFAT boot region whose fields still pass their range checks
- * (a checksum mismatch, a backup that differs, a missing signature) is
- * read on: the listing only reads, and every field it relies on was
- * checked.  One warning line says so; the exit status is the listing's.
+ * A damaged boot region whose fields still pass their range checks (on
+ * exFAT: a checksum mismatch, a backup that differs, a missing
+ * signature) is read on: the listing only reads, and every field it
+ * relies on was checked.  One warning line says so; the exit status is
+ * the listing's.
  */
 static void warn_boot(const struct ls *ls)
 {
-	const struct fk_exfat_boot *b = &ls->vol->exfat->boot;
+	char what[160];
 
-	if (!b->defects)
+	if (!ls->fam->boot_warning ||
+	    !ls->fam->boot_warning(ls->vol, what, sizeof(what)))
 		return;
-	if (b->defects & FK_EXB_CHECKSUM)
-		fprintf(stderr,
-			PROG ": %s: warning: exFAT boot checksum mismatch "
-			     "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
-			     "); listing read on, check the volume with "
-			     "fatcheck\n",
-			ls->image, b->csum_stored, b->csum_computed);
-	else
-		fprintf(stderr,
-			PROG ": %s: warning: exFAT boot region: %s; listing "
-			     "read on, check the volume with fatcheck\n",
-			ls->image, fk_exfat_boot_reason(b->defects));
+	fprintf(stderr,
+		PROG ": %s: warning: %s; listing read on, check the volume "
+		     "with fatcheck\n",
+		ls->image, what);
 }
 
 /* One PATH argument: names checked, "." and ".." resolved, then listed. */
@@ -659,7 +651,7 @@ static void list_arg(struct ls *ls, const char *arg, int nargs)
 	char *path;
 
 	clear_progress(ls);
-	if (fk_cli_path(PROG, ls->image, arg, ls->is_exfat, &path)) {
+	if (fk_cli_path(PROG, ls->image, arg, ls->fam, &path)) {
 		ls->status = FK_EXIT_FAIL;
 		return;
 	}
@@ -757,7 +749,7 @@ static int run_main(int argc, char **argv)
 		free(image);
 		return FK_EXIT_FAIL;
 	}
-	ls.is_exfat = ls.vol->exfat != NULL;
+	ls.fam = ls.vol->fam;
 	ls.size_width = size_width(&ls.vol->g);
 	if (ls.vol->present_len)
 		fprintf(stderr,
@@ -767,8 +759,7 @@ static int run_main(int argc, char **argv)
 			"; files past its end are named\n",
 			ls.image, ls.vol->g.total_secs * ls.vol->g.sec_len,
 			ls.vol->present_len);
-	if (ls.is_exfat)
-		warn_boot(&ls);
+	warn_boot(&ls);
 	if (ls.o.is_recursive) {
 		ls.seen_len = ((size_t)fk_clus_max(&ls.vol->g) + 8) / 8;
 		if (!(ls.seen = calloc(ls.seen_len, 1))) {

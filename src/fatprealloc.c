@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "diag.h"
 #include "dir.h"
+#include "family.h"
 #include "json.h"
 #include "prealloc.h"
 #include "volume.h"
@@ -317,10 +318,9 @@ static int check_pairs(int argc, char **argv)
 
 /*
  * PATH SIZE pairs from the command line; paths resolved, names checked
- * by the rules of the volume's family (@is_exfat), which the messages
- * name.
+ * by the rules of the volume's family (@fam), which the messages name.
  */
-static int parse_pairs(int argc, char **argv, int is_exfat,
+static int parse_pairs(int argc, char **argv, const struct fk_family *fam,
 		       struct fk_prealloc_req **out, size_t *n)
 {
 	size_t i, count = (size_t)(argc - optind - 1) / 2;
@@ -338,8 +338,7 @@ static int parse_pairs(int argc, char **argv, int is_exfat,
 
 		if ((err = fk_cli_size(PROG, "size", size, &reqs[i].len)))
 			break;
-		if ((err = fk_cli_path(PROG, argv[optind], path, is_exfat,
-				       &norm)))
+		if ((err = fk_cli_path(PROG, argv[optind], path, fam, &norm)))
 			break;
 		reqs[i].path = norm;
 	}
@@ -469,7 +468,7 @@ static void print_json(struct fk_volume *vol,
 	fk_json_u64(&js, "fragments", res->new_frags);
 	fk_json_u64(&js, "directories_created", res->dirs_created);
 	fk_json_u64(&js, "fat_sectors_written", cs->secs_written);
-	if (vol->exfat)
+	if (vol->fam->has_bitmap)
 		fk_json_u64(&js, "bitmap_sectors_written", res->bitmap_secs);
 	fk_json_u64(&js, "fat_flushes", cs->flushes);
 	fk_json_u64(&js, "write_calls", io->write_calls);
@@ -512,7 +511,7 @@ static void print_stats(struct fk_volume *vol,
 	printf("clusters: %" PRIu32 "\n", res->new_clus);
 	printf("fragments: %" PRIu32 "\n", res->new_frags);
 	printf("fat sectors written: %" PRIu64 "\n", cs->secs_written);
-	if (vol->exfat)
+	if (vol->fam->has_bitmap)
 		printf("bitmap sectors written: %" PRIu64 "\n",
 		       res->bitmap_secs);
 	printf("write calls: %" PRIu64 "\n", io->write_calls);
@@ -647,7 +646,7 @@ static int run_main(int argc, char **argv)
 		goto out_free;
 	}
 	/* a name the volume refuses is refused as mkdir(1) refuses it */
-	if ((err = parse_pairs(argc, argv, vol->exfat != NULL, &reqs, &n))) {
+	if ((err = parse_pairs(argc, argv, vol->fam, &reqs, &n))) {
 		status = err == -EILSEQ || err == -ENOMEM ? FK_EXIT_FAIL
 							  : FK_EXIT_USAGE;
 		fk_volume_close(vol);

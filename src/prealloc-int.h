@@ -52,13 +52,17 @@ struct fk_prun {
 	void *fam_op;	 /* the family's own state */
 };
 
+struct fk_family;
+
 struct fk_prealloc_family {
-	size_t file_len; /* bytes of the family's file record */
+	const struct fk_family *fam; /* the family it preallocates on */
+	size_t file_len;	     /* bytes of the family's file record */
 	/*
 	 * -c: the whole file, old clusters too, must be one run (exFAT's
 	 * NoFatChain), not only the new ones.
 	 */
 	int is_whole_contig;
+	int has_valid_len; /* settle() sets valid_len; else it is size */
 	/*
 	 * Refusals of options or volumes, then the free map (@run->alloc)
 	 * and run->fam_op.  Appends its own hints to @diag.
@@ -92,6 +96,7 @@ struct fk_prealloc_family {
 	void (*end)(struct fk_prun *run);
 };
 
+/* exFAT's (exfat-prealloc.c); the FAT family's is in prealloc.c. */
 extern const struct fk_prealloc_family fk_exfat_prealloc_family;
 
 static inline struct fk_pfile *fk_prun_file(const struct fk_prun *run, size_t i)

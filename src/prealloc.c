@@ -700,8 +700,10 @@ static int verify(struct fk_prun *run, struct fk_diag *diag)
 }
 
 static const struct fk_prealloc_family fat_prealloc_family = {
+	.fam = &fk_fat_family,
 	.file_len = sizeof(struct file_plan),
 	.is_whole_contig = 0,
+	.has_valid_len = 0,
 	.start = start,
 	.resolve = resolve,
 	.settle = settle_entries,
@@ -1089,7 +1091,7 @@ static int fill_result(struct fk_prun *run,
 					     : FK_FILE_UNCHANGED;
 		f->old_size = pf->old_size;
 		f->size = pf->size;
-		f->valid_len = run->vol->exfat ? pf->valid_len : pf->size;
+		f->valid_len = fam->has_valid_len ? pf->valid_len : pf->size;
 		f->new_clus = pf->add.nclus;
 		/* Growing in place merges the last old run and the first new
 		 * one, as fatls will count them. */
@@ -1190,15 +1192,22 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag)
 {
-	/* The family was chosen at open. */
-	const struct fk_prealloc_family *fam =
-		vol->fam == &fk_exfat_family ? &fk_exfat_prealloc_family
-					     : &fat_prealloc_family;
+	/* Every family's steps; the family chosen at open picks one. */
+	static const struct fk_prealloc_family *const fams[] = {
+		&fat_prealloc_family,
+		&fk_exfat_prealloc_family,
+	};
+	const struct fk_prealloc_family *fam = NULL;
 	struct fk_prun run;
 	size_t i;
 	int err;
 
 	memset(res, 0, sizeof(*res));
+	for (i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+		if (fams[i]->fam == vol->fam)
+			fam = fams[i];
+	if (!fam)
+		return -EOPNOTSUPP;
 	memset(&run, 0, sizeof(run));
 	run.vol = vol;
 	run.o = opts;
