@@ -287,20 +287,20 @@ path_without()
 	[ "${stderr_lines[0]}" = "deps.sh: missing: mdir" ]
 }
 
-@test "layers.py: names a new break, a circle and a fixed known break" {
+@test "layers.py: names a new break, a circle, a module in no room and a fixed known break" {
 	local py="$BATS_TEST_DIRNAME/helpers/layers.py"
-	mkdir src obj
-	echo '#include "exfat.h"' >src/dir.c      # one family uses the other
-	echo '#include "volume.h"' >src/device.c  # I/O uses a room above it
-	echo '#include "cache.h"' >src/device.h   # device <-> cache: a circle
-	echo '#include "device.h"' >src/cache.c
-	: >src/exfat.h
-	: >src/volume.h
-	: >src/cache.h
+	mkdir -p src/fat src/exfat src/io src/volume obj
+	echo '#include "exfat/exfat.h"' >src/fat/dir.c  # one family uses the other
+	echo '#include "volume/volume.h"' >src/io/device.c  # I/O uses a room above
+	echo '#include "io/cache.h"' >src/io/device.h  # device <-> cache: a circle
+	echo '#include "io/device.h"' >src/io/cache.c
+	: >src/exfat/exfat.h
+	: >src/volume/volume.h
+	: >src/io/cache.h
 	: >known
 	run -1 python3 "$py" src obj known
-	assert_line "layers: new break: dir -> exfat: one family uses the other's module (dir.c includes exfat.h)"
-	assert_line "layers: new break: device -> volume: io uses volume, a room above it (device.c includes volume.h)"
+	assert_line "layers: new break: dir -> exfat: one family uses the other's module (fat/dir.c includes exfat/exfat.h)"
+	assert_line "layers: new break: device -> volume: io uses volume, a room above it (io/device.c includes volume/volume.h)"
 	assert_line "layers: new break: circle: cache -> device -> cache"
 	assert_equal "${#lines[@]}" 3
 	# Known breaks pass; a known line that no longer breaks fails.
@@ -311,4 +311,13 @@ path_without()
 	echo "window -> volume: io uses volume, a room above it" >>known
 	run -1 python3 "$py" src obj known
 	assert_output "layers: fixed, remove it from known: window -> volume: io uses volume, a room above it"
+	# A module's room is its folder: one left in src/ or in a folder that
+	# is not a room has none.
+	sed -i '$d' known
+	: >src/loose.c
+	mkdir src/misc && : >src/misc/odd.h
+	run -1 python3 "$py" src obj known
+	assert_line "layers: new break: loose: in no room (move loose.c into the folder of its room: src/{lib,io,volume,table,iface,fat,exfat,engine,tools}/)"
+	assert_line "layers: new break: odd: in no room (src/misc/ is not one of ROOMS in tests/helpers/layers.py)"
+	assert_equal "${#lines[@]}" 2
 }

@@ -5,7 +5,7 @@ usage: coverage.py BUILD_DIR [MIN_PERCENT] [--functions N] [--uncovered]
 
 Reads BUILD_DIR/*.gcno and *.gcda through `gcov --json-format --stdout` (gcc 9 or
 later), so nothing but gcc and python3 is needed.  Prints a table of lines
-executed per src/*.c file, then for each core module (every src/*.c except
+executed per src/*/*.c file, then for each core module (every one except
 the three programs) the functions never called and the N functions with the
 most lines not executed.  With MIN_PERCENT, ends with the core modules below
 it; the exit status stays 0 either way (a report, not a gate), unless
@@ -33,7 +33,7 @@ def gcov_json(gcda):
 
 
 def collect(build):
-    """{src basename: (lines {lineno: count}, functions [...])}."""
+    """{src basename: (lines {lineno: count}, functions [...], path)}."""
     result = {}
     for gcda in sorted(glob.glob(os.path.join(build, "*.gcno"))):
         stem = os.path.splitext(os.path.basename(gcda))[0]
@@ -46,7 +46,9 @@ def collect(build):
                 for ln in f["lines"]:
                     n = ln["line_number"]
                     lines[n] = lines.get(n, 0) + ln["count"]
-                result[want] = (lines, f.get("functions", []))
+                path = f["file"]  # as compiled: src/ROOM/NAME.c
+                path = path[path.rfind("src/"):] if "src/" in path else path
+                result[want] = (lines, f.get("functions", []), path)
     return result
 
 
@@ -92,26 +94,26 @@ def main(argv):
               file=sys.stderr)
         return 1
 
-    print(f"{'file':<16} {'lines':>6} {'exec':>6} {'cover':>7}")
+    print(f"{'file':<28} {'lines':>6} {'exec':>6} {'cover':>7}")
     tot_n = tot_x = 0
     pct = {}
     for name in sorted(data):
-        lines, _ = data[name]
+        lines, _, path = data[name]
         n = len(lines)
         x = sum(1 for c in lines.values() if c > 0)
         pct[name] = 100.0 * x / n if n else 100.0
         tot_n += n
         tot_x += x
         mark = "" if name not in PROGRAMS else "  (program)"
-        print(f"src/{name:<12} {n:>6} {x:>6} {pct[name]:>6.1f}%{mark}")
-    print(f"{'total':<16} {tot_n:>6} {tot_x:>6} "
+        print(f"{path:<28} {n:>6} {x:>6} {pct[name]:>6.1f}%{mark}")
+    print(f"{'total':<28} {tot_n:>6} {tot_x:>6} "
           f"{100.0 * tot_x / tot_n if tot_n else 100:>6.1f}%")
 
     core = [n for n in sorted(data) if n not in PROGRAMS]
     print("\nuncovered functions of the core modules "
           "(never called; then most lines not executed):")
     for name in core:
-        lines, funcs = data[name]
+        lines, funcs, path = data[name]
         never = sorted(fn["name"] for fn in funcs
                        if fn["execution_count"] == 0)
         partial = []
@@ -124,7 +126,7 @@ def main(argv):
         partial.sort(key=lambda t: (-t[0], t[2]))
         if not never and not partial:
             continue
-        print(f"  src/{name}:")
+        print(f"  {path}:")
         if never:
             print(f"    never called: {', '.join(never)}")
         for m, t, fname in partial[:nfunc]:

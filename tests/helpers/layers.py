@@ -4,14 +4,16 @@
     layers.py SRC_DIR OBJ_DIR KNOWN_FILE
 
 Every module of src/ (a .c and the .h of its name, or a header alone)
-belongs to one room (ROOMS below).  A module uses another when it
-includes its header or, read from the objects in OBJ_DIR with nm, calls
-a function or reads a variable the other defines.  Rooms are stacked: a
-module may use modules of its own room and of rooms below it, never of
-a room above.  The two families sit side by side and never include each
-other, and the rooms above them (the generic engines and the programs)
-see a family only through the family interface, never by including a
-family's own files.  Modules must not use each other in a circle.
+sits in the folder of its room, src/ROOM/ (ROOMS below names them, lowest
+first), so a new module needs no edit here: its folder says where it
+belongs.  A module uses another when it includes its header or, read
+from the objects in OBJ_DIR with nm, calls a function or reads a variable
+the other defines.  Rooms are stacked: a module may use modules of its
+own room and of rooms below it, never of a room above.  The two families
+sit side by side and never include each other, and the rooms above them
+(the generic engines and the programs) see a family only through the
+family interface, never by including a family's own files.  Modules must
+not use each other in a circle.
 
 The tree does not keep these rules everywhere yet (issue 21 moves it
 there).  KNOWN_FILE lists the breaks that exist, one per line; the check
@@ -24,60 +26,78 @@ import re
 import subprocess
 import sys
 
-# Lowest first.  A room's files may include its own room and those before
-# it, except that "fat" and "exfat" are one level: neither includes the
-# other.
+# The rooms, lowest first; each is a folder of src/.  A room's files may
+# include its own room and those before it, except that "fat" and
+# "exfat" are one level: neither includes the other.
 ROOMS = [
-    ("lib", "diag endian vec bigmem names testing"),
-    ("io", "device cache window"),
-    ("volume", "volume family"),
-    ("table", "fat fat-links alloc"),
-    ("iface", "check-family prealloc-int"),
-    ("fat", "dir slot fsinfo dirplan check-int check-chain check-fat"
-            " check-tree check-salvage check-repair"),
-    ("exfat", "exfat exfat-layout exfat-dir exfat-prealloc"
-              " exfat-prealloc-test check-exfat"),
-    ("engine", "check prealloc"),
-    ("tools", "cli json fatls fatcheck fatprealloc"),
+    ("lib", "error detail, growable arrays, large arrays, names, UTF-8"),
+    ("io", "the device, the sector cache, where the volume lies"),
+    ("volume", "opening a volume, the family's directory table"),
+    ("table", "the allocation table, cluster chains, allocation maps"),
+    ("iface", "the tables a family fills in for the engines"),
+    ("fat", "the FAT family"),
+    ("exfat", "the exFAT family"),
+    ("engine", "the generic check and preallocation engines"),
+    ("tools", "the programs, option parsing, JSON"),
 ]
 FAMILIES = ("fat", "exfat")
 # Rooms above the families: they reach a family only through the tables
 # in "volume" and "iface".
 UPPER = {"engine", "tools"}
+NAMES = [r for r, _ in ROOMS]
 
 
 def level(room):
-    names = [r for r, _ in ROOMS]
-    i = names.index(room)
-    return names.index("fat") if room == "exfat" else i
+    i = NAMES.index(room)
+    return NAMES.index("fat") if room == "exfat" else i
 
 
-def room_of():
-    rooms = {}
-    for room, mods in ROOMS:
-        for m in mods.split():
-            rooms[m] = room
-    return rooms
+def modules(src):
+    """{module: (room or None, [paths under src])}, and the problems."""
+    mods, problems = {}, []
+    for top, dirs, files in os.walk(src):
+        dirs.sort()
+        rel = os.path.relpath(top, src)
+        for name in sorted(files):
+            mod, ext = os.path.splitext(name)
+            if ext not in (".c", ".h"):
+                continue
+            path = name if rel == "." else os.path.join(rel, name)
+            room = rel.split(os.sep)[0] if rel != "." else None
+            have = mods.setdefault(mod, (room, []))
+            if have[0] != room:
+                problems.append(f"{mod}: in two folders ({have[1][0]} and "
+                                f"{path}): a module has one room")
+            have[1].append(path)
+    for mod, (room, paths) in sorted(mods.items()):
+        if room is None:
+            problems.append(f"{mod}: in no room (move {paths[0]} into the "
+                            f"folder of its room: src/"
+                            f"{{{','.join(NAMES)}}}/)")
+        elif room not in NAMES:
+            problems.append(f"{mod}: in no room (src/{room}/ is not one of "
+                            f"ROOMS in tests/helpers/layers.py)")
+    return mods, problems
 
 
-def uses(src, obj):
+def uses(src, obj, mods):
     """Module -> {module it uses: how, for the first way seen}."""
     edges = {}
-    pat = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
-    for name in sorted(os.listdir(src)):
-        mod, ext = os.path.splitext(name)
-        if ext not in (".c", ".h"):
-            continue
-        with open(os.path.join(src, name), encoding="utf-8") as f:
-            for inc in pat.findall(f.read()):
-                if inc != mod:
-                    edges.setdefault(mod, {}).setdefault(
-                        inc, f"{name} includes {inc}.h")
+    pat = re.compile(r'^\s*#\s*include\s+"([^"]+\.h)"', re.M)
+    for mod, (_, paths) in sorted(mods.items()):
         edges.setdefault(mod, {})
+        for path in paths:
+            with open(os.path.join(src, path), encoding="utf-8") as f:
+                for inc in pat.findall(f.read()):
+                    there = os.path.splitext(os.path.basename(inc))[0]
+                    if there != mod:
+                        edges[mod].setdefault(
+                            there, f"{path} includes {inc}")
     defined, wanted = {}, {}
     for name in sorted(os.listdir(obj)):
         mod, ext = os.path.splitext(name)
-        if ext != ".o" or not os.path.exists(os.path.join(src, mod + ".c")):
+        if ext != ".o" or not any(p.endswith(".c")
+                                  for p in mods.get(mod, (None, []))[1]):
             continue
         out = subprocess.run(["nm", "-P", os.path.join(obj, name)],
                              check=True, capture_output=True, text=True)
@@ -88,21 +108,20 @@ def uses(src, obj):
             elif kind.isupper():
                 defined[sym] = mod
     for mod, syms in wanted.items():
+        src_c = [p for p in mods[mod][1] if p.endswith(".c")][0]
         for sym in syms:
             there = defined.get(sym)
             if there and there != mod:
-                edges[mod].setdefault(there, f"{mod}.c uses {sym}")
+                edges[mod].setdefault(there, f"{src_c} uses {sym}")
     return edges
 
 
 def breaks(src, obj):
-    rooms = room_of()
-    edges = uses(src, obj)
-    found = []
+    mods, found = modules(src)
+    rooms = {m: r for m, (r, _) in mods.items() if r in NAMES}
+    edges = uses(src, obj, mods)
     for mod, targets in sorted(edges.items()):
         if mod not in rooms:
-            found.append(f"{mod}: in no room (add it to ROOMS in "
-                         f"tests/helpers/layers.py)")
             continue
         here = rooms[mod]
         for there_mod, how in sorted(targets.items()):
