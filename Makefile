@@ -35,7 +35,7 @@ BLKID_LIBS   := $(shell pkg-config --libs blkid 2>/dev/null || echo -lblkid)
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	     -Wmissing-prototypes -Wwrite-strings -Wvla -Wformat=2
 CFLAGS    ?= -O2 -g
-# The programs open libblkid when they first probe (src/window.c), so a
+# The programs open libblkid when they first probe (src/io/window.c), so a
 # run that never does (a volume at offset 0) does not load it: it was a
 # third of what a check of an empty card costs above /bin/true.
 # BLKID_DLOPEN=0 links it as before.
@@ -50,18 +50,39 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 \
 	     -DFK_VERSION='"$(VERSION)"' $(WARN) $(BLKID_CFLAGS) $(BLKID_MODE) \
 	     $(EXTRA_CFLAGS) $(CFLAGS)
 
-PROGS     := $(filter $(basename $(notdir $(wildcard src/*.c))),fatls fatprealloc fatcheck)
+# ---- the folders of src/, one per layer ---------------------------------
+# src/ROOM/NAME.[ch]: each module sits in the folder of its layer, lowest
+# first lib, io, volume, table, iface, fat and exfat (side by side),
+# engine, tools; tests/helpers/layers.py (make layers-check) keeps the
+# rules.  Includes name the folder ("io/device.h", against -Isrc), so a
+# crossing shows in the source.  Module names are unique across folders:
+# objects stay flat in $(BUILD)/ and sources are found through vpath.
+SRC_DIRS  := $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
+vpath %.c $(SRC_DIRS)
+ALL_CFLAGS += -Isrc
+SRC_LOOSE := $(wildcard $(addprefix src/,*.c *.h))
+ifneq ($(SRC_LOOSE),)
+$(error $(SRC_LOOSE): in no folder; move it into the \
+	folder of its layer, src/ROOM/ (README.md, tests/helpers/layers.py))
+endif
+SRC_NAMES := $(notdir $(wildcard src/*/*.c src/*/*.h))
+ifneq ($(words $(SRC_NAMES)),$(words $(sort $(SRC_NAMES))))
+$(error two files of src/*/ share a name: objects are flat in $(BUILD)/)
+endif
+# ---- end of the folders of src/ -----------------------------------------
+
+PROGS     := $(filter $(basename $(sort $(notdir $(wildcard src/*/*.c)))),fatls fatprealloc fatcheck)
 # The programs' own layer (option parsing, usage text, the JSON writer)
 # prints; it is a library of its own so that libfatkit.a never does.
 APP       := cli json
-CORE      := $(filter-out $(PROGS) $(APP),$(basename $(notdir $(wildcard src/*.c))))
+CORE      := $(filter-out $(PROGS) $(APP),$(basename $(sort $(notdir $(wildcard src/*/*.c)))))
 UNIT      := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 
 CORE_OBJS := $(CORE:%=$(BUILD)/%.o)
 APP_OBJS  := $(APP:%=$(BUILD)/%.o)
 LIBS      := $(BUILD)/libfatkit-app.a $(BUILD)/libfatkit.a
 PROG_BINS := $(PROGS:%=$(BUILD)/%)
-HDR_CHECK := $(patsubst src/%.h,$(BUILD)/hdr/%.ok,$(wildcard src/*.h))
+HDR_CHECK := $(patsubst src/%.h,$(BUILD)/hdr/%.ok,$(wildcard src/*/*.h))
 
 # Objects depend on the compiler and its flags, archives on which modules
 # they hold: a stamp that changes only when these do, so `make CC=clang`
@@ -82,7 +103,7 @@ endif
 
 all: $(PROG_BINS) $(BUILD)/unit-tests
 
-$(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)
+$(BUILD)/%.o: %.c $(wildcard src/*/*.h) $(FLAGS_STAMP) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libfatkit.a: $(CORE_OBJS) $(FLAGS_STAMP)
@@ -112,14 +133,14 @@ $(PROG_BINS): $(BUILD)/%: $(BUILD)/%.o $(LIBS) $(FLAGS_STAMP)
 
 # Every header, with or without a .c of its own, must compile alone.
 $(BUILD)/hdr/%.ok: src/%.h $(FLAGS_STAMP) | $(BUILD)
-	@mkdir -p $(BUILD)/hdr
-	echo '#include "$*.h"' | $(CC) $(ALL_CFLAGS) -Isrc -x c -fsyntax-only -
+	@mkdir -p $(@D)
+	echo '#include "$*.h"' | $(CC) $(ALL_CFLAGS) -x c -fsyntax-only -
 	@touch $@
 
-$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h src/*.h) \
+$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h src/*/*.h) \
 		  $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(BUILD)/unit
-	$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -Itests/unit -c -o $@ $<
 
 $(BUILD)/unit-tests: $(UNIT:%=$(BUILD)/unit/%.o) $(BUILD)/unit/runner.o \
 		     $(LIBS) $(HDR_CHECK)
@@ -174,7 +195,7 @@ test:
 demo: deps-demo all
 	@tests/helpers/demo.sh $(BUILD)
 
-FORMAT_FILES = $(wildcard src/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch])
+FORMAT_FILES = $(wildcard src/*/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch])
 
 format:
 	clang-format -i $(FORMAT_FILES)
@@ -235,7 +256,7 @@ FUZZ_OPTS     := -dict=tests/fuzz/fat.dict -max_len=524288 -timeout=15 \
 
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/image.c tests/fuzz/image.h \
 		 $(BUILD)/libfatkit.a
-	$(CC) $(ALL_CFLAGS) -Isrc -fsanitize=fuzzer -o $@ \
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ \
 		tests/fuzz/fuzz_$*.c tests/fuzz/image.c $(BUILD)/libfatkit.a \
 		$(LDLIBS)
 
@@ -295,7 +316,7 @@ differential: all
 # ---- coverage ---------------------------------------------------------------
 # `make coverage`: a gcov build in build-cov/ (with fault injection, so the
 # failed-write loops reach the writers' error paths), the unit and bats tests
-# against it, then lines executed per src/*.c file and the core functions left
+# against it, then lines executed per src/*/*.c file and the core functions left
 # uncovered (tests/helpers/coverage.py: plain gcov, no gcovr). COVERAGE_MIN
 # names the core modules under the goal; a report, not a gate, unless
 # COVERAGE_STRICT=1. Test failures still fail the target, after the report.
@@ -388,7 +409,7 @@ $(STATIC_STAMP):
 
 # Their window.o calls libblkid.a directly (no dlopen in a static
 # program): linked before the archives, it is the one they use.
-$(STATIC_DIR)/window.o: src/window.c $(wildcard src/*.h) $(FLAGS_STAMP)
+$(STATIC_DIR)/window.o: src/io/window.c $(wildcard src/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(STATIC_DIR)
 	$(CC) $(filter-out -DFK_BLKID_DLOPEN,$(ALL_CFLAGS)) -c -o $@ $<
 

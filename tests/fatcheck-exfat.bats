@@ -598,7 +598,7 @@ img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings
 
 @test "fatcheck exFAT: two names whose 64-bit hashes collide are not duplicates; -r changes nothing" {
 	local a b sum
-	# The duplicate finder's hash (name_key in src/check-exfat.c, mirrored
+	# The duplicate finder's hash (name_key in src/exfat/check-exfat.c, mirrored
 	# here) mixes four up-cased units at a time with invertible steps: two
 	# 8-unit names whose first halves differ get second halves that cancel
 	# the difference.  Digits and CJK ideographs have no case, so up-casing

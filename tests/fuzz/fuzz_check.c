@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "dir.h"
+#include "engine/check.h"
+#include "fat/dir.h"
 #include "image.h"
-#include "volume.h"
+#include "volume/volume.h"
 
 static void on_progress(void *arg, const char *phase, uint64_t done,
 			uint64_t total)

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
-#include "dir.h"
-#include "exfat.h"
-#include "fat.h"
+#include "exfat/exfat.h"
+#include "fat/dir.h"
 #include "image.h"
-#include "volume.h"
+#include "lib/diag.h"
+#include "table/fat.h"
+#include "volume/volume.h"
 
 #define MAX_DEPTH   128 /* as fatls -R */
 #define MAX_LOOKUPS 256 /* lookups cost a walk each: keep a run quick */

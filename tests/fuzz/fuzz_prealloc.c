@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "device.h"
-#include "diag.h"
-#include "dir.h"
-#include "exfat.h"
+#include "engine/check.h"
+#include "engine/prealloc.h"
+#include "exfat/exfat.h"
+#include "fat/dir.h"
 #include "image.h"
-#include "prealloc.h"
-#include "volume.h"
+#include "io/device.h"
+#include "lib/diag.h"
+#include "volume/volume.h"
 
 #define LONG_NAME "/LONG NAME with many characters.txt"
 

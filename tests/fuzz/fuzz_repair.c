@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "device.h"
-#include "diag.h"
+#include "engine/check.h"
 #include "image.h"
-#include "volume.h"
+#include "io/device.h"
+#include "lib/diag.h"
+#include "volume/volume.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 

@@ -11,9 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "diag.h"
-#include "volume.h"
+#include "engine/check.h"
+#include "lib/diag.h"
+#include "volume/volume.h"
 
 static int image_fd = -1;
 static char image_path[64];

@@ -15,14 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
 #include "bpb.h"
-#include "cache.h"
-#include "diag.h"
-#include "endian.h"
-#include "fat.h"
-#include "testing.h"
-#include "volume.h"
+#include "io/cache.h"
+#include "lib/diag.h"
+#include "lib/endian.h"
+#include "lib/testing.h"
+#include "table/alloc.h"
+#include "table/fat.h"
+#include "volume/volume.h"
 
 #define NCLUS	5000u /* clusters 2..5001 */
 #define SEC_LEN 512u

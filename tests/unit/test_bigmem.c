@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bigmem.h"
+#include "lib/bigmem.h"
 
 struct size_row {
 	const char *edge;

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "device.h"
-#include "diag.h"
-#include "endian.h"
+#include "io/cache.h"
+#include "io/device.h"
+#include "lib/diag.h"
+#include "lib/endian.h"
 
 #define SEC_LEN	 512u
 #define FAT_SECS 16384u /* 8 MiB: twice the hash table's span */

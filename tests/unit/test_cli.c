@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "tools/cli.h"
 
 #define NROWS(t)  (sizeof(t) / sizeof((t)[0]))
 #define UNTOUCHED 0xdeadbeefcafef00dull /* out-parameter before a call */

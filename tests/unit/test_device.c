@@ -20,9 +20,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "device.h"
-#include "diag.h"
-#include "window.h"
+#include "io/device.h"
+#include "io/window.h"
+#include "lib/diag.h"
 
 #define KIB	 1024u
 #define IMG_LEN	 (2048u * KIB) /* data 0..8K, hole, data 1M..1M+8K, hole */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dirplan.h"
+#include "fat/dirplan.h"
 
 #define NROWS(t)  (sizeof(t) / sizeof((t)[0]))
 #define MAX_SLOTS 32

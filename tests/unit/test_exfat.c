@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "device.h"
-#include "diag.h"
-#include "exfat.h"
-#include "volume.h"
+#include "engine/check.h"
+#include "exfat/exfat.h"
+#include "io/device.h"
+#include "lib/diag.h"
+#include "volume/volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 #define SEC	 512u

@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "diag.h"
-#include "exfat-prealloc-test.h"
-#include "testing.h"
-#include "volume.h"
+#include "exfat/exfat-prealloc-test.h"
+#include "lib/diag.h"
+#include "lib/testing.h"
+#include "table/alloc.h"
+#include "volume/volume.h"
 
 #define CLUS_LEN 512u
 #define PER	 (CLUS_LEN / 32u) /* entries per cluster */

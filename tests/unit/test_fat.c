@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include "bpb.h"
-#include "cache.h"
-#include "diag.h"
-#include "endian.h"
-#include "fat.h"
-#include "testing.h"
-#include "volume.h"
+#include "io/cache.h"
+#include "lib/diag.h"
+#include "lib/endian.h"
+#include "lib/testing.h"
+#include "table/fat.h"
+#include "volume/volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 #define SEC_LEN	 512

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fat.h"
-#include "volume.h"
+#include "table/fat.h"
+#include "volume/volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 

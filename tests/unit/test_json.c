@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "tools/json.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "names.h"
+#include "lib/names.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 

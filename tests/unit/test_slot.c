@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "dir.h"
-#include "slot.h"
-#include "volume.h"
+#include "fat/dir.h"
+#include "fat/slot.h"
+#include "volume/volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "vec.h"
+#include "lib/vec.h"
 
 struct reserve_row {
 	const char *edge;

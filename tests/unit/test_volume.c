@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "bpb.h"
-#include "diag.h"
-#include "endian.h"
-#include "volume.h"
+#include "lib/diag.h"
+#include "lib/endian.h"
+#include "volume/volume.h"
 
 #define NROWS(t)  (sizeof(t) / sizeof((t)[0]))
 #define BS_LEN	  4096	       /* room for the largest sector */

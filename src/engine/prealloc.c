@@ -1,0 +1,1242 @@
+/*
+ * prealloc.c: resolve, plan, then commit.  Planning touches memory only
+ * (the free bitmap and directory plans); commit writes in the order
+ * fatprealloc(1) documents so that a crash at any point leaves at worst lost
+ * clusters or a stale FSInfo hint:
+ *   1. new chains (files, new directories, directory growth), every FAT
+ *      copy, unreachable from anything; zeros and fresh directory blocks;
+ *   2. links from old chain ends to the new chains;
+ *   3. directory entries (sizes, first clusters, new names);
+ *   4. FSInfo, once.
+ * With --sync each ordering point gets one barrier: after step 1 (chains
+ * with their zeros and fresh directory blocks), after step 2 when it
+ * linked anything, and one after steps 3 and 4 (FSInfo is only a hint, so
+ * it needs no barrier of its own).
+ *
+ * A signal stops the run only before step 2 (see fk_prealloc()): up to
+ * there nothing on disk reaches the new clusters, so freeing them again
+ * undoes the run.
+ *
+ * fk_prealloc() itself is the run both families share (prealloc-int.h):
+ * the FAT family below and the exFAT one (exfat-prealloc.c) plug into it.
+ */
+#include "engine/prealloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fat/dir.h"
+#include "fat/dirplan.h"
+#include "fat/fsinfo.h"
+#include "iface/prealloc-int.h"
+#include "io/cache.h"
+#include "io/device.h"
+#include "lib/diag.h"
+#include "lib/vec.h"
+#include "table/fat.h"
+#include "volume/family.h"
+#include "volume/volume.h"
+
+/* One file the run works on (requests for the same file share one). */
+struct file_plan {
+	struct fk_pfile pf;    /* what the run sees; first */
+	struct fk_dirplan *dp; /* its directory */
+	uint32_t id;	       /* its entry there */
+	struct fk_dirent ent;  /* fields as they will be */
+};
+
+/* A directory the run looks into or creates. */
+struct dir_node {
+	struct fk_dirplan *dp;
+	uint32_t clus;	    /* first cluster; 0 for the fixed root */
+	struct fk_plan own; /* a new directory's first cluster */
+	char *path;	    /* a new directory's path; NULL: it exists */
+};
+
+struct op {
+	struct fk_prun *run; /* files, and is_linked once step 2 began */
+	struct fk_volume *vol;
+	const struct fk_prealloc_opts *o;
+	struct fk_alloc *alloc;
+	struct dir_node *dirs;
+	size_t ndirs, cap_dirs;
+	struct file_plan *files; /* run->files */
+	struct fk_dirent stamp;	 /* times for what the run creates */
+};
+
+static int is_stopping(const struct op *op)
+{
+	return fk_prun_is_stopping(op->run);
+}
+
+/* ---- directories ------------------------------------------------------------
+ */
+
+static int dir_push(struct op *op, struct fk_dirplan *dp, uint32_t clus,
+		    struct dir_node **out)
+{
+	if (FK_VEC_RESERVE(op->dirs, op->cap_dirs, op->ndirs + 1))
+		return -ENOMEM;
+	memset(&op->dirs[op->ndirs], 0, sizeof(op->dirs[0]));
+	op->dirs[op->ndirs].dp = dp;
+	op->dirs[op->ndirs].clus = clus;
+	*out = &op->dirs[op->ndirs++];
+	return 0;
+}
+
+/* The plan of directory @clus, scanning it on first use. */
+static int dir_get(struct op *op, uint32_t clus, struct fk_dirplan **dp,
+		   struct fk_diag *diag)
+{
+	struct dir_node *node;
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if (op->dirs[i].clus == clus) {
+			*dp = op->dirs[i].dp;
+			return 0;
+		}
+	if ((err = fk_dirplan_open(op->vol, clus, dp, diag)))
+		return err;
+	if ((err = dir_push(op, *dp, clus, &node))) {
+		fk_dirplan_close(*dp);
+		return err;
+	}
+	return 0;
+}
+
+/* Plan directory @name in @parent (-p). */
+static int dir_create(struct op *op, struct fk_dirplan *parent,
+		      const char *name, const char *path, size_t path_len,
+		      uint32_t *clus, struct fk_diag *diag)
+{
+	struct fk_dirent fields = op->stamp;
+	struct fk_plan own = {NULL, 0, 0, 0};
+	struct fk_dirplan *dp;
+	struct dir_node *node;
+	uint32_t id;
+	int err;
+
+	if ((err = fk_alloc_plan(op->alloc, 0, 1, 0, &own, diag)))
+		return err;
+	fields.attr = FK_ATTR_DIR;
+	fields.first_clus = own.runs[0].first;
+	if ((err = fk_dirplan_add(parent, op->alloc, name, &fields, &id, diag)))
+		goto out_unplan;
+	if ((err = fk_dirplan_new(op->vol, fields.first_clus,
+				  fk_dirplan_clus(parent), &op->stamp, &dp)))
+		goto out_unplan;
+	if ((err = dir_push(op, dp, fields.first_clus, &node))) {
+		fk_dirplan_close(dp);
+		goto out_unplan;
+	}
+	node->own = own; /* freed with the node from here on */
+	if (!(node->path = strndup(path, path_len)))
+		return -ENOMEM;
+	*clus = fields.first_clus;
+	return 0;
+out_unplan:
+	fk_alloc_unplan(op->alloc, &own);
+	fk_plan_free(&own);
+	return err;
+}
+
+/* ---- resolving requests -----------------------------------------------------
+ */
+
+/*
+ * dir_get() for the directory whose entries begin at @at in @path: a
+ * damaged one is named by its own path (the user repairs it, not the
+ * file asked for).
+ */
+static int dir_get_named(struct op *op, uint32_t clus, const char *path,
+			 const char *at, struct fk_dirplan **dp,
+			 struct fk_diag *diag)
+{
+	char name[FK_NAME_MAX];
+	size_t len = (size_t)(at - path);
+	int err = dir_get(op, clus, dp, diag);
+
+	if (err != FK_ECORRUPT)
+		return err;
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len >= sizeof(name))
+		len = sizeof(name) - 1;
+	memcpy(name, path, len);
+	name[len] = '\0';
+	fk_diag_set(diag, name, NULL);
+	return err;
+}
+
+/*
+ * Walk the parents of @path and copy its last component to @leaf (without
+ * trailing slashes; *@is_dir_form says there were some, or the path is
+ * "/", which asks for a directory).
+ */
+static int resolve_parent(struct op *op, const char *path,
+			  struct fk_dirplan **dp, char *leaf, int *is_dir_form,
+			  struct fk_diag *diag)
+{
+	char comp[FK_NAME_MAX];
+	const char *p = path, *next, *at;
+	uint32_t clus = 0, id;
+	struct fk_dirent ent;
+	int err;
+
+	if (*p != '/')
+		return -EINVAL;
+	size_t len;
+
+	for (;;) {
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		for (next = p + len; *next == '/'; next++)
+			;
+		if (!*next)
+			break; /* p is the leaf */
+		if (len >= sizeof(comp))
+			return -ENAMETOOLONG;
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		at = p;
+		p = next;
+		if ((err = dir_get_named(op, clus, path, at, dp, diag)))
+			return err;
+		if (!strcmp(comp, ".") || !strcmp(comp, ".."))
+			return -EINVAL;
+		if (fk_dirplan_find(*dp, comp, &ent, &id)) {
+			if (!(ent.attr & FK_ATTR_DIR))
+				return -ENOTDIR;
+			clus = fk_dirent_dir_clus(op->vol, &ent);
+		} else if (!op->o->parents) {
+			fk_diag_detail(diag, NULL,
+				       "parent directory '%s' is missing; -p "
+				       "creates it",
+				       comp);
+			return -ENOENT;
+		} else if ((err = dir_create(op, *dp, comp, path,
+					     (size_t)(at - path) + len, &clus,
+					     diag))) {
+			return err;
+		}
+	}
+	len = strcspn(p, "/");
+	if (len >= FK_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(leaf, p, len);
+	leaf[len] = '\0';
+	*is_dir_form = p[len] == '/' || !len;
+	return dir_get_named(op, clus, path, p, dp, diag);
+}
+
+static int collect_run(void *arg, const struct fk_run *run)
+{
+	return fk_plan_add(arg, run->first, run->nclus);
+}
+
+/* An existing file: its chain must be sound and cover its size. */
+static int load_chain(struct op *op, struct file_plan *fp, struct fk_diag *diag)
+{
+	struct fk_chain_info info;
+	int err;
+
+	if ((err = fk_chain_walk(op->vol, fp->ent.first_clus, collect_run,
+				 &fp->pf.old, &info)))
+		return err;
+	if (fp->ent.first_clus && info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	if ((uint64_t)info.nclus * op->vol->g.clus_len < fp->ent.size) {
+		fk_diag_set(diag, NULL,
+			    "cluster chain (%u cluster%s) is shorter than the "
+			    "file size",
+			    info.nclus, info.nclus == 1 ? "" : "s");
+		return FK_ECORRUPT;
+	}
+	return 0;
+}
+
+static int resolve(struct fk_prun *run, size_t r,
+		   const struct fk_prealloc_req *req, struct fk_diag *diag)
+{
+	struct op *op = run->fam_op;
+	struct file_plan *fp;
+	struct fk_dirplan *dp;
+	struct fk_dirent ent;
+	char leaf[FK_NAME_MAX];
+	uint32_t id, tag;
+	int is_dir_form, err;
+
+	if (req->len > FK_FILE_MAX) {
+		fk_diag_detail(diag, NULL, "FAT files end at 4 GiB - 1 byte");
+		return -EFBIG;
+	}
+	if ((err = resolve_parent(op, req->path, &dp, leaf, &is_dir_form,
+				  diag)))
+		return err;
+	if (fk_dirplan_find(dp, leaf, &ent, &id)) {
+		if (ent.attr & (FK_ATTR_DIR | FK_ATTR_VOLUME))
+			return -EISDIR;
+		if (is_dir_form)
+			return -ENOTDIR;
+		tag = fk_dirplan_tag(dp, id);
+		if (tag != FK_DIRPLAN_NO_TAG) { /* the same file again */
+			fp = &op->files[tag];
+			if (req->len > fp->pf.want)
+				fp->pf.want = req->len;
+			run->file_of[r] = tag;
+			return 0;
+		}
+		fp = (struct file_plan *)fk_prun_add_file(run, req);
+		fp->ent = ent;
+		fp->pf.old_size = ent.size;
+		if ((err = load_chain(op, fp, diag)))
+			return err;
+	} else if (is_dir_form) {
+		return *leaf ? -ENOENT : -EISDIR; /* "/" is the root */
+	} else {
+		fp = (struct file_plan *)fk_prun_add_file(run, req);
+		fp->ent = op->stamp;
+		fp->ent.attr = FK_ATTR_ARCHIVE;
+		fp->pf.is_new = 1;
+		if ((err = fk_dirplan_add(dp, op->alloc, leaf, &fp->ent, &id,
+					  diag)))
+			return err;
+	}
+	fp->dp = dp;
+	fp->id = id;
+	fk_dirplan_set_tag(dp, id, (uint32_t)(fp - op->files));
+	run->file_of[r] = (size_t)(fp - op->files);
+	return 0;
+}
+
+/* ---- commit
+ * ------------------------------------------------------------------ */
+
+/* Final size of @fp (the entry's size field). */
+static uint32_t final_size(const struct op *op, const struct file_plan *fp)
+{
+	if (op->o->keep_size || fp->pf.want <= fp->pf.old_size)
+		return (uint32_t)fp->pf.old_size;
+	return (uint32_t)fp->pf.want;
+}
+
+static int flush(struct op *op)
+{
+	return fk_cache_flush(op->vol->fat);
+}
+
+/* Step 1: every new chain, unlinked, on every FAT copy. */
+static int write_chains(struct op *op)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++) {
+		if (is_stopping(op))
+			return -EINTR;
+		if ((err = fk_alloc_write_chain(op->alloc, op->vol,
+						&op->dirs[i].own)) ||
+		    (err = fk_alloc_write_chain(
+			     op->alloc, op->vol,
+			     fk_dirplan_growth(op->dirs[i].dp))))
+			return err;
+	}
+	for (i = 0; i < op->run->nfiles && !op->o->per_cluster; i++) {
+		if (is_stopping(op))
+			return -EINTR;
+		if ((err = fk_alloc_write_chain(op->alloc, op->vol,
+						&op->files[i].pf.add)))
+			return err;
+	}
+	return flush(op);
+}
+
+/*
+ * --per-cluster: the algorithm before Linux 7.4.  Each cluster is taken
+ * (its entry set to end-of-chain, flushed) and then linked to the one
+ * before (flushed): with --sync, four synchronous sector writes each.
+ */
+static int write_chains_per_cluster(struct op *op)
+{
+	uint32_t eoc = fk_fat_eoc(&op->vol->g);
+	size_t i, r;
+	int err;
+
+	for (i = 0; i < op->run->nfiles; i++) {
+		const struct fk_pfile *pf = &op->files[i].pf;
+		uint32_t prev = fk_prun_tail(&pf->old), c;
+
+		for (r = 0; r < pf->add.nruns; r++) {
+			const struct fk_run *run = &pf->add.runs[r];
+
+			for (c = run->first; c < run->first + run->nclus; c++) {
+				if ((err = fk_fat_put(op->vol, c, eoc)) ||
+				    (err = flush(op)))
+					return err;
+				if (prev &&
+				    ((err = fk_fat_put(op->vol, prev, c)) ||
+				     (err = flush(op))))
+					return err;
+				prev = c;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Step 2: old chain ends and directory chains point at the new ones.  A
+ * run that only creates files links nothing, and needs no barrier here.
+ */
+static int write_links(struct op *op)
+{
+	size_t i, nlinks = 0;
+	int err;
+
+	op->run->is_linked = 1;
+	for (i = 0; i < op->run->nfiles && !op->o->per_cluster; i++) {
+		const struct fk_pfile *pf = &op->files[i].pf;
+		uint32_t tail = fk_prun_tail(&pf->old);
+
+		if (!tail || !pf->add.nruns)
+			continue;
+		if ((err = fk_fat_put(op->vol, tail, pf->add.runs[0].first)))
+			return err;
+		nlinks++;
+	}
+	for (i = 0; i < op->ndirs; i++) {
+		if (!fk_dirplan_growth(op->dirs[i].dp)->nclus)
+			continue;
+		if ((err = fk_dirplan_link(op->dirs[i].dp)))
+			return err;
+		nlinks++;
+	}
+	if ((err = flush(op)) || !nlinks)
+		return err;
+	return fk_prun_barrier(op->run);
+}
+
+/*
+ * Sizes, first clusters and times go into the plans before anything is
+ * written, so fresh directory blocks (new directories, growth) are
+ * written once and already final.  Zeroing covers the old end of file
+ * through the last cluster the file now needs.
+ */
+static void settle_entries(struct fk_prun *run)
+{
+	struct op *op = run->fam_op;
+	uint64_t clus_len = op->vol->g.clus_len;
+	size_t i;
+
+	for (i = 0; i < run->nfiles; i++) {
+		struct file_plan *fp = &op->files[i];
+		struct fk_pfile *pf = &fp->pf;
+		uint32_t size = final_size(op, fp);
+
+		if (!fp->ent.first_clus && pf->add.nruns)
+			fp->ent.first_clus = pf->add.runs[0].first;
+		if (size != fp->ent.size && !pf->is_new) {
+			/* The data changed: stamp it, as a write would. */
+			fp->ent.mtime = op->stamp.mtime;
+			fp->ent.mdate = op->stamp.mdate;
+			fp->ent.adate = op->stamp.adate;
+			fp->ent.attr |= FK_ATTR_ARCHIVE;
+		}
+		fp->ent.size = size;
+		if (pf->is_new || pf->add.nruns || size != pf->old_size)
+			fk_dirplan_set(fp->dp, fp->id, &fp->ent);
+		pf->size = size;
+		pf->is_changed = pf->add.nclus || size != pf->old_size;
+		pf->zero_from = pf->old_size;
+		pf->zero_to = (size + clus_len - 1) / clus_len * clus_len;
+	}
+}
+
+/* Step 3: the entries in blocks that existed before. */
+static int write_entries(struct op *op)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = fk_dirplan_write_changes(op->dirs[i].dp)))
+			return err;
+	return 0;
+}
+
+static int write_fresh_dirs(struct op *op)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < op->ndirs; i++)
+		if ((err = fk_dirplan_write_fresh(op->dirs[i].dp)))
+			return err;
+	return 0;
+}
+
+/*
+ * Steps 1 to 4.  -EINTR only before step 2: from the commit point on, a
+ * stop request waits for the end of the run.
+ */
+static int commit(struct fk_prun *run, struct fk_prealloc_result *res)
+{
+	struct op *op = run->fam_op;
+	int err;
+
+	fk_cache_set_sync(op->vol->fat, fk_prun_cache_sync(run));
+	if (is_stopping(op))
+		return -EINTR;
+	if ((err = write_chains(op)) || (err = fk_prun_zero(run, res)) ||
+	    (err = write_fresh_dirs(op)) || (err = fk_prun_barrier(op->run)))
+		return err;
+	if (is_stopping(op))
+		return -EINTR;
+	if ((err = write_links(op)) ||
+	    (op->o->per_cluster && (err = write_chains_per_cluster(op))) ||
+	    (err = write_entries(op)))
+		return err;
+	if ((err = fk_fsinfo_write(op->vol, fk_alloc_fsinfo_free(op->alloc),
+				   fk_alloc_next_free(op->alloc))))
+		return err;
+	if (op->o->sync != FK_SYNC_NEVER)
+		return fk_device_sync(op->vol->dev);
+	return 0;
+}
+
+/*
+ * A write failed, or a signal came, before anything linked to the new
+ * chains: give their clusters back, in every FAT copy.  They were all
+ * free before, so the FAT ends as it was.  Returns 0 or -errno; if this
+ * fails too, they are lost clusters, which fatcheck -r frees.
+ */
+static int rollback(struct fk_prun *run)
+{
+	struct op *op = run->fam_op;
+	int err = 0;
+	const struct fk_plan *plans[3];
+	size_t i, k, r;
+
+	fk_cache_discard(op->vol->fat);
+	for (i = 0; i < op->ndirs || i < run->nfiles; i++) {
+		plans[0] = i < op->ndirs ? &op->dirs[i].own : NULL;
+		plans[1] = i < op->ndirs ? fk_dirplan_growth(op->dirs[i].dp)
+					 : NULL;
+		plans[2] = i < run->nfiles ? &op->files[i].pf.add : NULL;
+		for (k = 0; k < 3; k++)
+			for (r = 0; plans[k] && r < plans[k]->nruns; r++)
+				if (!err)
+					err = fk_fat_fill(
+						op->vol,
+						plans[k]->runs[r].first,
+						plans[k]->runs[r].nclus, 0);
+	}
+	if (!err)
+		err = fk_cache_flush(op->vol->fat);
+	if (!err && op->o->sync != FK_SYNC_NEVER)
+		err = fk_device_sync(op->vol->dev);
+	return err;
+}
+
+static int fill_dirs(struct fk_prun *run, struct fk_prealloc_result *res)
+{
+	struct op *op = run->fam_op;
+	size_t i;
+
+	if (!(res->dirs = calloc(op->ndirs ? op->ndirs : 1, sizeof(char *))))
+		return -ENOMEM;
+	for (i = 0; i < op->ndirs; i++) {
+		res->new_clus += op->dirs[i].own.nclus +
+				 fk_dirplan_growth(op->dirs[i].dp)->nclus;
+		if (op->dirs[i].path) { /* the result takes it over */
+			res->dirs[res->dirs_created++] = op->dirs[i].path;
+			op->dirs[i].path = NULL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Out of space while FSInfo, written last by every writer, counts more
+ * free clusters than the FAT (@nfree) has: most likely a run was cut off
+ * (a crash, a kill) after taking clusters it never linked, which are now
+ * lost.  Say so, and what gets them back.
+ */
+static void hint_lost(struct fk_prun *run, uint32_t nfree, struct fk_diag *diag)
+{
+	struct fk_volume *vol = run->vol;
+	struct fk_fsinfo fsi;
+
+	if (fk_fsinfo_read(vol, &fsi) || !fsi.is_present || !fsi.is_lead_ok ||
+	    !fsi.is_struc_ok || fsi.free_count == FK_FSINFO_UNKNOWN ||
+	    fsi.free_count <= nfree || fsi.free_count > vol->g.nclus)
+		return;
+	fk_diag_append(diag, -ENOSPC,
+		       "; FSInfo says %u free, so %u cluster%s likely lost",
+		       fsi.free_count, fsi.free_count - nfree,
+		       fsi.free_count - nfree == 1 ? " is" : "s are");
+	fk_diag_hint(diag, FK_HINT_REPAIR_LOST);
+}
+
+static int start(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct op *op;
+	int err;
+
+	if (run->o->lazy) {
+		fk_diag_set(diag, NULL,
+			    "--lazy is for exFAT volumes only (FAT has no "
+			    "valid data length)");
+		return -EINVAL;
+	}
+	if ((err = fk_fat_judge_layout(run->vol, diag)))
+		return err;
+	if ((err = fk_fat_judge_read_copy(run->vol, diag))) {
+		if (err == FK_ECORRUPT)
+			fk_diag_hint(diag, FK_HINT_REPAIR);
+		return err;
+	}
+	if (!(op = calloc(1, sizeof(*op))))
+		return -ENOMEM;
+	run->fam_op = op;
+	op->run = run;
+	op->vol = run->vol;
+	op->o = run->o;
+	op->files = run->files;
+	fk_dir_stamp(&op->stamp, run->o->now, run->o->now_is_utc);
+	if ((err = fk_alloc_open_lazy(op->vol, &op->alloc)))
+		return err;
+	run->alloc = op->alloc;
+	return 0;
+}
+
+static void end(struct fk_prun *run)
+{
+	struct op *op = run->fam_op;
+	size_t i;
+
+	if (!op)
+		return;
+	for (i = 0; i < op->ndirs; i++) {
+		fk_dirplan_close(op->dirs[i].dp);
+		fk_plan_free(&op->dirs[i].own);
+		free(op->dirs[i].path);
+	}
+	free(op->dirs);
+	fk_alloc_close(op->alloc);
+	free(op);
+	run->fam_op = NULL;
+}
+
+/* The FAT entries a plan writes, free clusters each. */
+static int push_plan(struct fk_fat_span **spans, size_t *n, size_t *cap,
+		     const struct fk_plan *p)
+{
+	size_t r;
+
+	for (r = 0; r < p->nruns; r++) {
+		if (FK_VEC_RESERVE(*spans, *cap, *n + 1))
+			return -ENOMEM;
+		(*spans)[(*n)++] = (struct fk_fat_span){p->runs[r].first,
+							p->runs[r].nclus, 1};
+	}
+	return 0;
+}
+
+/* One entry a link writes (an old chain end, taken already). */
+static int push_link(struct fk_fat_span **spans, size_t *n, size_t *cap,
+		     uint32_t clus)
+{
+	if (!clus)
+		return 0;
+	if (FK_VEC_RESERVE(*spans, *cap, *n + 1))
+		return -ENOMEM;
+	(*spans)[(*n)++] = (struct fk_fat_span){clus, 1, 0};
+	return 0;
+}
+
+/*
+ * Every FAT sector the commit (or its rollback) writes must hold the same
+ * bytes in every copy it reaches: the write copies the read copy's sector
+ * over the others, and where they differ the other copy may be the sound
+ * one (a zeroed sector in the read copy calls a file's clusters free).
+ * Reads only the other copies' sectors this run writes.
+ */
+static int verify(struct fk_prun *run, struct fk_diag *diag)
+{
+	struct op *op = run->fam_op;
+	struct fk_fat_span *spans = NULL;
+	size_t n = 0, cap = 0, i;
+	int err = 0;
+
+	for (i = 0; !err && i < op->ndirs; i++) {
+		const struct fk_dirplan *dp = op->dirs[i].dp;
+
+		if (!(err = push_plan(&spans, &n, &cap, &op->dirs[i].own)) &&
+		    !(err = push_plan(&spans, &n, &cap, fk_dirplan_growth(dp))))
+			err = push_link(&spans, &n, &cap,
+					fk_dirplan_link_from(dp));
+	}
+	for (i = 0; !err && i < run->nfiles; i++) {
+		const struct fk_pfile *pf = &op->files[i].pf;
+
+		if (!(err = push_plan(&spans, &n, &cap, &pf->add)) &&
+		    pf->add.nruns)
+			err = push_link(&spans, &n, &cap,
+					fk_prun_tail(&pf->old));
+	}
+	if (!err)
+		err = fk_fat_judge_mirror(op->vol, spans, n,
+					  fk_alloc_is_blank(op->alloc), diag);
+	if (err == FK_ECORRUPT) /* the volume's damage, not a path's */
+		fk_diag_set(diag, fk_device_path(op->vol->dev), NULL);
+	free(spans);
+	return err;
+}
+
+static const struct fk_prealloc_family fat_prealloc_family = {
+	.fam = &fk_fat_family,
+	.file_len = sizeof(struct file_plan),
+	.is_whole_contig = 0,
+	.has_valid_len = 0,
+	.start = start,
+	.resolve = resolve,
+	.settle = settle_entries,
+	.verify = verify,
+	.fill_dirs = fill_dirs,
+	.commit = commit,
+	.rollback = rollback,
+	.hint_nospc = hint_lost,
+	.end = end,
+};
+
+/* ---- the run both families share
+ * -------------------------------------------------------------------- */
+
+int fk_prun_barrier(const struct fk_prun *run)
+{
+	if (run->o->sync == FK_SYNC_BATCH)
+		return fk_device_sync(run->vol->dev);
+	return 0;
+}
+
+enum fk_cache_sync fk_prun_cache_sync(const struct fk_prun *run)
+{
+	if (run->o->sync != FK_SYNC_BATCH)
+		return FK_CACHE_NOSYNC;
+	return run->o->per_cluster ? FK_CACHE_SYNC_COPY : FK_CACHE_SYNC_BUDGET;
+}
+
+struct fk_pfile *fk_prun_add_file(struct fk_prun *run,
+				  const struct fk_prealloc_req *req)
+{
+	struct fk_pfile *pf = fk_prun_file(run, run->nfiles++);
+
+	memset(pf, 0, run->file_len);
+	pf->path = req->path;
+	pf->want = req->len;
+	return pf;
+}
+
+/* New clusters @pf needs for its largest request. */
+static uint32_t need_of(const struct fk_prun *run, const struct fk_pfile *pf)
+{
+	uint64_t clus_len = run->vol->g.clus_len;
+	uint64_t want = (pf->want + clus_len - 1) / clus_len;
+
+	return want > pf->old.nclus ? (uint32_t)(want - pf->old.nclus) : 0;
+}
+
+/*
+ * "1.5 GiB": sizes in messages, as people read them, rounded to the
+ * nearest tenth (@is_up < 0), up (> 0) or down (0), so that a need just
+ * over what is free can be shown as more.
+ */
+static void human_len(uint64_t len, int is_up, char *out, size_t out_len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	unsigned u = 0, shift;
+	uint64_t whole, rem, tenths;
+
+	while (u < 4 && len >> (10 * (u + 1)))
+		u++;
+	if (!u) {
+		snprintf(out, out_len, "%llu B", (unsigned long long)len);
+		return;
+	}
+	shift = 10 * u;
+	whole = len >> shift;
+	rem = len & (((uint64_t)1 << shift) - 1);
+	/* tenths, in integers: rem * 10 stays below 10 * 2^40 */
+	tenths = whole * 10 + ((rem * 10) >> shift);
+	if (is_up < 0 && ((rem * 10) >> (shift - 1) & 1))
+		tenths++; /* nearest */
+	else if (is_up > 0 && ((rem * 10) & (((uint64_t)1 << shift) - 1)))
+		tenths++;
+	snprintf(out, out_len, "%llu.%llu %s",
+		 (unsigned long long)(tenths / 10),
+		 (unsigned long long)(tenths % 10), units[u]);
+}
+
+/*
+ * The whole run does not fit: say, in bytes, what it needs (directories
+ * -p creates included) and what is free on the volume (@nfree clusters
+ * before the run), and which requests do not fit when the others are
+ * served in command-line order.  Clusters only with -v.
+ */
+static int no_space(struct fk_prun *run, uint32_t nfree, uint64_t total,
+		    struct fk_diag *diag)
+{
+	uint64_t clus_len = run->vol->g.clus_len, avail, need_all;
+	const char *first = NULL;
+	char need_s[32], free_s[32], more[32] = "";
+	size_t i, nmiss = 0;
+
+	avail = fk_alloc_nfree(run->alloc);
+	need_all = total + (nfree - avail); /* + the new directories */
+	for (i = 0; i < run->nfiles; i++) {
+		uint32_t need = need_of(run, fk_prun_file(run, i));
+
+		if (need <= avail) {
+			avail -= need;
+		} else if (!nmiss++) {
+			first = fk_prun_file(run, i)->path;
+		}
+	}
+	human_len(need_all * clus_len, -1, need_s, sizeof(need_s));
+	human_len((uint64_t)nfree * clus_len, -1, free_s, sizeof(free_s));
+	if (!strcmp(need_s, free_s)) {
+		human_len(need_all * clus_len, 1, need_s, sizeof(need_s));
+		human_len((uint64_t)nfree * clus_len, 0, free_s,
+			  sizeof(free_s));
+	}
+	if (nmiss > 1)
+		snprintf(more, sizeof(more), " and %zu more", nmiss - 1);
+	fk_diag_set(diag,
+		    run->o->image ? run->o->image
+				  : fk_device_path(run->vol->dev),
+		    "%s: the run needs %s, %s is free (%s%s do%s not fit)",
+		    strerror(ENOSPC), need_s, free_s, first ? first : "it",
+		    more, nmiss > 1 ? "" : "es");
+	if (run->o->verbose)
+		fk_diag_append(diag, -ENOSPC,
+			       "; %llu cluster%s of %llu bytes needed, %u free",
+			       (unsigned long long)need_all,
+			       need_all == 1 ? "" : "s",
+			       (unsigned long long)clus_len, nfree);
+	return -ENOSPC;
+}
+
+/*
+ * --align: the clusters whose byte offset on the device (IMAGE, the
+ * volume's offset in it included, and IMAGE's own on its disk when it is
+ * a partition's block device) is a multiple of @run->o->align_len
+ * are *@phase + k * *@step.  Cluster and alignment sizes are powers of
+ * two, so either every cluster is aligned, or every step-th one, or none
+ * (a data area that starts off the cluster grid): that is a refusal.
+ */
+static int align_grid(struct fk_prun *run, uint32_t *phase, uint32_t *step,
+		      struct fk_diag *diag)
+{
+	const struct fk_geom *g = &run->vol->g;
+	uint64_t align = run->o->align_len, clus_len = g->clus_len;
+	uint64_t off2 = fk_device_disk_off(run->vol->dev) +
+			fk_device_base(run->vol->dev) + fk_clus_off(g, 2);
+	uint64_t k;
+
+	if (clus_len >= align ? off2 % align == 0 : off2 % clus_len == 0) {
+		*step = clus_len >= align ? 1 : (uint32_t)(align / clus_len);
+		k = (align - off2 % align) % align / clus_len;
+		*phase = FK_FIRST_CLUS + (uint32_t)(clus_len >= align ? 0 : k);
+		return 0;
+	}
+	fk_diag_set(diag,
+		    run->o->image ? run->o->image
+				  : fk_device_path(run->vol->dev),
+		    "--align %llu: no cluster starts at a multiple of it: the "
+		    "data area starts at byte %llu of the image and clusters "
+		    "are %llu bytes",
+		    (unsigned long long)align, (unsigned long long)off2,
+		    (unsigned long long)clus_len);
+	return -EINVAL;
+}
+
+/*
+ * -c (or --align) found no free run long enough for @pf: say so in bytes,
+ * with the longest run there is (starting aligned, with --align), and
+ * clusters only with -v.
+ */
+static int no_run(struct fk_prun *run, const struct fk_pfile *pf, uint32_t need,
+		  int is_aligned, uint32_t phase, uint32_t step,
+		  struct fk_diag *diag)
+{
+	uint64_t clus_len = run->vol->g.clus_len;
+	uint32_t longest = fk_alloc_longest(run->alloc, is_aligned ? phase : 2,
+					    is_aligned ? step : 1);
+	char need_s[32], long_s[32], at[64] = "";
+
+	human_len((uint64_t)need * clus_len, 1, need_s, sizeof(need_s));
+	human_len((uint64_t)longest * clus_len, 0, long_s, sizeof(long_s));
+	if (is_aligned)
+		snprintf(at, sizeof(at), " that starts at a multiple of %llu",
+			 (unsigned long long)run->o->align_len);
+	fk_diag_set(diag, pf->path,
+		    "%s: %s needs %s run of %s%s; the longest free one is %s",
+		    strerror(ENOSPC), run->o->contiguous ? "-c" : "--align",
+		    run->o->contiguous ? "one contiguous" : "a free", need_s,
+		    at, long_s);
+	if (run->o->verbose)
+		fk_diag_append(diag, -ENOSPC,
+			       " (%u cluster%s of %llu bytes; %u)", need,
+			       need == 1 ? "" : "s",
+			       (unsigned long long)clus_len, longest);
+	return -ENOSPC;
+}
+
+/* Plan the new clusters of @pf, --align honoured for a new chain. */
+static int plan_file(struct fk_prun *run, struct fk_pfile *pf, uint32_t need,
+		     uint32_t phase, uint32_t step, struct fk_diag *diag)
+{
+	unsigned flags = run->o->contiguous ? FK_ALLOC_CONTIG : 0;
+	uint32_t tail = fk_prun_tail(&pf->old);
+	int is_aligned = run->o->align_len && !pf->old.nclus;
+	int err;
+
+	if (!need)
+		return 0;
+	if (is_aligned)
+		err = fk_alloc_plan_aligned(run->alloc, need, phase, step,
+					    flags, &pf->add, diag);
+	else
+		err = fk_alloc_plan(run->alloc, tail, need, flags, &pf->add,
+				    diag);
+	/* The whole run fits (checked before): no run long enough. */
+	if (err == -ENOSPC && (flags || is_aligned))
+		return no_run(run, pf, need, is_aligned, phase, step, diag);
+	return err;
+}
+
+static int plan_clusters(struct fk_prun *run,
+			 const struct fk_prealloc_family *fam,
+			 struct fk_diag *diag)
+{
+	uint32_t phase = 0, step = 1;
+	uint64_t total = 0;
+	size_t i;
+	int err;
+
+	/* All-or-nothing: the whole run must fit before anything is taken. */
+	for (i = 0; i < run->nfiles; i++)
+		total += need_of(run, fk_prun_file(run, i));
+	/* A lazy map reads on only until the run is covered; short of
+	 * that, it has read all of the FAT and its counts are exact. */
+	if (total > UINT32_MAX ||
+	    !fk_alloc_has_free(run->alloc, (uint32_t)total))
+		return no_space(run, fk_alloc_nfree_open(run->alloc), total,
+				diag);
+	if (run->o->align_len && (err = align_grid(run, &phase, &step, diag)))
+		return err;
+	for (i = 0; i < run->nfiles; i++) {
+		struct fk_pfile *pf = fk_prun_file(run, i);
+		uint32_t need = need_of(run, pf), tail = fk_prun_tail(&pf->old);
+
+		fk_diag_set(diag, pf->path, NULL);
+		if (run->o->per_cluster) {
+			/* The old kernels took one cluster per call, from
+			 * the last one. */
+			for (; need; need--) {
+				if ((err = fk_alloc_plan(run->alloc, tail, 1, 0,
+							 &pf->add, diag)))
+					return err;
+				tail = fk_prun_tail(&pf->add);
+			}
+			continue;
+		}
+		if ((err = plan_file(run, pf, need, phase, step, diag)))
+			return err;
+		if (fam->is_whole_contig && run->o->contiguous && need &&
+		    pf->old.nclus && pf->add.runs[0].first != tail + 1) {
+			fk_diag_detail(diag, NULL,
+				       "no free clusters right after the file "
+				       "for one contiguous run");
+			return -ENOSPC;
+		}
+	}
+	return 0;
+}
+
+/* Bytes [@from, @to) of a file whose clusters are @pf's old then new. */
+static int zero_file_range(struct fk_prun *run, const struct fk_pfile *pf,
+			   uint64_t from, uint64_t to, uint64_t *done,
+			   uint64_t total)
+{
+	const struct fk_geom *g = &run->vol->g;
+	uint64_t at = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < pf->old.nruns + pf->add.nruns && at < to; i++) {
+		const struct fk_run *r =
+			i < pf->old.nruns ? &pf->old.runs[i]
+					  : &pf->add.runs[i - pf->old.nruns];
+		uint64_t len = (uint64_t)r->nclus * g->clus_len;
+		uint64_t lo = from > at ? from : at;
+		uint64_t hi = to < at + len ? to : at + len;
+
+		/* Bounded chunks: a slow card shows progress within each
+		 * run instead of one BLKZEROOUT for the whole of it, and a
+		 * signal is heard between them. */
+		while (lo < hi) {
+			uint64_t n = hi - lo < FK_ZERO_CHUNK ? hi - lo
+							     : FK_ZERO_CHUNK;
+
+			if (fk_prun_is_stopping(run))
+				return -EINTR;
+			err = fk_device_zero(
+				run->vol->dev,
+				fk_clus_off(g, r->first) + (lo - at), n);
+			if (err)
+				return err;
+			lo += n;
+			*done += n;
+			if (run->o->progress)
+				run->o->progress(run->o->progress_arg, *done,
+						 total);
+		}
+		at += len;
+	}
+	return 0;
+}
+
+int fk_prun_zero(struct fk_prun *run, struct fk_prealloc_result *res)
+{
+	uint64_t total = 0, done = 0;
+	size_t i;
+	int pass, err;
+
+	if (run->o->keep_size || run->o->no_zero || run->o->lazy)
+		return 0;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < run->nfiles; i++) {
+			const struct fk_pfile *pf = fk_prun_file(run, i);
+
+			if (pf->zero_to <= pf->zero_from)
+				continue;
+			if (!pass)
+				total += pf->zero_to - pf->zero_from;
+			else if ((err = zero_file_range(run, pf, pf->zero_from,
+							pf->zero_to, &done,
+							total)))
+				return err;
+		}
+	}
+	res->zeroed = done;
+	return 0;
+}
+
+/* What a stop request (-EINTR from commit(), or one noticed after it)
+ * became, in @diag's words. */
+static int interrupted(struct fk_prun *run, int undo_err, struct fk_diag *diag)
+{
+	const char *image =
+		run->o->image ? run->o->image : fk_device_path(run->vol->dev);
+
+	if (run->is_linked)
+		fk_diag_set(diag, image,
+			    "interrupted after the commit point; the run was "
+			    "completed");
+	else if (undo_err) {
+		fk_diag_set(diag, image,
+			    "interrupted, and freeing the new clusters failed "
+			    "(%s)",
+			    strerror(-undo_err));
+		fk_diag_hint(diag, FK_HINT_REPAIR);
+	} else
+		fk_diag_set(diag, image, "interrupted; nothing was changed");
+	return -EINTR;
+}
+
+static int fill_result(struct fk_prun *run,
+		       const struct fk_prealloc_family *fam,
+		       const struct fk_prealloc_req *reqs, size_t n,
+		       struct fk_prealloc_result *res)
+{
+	size_t i, k;
+	int err;
+
+	if (!(res->files = calloc(n ? n : 1, sizeof(*res->files))))
+		return -ENOMEM;
+	res->nfiles = n;
+	if ((err = fam->fill_dirs(run, res)))
+		return err;
+	for (i = 0; i < run->nfiles; i++) {
+		const struct fk_pfile *pf = fk_prun_file(run, i);
+
+		res->new_clus += pf->add.nclus;
+		res->new_frags += (uint32_t)pf->add.nruns;
+	}
+	for (i = 0; i < n; i++) {
+		const struct fk_pfile *pf = fk_prun_file(run, run->file_of[i]);
+		struct fk_prealloc_file *f = &res->files[i];
+		struct fk_plan *c = &f->chain;
+
+		f->path = reqs[i].path;
+		f->action = pf->is_new	     ? FK_FILE_CREATED
+			    : pf->is_changed ? FK_FILE_GROWN
+					     : FK_FILE_UNCHANGED;
+		f->old_size = pf->old_size;
+		f->size = pf->size;
+		f->valid_len = fam->has_valid_len ? pf->valid_len : pf->size;
+		f->new_clus = pf->add.nclus;
+		/* Growing in place merges the last old run and the first new
+		 * one, as fatls will count them. */
+		for (k = 0; k < pf->old.nruns + pf->add.nruns; k++) {
+			const struct fk_run *r =
+				k < pf->old.nruns
+					? &pf->old.runs[k]
+					: &pf->add.runs[k - pf->old.nruns];
+
+			if (fk_plan_add(c, r->first, r->nclus))
+				return -ENOMEM;
+		}
+		f->first_clus = c->nruns ? c->runs[0].first : 0;
+	}
+	return 0;
+}
+
+static int has_changes(const struct fk_prealloc_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->nfiles; i++)
+		if (res->files[i].action != FK_FILE_UNCHANGED)
+			return 1;
+	return res->new_clus != 0;
+}
+
+/*
+ * The run: resolve every request, plan every cluster, then hand the
+ * commit to the family.  Undoes only what was written: a stop or failure
+ * before the first write leaves the image as it was.
+ */
+static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
+		      const struct fk_prealloc_req *reqs, size_t n,
+		      struct fk_prealloc_result *res, struct fk_diag *diag)
+{
+	const struct fk_io_stats *io;
+	uint64_t writes_before;
+	size_t i;
+	int err;
+
+	if ((err = fam->start(run, diag)))
+		return err;
+	/* Out of space, the lazy free map has read all of the FAT. */
+	for (i = 0; i < n; i++) {
+		fk_diag_set(diag, reqs[i].path, NULL);
+		if ((err = fam->resolve(run, i, &reqs[i], diag))) {
+			if (err == FK_ECORRUPT)
+				fk_diag_hint(diag, FK_HINT_REPAIR);
+			if (err == -ENOSPC && fam->hint_nospc)
+				fam->hint_nospc(run,
+						fk_alloc_nfree_open(run->alloc),
+						diag);
+			return err;
+		}
+	}
+	if ((err = plan_clusters(run, fam, diag))) {
+		if (err == -ENOSPC && fam->hint_nospc)
+			fam->hint_nospc(run, fk_alloc_nfree_open(run->alloc),
+					diag);
+		return err;
+	}
+	fam->settle(run);
+	if (fam->verify && (err = fam->verify(run, diag))) {
+		if (err == FK_ECORRUPT)
+			fk_diag_hint(diag, FK_HINT_REPAIR);
+		return err;
+	}
+	if ((err = fill_result(run, fam, reqs, n, res)))
+		return err;
+	if (run->o->dry_run || !has_changes(res)) {
+		/* Nothing to do writes nothing, not even FSInfo. */
+		if (fk_prun_is_stopping(run))
+			err = interrupted(run, 0, diag);
+		return err;
+	}
+	fk_diag_set(diag, fk_device_path(run->vol->dev), NULL);
+	io = fk_device_stats(run->vol->dev);
+	writes_before = io->write_calls + io->zero_calls;
+	err = fam->commit(run, res);
+	if (err && !run->is_linked) {
+		/* Undo only what was written: a stop or failure before the
+		 * first write leaves the image as it was, FAT copies too. */
+		int undo_err = io->write_calls + io->zero_calls == writes_before
+				       ? 0
+				       : fam->rollback(run);
+
+		if (err == -EINTR)
+			err = interrupted(run, undo_err, diag);
+	} else if (fk_prun_is_stopping(run)) {
+		/* Heard during or after the commit point; the run is done. */
+		err = err ? err : interrupted(run, 0, diag);
+	}
+	return err;
+}
+
+int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
+		size_t n, const struct fk_prealloc_opts *opts,
+		struct fk_prealloc_result *res, struct fk_diag *diag)
+{
+	/* Every family's steps; the family chosen at open picks one. */
+	static const struct fk_prealloc_family *const fams[] = {
+		&fat_prealloc_family,
+		&fk_exfat_prealloc_family,
+	};
+	const struct fk_prealloc_family *fam = NULL;
+	struct fk_prun run;
+	size_t i;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	for (i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+		if (fams[i]->fam == vol->fam)
+			fam = fams[i];
+	if (!fam)
+		return -EOPNOTSUPP;
+	memset(&run, 0, sizeof(run));
+	run.vol = vol;
+	run.o = opts;
+	run.file_len = fam->file_len;
+	run.files = calloc(n ? n : 1, fam->file_len);
+	run.file_of = calloc(n ? n : 1, sizeof(*run.file_of));
+	if (!run.files || !run.file_of)
+		err = -ENOMEM;
+	else
+		err = run_family(&run, fam, reqs, n, res, diag);
+	fam->end(&run);
+	for (i = 0; i < run.nfiles; i++) {
+		fk_plan_free(&fk_prun_file(&run, i)->old);
+		fk_plan_free(&fk_prun_file(&run, i)->add);
+	}
+	free(run.files);
+	free(run.file_of);
+	return err;
+}
+
+void fk_prealloc_result_free(struct fk_prealloc_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->nfiles; i++)
+		fk_plan_free(&res->files[i].chain);
+	for (i = 0; i < res->dirs_created; i++)
+		free(res->dirs[i]);
+	free(res->dirs);
+	free(res->files);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,1131 @@
+/*
+ * exfat.c: the exFAT family's volume-level facts: the boot region judged
+ * field by field (Microsoft's exFAT specification, section 3), the shared
+ * geometry derived from it, the up-case table (7.2), the allocation bitmap
+ * (7.1), streams as runs of clusters, and the special entries of the root
+ * found at mount.  Damage is recorded as defect bits, never acted on here:
+ * the checker reports it, the listing paths refuse with one reason.
+ */
+#include "exfat/exfat.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exfat/exfat-layout.h"
+#include "io/device.h"
+#include "lib/bigmem.h"
+#include "lib/diag.h"
+#include "lib/endian.h"
+#include "volume/volume.h"
+
+/* Main boot sector fields (spec 3.1), byte offsets. */
+#define EB_JUMP	       0
+#define EB_NAME	       3
+#define EB_MBZ	       11
+#define EB_MBZ_LEN     53
+#define EB_PART_OFF    64
+#define EB_VOL_LEN     72
+#define EB_FAT_OFF     80
+#define EB_FAT_LEN     84
+#define EB_HEAP_OFF    88
+#define EB_NCLUS       92
+#define EB_ROOT_CLUS   96
+#define EB_SERIAL      100
+#define EB_REVISION    104
+#define EB_FLAGS       106
+#define EB_SEC_SHIFT   108
+#define EB_CLUS_SHIFT  109
+#define EB_NFATS       110
+#define EB_DRIVE_SEL   111
+#define EB_PERCENT     112
+#define EB_BOOT_SIG    510
+#define EXT_SIG	       0xAA550000u /* last 4 bytes of sectors 1 .. 8 */
+#define MIN_VOL_LEN    (1u << 20)  /* spec 3.1.6: at least 1 MiB */
+#define MAX_NCLUS      0xFFFFFFF5u
+#define UPCASE_MAX_LEN (65536u * 2)
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+int fk_exfat_detect(const unsigned char *bs)
+{
+	return !memcmp(bs + EB_NAME, "EXFAT   ", 8);
+}
+
+/* The step the three exFAT checksums share: rotate right, add. */
+static uint32_t ror32_add(uint32_t sum, unsigned char b)
+{
+	return (sum >> 1 | sum << 31) + b;
+}
+
+/* ror32_add() of bytes [@from, @to) of @p into @sum. */
+static uint32_t sum_bytes(uint32_t sum, const unsigned char *p, uint64_t from,
+			  uint64_t to)
+{
+	uint64_t i;
+
+	for (i = from; i < to; i++)
+		sum = ror32_add(sum, p[i]);
+	return sum;
+}
+
+uint32_t fk_exfat_boot_checksum(const unsigned char *region, uint32_t sec_len,
+				uint32_t nsecs)
+{
+	uint64_t n = (uint64_t)sec_len * nsecs;
+	uint32_t sum;
+
+	/* Every byte but VolumeFlags and PercentInUse (spec 3.4), in
+	 * three runs rather than a test per byte: a checker sums four
+	 * regions of 5.5 KiB or more before its first finding. */
+	sum = sum_bytes(0, region, 0, n < EB_FLAGS ? n : EB_FLAGS);
+	sum = sum_bytes(sum, region, EB_FLAGS + 2,
+			n < EB_PERCENT ? n : EB_PERCENT);
+	return sum_bytes(sum, region, EB_PERCENT + 1, n);
+}
+
+static const struct {
+	uint32_t bit;
+	const char *why;
+} boot_reasons[] = {
+	{FK_EXB_SIGNATURE, "boot signature 0xAA55 is missing"},
+	{FK_EXB_NAME, "file system name is not \"EXFAT   \""},
+	{FK_EXB_JUMP, "JumpBoot is not EB 76 90"},
+	{FK_EXB_MBZ, "MustBeZero bytes 11-63 are not zero"},
+	{FK_EXB_SEC_SHIFT, "BytesPerSectorShift is not 9 to 12"},
+	{FK_EXB_CLUS_SHIFT,
+	 "SectorsPerClusterShift makes clusters over 32 MiB"},
+	{FK_EXB_NFATS, "NumberOfFats is not 1 or 2"},
+	{FK_EXB_VOL_LEN, "VolumeLength is out of range"},
+	{FK_EXB_NCLUS, "ClusterCount is out of range"},
+	{FK_EXB_FAT_OFF, "FatOffset is out of range"},
+	{FK_EXB_FAT_LEN, "FatLength is out of range"},
+	{FK_EXB_HEAP_OFF, "ClusterHeapOffset is out of range"},
+	{FK_EXB_ROOT_CLUS, "FirstClusterOfRootDirectory is out of range"},
+	{FK_EXB_REVISION, "FileSystemRevision is not 1.x"},
+	{FK_EXB_ACTIVE_FAT, "VolumeFlags name the second FAT of one"},
+	{FK_EXB_PERCENT, "PercentInUse is over 100"},
+	{FK_EXB_CHECKSUM, "boot checksum mismatch"},
+	{FK_EXB_EXT_SIG, "an extended boot sector lacks its signature"},
+	{FK_EXB_BACKUP, "backup boot region differs from the main one"},
+	{FK_EXB_BACKUP_CHECKSUM, "backup boot checksum mismatch"},
+	{FK_EXB_TRUNCATED, "image is truncated: no complete boot region"},
+};
+
+/* The defect of @defects that is reported first (table order). */
+static uint32_t first_defect(uint32_t defects)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(boot_reasons) / sizeof(boot_reasons[0]); i++)
+		if (defects & boot_reasons[i].bit)
+			return boot_reasons[i].bit;
+	return 0;
+}
+
+const char *fk_exfat_boot_reason(uint32_t defects)
+{
+	uint32_t bit = first_defect(defects);
+	size_t i;
+
+	for (i = 0; i < sizeof(boot_reasons) / sizeof(boot_reasons[0]); i++)
+		if (bit == boot_reasons[i].bit)
+			return boot_reasons[i].why;
+	return "";
+}
+
+static void read_fields(const unsigned char *bs, struct fk_exfat_boot *b)
+{
+	memcpy(b->jump, bs + EB_JUMP, 3);
+	memcpy(b->fs_name, bs + EB_NAME, 8);
+	b->fs_name[8] = '\0';
+	b->part_off = get_le64(bs + EB_PART_OFF);
+	b->vol_len = get_le64(bs + EB_VOL_LEN);
+	b->fat_off = get_le32(bs + EB_FAT_OFF);
+	b->fat_len = get_le32(bs + EB_FAT_LEN);
+	b->heap_off = get_le32(bs + EB_HEAP_OFF);
+	b->nclus = get_le32(bs + EB_NCLUS);
+	b->root_clus = get_le32(bs + EB_ROOT_CLUS);
+	b->serial = get_le32(bs + EB_SERIAL);
+	b->revision = (uint16_t)get_le16(bs + EB_REVISION);
+	b->vol_flags = (uint16_t)get_le16(bs + EB_FLAGS);
+	b->sec_shift = bs[EB_SEC_SHIFT];
+	b->clus_shift = bs[EB_CLUS_SHIFT];
+	b->nfats = bs[EB_NFATS];
+	b->drive_sel = bs[EB_DRIVE_SEL];
+	b->percent_in_use = bs[EB_PERCENT];
+	b->boot_sig = (uint16_t)get_le16(bs + EB_BOOT_SIG);
+}
+
+static int is_zero(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * The layout rules of spec 3.1.5 - 3.1.10, each a defect of its own.
+ * Later rules lean on earlier ones only where the earlier field is sound.
+ */
+static void judge_layout(struct fk_exfat_boot *b, uint64_t dev_len)
+{
+	uint64_t fats_end, heap_secs;
+	uint32_t sec_len, clus_secs, fat_need;
+
+	if (b->sec_shift < 9 || b->sec_shift > 12) {
+		b->defects |= FK_EXB_SEC_SHIFT;
+		return; /* nothing below can be measured */
+	}
+	sec_len = 1u << b->sec_shift;
+	if (b->clus_shift > 25 - b->sec_shift) {
+		b->defects |= FK_EXB_CLUS_SHIFT;
+		return;
+	}
+	clus_secs = 1u << b->clus_shift;
+	if (b->nfats != 1 && b->nfats != 2)
+		b->defects |= FK_EXB_NFATS;
+	if (b->vol_len < MIN_VOL_LEN / sec_len ||
+	    (dev_len && b->vol_len > dev_len / sec_len))
+		b->defects |= FK_EXB_VOL_LEN;
+	if (b->fat_off < 24 || b->fat_off >= b->vol_len)
+		b->defects |= FK_EXB_FAT_OFF;
+	heap_secs = b->heap_off < b->vol_len ? b->vol_len - b->heap_off : 0;
+	if (!b->nclus || b->nclus > MAX_NCLUS ||
+	    b->nclus > heap_secs / clus_secs)
+		b->defects |= FK_EXB_NCLUS;
+	fats_end = b->fat_off + (uint64_t)b->fat_len * (b->nfats == 2 ? 2 : 1);
+	/* A FAT too small for a ClusterCount that is itself wrong is the
+	 * count's defect, not the FAT's. */
+	fat_need = (uint32_t)(((uint64_t)b->nclus + 2) * 4 / sec_len +
+			      (((uint64_t)b->nclus + 2) * 4 % sec_len != 0));
+	if (!b->fat_len ||
+	    (!(b->defects & FK_EXB_NCLUS) && b->fat_len < fat_need))
+		b->defects |= FK_EXB_FAT_LEN;
+	if (b->heap_off < fats_end || b->heap_off >= b->vol_len)
+		b->defects |= FK_EXB_HEAP_OFF;
+	if (b->root_clus < 2 || b->root_clus - 2 >= b->nclus)
+		b->defects |= FK_EXB_ROOT_CLUS;
+	if (b->revision >> 8 != 1)
+		b->defects |= FK_EXB_REVISION;
+	if ((b->vol_flags & FK_EXFAT_FLAG_ACTIVE_FAT) && b->nfats == 1)
+		b->defects |= FK_EXB_ACTIVE_FAT;
+	if (b->percent_in_use > 100 && b->percent_in_use != 0xFF)
+		b->defects |= FK_EXB_PERCENT;
+}
+
+/* Sectors 1 .. 11 and the backup: what can only be judged in full. */
+static void judge_region(const unsigned char *region, size_t len,
+			 struct fk_exfat_boot *b)
+{
+	uint32_t sec_len = 1u << b->sec_shift, i;
+	const unsigned char *csum, *bk;
+
+	if (len < (size_t)FK_EXFAT_REGION_SECS * sec_len) {
+		b->defects |= FK_EXB_TRUNCATED;
+		return;
+	}
+	for (i = 1; i <= 8; i++)
+		if (get_le32(region + (size_t)(i + 1) * sec_len - 4) != EXT_SIG)
+			b->ext_sig_bad |= 1u << (i - 1);
+	if (b->ext_sig_bad)
+		b->defects |= FK_EXB_EXT_SIG;
+	b->csum_computed = fk_exfat_boot_checksum(region, sec_len, 11);
+	csum = region + (size_t)FK_EXFAT_CSUM_SEC * sec_len;
+	b->csum_stored = get_le32(csum);
+	/* Sector 11 is the checksum repeated: every word must agree. */
+	for (i = 0; i < sec_len; i += 4)
+		if (get_le32(csum + i) != b->csum_computed)
+			b->defects |= FK_EXB_CHECKSUM;
+	if (len < (size_t)2 * FK_EXFAT_REGION_SECS * sec_len)
+		return; /* no backup to compare (a checker reads it itself) */
+	bk = region + (size_t)FK_EXFAT_BACKUP_SEC * sec_len;
+	b->backup_csum_computed = fk_exfat_boot_checksum(bk, sec_len, 11);
+	b->backup_csum_stored = get_le32(bk + (size_t)11 * sec_len);
+	for (i = 0; i < sec_len; i += 4)
+		if (get_le32(bk + (size_t)11 * sec_len + i) !=
+		    b->backup_csum_computed)
+			b->defects |= FK_EXB_BACKUP_CHECKSUM;
+	for (i = 0; i < FK_EXFAT_REGION_SECS; i++) {
+		const unsigned char *m = region + (size_t)i * sec_len;
+		const unsigned char *k = bk + (size_t)i * sec_len;
+		uint32_t j;
+
+		if (i && !memcmp(m, k, sec_len))
+			continue; /* the usual case, without a test per byte */
+		for (j = 0; j < sec_len; j++) {
+			/* VolumeFlags and PercentInUse may differ (3.1.13):
+			 * only the main copy is kept current. */
+			if (i == 0 && (j == EB_FLAGS || j == EB_FLAGS + 1 ||
+				       j == EB_PERCENT))
+				continue;
+			if (m[j] != k[j])
+				break;
+		}
+		/* The checksum sector follows the fields it sums. */
+		if (j < sec_len && i != FK_EXFAT_CSUM_SEC) {
+			b->defects |= FK_EXB_BACKUP;
+			b->backup_diff_sec = i;
+			break;
+		}
+	}
+}
+
+/* The reason for fatal defect @bit, with the values that make it one. */
+static void explain(const struct fk_exfat_boot *b, uint32_t bit,
+		    uint64_t dev_len, struct fk_diag *diag)
+{
+	const char *why = fk_exfat_boot_reason(bit);
+
+	switch (bit) {
+	case FK_EXB_SEC_SHIFT:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: BytesPerSectorShift %u is "
+			    "not 9 to 12",
+			    b->sec_shift);
+		return;
+	case FK_EXB_CLUS_SHIFT:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: SectorsPerClusterShift %u "
+			    "makes clusters over 32 MiB",
+			    b->clus_shift);
+		return;
+	case FK_EXB_NFATS:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: NumberOfFats %u is not 1 "
+			    "or 2",
+			    b->nfats);
+		return;
+	case FK_EXB_VOL_LEN:
+		if (dev_len && b->vol_len > dev_len >> b->sec_shift &&
+		    b->vol_len >= MIN_VOL_LEN >> b->sec_shift) {
+			fk_diag_set(diag, NULL,
+				    "image is truncated: the volume needs "
+				    "%" PRIu64 " bytes, the image has %" PRIu64,
+				    b->vol_len << b->sec_shift, dev_len);
+			return;
+		}
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: VolumeLength %" PRIu64
+			    " sectors is under 1 MiB",
+			    b->vol_len);
+		return;
+	case FK_EXB_NCLUS:
+		fk_diag_set(
+			diag, NULL,
+			"bad exFAT boot sector: ClusterCount %" PRIu32
+			" is out of range (the cluster heap holds %" PRIu64 ")",
+			b->nclus,
+			b->heap_off < b->vol_len
+				? (b->vol_len - b->heap_off) >> b->clus_shift
+				: 0);
+		return;
+	case FK_EXB_FAT_OFF:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: FatOffset %" PRIu32
+			    " is out of range (24 to %" PRIu64 ")",
+			    b->fat_off, b->vol_len);
+		return;
+	case FK_EXB_FAT_LEN:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: FatLength %" PRIu32
+			    " sectors is out of range for %" PRIu32
+			    " clusters before heap offset %" PRIu32,
+			    b->fat_len, b->nclus, b->heap_off);
+		return;
+	case FK_EXB_HEAP_OFF:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: ClusterHeapOffset %" PRIu32
+			    " is out of range",
+			    b->heap_off);
+		return;
+	case FK_EXB_ROOT_CLUS:
+		fk_diag_set(
+			diag, NULL,
+			"bad exFAT boot sector: FirstClusterOfRootDirectory "
+			"%" PRIu32 " is out of range (2 to %" PRIu64 ")",
+			b->root_clus, (uint64_t)b->nclus + 1);
+		return;
+	case FK_EXB_REVISION:
+		fk_diag_set(diag, NULL,
+			    "bad exFAT boot sector: FileSystemRevision %u.%02u "
+			    "is not 1.x",
+			    b->revision >> 8, b->revision & 0xFFu);
+		return;
+	default:
+		fk_diag_set(diag, NULL, "bad exFAT boot sector: %s", why);
+	}
+}
+
+int fk_exfat_boot_parse(const unsigned char *region, size_t len,
+			uint64_t dev_len, struct fk_exfat_boot *b,
+			struct fk_diag *diag)
+{
+	uint32_t fatal;
+
+	memset(b, 0, sizeof(*b));
+	if (len < 512) {
+		b->defects = FK_EXB_TRUNCATED;
+		fk_diag_set(diag, NULL, "exFAT boot sector: %s",
+			    fk_exfat_boot_reason(b->defects));
+		return FK_ECORRUPT;
+	}
+	read_fields(region, b);
+	if (!fk_exfat_detect(region))
+		b->defects |= FK_EXB_NAME;
+	if (b->boot_sig != 0xAA55)
+		b->defects |= FK_EXB_SIGNATURE;
+	if (memcmp(b->jump, "\xEB\x76\x90", 3))
+		b->defects |= FK_EXB_JUMP;
+	if (!is_zero(region + EB_MBZ, EB_MBZ_LEN))
+		b->defects |= FK_EXB_MBZ;
+	judge_layout(b, dev_len);
+	if (!(b->defects & (FK_EXB_SEC_SHIFT | FK_EXB_CLUS_SHIFT)))
+		judge_region(region, len, b);
+	fatal = b->defects & FK_EXFAT_BOOT_FATAL;
+	if (!fatal)
+		return 0;
+	explain(b, first_defect(fatal), dev_len, diag);
+	return FK_ECORRUPT;
+}
+
+void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->type = FK_EXFAT;
+	g->sec_len = 1u << b->sec_shift;
+	g->clus_secs = 1u << b->clus_shift;
+	g->clus_len = g->sec_len * g->clus_secs;
+	g->rsvd_secs = b->fat_off;
+	g->nfats = b->nfats;
+	g->fat_secs = b->fat_len;
+	g->total_secs = b->vol_len;
+	g->nclus = b->nclus;
+	g->fat_off = (uint64_t)b->fat_off * g->sec_len;
+	g->data_off = (uint64_t)b->heap_off * g->sec_len;
+	g->root_off = g->data_off;
+	g->root_clus = b->root_clus;
+	/* A root cluster and 32-bit cluster numbers, as the FAT32 BPB. */
+	g->has_bpb32 = 1;
+	g->active_fat = b->nfats == 2 ? (b->vol_flags & 1) : 0;
+	g->is_mirrored = 0; /* TexFAT keeps the FATs apart */
+	g->media = 0xF8;    /* FAT[0] holds F8FFFFFF (spec 4.1) */
+	g->serial = b->serial;
+	memcpy(g->oem, b->fs_name, 9);
+}
+
+/* Where the backup region starts: the sector size whose sector 12 holds
+ * an exFAT boot sector that says it has that size. */
+static int find_backup(struct fk_volume *vol, uint64_t dev_len,
+		       unsigned char *bs, struct fk_diag *diag)
+{
+	unsigned shift;
+	int err;
+
+	for (shift = 9; shift <= 12; shift++) {
+		uint64_t off = (uint64_t)FK_EXFAT_BACKUP_SEC << shift;
+
+		if (off + 512 > dev_len)
+			break;
+		if ((err = fk_device_read(vol->dev, off, bs, 512)))
+			return err;
+		if (fk_exfat_detect(bs) && bs[EB_SEC_SHIFT] == shift)
+			return 0;
+	}
+	fk_diag_set(diag, NULL, "no exFAT backup boot sector at sector 12");
+	return FK_ECORRUPT;
+}
+
+/* The geometry from the backup region alone (is_backup_boot). */
+static int read_backup(struct fk_volume *vol, uint64_t dev_len,
+		       struct fk_diag *diag)
+{
+	struct fk_exfat *ex = vol->exfat;
+	unsigned char bs[512], *region;
+	uint32_t sec_len;
+	size_t len;
+	int err;
+
+	if ((err = find_backup(vol, dev_len, bs, diag)))
+		return err;
+	sec_len = 1u << bs[EB_SEC_SHIFT];
+	len = (size_t)FK_EXFAT_REGION_SECS * sec_len;
+	if (!(region = calloc(1, len)))
+		return -ENOMEM;
+	err = fk_device_read(vol->dev, (uint64_t)FK_EXFAT_BACKUP_SEC * sec_len,
+			     region, len);
+	if (!err)
+		err = fk_exfat_boot_parse(region, len, dev_len, &ex->boot,
+					  diag);
+	if (!err && !(vol->boot = malloc(sec_len)))
+		err = -ENOMEM;
+	if (!err) {
+		memcpy(vol->boot, region, sec_len);
+		fk_exfat_boot_geom(&ex->boot, &vol->g);
+		ex->is_backup_boot = 1;
+	}
+	free(region);
+	return err;
+}
+
+int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
+		       int is_backup, struct fk_diag *diag)
+{
+	uint64_t dev_len = fk_device_len(vol->dev);
+	struct fk_exfat *ex = calloc(1, sizeof(*ex));
+	unsigned char *region = NULL;
+	uint32_t sec_len;
+	size_t len;
+	int err;
+
+	if (!ex)
+		return -ENOMEM;
+	vol->exfat = ex;
+	if (is_backup)
+		return read_backup(vol, dev_len, diag);
+	/* The shift decides how much to read; judged again below. */
+	if (first[EB_SEC_SHIFT] < 9 || first[EB_SEC_SHIFT] > 12)
+		return fk_exfat_boot_parse(first, 512, dev_len, &ex->boot,
+					   diag);
+	sec_len = 1u << first[EB_SEC_SHIFT];
+	len = (size_t)2 * FK_EXFAT_REGION_SECS * sec_len;
+	if (len > dev_len)
+		len = (size_t)(dev_len / sec_len * sec_len);
+	if (len < 512)
+		len = 512;
+	if (!(region = calloc(1, len)))
+		return -ENOMEM;
+	if ((err = fk_device_read(vol->dev, 0, region, len)))
+		goto out;
+	/* A truncated dump a reader asked for: judged as if whole. */
+	if ((err = fk_exfat_boot_parse(region, len,
+				       vol->is_cut_ok ? 0 : dev_len, &ex->boot,
+				       diag)))
+		goto out;
+	fk_exfat_boot_geom(&ex->boot, &vol->g);
+	if (vol->g.total_secs > dev_len / vol->g.sec_len)
+		vol->present_len = dev_len;
+	if (!(vol->boot = malloc(sec_len))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memcpy(vol->boot, region, sec_len);
+out:
+	free(region);
+	return err;
+}
+
+/* ---- clusters ------------------------------------------------------------- */
+
+uint64_t fk_exfat_clus_needed(const struct fk_geom *g, uint64_t data_len)
+{
+	/* exFAT clusters are 2^n bytes (spec 3.1.15): a shift, not the
+	 * 64-bit division asked for several times per file a check walks. */
+	unsigned shift = (unsigned)__builtin_ctz(g->clus_len);
+
+	return (data_len >> shift) + ((data_len & (g->clus_len - 1)) != 0);
+}
+
+int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
+			 int (*fn)(void *arg, const struct fk_run *run),
+			 void *arg, struct fk_chain_info *info)
+{
+	const struct fk_geom *g = &vol->g;
+	uint64_t need, room;
+	struct fk_run run;
+
+	if (!s->first_clus && s->data_len) {
+		/* Not an empty stream, and never the root: damage. */
+		memset(info, 0, sizeof(*info));
+		info->end = FK_ENT_RANGE;
+		info->is_no_first = 1;
+		return 0;
+	}
+	if (!s->is_no_fat_chain || !s->first_clus)
+		return fk_chain_walk(vol, s->first_clus, fn, arg, info);
+	memset(info, 0, sizeof(*info));
+	info->end_val = s->first_clus;
+	need = fk_exfat_clus_needed(g, s->data_len);
+	if (!fk_clus_valid(g, s->first_clus)) {
+		info->end = FK_ENT_RANGE;
+		return 0;
+	}
+	/* No FAT entry is read: they mean nothing for this stream (7.6.2). */
+	room = (uint64_t)fk_clus_max(g) - s->first_clus + 1;
+	run.first = s->first_clus;
+	run.nclus = (uint32_t)(need < room ? need : room);
+	info->end = need <= room ? FK_ENT_EOC : FK_ENT_RANGE;
+	if (need > room)
+		info->end_val = fk_clus_max(g) + 1;
+	if (!run.nclus)
+		return 0;
+	info->nclus = run.nclus;
+	info->nruns = 1;
+	info->last = run.first + run.nclus - 1;
+	return fn ? fn(arg, &run) : 0;
+}
+
+int fk_exfat_entry_alloc(const unsigned char *e, struct fk_exfat_stream *st)
+{
+	uint8_t flags = e[GEN_TYPE] & FK_EXFAT_SECONDARY ? e[GEN_SFLAGS]
+							 : e[GEN_PFLAGS];
+
+	st->first_clus = get_le32(e + GEN_FIRST);
+	st->data_len = get_le64(e + GEN_LEN);
+	st->is_no_fat_chain = !!(flags & FK_EXFAT_GSF_NO_FAT_CHAIN);
+	return (flags & FK_EXFAT_GSF_ALLOC_POSSIBLE) &&
+	       (st->first_clus || st->data_len);
+}
+
+/* One transfer through a stream: into @to, or (@to NULL) from @from. */
+struct stream_io {
+	struct fk_volume *vol;
+	unsigned char *to;
+	const unsigned char *from;
+	uint64_t done, len;
+	int is_zeroed; /* @to reads as zeros: holes need no read */
+};
+
+/*
+ * @len bytes at @off into @buf, which already reads as zeros: the holes of
+ * a sparse image are skipped.  A fresh card image's 1 MiB bitmap is mostly
+ * hole, and reading one costs the kernel a zeroed page-cache page per
+ * 4 KiB, and us the copy.
+ */
+static int read_sparse(struct fk_device *dev, uint64_t off, unsigned char *buf,
+		       uint64_t len)
+{
+	uint64_t hole, data;
+	int err;
+
+	while (len) {
+		if ((err = fk_device_extent(dev, off, len, &hole, &data)))
+			return err;
+		if (data && (err = fk_device_read(dev, off + hole, buf + hole,
+						  (size_t)data)))
+			return err;
+		off += hole + data;
+		buf += hole + data;
+		len -= hole + data;
+	}
+	return 0;
+}
+
+static int io_run(void *arg, const struct fk_run *run)
+{
+	struct stream_io *io = arg;
+	const struct fk_geom *g = &io->vol->g;
+	uint64_t n = (uint64_t)run->nclus * g->clus_len;
+	uint64_t off = fk_clus_off(g, run->first);
+	int err;
+
+	if (n > io->len - io->done)
+		n = io->len - io->done;
+	if (!n)
+		return 1; /* all done: stop the walk */
+	if (io->to && io->is_zeroed)
+		err = read_sparse(io->vol->dev, off, io->to + io->done, n);
+	else if (io->to)
+		err = fk_device_read(io->vol->dev, off, io->to + io->done,
+				     (size_t)n);
+	else
+		err = fk_device_write(io->vol->dev, off, io->from + io->done,
+				      (size_t)n);
+	if (err)
+		return err;
+	io->done += n;
+	return io->done == io->len ? 1 : 0; /* 1: all done, stop the walk */
+}
+
+static int stream_io(struct stream_io *io, const struct fk_exfat_stream *s,
+		     struct fk_diag *diag)
+{
+	struct fk_chain_info info;
+	uint64_t len = io->len;
+	int err;
+
+	if (!len)
+		return 0;
+	if ((err = fk_exfat_stream_walk(io->vol, s, io_run, io, &info)) < 0)
+		return err;
+	if (io->done == len)
+		return 0;
+	if (info.end != FK_ENT_EOC)
+		return fk_chain_error(&info, diag);
+	fk_diag_set(diag, NULL,
+		    "cluster chain of %" PRIu32 " clusters is shorter than its "
+		    "%" PRIu64 " bytes",
+		    info.nclus, len);
+	return FK_ECORRUPT;
+}
+
+int fk_exfat_stream_read(struct fk_volume *vol, const struct fk_exfat_stream *s,
+			 void *buf, uint64_t len, struct fk_diag *diag)
+{
+	struct stream_io io = {vol, buf, NULL, 0, len, 0};
+
+	return stream_io(&io, s, diag);
+}
+
+/* fk_exfat_stream_read() into @buf that reads as zeros already. */
+static int read_stream_sparse(struct fk_volume *vol,
+			      const struct fk_exfat_stream *s, void *buf,
+			      uint64_t len, struct fk_diag *diag)
+{
+	struct stream_io io = {vol, buf, NULL, 0, len, 1};
+
+	return stream_io(&io, s, diag);
+}
+
+int fk_exfat_stream_write(struct fk_volume *vol,
+			  const struct fk_exfat_stream *s, const void *buf,
+			  uint64_t len, struct fk_diag *diag)
+{
+	struct stream_io io = {vol, NULL, buf, 0, len, 0};
+
+	return stream_io(&io, s, diag);
+}
+
+/* ---- up-case table -------------------------------------------------------- */
+
+uint32_t fk_exfat_upcase_checksum(const unsigned char *raw, size_t len)
+{
+	uint32_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		sum = ror32_add(sum, raw[i]);
+	return sum;
+}
+
+void fk_exfat_upcase_identity(struct fk_exfat_upcase *up)
+{
+	memset(up->idx, 0, sizeof(up->idx));
+	up->npool = 1;
+}
+
+void fk_exfat_upcase_clear(struct fk_exfat_upcase *up)
+{
+	fk_exfat_upcase_identity(up);
+	up->csum_stored = 0;
+	up->csum_computed = 0;
+	up->raw_len = 0;
+	up->first_clus = 0;
+	up->defects = 0;
+	up->is_compressed = 0;
+	up->nbad_ascii = 0;
+	up->is_fallback = 0;
+}
+
+void fk_exfat_upcase_put(struct fk_exfat_upcase *up, uint16_t c, uint16_t v)
+{
+	unsigned pg = c >> 8;
+
+	if (!up->idx[pg]) {
+		if (v == c)
+			return;
+		if (!up->npool)
+			up->npool = 1; /* a zeroed table: pool[0] stays 0 */
+		/* at most 256 pages besides pool[0]: always room */
+		up->idx[pg] = (uint16_t)up->npool++;
+		memset(up->pool[up->idx[pg]], 0, sizeof(up->pool[0]));
+	}
+	up->pool[up->idx[pg]][c & 0xFF] = (uint16_t)(v - c);
+}
+
+void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
+			    struct fk_exfat_upcase *up)
+{
+	uint32_t at = 0;
+	size_t k;
+
+	fk_exfat_upcase_identity(up);
+	up->nbad_ascii = 0;
+	/* Spec 7.2.1: 0xFFFF then a count maps that many units to
+	 * themselves; any other unit is the up-case of the next index. */
+	for (k = 0; k + 1 < len && at < 65536; k += 2) {
+		uint16_t v = (uint16_t)get_le16(raw + k);
+
+		if (v == 0xFFFF && k + 3 < len) {
+			uint32_t skip = get_le16(raw + k + 2);
+
+			up->is_compressed = 1;
+			if (at + skip > 65536)
+				up->defects |= FK_EXU_COMPRESS;
+			at += skip;
+			k += 2;
+			continue;
+		}
+		if (at < 128 && v != fk_exfat_upcase_ascii(at))
+			up->nbad_ascii++;
+		fk_exfat_upcase_put(up, (uint16_t)at++, v);
+	}
+}
+
+void fk_exfat_upcase_fallback(struct fk_exfat_upcase *up)
+{
+	uint16_t c;
+
+	fk_exfat_upcase_identity(up);
+	for (c = 'a'; c <= 'z'; c++)
+		fk_exfat_upcase_put(up, c, (uint16_t)(c - 32));
+	up->nbad_ascii = 0;
+	up->is_fallback = 1;
+}
+
+int fk_exfat_upcase_maps_ascii(const struct fk_exfat_upcase *up)
+{
+	return !up->nbad_ascii;
+}
+
+/* One byte into a SetChecksum or NameHash: rotate right by one, add. */
+static uint16_t csum_step(uint16_t sum, unsigned char b)
+{
+	return (uint16_t)((uint16_t)(sum >> 1 | sum << 15) + b);
+}
+
+uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
+			    const uint16_t *name, uint32_t n)
+{
+	uint16_t hash = 0;
+	uint32_t i;
+
+	/* Spec 7.6.4: each up-cased unit's bytes, low byte first. */
+	for (i = 0; i < n; i++) {
+		uint16_t c = fk_exfat_upcase(up, name[i]);
+
+		hash = csum_step(csum_step(hash, (unsigned char)c),
+				 (unsigned char)(c >> 8));
+	}
+	return hash;
+}
+
+uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
+			       uint32_t nents)
+{
+	const unsigned char *p = raw[0];
+	const unsigned char *end = p + (size_t)nents * FK_EXFAT_ENT_LEN;
+	uint16_t sum;
+
+	if (!nents)
+		return 0;
+	/* Spec 6.3.3: every byte but the checksum field itself (bytes 2
+	 * and 3 of the primary); the entries lie end to end, so what
+	 * follows is a whole number of 4-byte steps. */
+	sum = csum_step(csum_step(0, p[0]), p[1]);
+	for (p += 4; p < end; p += 4)
+		sum = csum_step(
+			csum_step(csum_step(csum_step(sum, p[0]), p[1]), p[2]),
+			p[3]);
+	return sum;
+}
+
+void fk_exfat_set_sums(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
+		       uint32_t nents, const struct fk_exfat_upcase *up,
+		       const uint16_t *name, uint32_t n, uint16_t *csum,
+		       uint16_t *hash)
+{
+	const unsigned char *p = raw[0];
+	const unsigned char *end = p + (size_t)nents * FK_EXFAT_ENT_LEN;
+	uint16_t sum = 0, h = 0, c;
+	uint32_t i = 0;
+
+	if (nents) {
+		sum = csum_step(csum_step(0, p[0]), p[1]);
+		/* two bytes of each, in step; the rest of either after */
+		for (p += 4; p < end && i < n; p += 2, i++) {
+			c = fk_exfat_upcase(up, name[i]);
+			sum = csum_step(csum_step(sum, p[0]), p[1]);
+			h = csum_step(csum_step(h, (unsigned char)c),
+				      (unsigned char)(c >> 8));
+		}
+		for (; p < end; p += 2)
+			sum = csum_step(csum_step(sum, p[0]), p[1]);
+	}
+	for (; i < n; i++) {
+		c = fk_exfat_upcase(up, name[i]);
+		h = csum_step(csum_step(h, (unsigned char)c),
+			      (unsigned char)(c >> 8));
+	}
+	*csum = sum;
+	*hash = h;
+}
+
+int fk_exfat_name_cmp(const struct fk_exfat_upcase *up, const uint16_t *a,
+		      uint32_t alen, const uint16_t *b, uint32_t blen)
+{
+	uint32_t i;
+
+	if (alen != blen)
+		return alen < blen ? -1 : 1;
+	for (i = 0; i < alen; i++) {
+		uint16_t x = fk_exfat_upcase(up, a[i]);
+		uint16_t y = fk_exfat_upcase(up, b[i]);
+
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return 0;
+}
+
+unsigned fk_exfat_percent(uint32_t nused, uint32_t nclus)
+{
+	return nclus ? (unsigned)((uint64_t)nused * 100 / nclus) : 0;
+}
+
+/* Load the table @set describes; on damage, the fallback with defects. */
+static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
+		       struct fk_exfat_upcase *up)
+{
+	struct fk_exfat_stream s = {set->first_clus, set->data_len, 0};
+	unsigned char *raw;
+	int err;
+
+	up->csum_stored = set->upcase_csum;
+	up->first_clus = set->first_clus;
+	up->raw_len = set->data_len;
+	if (!set->data_len || set->data_len > UPCASE_MAX_LEN ||
+	    set->data_len % 2 || !fk_clus_valid(&vol->g, set->first_clus)) {
+		up->defects |= FK_EXU_RANGE;
+		fk_exfat_upcase_fallback(up);
+		return 0;
+	}
+	if (!(raw = malloc((size_t)set->data_len)))
+		return -ENOMEM;
+	err = fk_exfat_stream_read(vol, &s, raw, set->data_len, NULL);
+	if (err == FK_ECORRUPT) {
+		up->defects |= FK_EXU_CHAIN;
+		fk_exfat_upcase_fallback(up);
+		err = 0;
+	} else if (!err) {
+		up->csum_computed =
+			fk_exfat_upcase_checksum(raw, (size_t)set->data_len);
+		if (up->csum_computed != up->csum_stored)
+			up->defects |= FK_EXU_CHECKSUM;
+		fk_exfat_upcase_expand(raw, (size_t)set->data_len, up);
+	}
+	free(raw);
+	return err;
+}
+
+/* ---- allocation bitmap ---------------------------------------------------- */
+
+int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
+			 uint64_t data_len, struct fk_exfat_bitmap *out,
+			 struct fk_diag *diag)
+{
+	const struct fk_geom *g = &vol->g;
+	uint64_t need = fk_exfat_bitmap_len(g->nclus), len;
+	size_t nwords = ((size_t)g->nclus + 63) / 64, i;
+	struct fk_exfat_stream s = {first_clus, 0, 0};
+	struct fk_exfat_bitmap bm;
+	unsigned char *bytes;
+	int err;
+
+	memset(&bm, 0, sizeof(bm));
+	bm.nclus = g->nclus;
+	bm.first_clus = first_clus;
+	bm.data_len = data_len;
+	if (!fk_clus_valid(g, first_clus)) {
+		fk_diag_set(diag, NULL,
+			    "allocation bitmap cluster %" PRIu32
+			    " is out of range",
+			    first_clus);
+		return FK_ECORRUPT;
+	}
+	len = data_len < need ? data_len : need;
+	s.data_len = len;
+	/* bigmem: a 1 MiB bitmap in 4 KiB page faults costs more than its
+	 * read; and the allocator takes these words over as its map. */
+	if (!(bm.bits = fk_bigmem_alloc(fk_exfat_bitmap_words(g->nclus),
+					sizeof(*bm.bits))))
+		return -ENOMEM;
+	/* The words' bytes, little-endian as on disk, then put in order. */
+	bytes = (unsigned char *)bm.bits;
+	if ((err = read_stream_sparse(vol, &s, bytes, len, diag))) {
+		fk_exfat_bitmap_free(&bm);
+		return err;
+	}
+	/* Already in order where the host is little-endian. */
+	for (i = 0; __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ && i < nwords;
+	     i++)
+		bm.bits[i] = get_le64(bytes + i * 8);
+	if (g->nclus % 64) {
+		uint64_t tail = ~(uint64_t)0 << (g->nclus % 64);
+
+		bm.is_tail_set = !!(bm.bits[nwords - 1] & tail);
+		bm.bits[nwords - 1] &= ~tail;
+	}
+	*out = bm; /* not counted: the allocator counts as it takes them */
+	return 0;
+}
+
+uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol)
+{
+	const struct fk_exfat *ex = vol->exfat;
+	uint32_t i, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
+
+	if (vol->g.nfats < 2)
+		return 0; /* a second entry is damage: the first is the one */
+	for (i = 0; i < n; i++)
+		if ((ex->bitmap_flags[i] & 1) == vol->g.active_fat)
+			return i;
+	return 0;
+}
+
+int fk_exfat_bitmap_load_active(struct fk_volume *vol,
+				struct fk_exfat_bitmap *bm,
+				struct fk_diag *diag)
+{
+	const struct fk_exfat *ex = vol->exfat;
+	uint32_t pick = fk_exfat_active_bitmap(vol);
+
+	if (!ex->nbitmaps) {
+		fk_diag_set(diag, NULL,
+			    "the root has no allocation bitmap entry");
+		fk_diag_hint(diag, FK_HINT_CHECK);
+		return FK_ECORRUPT;
+	}
+	return fk_exfat_bitmap_load(vol, ex->bitmap_clus[pick],
+				    ex->bitmap_len[pick], bm, diag);
+}
+
+void fk_exfat_bitmap_free(struct fk_exfat_bitmap *bm)
+{
+	if (!bm)
+		return;
+	fk_bigmem_free(bm->bits, fk_exfat_bitmap_words(bm->nclus),
+		       sizeof(*bm->bits));
+	bm->bits = NULL;
+}
+
+uint32_t fk_exfat_bitmap_count(const struct fk_exfat_bitmap *bm, uint32_t first,
+			       uint32_t n)
+{
+	uint64_t i, end;
+	uint32_t count = 0;
+
+	if (first < 2)
+		first = 2;
+	i = first - 2;
+	end = i + n < bm->nclus ? i + n : bm->nclus;
+	while (i < end) {
+		uint64_t w = bm->bits[i / 64] >> (i % 64);
+		uint64_t m = 64 - i % 64;
+
+		if (m > end - i) {
+			w &= ((uint64_t)1 << (end - i)) - 1;
+			m = end - i;
+		}
+		/* Without -mpopcnt each count is a libgcc call: the common
+		 * all-clear and all-set words need none. */
+		if (w == ~(uint64_t)0)
+			count += 64;
+		else if (w)
+			count += (uint32_t)__builtin_popcountll(w);
+		i += m;
+	}
+	return count;
+}
+
+/* ---- mount ---------------------------------------------------------------- */
+
+static void take_special(struct fk_exfat *ex, const struct fk_exfat_set *set)
+{
+	switch (set->kind) {
+	case FK_EXK_BITMAP:
+		if (ex->nbitmaps < 2) {
+			ex->bitmap_clus[ex->nbitmaps] = set->first_clus;
+			ex->bitmap_len[ex->nbitmaps] = set->data_len;
+			ex->bitmap_flags[ex->nbitmaps] = set->bitmap_flags;
+		}
+		ex->nbitmaps++;
+		break;
+	case FK_EXK_LABEL:
+		if (!ex->has_label) {
+			ex->has_label = 1;
+			ex->label_len = set->label_len;
+			memcpy(ex->label16, set->label16, sizeof(ex->label16));
+			memcpy(ex->label, set->label, sizeof(ex->label));
+		}
+		break;
+	case FK_EXK_GUID:
+		if (!ex->has_guid) {
+			ex->has_guid = 1;
+			memcpy(ex->guid, set->guid, sizeof(ex->guid));
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag)
+{
+	struct fk_exfat *ex = vol->exfat;
+	struct fk_exfat_set *set = malloc(sizeof(*set));
+	struct fk_exfat_upcase *up = calloc(1, sizeof(*up));
+	struct fk_exfat_dir *dir = NULL;
+	int err, nup = 0;
+
+	if (!set || !up) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if ((err = fk_exfat_dir_open(vol, NULL, &dir)))
+		goto out;
+	/* The special entries come first in practice, but the spec does not
+	 * say so: the whole root is read (names hashed later, once the table
+	 * is known). */
+	while ((err = fk_exfat_dir_next(dir, set, diag)) == 1) {
+		if (set->kind == FK_EXK_UPCASE) {
+			if (nup++) {
+				up->defects |= FK_EXU_DUPLICATE;
+				continue;
+			}
+			if ((err = load_upcase(vol, set, up)))
+				break;
+		}
+		take_special(ex, set);
+	}
+	/* A broken root is the listing's error and the checker's finding,
+	 * not a volume that cannot be opened. */
+	if (err == FK_ECORRUPT) {
+		ex->root_err = err;
+		if (diag)
+			diag->reason[0] = '\0';
+	} else if (err < 0) {
+		goto out;
+	}
+	err = 0;
+	if (!nup) {
+		up->defects |= FK_EXU_MISSING;
+		fk_exfat_upcase_fallback(up);
+	}
+	ex->root_defects = up->defects;
+	ex->upcase = up;
+	up = NULL;
+out:
+	fk_exfat_dir_close(dir);
+	free(set);
+	free(up);
+	return err;
+}
+
+void fk_exfat_unmount(struct fk_volume *vol)
+{
+	if (!vol->exfat)
+		return;
+	free(vol->exfat->upcase);
+	free(vol->exfat);
+	vol->exfat = NULL;
+}

@@ -1,0 +1,87 @@
+/*
+ * family.h: what differs between the FAT family (FAT12/16/32, dir.c) and
+ * the exFAT family (exfat-dir.c), chosen once when the volume is opened
+ * (vol->fam): directory operations, --info, and what the programs show
+ * and accept differently (short names, fine times, ValidDataLength, the
+ * bitmap, boot-region warnings, options a family refuses).  dir.c's
+ * public functions and the programs call through it.  The checker and
+ * fk_prealloc() keep tables of their own (check-family.h,
+ * prealloc-int.h), each naming the family it serves, and pick theirs by
+ * vol->fam.  XXX: those tables are not yet members of this one: the
+ * FAT family's would then name the engine files its checker and
+ * preallocation still live in (check.c, prealloc.c), closing circles of
+ * files; the split of src/ by family ends that.  Shared code that still
+ * tests the family (vol->exfat, FK_EXFAT) is listed in
+ * tests/layers-known.txt where it crosses a layer.
+ */
+#ifndef FATKIT_FAMILY_H
+#define FATKIT_FAMILY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "table/fat.h"
+
+struct fk_diag;
+struct fk_dirent;
+struct fk_volume;
+
+/* One field of `fatls --info`: a number, or a string when !is_num. */
+struct fk_info_item {
+	const char *key;
+	int is_num;
+	uint64_t num;
+	char str[64];
+};
+
+#define FK_INFO_MAX 32 /* fields a family's info() gives at most */
+
+struct fk_family {
+	const char *name; /* "FAT" or "exFAT" */
+	/*
+	 * Open the directory @dent describes for reading (its first cluster
+	 * and, on exFAT, its length and NoFatChain flag); *@impl is the
+	 * family's iterator.  Returns 0 or -ENOMEM.
+	 */
+	int (*dir_open)(struct fk_volume *vol, const struct fk_dirent *dent,
+			void **impl);
+	/* As fk_dir_next(). */
+	int (*dir_next)(void *impl, struct fk_dirent *ent,
+			struct fk_diag *diag);
+	void (*dir_close)(void *impl);
+	/* As fk_dirent_walk(). */
+	int (*walk)(struct fk_volume *vol, const struct fk_dirent *ent,
+		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		    struct fk_chain_info *info);
+	/* Does lookup component @name name @ent (case-insensitively)? */
+	int (*match)(const struct fk_volume *vol, const char *name,
+		     const struct fk_dirent *ent);
+	/*
+	 * The volume as `fatls --info` shows it: the boot sector's fields
+	 * and what the allocation map says, at most FK_INFO_MAX items into
+	 * @it.  Returns their number, or -errno with @diag.
+	 */
+	int (*info)(struct fk_volume *vol, struct fk_info_item *it,
+		    struct fk_diag *diag);
+	/*
+	 * A boot region that is damaged but read on (may be NULL: a family
+	 * that opens no such volume): when @vol has one, a phrase saying
+	 * what is wrong into @out (@len bytes) and 1; else 0.
+	 */
+	int (*boot_warning)(const struct fk_volume *vol, char *out, size_t len);
+
+	/* What the programs show and accept differently. */
+	int has_short_names;	 /* 8.3 names beside long ones (fatls -s) */
+	int has_fine_times;	 /* times in 10 ms units with a UTC offset */
+	int has_valid_len;	 /* files have ValidDataLength and NoFatChain */
+	int has_bitmap;		 /* an allocation bitmap fatprealloc writes */
+	const char *no_salvage;	 /* why fatcheck --salvage is refused;
+				    NULL: it works */
+	const char *no_fat_copy; /* why fatcheck --fat-copy is refused;
+				    NULL: it works */
+};
+
+extern const struct fk_family fk_fat_family;
+extern const struct fk_family fk_exfat_family;
+
+#endif
