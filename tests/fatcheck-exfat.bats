@@ -839,6 +839,50 @@ leaked()
 	done
 }
 
+# unmarked IMG: /x-big (2 MiB) with every bitmap bit of its clusters clear,
+# an orphan Stream Extension in the root naming a free cluster (so that the
+# repair keeps the bitmap's leaks: the tree is incomplete) and PercentInUse
+# 50, true of neither the bitmap as read nor as repaired.
+unmarked()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+e, cl = v.put("/x-big", 2 << 20, b"b" * (2 << 20))
+for c in cl:
+    v.set_bit(c, 0)
+o = bytearray(32)
+o[0], o[1] = r.T_STREAM, 3
+r.put_le(o, 20, 4, v.alloc_run(1)[0])
+r.put_le(o, 24, 8, v.csize)
+root = v.root_dir()
+root.write_entries(root.free_slot(1), bytes(o))
+v.flush()
+v.set_percent(50)
+v.f.close()
+PY
+}
+
+@test "fatcheck exFAT -r: PercentInUse is written from the bitmap as repaired, so -n then finds it true and a second -r writes nothing" {
+	local sum
+	use
+	unmarked img
+	run -4 fatcheck img
+	assert_line --regexp "^error: img: 512 clusters in use are marked free in the allocation bitmap, the first [0-9]+; owned by /x-big \\(512 clusters\\)$"
+	assert_line --regexp "^warning: img: PercentInUse 50%, the allocation bitmap says [0-9]%$"
+	run -1 fatcheck -r img
+	assert_line --regexp "^warning: img: PercentInUse 50%, the allocation bitmap says [0-9]% \\(repair: set to [0-9]+%\\)$"
+	run -0 fatcheck -n img
+	assert_output --regexp "0 errors, 0 warnings, 0 notes$"
+	fsck_exfat_clean img
+	run -0 ref verify -W img	# PercentInUse, which fsck.exfat ignores
+	sum=$(img_sha img)
+	run -0 fatcheck -r img
+	[ "$(img_sha img)" = "$sum" ]
+}
+
 # ---- memory -----------------------------------------------------------------
 
 @test "fatcheck exFAT: memory stays within 2 bits per cluster plus buffers on a full 1 TiB volume" {

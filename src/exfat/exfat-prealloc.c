@@ -126,7 +126,7 @@ struct xfile {
 
 /* A run of clusters a structure the run relies on holds. */
 struct xown {
-	uint32_t first, nclus;
+	struct fk_run run; /* first, so overlap() can search a list */
 	const char *owner; /* its name, alive as long as the run */
 };
 
@@ -300,7 +300,7 @@ static int cmp_own(const void *a, const void *b)
 {
 	const struct xown *x = a, *y = b;
 
-	return x->first < y->first ? -1 : x->first > y->first;
+	return x->run.first < y->run.first ? -1 : x->run.first > y->run.first;
 }
 
 /*
@@ -322,24 +322,24 @@ static int claim(struct xop *op, const struct fk_plan *runs, const char *owner,
 	if (FK_VEC_RESERVE(op->own, op->cap_own, n + k))
 		return -ENOMEM;
 	for (o = 0; o < k; o++)
-		op->own[n + o] = (struct xown){runs->runs[o].first,
-					       runs->runs[o].nclus, owner};
+		op->own[n + o] = (struct xown){runs->runs[o], owner};
 	qsort(op->own + n, k, sizeof(*op->own), cmp_own);
 	if (!(merged = malloc((n + k) * sizeof(*merged))))
 		return -ENOMEM;
 	for (o = 0; o < n + k; o++) {
-		int is_old = j == n + k ||
-			     (i < n && op->own[i].first <= op->own[j].first);
+		int is_old =
+			j == n + k ||
+			(i < n && op->own[i].run.first <= op->own[j].run.first);
 
 		merged[o] = is_old ? op->own[i++] : op->own[j++];
-		if (o && merged[o - 1].first + merged[o - 1].nclus >
-				 merged[o].first) {
+		if (o && merged[o - 1].run.first + merged[o - 1].run.nclus >
+				 merged[o].run.first) {
 			const struct xown *a = &merged[o - 1], *b = &merged[o];
 
 			fk_diag_set(diag, NULL,
 				    "cluster %" PRIu32 " is held by both %s "
 				    "and %s (cross-linked)",
-				    b->first,
+				    b->run.first,
 				    a->owner == owner ? b->owner : a->owner,
 				    owner);
 			free(merged);
@@ -1183,8 +1183,13 @@ static void settle(struct fk_prun *run)
  * said so (a writer that crashed between its entry set and its bitmap, a
  * card pulled out with VolumeDirty cleared by a careless tool): before
  * the first write, every file and directory of the volume is walked once
- * and none may own a cluster the run takes.  On a card of 20,000 files
- * this costs about as much as zeroing a few MiB (bench/RESULTS.md).
+ * and none may own a cluster the run takes.  Nor may any own a cluster
+ * of what the run writes through (claim(): a file to grow, a directory
+ * on a path): a NoFatChain DataLength stretched over a neighbour's
+ * clusters, which the bitmap rightly marks in use, would have the run
+ * zero the neighbour or link its clusters into the grown file's chain.
+ * On a card of 20,000 files this costs about as much as zeroing a few
+ * MiB (bench/RESULTS.md).
  */
 
 /* Runs the run takes (new clusters of files and directories), sorted. */
@@ -1212,26 +1217,33 @@ static int take_plan(struct taken *t, const struct fk_plan *p)
 	return 0;
 }
 
-/* fk_exfat_stream_walk() callback: does @run hold a taken cluster? */
-static int hit_taken(void *arg, const struct fk_run *run)
+/*
+ * Which of @n runs (sorted and apart, @stride bytes each, each beginning
+ * with a struct fk_run) shares a cluster with @run?  Its index, with the
+ * first cluster shared in @hit; @n: none.
+ */
+static size_t overlap(const void *list, size_t n, size_t stride,
+		      const struct fk_run *run, uint32_t *hit)
 {
-	struct taken *t = arg;
-	size_t lo = 0, hi = t->n, mid;
+	const char *base = list;
+	const struct fk_run *r;
+	size_t lo = 0, hi = n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if ((uint64_t)t->runs[mid].first + t->runs[mid].nclus <=
-		    run->first)
+		r = (const struct fk_run *)(const void *)(base + mid * stride);
+		if ((uint64_t)r->first + r->nclus <= run->first)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == t->n ||
-	    (uint64_t)t->runs[lo].first >= (uint64_t)run->first + run->nclus)
-		return 0;
-	t->hit =
-		t->runs[lo].first > run->first ? t->runs[lo].first : run->first;
-	return 1; /* stops the walk */
+	if (lo == n)
+		return n;
+	r = (const struct fk_run *)(const void *)(base + lo * stride);
+	if ((uint64_t)r->first >= (uint64_t)run->first + run->nclus)
+		return n;
+	*hit = r->first > run->first ? r->first : run->first;
+	return lo;
 }
 
 /*
@@ -1264,6 +1276,13 @@ struct seen {
 /* The ownership walk: what it looks for and where it has been. */
 struct walk {
 	struct taken t;
+	const struct xop *op; /* its own list: what the run writes through */
+	/* where the sets of those are (self_key()), sorted */
+	uint64_t *selves;
+	size_t nselves;
+	int is_self;		 /* the stream walked is one of those */
+	const struct xown *held; /* what a stream was found to share */
+	uint32_t held_hit;	 /* the first cluster it shares */
 	struct seen sn;
 	struct pending *stack;
 	size_t n, cap;
@@ -1331,10 +1350,34 @@ static void path_of(const struct walk *w, size_t node, char *buf, size_t cap)
 }
 
 /*
+ * fk_exfat_stream_walk() callback: does @run hold a taken cluster, or one
+ * of what the run writes through (unless it is that structure's own
+ * stream)?  Either stops the walk.
+ */
+static int hit_owned(void *arg, const struct fk_run *run)
+{
+	struct walk *w = arg;
+	const struct xop *op = w->op;
+	size_t i;
+
+	if (overlap(w->t.runs, w->t.n, sizeof(*w->t.runs), run, &w->t.hit) <
+	    w->t.n)
+		return 1;
+	if (w->is_self)
+		return 0;
+	i = overlap(op->own, op->nown, sizeof(*op->own), run, &w->held_hit);
+	if (i == op->nown)
+		return 0;
+	w->held = &op->own[i];
+	return 1;
+}
+
+/*
  * Does @st, which @owner (a name) or entry @ent of directory @node holds
- * (@ent 0: @owner's own stream), hold a taken cluster?  Then, or when
- * its clusters cannot be read, @diag says whose they are and the run is
- * refused.  Returns 0, FK_ECORRUPT or -errno.
+ * (@ent 0: @owner's own stream), hold a taken cluster, or one of what the
+ * run writes through?  Then, or when its clusters cannot be read, @diag
+ * says whose they are and the run is refused.  Returns 0, FK_ECORRUPT or
+ * -errno.
  */
 static int check_owner(struct xop *op, struct walk *w, size_t node,
 		       const struct fk_exfat_stream *st, const char *owner,
@@ -1347,8 +1390,9 @@ static int check_owner(struct xop *op, struct walk *w, size_t node,
 
 	if (!st->first_clus)
 		return 0;
-	err = fk_exfat_stream_walk(op->vol, st, hit_taken, &w->t, &info);
-	if (err >= 0 && !w->t.hit)
+	w->held = NULL;
+	err = fk_exfat_stream_walk(op->vol, st, hit_owned, w, &info);
+	if (err >= 0 && !w->t.hit && !w->held)
 		return 0;
 	/* The owner's name whole, its directory's path in what is left. */
 	len = owner ? strlen(owner) + 1 : 0;
@@ -1367,10 +1411,16 @@ static int check_owner(struct xop *op, struct walk *w, size_t node,
 	}
 	if (err < 0)
 		return err;
-	fk_diag_set(diag, what,
-		    "%sowns cluster %" PRIu32 ", which the allocation "
-		    "bitmap marks free",
-		    whose, w->t.hit);
+	if (w->held)
+		fk_diag_set(diag, what,
+			    "%sowns cluster %" PRIu32 ", which %s owns too "
+			    "(cross-linked)",
+			    whose, w->held_hit, w->held->owner);
+	else
+		fk_diag_set(diag, what,
+			    "%sowns cluster %" PRIu32 ", which the allocation "
+			    "bitmap marks free",
+			    whose, w->t.hit);
 	return FK_ECORRUPT;
 }
 
@@ -1406,6 +1456,60 @@ static int check_entries(struct xop *op, struct walk *w, size_t node,
 			return err;
 	}
 	return 0;
+}
+
+/* Entry @idx of the directory that starts at @dir_clus. */
+static uint64_t self_key(uint32_t dir_clus, uint32_t idx)
+{
+	return (uint64_t)dir_clus << 32 | idx;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Where the entry sets of the files to grow and the directories on the
+ * paths are (the bitmap's and up-case table's sets are not walked), so
+ * that the walk knows their own streams from a stranger's.  0 or -ENOMEM.
+ */
+static int find_selves(const struct xop *op, struct walk *w)
+{
+	const struct xfile *fp;
+	const struct xdir *d;
+	size_t i, n = 0;
+
+	if (!(w->selves = calloc(op->run->nfiles + op->ndirs + 1,
+				 sizeof(*w->selves))))
+		return -ENOMEM;
+	for (i = 0; i < op->run->nfiles; i++) {
+		fp = &op->files[i];
+		if (!fp->pf.is_new)
+			w->selves[n++] = self_key(fp->d->s.first_clus,
+						  fp->d->names[fp->name_i].idx);
+	}
+	for (i = 0; i < op->ndirs; i++) {
+		d = op->dirs[i];
+		if (d->parent && !d->is_new)
+			w->selves[n++] =
+				self_key(d->parent->s.first_clus,
+					 d->parent->names[d->parent_name].idx);
+	}
+	qsort(w->selves, n, sizeof(*w->selves), cmp_u64);
+	w->nselves = n;
+	return 0;
+}
+
+/* Is entry @idx of the directory at @dir_clus one of find_selves()'? */
+static int is_self(const struct walk *w, uint32_t dir_clus, uint32_t idx)
+{
+	uint64_t key = self_key(dir_clus, idx);
+
+	return bsearch(&key, w->selves, w->nselves, sizeof(key), cmp_u64) !=
+	       NULL;
 }
 
 /* Push directory @s, named @name, in node @parent, to be read. */
@@ -1450,8 +1554,12 @@ static int scan_dir(struct xop *op, const struct pending *p, struct walk *w,
 
 		switch (set->kind) {
 		case FK_EXK_FILE:
-			if (!(err = check_owner(op, w, p->node, &s, set->name,
-						NULL, diag)))
+			w->is_self =
+				is_self(w, p->s.first_clus, set->first_ent);
+			err = check_owner(op, w, p->node, &s, set->name, NULL,
+					  diag);
+			w->is_self = 0;
+			if (!err)
 				err = check_entries(op, w, p->node, set, 1,
 						    set->name, diag);
 			break;
@@ -1485,14 +1593,18 @@ static int verify(struct fk_prun *run, struct fk_diag *diag)
 	struct walk w;
 	struct pending p;
 	size_t i;
-	int err = 0;
+	int err = 0, is_changed = 0;
 
 	memset(&w, 0, sizeof(w));
-	for (i = 0; !err && i < run->nfiles; i++)
+	w.op = op;
+	for (i = 0; !err && i < run->nfiles; i++) {
 		err = take_plan(&w.t, &op->files[i].pf.add);
+		is_changed |= op->files[i].pf.is_changed;
+	}
 	for (i = 0; !err && i < op->ndirs; i++)
 		err = take_plan(&w.t, &op->dirs[i]->growth);
-	if (err || !w.t.n)
+	/* A run that changes nothing writes nothing: no walk. */
+	if (err || (!w.t.n && !is_changed) || (err = find_selves(op, &w)))
 		goto out;
 	qsort(w.t.runs, w.t.n, sizeof(*w.t.runs), cmp_run);
 	if (!(w.set = malloc(sizeof(*w.set))) ||
@@ -1513,6 +1625,7 @@ out:
 	free(w.set);
 	free(w.sn.slot);
 	free(w.t.runs);
+	free(w.selves);
 	return err;
 }
 
