@@ -83,6 +83,7 @@ struct fk_cache {
 	uint32_t span_min, span_cur; /* sectors; span_min 0: fixed spans */
 	uint32_t span_next;	     /* sector after the last span read */
 	uint32_t span_last;	     /* the span borrowed last */
+	uint32_t want_lo, want_n;    /* fk_cache_want_span(); want_n 0: none */
 	uint64_t span_clock;
 	uint32_t bad_span; /* a span whose read failed; NO_SEC: none */
 	const struct fk_cache_patch *patches; /* borrowed; ascending */
@@ -420,6 +421,18 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 		c->span_cur = len;
 	}
 	first = sec == c->span_next && c->span_min ? sec : sec - sec % len;
+	if (c->span_min && sec - c->want_lo < c->want_n) {
+		/* Sectors a caller said it will walk: one read, aligned as
+		 * a small span would be, the span's length at most. */
+		first = c->want_lo - c->want_lo % c->span_min;
+		len = c->want_lo + c->want_n - first;
+		len = (len + c->span_min - 1) / c->span_min * c->span_min;
+		len = len < c->span_secs ? len : c->span_secs;
+		if (sec - first >= len)
+			first = sec - sec % c->span_min;
+		c->span_cur = len;
+		c->want_n = 0;
+	}
 	if (first == c->bad_span)
 		return NO_SLOT;
 	if (!c->span_mem &&
@@ -447,6 +460,14 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	s->first = first;
 	c->span_next = first + s->nsecs;
 	return old;
+}
+
+void fk_cache_want_span(struct fk_cache *c, uint32_t first, uint32_t nsecs)
+{
+	c->want_lo = first;
+	c->want_n = first < c->lay.fat_secs && nsecs <= c->lay.fat_secs - first
+			    ? nsecs
+			    : 0;
 }
 
 int fk_cache_get_span(struct fk_cache *c, uint32_t sec,

@@ -90,6 +90,16 @@ int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
 		      uint32_t *nsecs);
 
 /*
+ * With layout.read_len: the next span read for a sector in @first ..
+ * @first + @nsecs - 1 covers those sectors in one read (as many as a span
+ * holds), where it would start small and double: for a caller that knows
+ * which links it is about to walk (exFAT's bitmap, up-case table and root
+ * side by side).  Without read_len, or for other sectors, nothing changes.
+ */
+void fk_cache_want_span(struct fk_cache *cache, uint32_t first,
+			uint32_t nsecs);
+
+/*
  * fk_cache_get_dirty() for a caller that overwrites all of sector @sec:
  * on a miss the sector is not read, and *@data holds garbage until the
  * caller has filled it.  Returns 0, FK_ECORRUPT or -errno.
