@@ -90,14 +90,15 @@ int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
 		      uint32_t *nsecs);
 
 /*
- * With layout.read_len: the next span read for a sector in @first ..
- * @first + @nsecs - 1 covers those sectors in one read (as many as a span
- * holds), where it would start small and double: for a caller that knows
- * which links it is about to walk (exFAT's bitmap, up-case table and root
- * side by side).  Without read_len, or for other sectors, nothing changes.
+ * The next span read for a sector in @first .. @first + @nsecs - 1 covers
+ * the pages (with layout.read_len: the small spans) that hold those
+ * sectors, in one read of at most a span: for a caller that knows which
+ * links it is about to walk (exFAT's bitmap, up-case table and root side
+ * by side), where a writer's spans would start small and double, and a
+ * reader's would be 64 KiB of FAT for a few links.  Reads of other
+ * sectors are as before.
  */
-void fk_cache_want_span(struct fk_cache *cache, uint32_t first,
-			uint32_t nsecs);
+void fk_cache_want_span(struct fk_cache *cache, uint32_t first, uint32_t nsecs);
 
 /*
  * fk_cache_get_dirty() for a caller that overwrites all of sector @sec:

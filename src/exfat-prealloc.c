@@ -64,7 +64,7 @@
 #define ATTR_ARCHIVE 0x20
 #define NBUCKETS     4096 /* name index buckets per directory */
 #define NO_TAG	     UINT32_MAX
-#define PAGE_LEN     4096u	/* a page of a buffered block device */
+#define PAGE_LEN     4096u /* a page of a buffered block device */
 
 /* A name in a directory, for lookups and duplicates. */
 struct xname {
