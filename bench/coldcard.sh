@@ -265,7 +265,7 @@ run_profile()
 		((fresh)) && { unmount; mounted=; }
 		((fresh != 2)) || name+=" (1 run)"
 		read -r ms reads br writes bw fl cus < <(median_line <"$tmp/lines")
-		echo "coldcard.sh: $lat us, $mbps MB/s: $name: $((ms / 1000)) ms, card $((cus / 1000)) ms, $reads reads, $(mib "$br") MiB" >&2
+		echo "coldcard.sh: $lat us, $mbps MB/s: $name: $((ms / 1000)) ms, card $((cus / 1000)) ms, $reads reads, $(mib "$br") MiB ($((br / 1024)) KiB)" >&2
 		echo "| $name | $((ms / 1000)) | $((cus / 1000)) | $reads |" \
 			"$(mib "$br") | $writes |" \
 			"$(mib "$bw") | $fl | $(mib "$fb") | $fr | $fms |" \

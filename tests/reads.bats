@@ -38,6 +38,42 @@ image_reads()
 	' "$1"
 }
 
+# card_reads TRACE PATH: "REQUESTS BYTES" a cold buffered block device
+# (4 KiB pages, no read-ahead, as the programs ask with POSIX_FADV_RANDOM)
+# reads for the image PATH in strace -f -e trace=openat,pread64,preadv,
+# pwritev output: each read asks for the pages it touches that no earlier
+# read or write brought in, one request per run of them; a write brings in
+# the partial pages at its ends (bench/coldcard.sh's card counts the same).
+card_reads()
+{
+	"$FK_PYTHON" - "$1" "$2" <<'PY'
+import re, sys
+fd, seen, reqs, pages = None, set(), 0, 0
+for line in open(sys.argv[1]):
+    if "openat(" in line and '"%s", ' % sys.argv[2] in line:
+        fd = line.split("=")[-1].strip()
+        continue
+    m = fd and re.search(r"(pread64|preadv|pwritev)\(%s, .*, (\d+)\) = (\d+)$"
+                         % fd, line)
+    if not m:
+        continue
+    off, n = int(m.group(2)), int(m.group(3))
+    lo, hi = off // 4096, (off + n - 1) // 4096
+    want = range(lo, hi + 1)
+    if m.group(1) == "pwritev":
+        want = [p for p in (lo, hi) if p * 4096 < off or
+                (p + 1) * 4096 > off + n]
+    last = None
+    for p in want:
+        if p not in seen:
+            reqs += last != p - 1
+            pages += 1
+            last = p
+    seen.update(range(lo, hi + 1))
+print(reqs, pages * 4096)
+PY
+}
+
 # solid_fat IMG: rewrite IMG's FAT copies in place, so they are data, not
 # holes a sparse-aware scan skips (as a card has no holes).
 solid_fat()
@@ -396,7 +432,7 @@ PY
 	run -0 ref cat img "/A dir/kept.txt"
 }
 
-@test "reads: fatprealloc on exFAT reads the allocation bitmap only as far as the file takes, the root up to its end marker, the FAT 16 KiB at a time; PercentInUse is exact when it read the whole bitmap, else 0xFF" {
+@test "reads: fatprealloc on exFAT reads the allocation bitmap only as far as the file takes, the root up to its end marker, the FAT a page at a time; PercentInUse is exact when it read the whole bitmap, else 0xFF" {
 	local calls bytes
 	truncate -s 1G img
 	mkfs.exfat -c 4096 img >/dev/null
@@ -407,10 +443,10 @@ PY
 		fatprealloc img /a.bin 4M
 	read -r calls bytes < <(image_reads r.log img)
 	echo "# $calls reads, $bytes bytes"
-	# The boot region (12 KiB), 16 KiB of FAT (the special chains),
-	# the up-case table, the root's first 4 KiB cluster (read again
-	# from the page cache as it is walked), 4 KiB of bitmap: about
-	# 56 KB.  It was 138 KB: all of the bitmap, a 64 KiB FAT span.
+	# The main boot region (6 KiB), a page of FAT (the special
+	# chains), the up-case table, the root's first 4 KiB cluster (read
+	# again from the page cache as it is walked), 4 KiB of bitmap.  It
+	# was 138 KB: all of the bitmap, a 64 KiB FAT span.
 	((bytes < 64 * 1024))
 	((calls <= 12))
 	fsck.exfat -n img >/dev/null
@@ -427,4 +463,37 @@ PY
 	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" info img
 	assert_line percent_in_use=16
 	assert_line percent_in_use_computed=16
+}
+
+@test "reads: the exFAT writer asks a cold card for the pages it needs: the main boot region, a page of root, of FAT and of bitmap, the up-case table" {
+	local reqs bytes seed=()
+	truncate -s 64G img
+	mkfs.exfat img >/dev/null
+	# Data, not holes, up to the heap's first clusters (a card has none).
+	dd if=img of=img bs=1M count=4 conv=notrunc 2>/dev/null
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,pwritev \
+		fatprealloc --no-zero --sync -p img /VIDEO/clip.mp4 256M
+	read -r reqs bytes < <(card_reads r.log img)
+	echo "# 64 GiB, 128 KiB clusters: $reqs requests, $bytes bytes"
+	# Boot region 8 KiB (two requests: sector 0 is read alone first),
+	# root 4 KiB, FAT 4 KiB, up-case table 8 KiB, bitmap 4 KiB.  It was
+	# 48 KiB: the backup boot region, an 8 KiB root, 16 KiB of FAT.
+	((reqs <= 6 && bytes <= 28 * 1024))
+	run -0 fsck.exfat -n img
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" verify -W img
+	# The seed's card: 512-byte clusters, whose 1.2 MiB bitmap's links
+	# fill 9 KiB of FAT, read with the up-case table's and the root's in
+	# one request (not a page and then more).
+	rm img
+	truncate -s 4608M img
+	mkfs.exfat -c 512 img >/dev/null
+	dd if=img of=img bs=1M count=40 conv=notrunc 2>/dev/null
+	for i in $(seq 1 16); do seed+=("/f$i" 64K); done
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv,pwritev \
+		fatprealloc --lazy --sync img "${seed[@]}"
+	read -r reqs bytes < <(card_reads r.log img)
+	echo "# 4.5 GiB, 512-byte clusters: $reqs requests, $bytes bytes"
+	((reqs <= 6 && bytes <= 36 * 1024))
+	run -0 fsck.exfat -n img
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" verify -W img
 }

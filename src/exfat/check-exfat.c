@@ -30,6 +30,7 @@
 #include "fat/dir.h"
 #include "io/cache.h"
 #include "io/device.h"
+#include "lib/bigmem.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "lib/vec.h"
@@ -185,8 +186,10 @@ struct fk_exfat_check {
 	LIST(struct late_set, late);
 	LIST(struct late_tail, nfc_tails);
 	LIST(struct tail, tails);
-	uint8_t *own; /* one bit per data cluster: bit (clus - 2) % 8 of
+	uint8_t *own;	  /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
+	uint32_t own_end; /* bytes of @own from here on are all zero (pages
+			     never touched, not read either) */
 	uint32_t nowned;
 	uint64_t claimed_step; /* for progress */
 	/* who owns what: a record per claim, the names of the entries
@@ -307,6 +310,8 @@ static void set_owned(struct fk_exfat_check *x, uint32_t clus)
 	uint32_t i = clus - FK_FIRST_CLUS;
 
 	x->own[i / 8] |= (uint8_t)(1u << (i % 8));
+	if (i / 8 >= x->own_end)
+		x->own_end = i / 8 + 1;
 	x->nowned++;
 }
 
@@ -2079,7 +2084,7 @@ struct bm_walk {
 static unsigned own_byte(const struct fk_exfat_check *x, uint64_t at)
 {
 	uint64_t nbits = x->g->nclus;
-	unsigned v = x->own[at];
+	unsigned v = at < x->own_end ? x->own[at] : 0;
 
 	if ((at + 1) * 8 > nbits)
 		v &= (1u << (nbits - at * 8)) - 1;
@@ -2135,9 +2140,10 @@ static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len,
 
 		/* Equal whole words go fast (none reaches past the end). */
 		if (i + 8 <= len && (at + i + 8) * 8 <= x->g->nclus) {
-			uint64_t ow, bw;
+			uint64_t ow = 0, bw;
 
-			memcpy(&ow, x->own + at + i, 8);
+			if (at + i < x->own_end)
+				memcpy(&ow, x->own + at + i, 8);
 			memcpy(&bw, buf + i, 8);
 			if (ow == bw) {
 				/* Without -mpopcnt a count is a libgcc call:
@@ -2671,14 +2677,19 @@ static int check_boot(struct fk_exfat_check *x)
  */
 static int check_fat_reserved(struct fk_exfat_check *x)
 {
+	const unsigned char *sec0;
 	struct fat_fix f;
-	uint32_t v0, v1;
+	uint32_t v0, v1, first, nsecs;
 	size_t idx;
 	int err;
 
-	if ((err = fk_fat_get(x->vol, 0, &v0)) ||
-	    (err = fk_fat_get(x->vol, 1, &v1)))
+	/* From the span the open's chain walks read (the up-case table's
+	 * links are in it on a formatted volume), not 32 KiB read again
+	 * into the cache's slots for two entries. */
+	if ((err = fk_cache_get_span(x->vol->fat, 0, &sec0, &first, &nsecs)))
 		return err == FK_ECORRUPT ? 0 : err;
+	v0 = get_le32(sec0);
+	v1 = get_le32(sec0 + 4);
 	if (v0 >> 8 != 0xFFFFFF) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "fat0", NULL,
 				"FatEntry[0] is 0x%08X, not 0xFFFFFFF8", v0);
@@ -2996,9 +3007,9 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	x->g = &vol->g;
 	x->ex = vol->exfat;
 	x->o = *opts;
-	/* Whole words, for the bitmap passes; calloc's pages are touched
-	   only where clusters are owned. */
-	x->own = calloc(((size_t)vol->g.nclus + 63) / 64, 8);
+	/* Whole words, for the bitmap passes; pages are touched only where
+	   clusters are owned, and read up to own_end only. */
+	x->own = fk_bigmem_alloc_sparse(((size_t)vol->g.nclus + 63) / 64, 8);
 	x->percent_want = 0xFF; /* "not known", while no bitmap says */
 	x->own_parent = NO_REC;
 	x->own_name = NO_REC;
@@ -3006,7 +3017,7 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	x->path = calloc(1, 64);
 	x->path_cap = 64;
 	if (!x->own || !x->path) {
-		free(x->own);
+		fk_bigmem_free(x->own, ((size_t)vol->g.nclus + 63) / 64, 8);
 		free(x->path);
 		free(x);
 		return -ENOMEM;
@@ -3047,7 +3058,7 @@ static void free_state(void *state)
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
 	free(x->nfc_tails.v);
-	free(x->own);
+	fk_bigmem_free(x->own, ((size_t)x->g->nclus + 63) / 64, 8);
 	free(x->path);
 	free(x->keep_path);
 	free(x->sec0);

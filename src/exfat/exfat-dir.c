@@ -28,6 +28,7 @@
 #define TZ_VALID 0x80
 
 #define FIRST_PIECE	(8u << 10) /* bytes of a cluster a lister reads first */
+#define ROOT_PIECE	(4u << 10) /* the same for the root */
 #define MAX_FIRST_PIECE (32u << 10) /* most fk_exfat_dir_set_first_piece() */
 
 struct fk_exfat_dir {
@@ -79,7 +80,7 @@ int fk_exfat_dir_open(struct fk_volume *vol, const struct fk_exfat_stream *s,
 		dir->max_clus = 1;
 	dir->saved = dir->s.first_clus;
 	dir->power = dir->lam = 1;
-	dir->piece = FIRST_PIECE;
+	dir->piece = fk_exfat_dir_first_piece(dir->is_root);
 	if (!dir->s.first_clus)
 		dir->is_done = 1;
 	*out = dir;
@@ -104,6 +105,14 @@ void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus)
 	dir->limit = nclus;
 }
 
+uint32_t fk_exfat_dir_first_piece(int is_root)
+{
+	/* A card's root holds a few folders (DCIM, MISC) and the special
+	 * entries: a page.  The open reads it first, and every later
+	 * reader reads the same pieces again from the page cache. */
+	return is_root ? ROOT_PIECE : FIRST_PIECE;
+}
+
 void fk_exfat_dir_set_first_piece(struct fk_exfat_dir *dir, uint32_t len)
 {
 	uint32_t max = dir->vol->g.clus_len;
@@ -111,7 +120,7 @@ void fk_exfat_dir_set_first_piece(struct fk_exfat_dir *dir, uint32_t len)
 	if (max > MAX_FIRST_PIECE)
 		max = MAX_FIRST_PIECE;
 	len = len > max ? max : (len + 4095) / 4096 * 4096;
-	if (len > FIRST_PIECE)
+	if (len > dir->piece)
 		dir->piece = len;
 }
 

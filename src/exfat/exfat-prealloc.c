@@ -65,8 +65,7 @@
 #define ATTR_ARCHIVE 0x20
 #define NBUCKETS     4096 /* name index buckets per directory */
 #define NO_TAG	     UINT32_MAX
-#define FIRST_READ   (8u << 10) /* bytes of a directory read first */
-#define PAGE_LEN     4096u	/* a page of a buffered block device */
+#define PAGE_LEN     4096u /* a page of a buffered block device */
 
 /* A name in a directory, for lookups and duplicates. */
 struct xname {
@@ -453,9 +452,10 @@ static uint32_t name_find(const struct xop *op, const struct xdir *d,
 }
 
 /*
- * Read @d's entries up to @upto at least: whole sectors, FIRST_READ bytes
- * at first and then twice what was read (the listers' pieces, so the
- * first read is one they made already), no further than the directory,
+ * Read @d's entries up to @upto at least: whole sectors, to the end of a
+ * piece a lister reads (fk_exfat_dir_first_piece() first, then twice the
+ * last: the open or the walk of every directory read those pages already,
+ * so a card is not asked again), no further than the directory,
  * adjacent clusters in one request.  A writer needs the sets before the
  * end marker and the slots it takes after it: on a card a 128 KiB
  * cluster is not read whole for a few entries.
@@ -466,12 +466,18 @@ static int read_ents(struct xop *op, struct xdir *d, uint32_t upto)
 	uint64_t have = (uint64_t)d->nread * FK_EXFAT_ENT_LEN;
 	uint64_t want = (uint64_t)upto * FK_EXFAT_ENT_LEN;
 	uint64_t disk = (uint64_t)d->disk_nents * FK_EXFAT_ENT_LEN;
+	uint64_t end;
+	uint32_t first;
 	int err;
 
 	if (upto <= d->nread)
 		return 0;
-	want = want > 2 * have ? want : 2 * have;
-	want = want > FIRST_READ ? want : FIRST_READ;
+	/* To the end of the lister's piece that holds entry @upto - 1: its
+	 * pieces are the first, then twice the last, back to back. */
+	first = fk_exfat_dir_first_piece(!d->parent);
+	for (end = first; end < want; end = 2 * end + first)
+		;
+	want = end;
 	want = (want + g->sec_len - 1) / g->sec_len * g->sec_len;
 	want = want < disk ? want : disk;
 	while (have < want) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exfat/exfat-layout.h"
+#include "io/cache.h"
 #include "io/device.h"
 #include "lib/bigmem.h"
 #include "lib/diag.h"
@@ -478,7 +479,7 @@ static int read_backup(struct fk_volume *vol, uint64_t dev_len,
 }
 
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       int is_backup, struct fk_diag *diag)
+		       int is_backup, int is_main_only, struct fk_diag *diag)
 {
 	uint64_t dev_len = fk_device_len(vol->dev);
 	struct fk_exfat *ex = calloc(1, sizeof(*ex));
@@ -497,7 +498,7 @@ int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		return fk_exfat_boot_parse(first, 512, dev_len, &ex->boot,
 					   diag);
 	sec_len = 1u << first[EB_SEC_SHIFT];
-	len = (size_t)2 * FK_EXFAT_REGION_SECS * sec_len;
+	len = (size_t)(is_main_only ? 1 : 2) * FK_EXFAT_REGION_SECS * sec_len;
 	if (len > dev_len)
 		len = (size_t)(dev_len / sec_len * sec_len);
 	if (len < 512)
@@ -882,6 +883,37 @@ unsigned fk_exfat_percent(uint32_t nused, uint32_t nclus)
 	return nclus ? (unsigned)((uint64_t)nused * 100 / nclus) : 0;
 }
 
+/*
+ * Formatters put the bitmap, the up-case table and the root side by side at
+ * the heap's start (mkfs.exfat, Windows): their links are read in one
+ * request, as far as a span holds, where a writer's small FAT reads would
+ * take two or three on a card of 512-byte clusters (a 1.2 MiB bitmap's
+ * links fill 9 KiB of FAT).
+ */
+static void want_specials(struct fk_volume *vol, uint32_t up_clus,
+			  uint64_t up_len)
+{
+	const struct fk_geom *g = &vol->g;
+	const struct fk_exfat *ex = vol->exfat;
+	uint64_t lo = up_clus, hi = up_clus + fk_exfat_clus_needed(g, up_len);
+
+	if (fk_clus_valid(g, g->root_clus)) {
+		lo = g->root_clus < lo ? g->root_clus : lo;
+		hi = g->root_clus + 1 > hi ? g->root_clus + 1 : hi;
+	}
+	if (ex->nbitmaps && fk_clus_valid(g, ex->bitmap_clus[0])) {
+		uint64_t end = ex->bitmap_clus[0] +
+			       fk_exfat_clus_needed(g, ex->bitmap_len[0]);
+
+		lo = ex->bitmap_clus[0] < lo ? ex->bitmap_clus[0] : lo;
+		hi = end > hi ? end : hi;
+	}
+	lo = lo * 4 / g->sec_len;
+	hi = (hi * 4 + g->sec_len - 1) / g->sec_len;
+	if (hi - lo <= g->fat_secs)
+		fk_cache_want_span(vol->fat, (uint32_t)lo, (uint32_t)(hi - lo));
+}
+
 /* Load the table @set describes; on damage, the fallback with defects. */
 static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
 		       struct fk_exfat_upcase *up)
@@ -901,6 +933,7 @@ static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
 	}
 	if (!(raw = malloc((size_t)set->data_len)))
 		return -ENOMEM;
+	want_specials(vol, set->first_clus, set->data_len);
 	err = fk_exfat_stream_read(vol, &s, raw, set->data_len, NULL);
 	if (err == FK_ECORRUPT) {
 		up->defects |= FK_EXU_CHAIN;

@@ -617,9 +617,18 @@ void fk_exfat_dir_keep_going(struct fk_exfat_dir *dir);
 void fk_exfat_dir_set_limit(struct fk_exfat_dir *dir, uint32_t nclus);
 
 /*
+ * Bytes of its first cluster an iteration reads first (the root's: 4 KiB,
+ * another directory's: 8 KiB), then twice as much each time: a writer that
+ * reads a directory itself starts alike, so its reads are ones the open or
+ * a lister made already.
+ */
+uint32_t fk_exfat_dir_first_piece(int is_root);
+
+/*
  * Read the first @len bytes of the first cluster in one request (rounded
- * up to 4 KiB, at least 8 KiB, at most 32 KiB or the cluster) where an
- * iteration that stops at the end marker reads 8 KiB first: a walker
+ * up to 4 KiB, at least fk_exfat_dir_first_piece(), at most 32 KiB or the
+ * cluster) where an iteration that stops at the end marker reads less
+ * first: a walker
  * that expects a directory's entries to take about @len bytes saves a
  * request per directory that way.
  */
@@ -705,8 +714,9 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 /*
  * The exFAT side of fk_volume_open(), in two steps.  fk_exfat_read_boot()
  * runs when volume.c found "EXFAT   " in @first (the first 512 bytes):
- * it reads both boot regions, judges them into vol->exfat->boot and fills
- * vol->g.  Only FK_EXFAT_BOOT_FATAL defects fail it (FK_ECORRUPT, one
+ * it reads both boot regions (@is_main_only: the main one alone, see
+ * fk_volume_opts.is_exfat_main_only), judges them into vol->exfat->boot
+ * and fills vol->g.  Only FK_EXFAT_BOOT_FATAL defects fail it (FK_ECORRUPT, one
  * reason); a bad checksum or a differing backup is left in the defect bits
  * for the program to warn about.  fk_exfat_mount() runs once the FAT cache
  * exists: it scans the root for its special entries and loads the up-case
@@ -723,7 +733,7 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * fk_exfat_boot_parse().
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       int is_backup, struct fk_diag *diag);
+		       int is_backup, int is_main_only, struct fk_diag *diag);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

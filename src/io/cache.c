@@ -83,6 +83,8 @@ struct fk_cache {
 	uint32_t span_min, span_cur; /* sectors; span_min 0: fixed spans */
 	uint32_t span_next;	     /* sector after the last span read */
 	uint32_t span_last;	     /* the span borrowed last */
+	uint32_t want_lo, want_n;    /* fk_cache_want_span(); want_n 0: none */
+	uint32_t page_secs;	     /* sectors in 4 KiB (at least 1) */
 	uint64_t span_clock;
 	uint32_t bad_span; /* a span whose read failed; NO_SEC: none */
 	const struct fk_cache_patch *patches; /* borrowed; ascending */
@@ -213,6 +215,7 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 	c->span_secs =
 		layout->sec_len < SPAN_LEN ? SPAN_LEN / layout->sec_len : 1;
 	c->ra_secs = READ_AHEAD;
+	c->page_secs = layout->sec_len < 4096 ? 4096 / layout->sec_len : 1;
 	c->span_next = NO_SEC;
 	if (layout->read_len) {
 		uint32_t n = layout->read_len / layout->sec_len;
@@ -420,6 +423,21 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 		c->span_cur = len;
 	}
 	first = sec == c->span_next && c->span_min ? sec : sec - sec % len;
+	if (sec - c->want_lo < c->want_n) {
+		/* Sectors a caller said it will walk: one read of the pages
+		 * (or small spans) that hold them, a span's length at most. */
+		uint32_t unit = c->span_min ? c->span_min : c->page_secs;
+
+		first = c->want_lo - c->want_lo % unit;
+		len = c->want_lo + c->want_n - first;
+		len = (len + unit - 1) / unit * unit;
+		len = len < c->span_secs ? len : c->span_secs;
+		if (sec - first >= len)
+			first = sec - sec % unit;
+		if (c->span_min)
+			c->span_cur = len;
+		c->want_n = 0;
+	}
 	if (first == c->bad_span)
 		return NO_SLOT;
 	if (!c->span_mem &&
@@ -447,6 +465,14 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	s->first = first;
 	c->span_next = first + s->nsecs;
 	return old;
+}
+
+void fk_cache_want_span(struct fk_cache *c, uint32_t first, uint32_t nsecs)
+{
+	c->want_lo = first;
+	c->want_n = first < c->lay.fat_secs && nsecs <= c->lay.fat_secs - first
+			    ? nsecs
+			    : 0;
 }
 
 int fk_cache_get_span(struct fk_cache *c, uint32_t sec,

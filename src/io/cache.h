@@ -90,6 +90,17 @@ int fk_cache_get_span(struct fk_cache *cache, uint32_t sec,
 		      uint32_t *nsecs);
 
 /*
+ * The next span read for a sector in @first .. @first + @nsecs - 1 covers
+ * the pages (with layout.read_len: the small spans) that hold those
+ * sectors, in one read of at most a span: for a caller that knows which
+ * links it is about to walk (exFAT's bitmap, up-case table and root side
+ * by side), where a writer's spans would start small and double, and a
+ * reader's would be 64 KiB of FAT for a few links.  Reads of other
+ * sectors are as before.
+ */
+void fk_cache_want_span(struct fk_cache *cache, uint32_t first, uint32_t nsecs);
+
+/*
  * fk_cache_get_dirty() for a caller that overwrites all of sector @sec:
  * on a miss the sector is not read, and *@data holds garbage until the
  * caller has filled it.  Returns 0, FK_ECORRUPT or -errno.

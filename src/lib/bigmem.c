@@ -48,6 +48,22 @@ void *fk_bigmem_alloc(size_t n, size_t size)
 	return p;
 }
 
+void *fk_bigmem_alloc_sparse(size_t n, size_t size)
+{
+	size_t map_len;
+	void *p;
+
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (!(map_len = mapped_len(n * size)))
+		return calloc(n, size);
+	/* No huge pages and no calloc() memset: a page is mapped when it is
+	 * first touched (a read maps the shared zero page). */
+	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 void fk_bigmem_free(void *p, size_t n, size_t size)
 {
 	size_t map_len = mapped_len(n * size);

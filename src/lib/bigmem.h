@@ -34,7 +34,16 @@
  * and the same @n and @size.
  */
 void *fk_bigmem_alloc(size_t n, size_t size);
-/* Free what fk_bigmem_alloc(@n, @size) returned; NULL is ignored. */
+/*
+ * The same for an array most of whose pages a run never writes (the
+ * checker's ownership map of an emptyish volume): ordinary pages, each
+ * mapped when first touched, where calloc() would clear them all (64 KiB
+ * to 128 KiB come from the heap, which it clears page by page).  Freed
+ * with fk_bigmem_free().
+ */
+void *fk_bigmem_alloc_sparse(size_t n, size_t size);
+/* Free what fk_bigmem_alloc(@n, @size) or fk_bigmem_alloc_sparse()
+ * returned; NULL is ignored. */
 void fk_bigmem_free(void *p, size_t n, size_t size);
 
 #endif

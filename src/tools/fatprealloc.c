@@ -617,10 +617,12 @@ static int run_main(int argc, char **argv)
 	o.progress = -1;
 	vo.batch_len = 4u << 20;
 	/* The exFAT writer walks the chains of the bitmap, the up-case
-	 * table and the directories on its paths: 16 KiB at a time (the
-	 * entries of 4096 clusters, where formatters put those three), more
-	 * while a walk goes on, not 64 KiB spans of FAT. */
-	vo.exfat_fat_read_len = 16384;
+	 * table and the directories on its paths: a page at a time (the
+	 * links of 1024 clusters), more while a walk goes on, not 64 KiB
+	 * spans of FAT; the first three are read together, as far as they
+	 * reach (fk_cache_want_span()). */
+	vo.exfat_fat_read_len = 4096;
+	vo.is_exfat_main_only = 1; /* the backup boot region is not its */
 	if ((err = parse_args(argc, argv, &o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))

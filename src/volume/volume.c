@@ -383,7 +383,7 @@ static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
 	if (fk_exfat_detect(first) || opts->is_exfat_backup) {
 		vol->fam = &fk_exfat_family;
 		return fk_exfat_read_boot(vol, first, opts->is_exfat_backup,
-					  diag);
+					  opts->is_exfat_main_only, diag);
 	}
 	vol->fam = &fk_fat_family;
 	/* A truncated dump: judge the boot sector as if it were whole. */

@@ -70,6 +70,12 @@ struct fk_volume_opts {
 	int is_exfat_backup; /* exFAT: take the geometry from the backup boot
 				region, whatever the main one holds (for a
 				checker that restores the main region) */
+	/* exFAT: read the main boot region alone, not the backup with it,
+	 * for a writer: it changes only the main VolumeFlags and
+	 * PercentInUse, which the backup does not follow (spec 3.1.13), and
+	 * judges only the main checksum; a lister warns about a backup that
+	 * differs, a checker judges it. */
+	int is_exfat_main_only;
 	/* A reader that lists what a truncated image (shorter than its
 	 * volume) holds: open it, with vol->present_len set, instead of
 	 * refusing.  Writers never set it. */
@@ -96,8 +102,8 @@ struct fk_volume {
 
 /*
  * Open the device, read and check the boot sector, set up the FAT cache
- * (on exFAT also: the boot region's checksum and backup judged into
- * vol->exfat->boot, the root's special entries and up-case table loaded).
+ * (on exFAT also: the boot region's checksum, and the backup unless
+ * opts->is_exfat_main_only, judged into vol->exfat->boot, the root's special entries and up-case table loaded).
  * Every defect gets its own reason in @diag and FK_ECORRUPT.  *@out is the
  * caller's; fk_volume_close() frees it (without flushing).  Reads only.
  */
