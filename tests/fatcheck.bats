@@ -1621,12 +1621,15 @@ assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 ent
 
 @test "fatcheck -r: a crash after any write, then another -r, leaves fsck.fat clean and other files intact" {
 	local n
+	# The same damage for every write number: made once, then copied.
+	use 32
+	damage cross "$BIG" "$SMALL"
+	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
+	"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+	"$FK_PYTHON" "$CORRUPT" img dot /EMPTYDIR >/dev/null
+	cp img damaged.img
 	for n in $(seq 1 40); do
-		use 32
-		damage cross "$BIG" "$SMALL"
-		"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
-		"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
-		"$FK_PYTHON" "$CORRUPT" img dot /EMPTYDIR >/dev/null
+		cp damaged.img img
 		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
 		# 99: the crash (a -DFK_FAULT_INJECTION build); else it finished
 		[[ $status -eq 99 || $status -eq 1 ]]
@@ -1641,15 +1644,23 @@ assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 ent
 
 # damage_for_salvage TYPE: ./img of TYPE with entries hidden past an end
 # marker (in /DATA and in the root) and a lost chain; base.img is the
-# undamaged copy.
+# undamaged copy.  Made once per test and TYPE, then copied (with what
+# DAMAGED named): the loops call it at every write number.
 damage_for_salvage()
 {
+	if [[ -f salvage$1.img ]]; then
+		use "$1" && cp img base.img && cp "salvage$1.img" img || return 1
+		DAMAGED=("${SALVAGE_DAMAGED[@]}")
+		return
+	fi
 	use "$1"
 	cp img base.img
 	damage after-end "$SMALL"
 	"$FK_PYTHON" "$CORRUPT" img after-end /README.TXT >/dev/null
 	DAMAGED+=(/README.TXT)
 	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
+	cp img "salvage$1.img"
+	SALVAGE_DAMAGED=("${DAMAGED[@]}")
 }
 
 @test "fatcheck -r --salvage: a crash after any write, then another run, converges: fsck.fat clean, data saved, nothing else touched" {
