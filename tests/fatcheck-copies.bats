@@ -18,19 +18,10 @@ setup_file()
 	cd "$BATS_FILE_TMPDIR" || return 1
 	gen_bytes 300000 a.jpg >a.jpg && gen_bytes 300000 c.mov >c.mov &&
 		printf 'a note\n' >b.txt || return 1
-	local t size
+	local t
 	for t in 12 16 32; do
-		case $t in
-		12) size=1M ;;
-		16) size=4M ;;
-		32) size=40M ;;
-		esac
-		mkimg "fat$t" "$size" "base$t.img" -s 1 &&
-			mmd -i "base$t.img" ::/DCIM &&
-			mcopy -i "base$t.img" b.txt ::/DCIM/B.TXT &&
-			mcopy -i "base$t.img" a.jpg "::$FILE" &&
-			mcopy -i "base$t.img" c.mov ::/DCIM/C.MOV &&
-			mcopy -i "base$t.img" b.txt ::/NOTES.TXT || return 1
+		mkimg_dcim $t "base$t.img" b.txt ::/DCIM/B.TXT a.jpg "::$FILE" \
+			c.mov ::/DCIM/C.MOV b.txt ::/NOTES.TXT || return 1
 	done
 }
 

@@ -913,13 +913,26 @@ after_label()
 	label_is LOWLAB
 }
 
+# damaged 12|16|32 all|label: ./img (and img.sums) as `use T; SET_damage`
+# leaves them, damaged once per test and copied after: the damage is the
+# same every time, and a dozen corrupt.py runs per write number cost more
+# than the run under test.
+damaged()
+{
+	if [[ -f damaged$1-$2.img ]]; then
+		cp "damaged$1-$2.img" img &&
+			cp "$BATS_FILE_TMPDIR/base$1.img.sums" img.sums
+	else
+		use "$1" && "$2_damage" && cp img "damaged$1-$2.img"
+	fi
+}
+
 @test "fatcheck -r: a crash after any write of these repairs, then another -r, loses no name and no data" {
 	local t n crashed set
 	for t in 12 16 32; do
 		for set in all label; do
 			for n in $(seq 1 40); do
-				use $t
-				"${set}_damage"
+				damaged $t $set
 				run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
 				# 99: the crash (a -DFK_FAULT_INJECTION build);
 				# else done
@@ -939,8 +952,7 @@ after_label()
 	for t in 12 16 32; do
 		for set in all label; do
 			for n in 1 2 3 5 8 13; do
-				use $t
-				"${set}_damage"
+				damaged $t $set
 				run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
 				[ "$status" -eq 1 ] && break # no fault injection, or done
 				[ "$status" -eq 12 ]

@@ -1621,12 +1621,15 @@ assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 ent
 
 @test "fatcheck -r: a crash after any write, then another -r, leaves fsck.fat clean and other files intact" {
 	local n
+	# The same damage for every write number: made once, then copied.
+	use 32
+	damage cross "$BIG" "$SMALL"
+	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
+	"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
+	"$FK_PYTHON" "$CORRUPT" img dot /EMPTYDIR >/dev/null
+	cp img damaged.img
 	for n in $(seq 1 40); do
-		use 32
-		damage cross "$BIG" "$SMALL"
-		"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
-		"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
-		"$FK_PYTHON" "$CORRUPT" img dot /EMPTYDIR >/dev/null
+		cp damaged.img img
 		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
 		# 99: the crash (a -DFK_FAULT_INJECTION build); else it finished
 		[[ $status -eq 99 || $status -eq 1 ]]
@@ -1641,15 +1644,23 @@ assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 ent
 
 # damage_for_salvage TYPE: ./img of TYPE with entries hidden past an end
 # marker (in /DATA and in the root) and a lost chain; base.img is the
-# undamaged copy.
+# undamaged copy.  Made once per test and TYPE, then copied (with what
+# DAMAGED named): the loops call it at every write number.
 damage_for_salvage()
 {
+	if [[ -f salvage$1.img ]]; then
+		use "$1" && cp img base.img && cp "salvage$1.img" img || return 1
+		DAMAGED=("${SALVAGE_DAMAGED[@]}")
+		return
+	fi
 	use "$1"
 	cp img base.img
 	damage after-end "$SMALL"
 	"$FK_PYTHON" "$CORRUPT" img after-end /README.TXT >/dev/null
 	DAMAGED+=(/README.TXT)
 	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
+	cp img "salvage$1.img"
+	SALVAGE_DAMAGED=("${DAMAGED[@]}")
 }
 
 @test "fatcheck -r --salvage: a crash after any write, then another run, converges: fsck.fat clean, data saved, nothing else touched" {
@@ -1734,12 +1745,16 @@ damage_for_signals()
 }
 
 @test "fatcheck -r: a signal at any repair write lets the repairs finish, exit 128 + N, and says so" {
-	local n sig again
+	local n sig again ref_sha
 	local -a sigs=(2 15 1)
+	# The damage and the uninterrupted repair are the same for every
+	# run: made and hashed once, each run starts from a copy.
+	damage_for_signals
+	ref_sha=$(img_sha ref.img)
 	for again in "" 1; do
 		for ((n = 1; n <= 40; n++)); do
 			sig=${sigs[n % 3]}
-			damage_for_signals
+			cp base.img img
 			run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n \
 				FK_SIGNAL=$sig ${again:+FK_SIGNAL_AGAIN=1} fatcheck -r img
 			if [ "$status" -eq 1 ]; then
@@ -1750,7 +1765,7 @@ damage_for_signals()
 			echo "# signal $sig before write $n${again:+, and again}"
 			signal_repair_ok "$sig" "$again"
 			# All of it done: what an uninterrupted run leaves.
-			[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+			[ "$(img_sha img)" = "$ref_sha" ]
 			fsck_clean img
 			sums_intact
 		done
@@ -1761,9 +1776,11 @@ damage_for_signals()
 @test "fatcheck -r: a real SIGINT (strace-injected) while checking changes nothing, exit 130" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
-	local k reads early=0 late=0
+	local k reads early=0 late=0 base_sha ref_sha
 	damage_for_signals
 	cp base.img t.img
+	# base.img and ref.img do not change: hashed once, not per read
+	base_sha=$(img_sha base.img) && ref_sha=$(img_sha ref.img)
 	strace -f -qq -o r.log -e trace=pread64,preadv fatcheck -r t.img >/dev/null || true
 	reads=$(grep -cE 'pread(64|v)\(' r.log)
 	for ((k = 1; k <= reads; k++)); do
@@ -1775,12 +1792,12 @@ damage_for_signals()
 		[ "$status" -eq 130 ]
 		case $stderr in
 		"") # before the handlers: the default action, nothing written
-			[ "$(img_sha img)" = "$(img_sha base.img)" ] ;;
+			[ "$(img_sha img)" = "$base_sha" ] ;;
 		"fatcheck: img: interrupted; nothing was changed")
-			[ "$(img_sha img)" = "$(img_sha base.img)" ]
+			[ "$(img_sha img)" = "$base_sha" ]
 			early=$((early + 1)) ;;
 		"fatcheck: img: interrupted after the first repair write; the repairs were completed")
-			[ "$(img_sha img)" = "$(img_sha ref.img)" ]
+			[ "$(img_sha img)" = "$ref_sha" ]
 			late=$((late + 1)) ;;
 		*) false ;;
 		esac
