@@ -1267,10 +1267,11 @@ static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
  *   entries ("." and ".." over its first 64 bytes, its "names" changed,
  *   its size set to 0), as fsck.fat does.  A volume bit set with the
  *   directory bit goes too: the entry would be a label then.
- * - A volume label in a subdirectory, where no label belongs (fsck.fat
- *   counts it as a bad entry), that owns clusters: fsck.fat checks its
- *   chain as a file's already.  Deleting it would lose the clusters.  One
- *   that owns none is deleted (walk_entry()).
+ * - A volume label in a subdirectory, where no label belongs, that owns
+ *   clusters: fsck.fat checks its chain as a file's already, and says
+ *   nothing of it unless its name is not valid and most entries of the
+ *   directory are bad ones, so it is a warning.  Deleting it would lose
+ *   the clusters.  One that owns none is deleted (walk_entry()).
  */
 static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent)
 {
@@ -1287,7 +1288,7 @@ static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent)
 	if ((r = owns_clusters(ck, ent)) <= 0)
 		return r;
 	if (is_sub_label) {
-		idx = ck_report(ck, FK_SEV_ERROR, "label", ent_path(d),
+		idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ent_path(d),
 				"a volume label entry in a subdirectory (only "
 				"the root directory holds the label) that owns "
 				"clusters");
@@ -1317,7 +1318,7 @@ static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent)
 static int drop_label(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent)
 {
-	size_t idx = ck_report(ck, FK_SEV_ERROR, "label", ent_path(d),
+	size_t idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ent_path(d),
 			       "a volume label entry in a subdirectory (only "
 			       "the root directory holds the label)");
 
