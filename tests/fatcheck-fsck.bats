@@ -2,7 +2,8 @@
 # fatcheck-fsck.bats: verdicts where a differential run found fatcheck and
 # fsck.fat 4.2 (or mtools) apart: an entry flagged as having no 8.3 name,
 # embedded spaces in short names, the extended boot signature, a jump byte
-# of 0x00, volume labels in subdirectories.  Each image is damaged by hand
+# of 0x00, volume labels in subdirectories, attribute bytes that say
+# directory over a file's data.  Each image is damaged by hand
 # (dd, fatpoke.py, corrupt.py) and judged by fsck.fat -n and mtools.
 
 load helpers/common
@@ -175,4 +176,98 @@ byte_at()
 	head -c 1048576 /dev/zero >zero.img
 	run -8 --separate-stderr fatcheck zero.img
 	[ "$stderr" = "fatcheck: zero.img: not a FAT boot sector (jump byte 0x00; bytes per sector 0 is not 512, 1024, 2048 or 4096)" ]
+}
+
+# fsck_silent IMG: fsck.fat -n exits 0 and says nothing but its version
+# and summary lines ("Has a large number of bad entries" exits 0).
+fsck_silent()
+{
+	run -0 fsck.fat -n "$1"
+	[ "${#lines[@]}" -eq 2 ] || {
+		echo "fsck.fat -n $1 complains:" >&2
+		echo "$output" >&2
+		return 1
+	}
+}
+
+@test "fatcheck -r: a file whose attribute byte says directory stays the file of its data; fsck.fat would rewrite the data as entries" {
+	local t sha a
+	gen_bytes 4096 attr >R.BIN
+	printf 'fatkit test volume\n' >T.TXT
+	for t in 12 16 32; do
+		for a in '\x10' '\x1e' '\xff'; do
+			mkimg fat$t $((t == 32 ? 40 : 4))M img
+			mmd -i img ::D
+			mcopy -i img R.BIN ::D/
+			mcopy -i img T.TXT ::
+			poke img $(($(slot_of img 'R       BIN') + 11)) "$a"
+			poke img $(($(slot_of img 'T       TXT') + 11)) "$a"
+			run fsck.fat -n img
+			assert_output --regexp "Has a large number of bad entries|Expected a valid '.' entry|volume label"
+			run -4 --separate-stderr fatcheck img
+			assert_line "error: /D/R.BIN: attribute byte 0x${a#??} says directory, but it has a size (4096 bytes), as only files have, and its first cluster does not begin with '.' and '..': a file's data"
+			run -1 --separate-stderr fatcheck -r img
+			assert_line --partial "/T.TXT: attribute byte 0x${a#??} says directory, but it has a size (19 bytes), as only files have, and its first cluster does not begin with '.' and '..': a file's data (repair: directory bit cleared: a file again)"
+			fsck_silent img
+			run -0 --separate-stderr fatcheck img
+			sha=$(img_sha img)
+			run -0 --separate-stderr fatcheck -r img
+			[ "$(img_sha img)" = "$sha" ]
+			cmp R.BIN <(mtype -i img ::D/R.BIN)
+			cmp T.TXT <(mtype -i img ::T.TXT)
+			[[ $(mdir -a -i img ::D/R.BIN) == *"R        BIN      4096 "* ]]
+		done
+	done
+}
+
+@test "fatcheck -r: a volume label entry in a subdirectory (a warning) is deleted when it owns no cluster, else it becomes the file of them" {
+	mkimg fat12 4M img
+	mmd -i img ::D
+	: >E.TXT
+	printf 'data\n' >F.TXT
+	printf 'keep\n' >K.TXT
+	mcopy -i img E.TXT F.TXT K.TXT ::D/
+	e=$(slot_of img 'E       TXT')
+	f=$(slot_of img 'F       TXT')
+	poke img $((e + 11)) '\x08'
+	poke img $((f + 11)) '\x08'
+	# fsck.fat says nothing of labels with valid names: warnings.
+	fsck_silent img
+	run -0 --separate-stderr fatcheck img
+	assert_line "warning: /D/E.TXT: a volume label entry in a subdirectory (only the root directory holds the label)"
+	assert_line "warning: /D/F.TXT: a volume label entry in a subdirectory (only the root directory holds the label) that owns clusters"
+	# mdir lists no F.TXT while it is a label.
+	run -1 grep '^F  *TXT' <<<"$(mdir -a -i img ::D)"
+	run -1 --separate-stderr fatcheck -r img
+	assert_line "warning: /D/E.TXT: a volume label entry in a subdirectory (only the root directory holds the label) (repair: entry deleted)"
+	assert_line "warning: /D/F.TXT: a volume label entry in a subdirectory (only the root directory holds the label) that owns clusters (repair: volume bit cleared: a file of them)"
+	[ "$(byte_at img "$e")" = e5 ]
+	[ "$(byte_at img $((f + 11)))" = 00 ]
+	fsck_silent img
+	run -0 --separate-stderr fatcheck img
+	[ "$(mtype -i img ::D/F.TXT)" = data ]
+	[ "$(mtype -i img ::D/K.TXT)" = keep ]
+}
+
+@test "fatcheck -r: a subdirectory of garbage entries, volume labels among them (past its end marker too), ends clean to fsck.fat" {
+	local t seed sha
+	for t in 12 16 32; do
+		mkimg fat$t $((t == 32 ? 40 : 4))M base.img
+		mmd -i base.img ::D
+		for f in a b c; do printf '%s\n' $f >$f.txt; mcopy -i base.img $f.txt ::D/; done
+		printf 'keep\n' >K.TXT
+		mcopy -i base.img K.TXT ::
+		for seed in 7 11 19; do
+			cp base.img img
+			"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img dir-garbage /D "seed$seed" >/dev/null
+			run -1 --separate-stderr fatcheck -r img
+			assert_line --partial "a volume label entry in a subdirectory"
+			run -0 --separate-stderr fatcheck img
+			fsck_silent img
+			sha=$(img_sha img)
+			run -0 --separate-stderr fatcheck -r img
+			[ "$(img_sha img)" = "$sha" ]
+			[ "$(mtype -i img ::K.TXT)" = keep ]
+		done
+	done
 }

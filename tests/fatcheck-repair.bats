@@ -866,9 +866,21 @@ PY
 	done
 }
 
+# set_attr NAME11 BYTE: the attribute byte of the short slot NAME11.
+set_attr()
+{
+	local off
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img "$1") &&
+		printf "$2" | dd of=img bs=1 seek=$((off + 11)) conv=notrunc status=none
+}
+
 # Every damage this file repairs, in one image.
 all_damage()
 {
+	# Attribute bytes that say what the data is not: a directory over a
+	# file's data, a volume label in a subdirectory (both stay files).
+	set_attr 'LOWER   TXT' '\x10'
+	set_attr 'LEAF    TXT' '\x08'
 	damage bad-char "$LONG"
 	damage bad-char /README.TXT
 	damage dup /DATA/rand-512.bin /DATA/rand-4096.bin

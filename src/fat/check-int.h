@@ -73,7 +73,7 @@ struct fat_fix {
 };
 
 enum ent_op {
-	EF_SET,	    /* new first cluster and/or size */
+	EF_SET,	    /* new first cluster, size and/or attribute byte */
 	EF_DELETE,  /* mark slots [slot, slot + nslots) deleted */
 	EF_CREATE,  /* write @slot_data into a free slot ("." or "..") */
 	EF_NAME,    /* slots [slot, slot + nslots): long-name slots, then the
@@ -95,8 +95,9 @@ struct ent_fix {
 	uint32_t dir_clus; /* directory holding the slots (0: fixed root) */
 	uint32_t slot;	   /* the short slot; the first (DELETE, UNEND) */
 	uint32_t nslots;   /* DELETE, UNEND: slots from @slot */
-	int set_first, set_size;
+	int set_first, set_size, set_attr;
 	uint32_t first_clus, size;
+	uint8_t attr; /* SET: the attribute byte, with @set_attr */
 	unsigned char slot_data[FK_DIRENT_LEN]; /* CREATE, REBUILD */
 	unsigned char old[FK_DIRENT_LEN];	/* REBUILD */
 	int set_name;				/* NAME */

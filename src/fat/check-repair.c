@@ -360,6 +360,8 @@ static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
 			ent.first_clus = f->first_clus;
 		if (f->set_size)
 			ent.size = f->size;
+		if (f->set_attr)
+			ent.attr = f->attr;
 		fk_slot_pack(ck->vol, &ent, e);
 		return fk_dir_write_slot(ck->vol, f->dir_clus, f->slot, e);
 	case EF_CREATE:

@@ -1207,6 +1207,125 @@ static void note_move(struct fk_check *ck, struct dirctx *d,
 				 : "'.' belongs");
 }
 
+/* ---- entries whose attribute byte says what they are not ------------------ */
+
+/* Do @ent's clusters begin a chain in the FAT (1), or has it none? */
+static int owns_clusters(struct fk_check *ck, const struct fk_dirent *ent)
+{
+	enum fk_ent_class cls;
+	uint32_t val;
+	int err;
+
+	if (!fk_clus_valid(ck->g, ent->first_clus))
+		return 0;
+	if ((err = fk_fat_get(ck->vol, ent->first_clus, &val)))
+		return err;
+	cls = fk_fat_class(ck->g, val);
+	return cls == FK_ENT_NEXT || cls == FK_ENT_EOC;
+}
+
+/*
+ * Does the cluster @first, which an entry of @d says is a directory, begin
+ * as one: "." or ".." in its first two slots, or what one damaged byte
+ * leaves of them (a directory entry naming the cluster or the parent)?
+ * A file's bytes start with a dot as often as with any other byte, so a
+ * leading dot is not enough, as it is for check_dot().  One that cannot
+ * be read is left to the walk (1).
+ */
+static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
+			 uint32_t first)
+{
+	unsigned char e[FK_DIRENT_LEN];
+	struct fk_dirent s;
+	uint32_t slot;
+	int err;
+
+	for (slot = 0; slot < 2; slot++) {
+		if ((err = fk_dir_read_slot(ck->vol, first, slot, e)))
+			return err == FK_ECORRUPT ? 1 : err;
+		memset(&s, 0, sizeof(s));
+		fk_slot_unpack(ck->vol, e, &s);
+		if (fk_slot_dot(s.raw))
+			return 1;
+		if ((s.attr & FK_ATTR_DIR) && !is_label(&s) &&
+		    s.first_clus ==
+			    (slot ? (d->is_root ? 0 : d->first) : first))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * An entry whose attribute byte says what its clusters are not; fsck.fat
+ * goes by the byte alone.  Such an entry becomes the file its clusters
+ * hold (@ent's attribute byte is changed here, so the walk checks it as
+ * one, and the repair writes it), which keeps every byte of them:
+ *
+ * - A directory with a size (directories have 0) whose first cluster
+ *   does not begin with "." and "..": a file's data under a damaged
+ *   attribute byte.  Read as a directory, its data would be rewritten as
+ *   entries ("." and ".." over its first 64 bytes, its "names" changed,
+ *   its size set to 0), as fsck.fat does.  A volume bit set with the
+ *   directory bit goes too: the entry would be a label then.
+ * - A volume label in a subdirectory, where no label belongs, that owns
+ *   clusters: fsck.fat checks its chain as a file's already, and says
+ *   nothing of it unless its name is not valid and most entries of the
+ *   directory are bad ones, so it is a warning.  Deleting it would lose
+ *   the clusters.  One that owns none is deleted (walk_entry()).
+ */
+static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent)
+{
+	int is_sub_label = is_label(ent) && !d->is_root;
+	int is_sized_dir =
+		(ent->attr & FK_ATTR_DIR) && !is_label(ent) && ent->size;
+	struct ent_fix fix;
+	size_t idx;
+	int r;
+
+	if ((!is_sub_label && !is_sized_dir) || fk_dirent_is_dot(ent) ||
+	    is_damaged_dot(d, ent))
+		return 0;
+	if ((r = owns_clusters(ck, ent)) <= 0)
+		return r;
+	if (is_sub_label) {
+		idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ent_path(d),
+				"a volume label entry in a subdirectory (only "
+				"the root directory holds the label) that owns "
+				"clusters");
+		ck_set_fix(ck, idx, "volume bit cleared: a file of them");
+	} else {
+		if ((r = begins_as_dir(ck, d, ent->first_clus)))
+			return r < 0 ? r : 0;
+		idx = ck_report(
+			ck, FK_SEV_ERROR, "not-dir", ent_path(d),
+			"attribute byte 0x%02x says directory, but it "
+			"has a size (%u bytes), as only files have, and "
+			"its first cluster does not begin with '.' and "
+			"'..': a file's data",
+			ent->attr, (uint32_t)ent->size);
+		ck_set_fix(ck, idx, "directory bit cleared: a file again");
+	}
+	ent->attr &= (uint8_t) ~(FK_ATTR_DIR | FK_ATTR_VOLUME);
+	entry_set(&fix, d, ent);
+	fix.set_attr = 1;
+	fix.attr = ent->attr;
+	return ck_plan_entry(ck, &fix);
+}
+
+/* A volume label in a subdirectory that owns no clusters (retype() made
+ * the others files): deleted, as nothing is lost with it.  One past the
+ * end marker is deleted by walk_hidden(), not made visible. */
+static int drop_label(struct fk_check *ck, struct dirctx *d,
+		      const struct fk_dirent *ent)
+{
+	size_t idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ent_path(d),
+			       "a volume label entry in a subdirectory (only "
+			       "the root directory holds the label)");
+
+	ck_set_fix(ck, idx, "entry deleted");
+	return plan_delete(ck, d, ent);
+}
+
 static int walk_entry(struct fk_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent,
 		      const struct fk_dir_stats *st, struct fk_diag *diag)
@@ -1232,6 +1351,10 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 			memcpy(l.raw, ent->raw, 11);
 			if ((err = PUSH(ck->root_labels, l)))
 				return err;
+		} else if (!st->after_end) {
+			return drop_label(ck, d, ent);
+		} else {
+			return defer_hidden(ck, d, hidden); /* deleted there */
 		}
 		/* fsck.fat checks any chain a label claims: as a file. */
 		if (!ent->first_clus && !ent->size)
@@ -1274,6 +1397,7 @@ static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
 {
 	struct fk_dirent *ent = &h->ent;
 	int is_dir = (ent->attr & FK_ATTR_DIR) && !is_label(ent);
+	int is_sub_label = is_label(ent) && !h->is_root;
 	uint32_t clus_len = ck->g->clus_len, need;
 	const char *why = NULL;
 	struct dirctx d;
@@ -1295,9 +1419,15 @@ static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
 	d.is_pushed = 1; /* the path is the entry's; popped to the root's */
 	d.path_old = 0;
 	d.sum_find = NONE;
-	/* A label is the volume's (ck_check_label() has it): kept, and
-	 * its chain, if any, claimed as a file's, after every visible one. */
-	if (ent->first_clus && !is_label(ent)) {
+	/* A root label is the volume's (ck_check_label() has it): kept,
+	 * and its chain, if any, claimed as a file's, after every visible
+	 * one.  One in a subdirectory that owned clusters is a file now
+	 * (retype()); the others go. */
+	if (is_sub_label) {
+		ok = 0;
+		why = "a volume label in a subdirectory, where no label "
+		      "belongs, that owns no clusters";
+	} else if (ent->first_clus && !is_label(ent)) {
 		need = is_dir	   ? UINT32_MAX
 		       : ent->size ? (uint32_t)((ent->size - 1) / clus_len + 1)
 				   : 1;
@@ -1726,6 +1856,8 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		d->damaged_n = 0;
 		d->sum_find = NONE;
 
+		if ((err = retype(ck, d, ent)))
+			goto out;
 		if (!fk_dirent_is_dot(ent) && !is_label(ent) &&
 		    (err = note_names(d, ent)))
 			goto out;
