@@ -188,6 +188,8 @@ struct fk_exfat_check {
 	LIST(struct tail, tails);
 	uint8_t *own;	  /* one bit per data cluster: bit (clus - 2) % 8 of
 			 byte (clus - 2) / 8, the bitmap's own layout */
+	size_t own_words; /* its size in 8-byte words (the volume may be closed
+			     before the check is freed) */
 	uint32_t own_end; /* bytes of @own from here on are all zero (pages
 			     never touched, not read either) */
 	uint32_t nowned;
@@ -3009,7 +3011,8 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	x->o = *opts;
 	/* Whole words, for the bitmap passes; pages are touched only where
 	   clusters are owned, and read up to own_end only. */
-	x->own = fk_bigmem_alloc_sparse(((size_t)vol->g.nclus + 63) / 64, 8);
+	x->own_words = ((size_t)vol->g.nclus + 63) / 64;
+	x->own = fk_bigmem_alloc_sparse(x->own_words, 8);
 	x->percent_want = 0xFF; /* "not known", while no bitmap says */
 	x->own_parent = NO_REC;
 	x->own_name = NO_REC;
@@ -3017,7 +3020,7 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	x->path = calloc(1, 64);
 	x->path_cap = 64;
 	if (!x->own || !x->path) {
-		fk_bigmem_free(x->own, ((size_t)vol->g.nclus + 63) / 64, 8);
+		fk_bigmem_free(x->own, x->own_words, 8);
 		free(x->path);
 		free(x);
 		return -ENOMEM;
@@ -3058,7 +3061,7 @@ static void free_state(void *state)
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
 	free(x->nfc_tails.v);
-	fk_bigmem_free(x->own, ((size_t)x->g->nclus + 63) / 64, 8);
+	fk_bigmem_free(x->own, x->own_words, 8);
 	free(x->path);
 	free(x->keep_path);
 	free(x->sec0);
