@@ -1130,87 +1130,83 @@ static int is_name_short(const struct fk_exfat_set *s)
 	return s->raw[1][SE_NAME_LEN] > name_room(s);
 }
 
-/* Judge one file or directory set; claim its stream; recurse. */
-static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		      struct fk_exfat_set *s, struct fk_diag *diag)
+/*
+ * A file or directory set being judged (check_file()): what the parts of
+ * the judgement share, in the order they fill it.
+ */
+struct file_check {
+	struct fk_exfat_set *s;
+	int is_dir;
+	const char *what;	   /* "directory: " or "" */
+	struct fk_exfat_stream st; /* the stream as the repair leaves it */
+	struct claim c;		   /* its claim: nclus 0 and CUT_NONE until
+				      claim() fills it */
+	uint64_t need;		   /* clusters its DataLength needs */
+	uint64_t new_len;	   /* its DataLength after the repair */
+	uint64_t big_len; /* a directory run's length cut to whole clusters;
+			     0: none */
+	int is_changed, is_gone, is_late, is_tail;
+};
+
+/* A set damaged past mending (@dead of its defects): removed. */
+static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
+			  uint32_t dead)
 {
-	const struct fk_geom *g = x->g;
-	int is_dir = (s->attr & FK_ATTR_DIR) != 0;
-	int is_changed = 0, is_gone = 0, is_late = 0, is_tail = 0, err = 0;
-	const char *what = is_dir ? "directory: " : "";
-	struct fk_exfat_stream st;
-	struct claim c;
-	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
-	uint64_t need, new_len, key, big_len = 0, head = 0;
-	uint32_t nlen;
-	size_t old, idx;
-	uint32_t dead;
+	struct fk_exfat_set *s = f->s;
+	size_t idx;
 
-	c.nclus = 0; /* all of c read before a claim() fills it */
-	c.why = CUT_NONE;
-	dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
-	if (!is_name_short(s))
-		dead |= FK_EXS_NAME_ENTRY;
+	idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+			"damaged entry set: %s",
+			fk_exfat_set_reason(s->defects & dead));
+	ck_set_fix(x->ck, idx, "entry set removed");
+	f->is_gone = 1;
+	/* A set whose stream is in place is understood: its clusters
+	 * go with it.  One cut short, or with entries of unknown
+	 * meaning, may own clusters nobody can name any more. */
+	if ((s->defects &
+	     (FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL)) &&
+	    may_hold_clusters(s, 1))
+		return keep_bits(x, "a damaged entry set was removed");
+	return 0;
+}
 
-	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
-		return err;
-	if ((err = own_entry(x, s->name[0] ? s->name : "?"))) {
-		pop_name(x, old);
-		return err;
-	}
-	if (is_dir)
-		x->st->dirs++;
-	else
-		x->st->files++;
-	if ((s->defects & dead) == FK_EXS_CRITICAL && s->first_clus) {
-		err = keep_unknown_set(x, s);
-		pop_name(x, old);
-		return err;
-	}
-	if (s->defects & dead) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
-				"damaged entry set: %s",
-				fk_exfat_set_reason(s->defects & dead));
-		ck_set_fix(x->ck, idx, "entry set removed");
-		is_gone = 1;
-		/* A set whose stream is in place is understood: its clusters
-		 * go with it.  One cut short, or with entries of unknown
-		 * meaning, may own clusters nobody can name any more. */
-		if ((s->defects &
-		     (FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL)) &&
-		    may_hold_clusters(s, 1))
-			err = keep_bits(x, "a damaged entry set was removed");
-		goto out;
-	}
+/* The set's own fields: SetChecksum, the name, NameHash, and whether
+ * AllocationPossible agrees with FirstCluster. */
+static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
+{
+	struct fk_exfat_set *s = f->s;
+	size_t idx;
+	int err;
+
 	if (s->defects & FK_EXS_CHECKSUM) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "set-checksum",
 				cur_path(x),
 				"SetChecksum 0x%04X, computed 0x%04X",
 				s->csum_stored, s->csum_computed);
 		ck_set_fix(x->ck, idx, "checksum rewritten");
-		is_changed = 1;
+		f->is_changed = 1;
 	}
-	if (check_name(x, s, cur_path(x), &is_changed)) {
-		is_gone = 1;
-		goto out;
+	if (check_name(x, s, cur_path(x), &f->is_changed)) {
+		f->is_gone = 1;
+		return 0;
 	}
 	if ((s->defects & FK_EXS_HASH) && x->is_upcase_loaded) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "name-hash", cur_path(x),
 				"NameHash 0x%04X, computed 0x%04X",
 				s->hash_stored, s->hash_computed);
 		ck_set_fix(x->ck, idx, "hash rewritten");
-		is_changed = 1;
+		f->is_changed = 1;
 	}
 	if ((s->defects & FK_EXS_ALLOC) && s->is_alloc_possible) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
 				"%sfirst cluster 0 with a non-zero length "
 				"(%llu bytes)",
-				what, (unsigned long long)s->data_len);
+				f->what, (unsigned long long)s->data_len);
 	} else if (s->defects & FK_EXS_ALLOC) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
 				"%sAllocationPossible and FirstCluster %u "
 				"disagree",
-				what, s->first_clus);
+				f->what, s->first_clus);
 	}
 	if (s->defects & FK_EXS_ALLOC) {
 		if (s->first_clus && s->data_len) {
@@ -1220,159 +1216,211 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 			ck_set_fix(x->ck, idx, "file made empty");
 			/* A directory whose clusters are unknown held files
 			 * whose clusters nothing names any more. */
-			if (is_dir && s->data_len &&
+			if (f->is_dir && s->data_len &&
 			    (err = keep_bits(x, "a directory cannot be read")))
-				goto out;
+				return err;
 			s->first_clus = 0;
 			s->data_len = 0;
 		}
-		is_changed = 1;
+		f->is_changed = 1;
 	}
-	/* The stream: directories must fill whole clusters (spec 6.2). */
-	st.first_clus = s->first_clus;
-	st.data_len = s->data_len;
-	st.is_no_fat_chain = s->is_no_fat_chain;
-	need = fk_exfat_clus_needed(g, s->data_len);
-	if (is_dir && (s->defects & FK_EXS_BIG_DIR)) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", cur_path(x),
-				"directory DataLength %llu is not a whole "
-				"number of clusters up to %u MiB",
-				(unsigned long long)s->data_len,
-				FK_EXFAT_DIR_MAX_LEN >> 20);
-		is_changed = 1;
-		if (st.is_no_fat_chain) {
-			/* A run has no chain to tell its end: it owns the
-			 * whole clusters its length covers (at least its
-			 * first), never the one its stray bytes reach into,
-			 * which may be the next file's. */
-			need = s->data_len / g->clus_len;
-			if (need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)
-				need = FK_EXFAT_DIR_MAX_LEN / g->clus_len;
-			if (!need)
-				need = 1;
-			big_len = need * g->clus_len;
-			st.data_len = big_len;
-			ck_set_fix(x->ck, idx, "DataLength set to %llu",
-				   (unsigned long long)big_len);
-		} else {
-			ck_set_fix(x->ck, idx, "DataLength set from the chain");
-			need = 0; /* take what the chain holds, then fix the
-				     length */
+	return 0;
+}
+
+/* The stream the set names: directories must fill whole clusters (spec
+ * 6.2). */
+static void start_stream(struct fk_exfat_check *x, struct file_check *f)
+{
+	const struct fk_geom *g = x->g;
+	struct fk_exfat_set *s = f->s;
+	size_t idx;
+
+	f->st.first_clus = s->first_clus;
+	f->st.data_len = s->data_len;
+	f->st.is_no_fat_chain = s->is_no_fat_chain;
+	f->need = fk_exfat_clus_needed(g, s->data_len);
+	if (!f->is_dir || !(s->defects & FK_EXS_BIG_DIR))
+		return;
+	idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", cur_path(x),
+			"directory DataLength %llu is not a whole "
+			"number of clusters up to %u MiB",
+			(unsigned long long)s->data_len,
+			FK_EXFAT_DIR_MAX_LEN >> 20);
+	f->is_changed = 1;
+	if (f->st.is_no_fat_chain) {
+		/* A run has no chain to tell its end: it owns the
+		 * whole clusters its length covers (at least its
+		 * first), never the one its stray bytes reach into,
+		 * which may be the next file's. */
+		f->need = s->data_len / g->clus_len;
+		if (f->need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)
+			f->need = FK_EXFAT_DIR_MAX_LEN / g->clus_len;
+		if (!f->need)
+			f->need = 1;
+		f->big_len = f->need * g->clus_len;
+		f->st.data_len = f->big_len;
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)f->big_len);
+	} else {
+		ck_set_fix(x->ck, idx, "DataLength set from the chain");
+		f->need = 0; /* take what the chain holds, then fix the
+				length */
+	}
+}
+
+/* Claim the stream of a set that has one, and judge how far it went. */
+static int claim_stream(struct fk_exfat_check *x, struct file_check *f)
+{
+	const struct fk_geom *g = x->g;
+	struct fk_exfat_set *s = f->s;
+	struct claim *c = &f->c;
+	uint64_t head;
+	size_t idx;
+	int err;
+
+	if (!f->st.first_clus)
+		f->st.first_clus = 1; /* out of range: judged below */
+	head = f->need;
+	if (!f->is_dir && f->st.is_no_fat_chain) {
+		/* the tail past ValidDataLength is claimed late
+		 * (struct late_tail); the first cluster, named by
+		 * FirstCluster, is as sound as any stream's */
+		head = fk_exfat_clus_needed(g, s->valid_len);
+		if (!head)
+			head = 1;
+		if (head >= f->need)
+			head = f->need;
+		else
+			f->st.data_len = head * g->clus_len;
+	}
+	if ((err = claim(x, &f->st, head, FK_EXFAT_DIR_MAX_LEN / g->clus_len,
+			 c)) ||
+	    (err = judge_claim(x, c, cur_path(x), f->what, &idx)))
+		return err;
+	f->st.data_len = s->data_len;
+	if (head < f->need && c->why == CUT_NONE && c->nclus == head) {
+		f->is_tail = 1;
+	} else if (c->why != CUT_NONE || c->nclus < f->need ||
+		   (f->is_dir && !f->need)) {
+		f->new_len = (uint64_t)c->nclus * g->clus_len;
+		if (f->new_len > s->data_len && f->need)
+			f->new_len = s->data_len;
+		if (!c->nclus && f->is_dir) {
+			ck_set_fix(x->ck, idx, "entry set removed");
+			f->is_gone = 1;
+			return keep_bits(x, "a directory cannot be read");
+		}
+		if (!c->nclus)
+			ck_set_fix(x->ck, idx, "file made empty");
+		else if (f->new_len != s->data_len)
+			ck_set_fix(x->ck, idx, "%sDataLength set to %llu",
+				   is_fat_cut(c) ? "chain ended, " : "",
+				   (unsigned long long)f->new_len);
+		if (f->new_len != s->data_len || !c->nclus)
+			f->is_changed = 1;
+		if (!c->nclus) {
+			f->st.first_clus = 0;
+			f->new_len = 0;
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 		}
 	}
-	new_len = s->data_len;
-	if (!is_dir && st.first_clus && !s->data_len) {
+	return 0;
+}
+
+/* FirstCluster and DataLength against each other; then the stream. */
+static int judge_stream(struct fk_exfat_check *x, struct file_check *f)
+{
+	const struct fk_geom *g = x->g;
+	struct fk_exfat_set *s = f->s;
+	size_t idx;
+
+	f->new_len = s->data_len;
+	if (!f->is_dir && f->st.first_clus && !s->data_len) {
 		/* Nothing to walk a length against: the clusters go. */
 		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain", cur_path(x),
 				"DataLength is 0 but FirstCluster is %u",
-				st.first_clus);
+				f->st.first_clus);
 		ck_set_fix(x->ck, idx, "FirstCluster cleared");
-		st.first_clus = 0;
+		f->st.first_clus = 0;
 		s->raw[1][SE_FLAGS] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
-		is_changed = 1;
-	} else if (!st.first_clus && !s->data_len) {
-		c.nclus = 0;
-		if (is_dir) {
+		f->is_changed = 1;
+	} else if (!f->st.first_clus && !s->data_len) {
+		f->c.nclus = 0;
+		if (f->is_dir) {
 			idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size",
 					cur_path(x),
 					"directory without clusters");
 			ck_set_fix(x->ck, idx, "entry set removed");
-			is_gone = 1;
-			goto out;
+			f->is_gone = 1;
 		}
-	} else if (!is_dir && st.is_no_fat_chain &&
-		   fk_clus_valid(g, st.first_clus) &&
-		   need > (uint64_t)fk_clus_max(g) - st.first_clus + 1) {
-		is_late = 1; /* claimed last: see struct late_set */
+	} else if (!f->is_dir && f->st.is_no_fat_chain &&
+		   fk_clus_valid(g, f->st.first_clus) &&
+		   f->need > (uint64_t)fk_clus_max(g) - f->st.first_clus + 1) {
+		f->is_late = 1; /* claimed last: see struct late_set */
 	} else {
-		if (!st.first_clus)
-			st.first_clus = 1; /* out of range: judged below */
-		head = need;
-		if (!is_dir && st.is_no_fat_chain) {
-			/* the tail past ValidDataLength is claimed late
-			 * (struct late_tail); the first cluster, named by
-			 * FirstCluster, is as sound as any stream's */
-			head = fk_exfat_clus_needed(g, s->valid_len);
-			if (!head)
-				head = 1;
-			if (head >= need)
-				head = need;
-			else
-				st.data_len = head * g->clus_len;
-		}
-		if ((err = claim(x, &st, head,
-				 FK_EXFAT_DIR_MAX_LEN / g->clus_len, &c)) ||
-		    (err = judge_claim(x, &c, cur_path(x), what, &idx)))
-			goto out;
-		st.data_len = s->data_len;
-		if (head < need && c.why == CUT_NONE && c.nclus == head) {
-			is_tail = 1;
-		} else if (c.why != CUT_NONE || c.nclus < need ||
-			   (is_dir && !need)) {
-			new_len = (uint64_t)c.nclus * g->clus_len;
-			if (new_len > s->data_len && need)
-				new_len = s->data_len;
-			if (!c.nclus && is_dir) {
-				ck_set_fix(x->ck, idx, "entry set removed");
-				is_gone = 1;
-				err = keep_bits(x,
-						"a directory cannot be read");
-				goto out;
-			}
-			if (!c.nclus)
-				ck_set_fix(x->ck, idx, "file made empty");
-			else if (new_len != s->data_len)
-				ck_set_fix(
-					x->ck, idx, "%sDataLength set to %llu",
-					is_fat_cut(&c) ? "chain ended, " : "",
-					(unsigned long long)new_len);
-			if (new_len != s->data_len || !c.nclus)
-				is_changed = 1;
-			if (!c.nclus) {
-				st.first_clus = 0;
-				new_len = 0;
-				s->raw[1][SE_FLAGS] &=
-					(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
-			}
-		}
+		return claim_stream(x, f);
 	}
-	if (big_len && c.why == CUT_NONE && c.nclus == need)
-		new_len = big_len;
-	if (is_changed || st.first_clus != s->first_clus ||
-	    new_len != s->data_len) {
-		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
-		put_u64le(&s->raw[1][GEN_LEN], new_len);
-		is_changed = 1;
+	return 0;
+}
+
+/* The lengths and first cluster as the claim found them, in the set; then
+ * the allocations of its other secondaries. */
+static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
+{
+	struct fk_exfat_set *s = f->s;
+	const struct claim *c = &f->c;
+	size_t idx;
+	int err;
+
+	if (f->big_len && c->why == CUT_NONE && c->nclus == f->need)
+		f->new_len = f->big_len;
+	if (f->is_changed || f->st.first_clus != s->first_clus ||
+	    f->new_len != s->data_len) {
+		put_le32(&s->raw[1][GEN_FIRST], f->st.first_clus);
+		put_u64le(&s->raw[1][GEN_LEN], f->new_len);
+		f->is_changed = 1;
 	}
 	/* ValidDataLength: at most DataLength; all of it on a directory. */
-	if ((s->defects & FK_EXS_VDL) || s->valid_len > new_len ||
-	    (is_dir && s->valid_len != new_len)) {
+	if ((s->defects & FK_EXS_VDL) || s->valid_len > f->new_len ||
+	    (f->is_dir && s->valid_len != f->new_len)) {
 		if (s->defects & FK_EXS_VDL) {
 			idx = ck_report(x->ck, FK_SEV_ERROR, "valid-length",
 					cur_path(x),
 					"%sValidDataLength %llu %s DataLength "
 					"%llu",
-					what, (unsigned long long)s->valid_len,
-					is_dir ? "is not" : "exceeds",
+					f->what,
+					(unsigned long long)s->valid_len,
+					f->is_dir ? "is not" : "exceeds",
 					(unsigned long long)s->data_len);
 			ck_set_fix(x->ck, idx, "ValidDataLength set to %llu",
-				   (unsigned long long)new_len);
+				   (unsigned long long)f->new_len);
 		}
-		put_u64le(&s->raw[1][SE_VDL], is_dir || s->valid_len > new_len
-						      ? new_len
-						      : s->valid_len);
-		is_changed = 1;
+		put_u64le(&s->raw[1][SE_VDL],
+			  f->is_dir || s->valid_len > f->new_len
+				  ? f->new_len
+				  : s->valid_len);
+		f->is_changed = 1;
 	}
-	if (is_dir && st.first_clus &&
-	    (c.why == CUT_START || c.why == CUT_LINK || c.why == CUT_CROSS ||
-	     (c.why == CUT_NONE && c.nclus < need)) &&
+	if (f->is_dir && f->st.first_clus &&
+	    (c->why == CUT_START || c->why == CUT_LINK || c->why == CUT_CROSS ||
+	     (c->why == CUT_NONE && c->nclus < f->need)) &&
 	    (err = keep_bits(x, "a directory cannot be read to its end")))
-		goto out;
-	if ((err = claim_secondaries(x, s, &is_changed)))
-		goto out;
-	/* Duplicates, through the volume's up-case table (spec 7.2). */
-	nlen = s->raw[1][SE_NAME_LEN];
-	units = name_units(s, nlen, is_changed, buf);
+		return err;
+	return claim_secondaries(x, s, &f->is_changed);
+}
+
+/* Duplicates, through the volume's up-case table (spec 7.2). */
+static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
+			   struct file_check *f)
+{
+	struct fk_exfat_set *s = f->s;
+	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
+	uint32_t nlen = s->raw[1][SE_NAME_LEN];
+	uint64_t key;
+	size_t idx;
+
+	units = name_units(s, nlen, f->is_changed, buf);
 	key = name_key(x->ex->upcase, units, nlen);
 	if (has_name(w->names, x->ex->upcase, key, units, nlen)) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate", cur_path(x),
@@ -1382,36 +1430,95 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		units = name_units(s, nlen, 1, buf);
 		if (rename_dup(x, s, w, units, &key)) {
 			ck_set_fix(x->ck, idx, "renamed");
-			is_changed = 1;
+			f->is_changed = 1;
 		}
 	}
-	if ((err = add_name(w->names, x->ex->upcase, key, units, nlen)))
-		goto out;
+	return add_name(w->names, x->ex->upcase, key, units, nlen);
+}
+
+/* List the file, plan its set's rewrite, walk it if it is a directory. */
+static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
+		       struct file_check *f, struct fk_diag *diag)
+{
+	struct fk_exfat_set *s = f->s;
+	int err = 0;
+
 	/* a tail is listed whole: it is, unless claim_nfc_tails() cuts it */
-	visit(x, s, is_tail ? (uint32_t)need : c.nclus);
-	if (is_late) {
+	visit(x, s, f->is_tail ? (uint32_t)f->need : f->c.nclus);
+	if (f->is_late) {
 		err = add_late(x, s);
-	} else if (is_changed || is_tail) {
-		if (is_changed)
+	} else if (f->is_changed || f->is_tail) {
+		if (f->is_changed)
 			reseal(x, s);
 		if ((err = plan_set(x, s)) ||
-		    (is_tail && (err = add_nfc_tail(x, &c, need, is_changed))))
-			goto out;
-		if (is_changed)
+		    (f->is_tail &&
+		     (err = add_nfc_tail(x, &f->c, f->need, f->is_changed))))
+			return err;
+		if (f->is_changed)
 			x->st->has_repairs = 1;
 	}
-	if (is_dir && st.first_clus) {
+	if (f->is_dir && f->st.first_clus) {
 		uint32_t parent = x->own_parent;
 
-		st.data_len = new_len;
-		x->own_parent = c.rec; /* the owner of what it holds */
-		err = walk_dir(x, &st, c.nclus, w->depth + 1, diag);
+		f->st.data_len = f->new_len;
+		x->own_parent = f->c.rec; /* the owner of what it holds */
+		err = walk_dir(x, &f->st, f->c.nclus, w->depth + 1, diag);
 		x->own_parent = parent;
 	}
-	pop_name(x, old);
 	return err;
-out:
-	if (!err && is_gone) {
+}
+
+/* check_file() once the path names the set; sets f->is_gone when the set
+ * is to be removed. */
+static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
+		      struct file_check *f, struct fk_diag *diag)
+{
+	struct fk_exfat_set *s = f->s;
+	uint32_t dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
+	int err;
+
+	if (!is_name_short(s))
+		dead |= FK_EXS_NAME_ENTRY;
+	if ((s->defects & dead) == FK_EXS_CRITICAL && s->first_clus)
+		return keep_unknown_set(x, s);
+	if (s->defects & dead)
+		return remove_damaged(x, f, dead);
+	if ((err = judge_fields(x, f)) || f->is_gone)
+		return err;
+	start_stream(x, f);
+	if ((err = judge_stream(x, f)) || f->is_gone)
+		return err;
+	if ((err = fix_lengths(x, f)) || (err = judge_duplicate(x, w, f)))
+		return err;
+	return finish_file(x, w, f, diag);
+}
+
+/* Judge one file or directory set; claim its stream; recurse. */
+static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
+		      struct fk_exfat_set *s, struct fk_diag *diag)
+{
+	struct file_check f;
+	size_t old;
+	int err;
+
+	memset(&f, 0, sizeof(f));
+	f.s = s;
+	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
+	f.what = f.is_dir ? "directory: " : "";
+	f.c.nclus = 0; /* all of c read before a claim() fills it */
+	f.c.why = CUT_NONE;
+	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
+		return err;
+	if ((err = own_entry(x, s->name[0] ? s->name : "?"))) {
+		pop_name(x, old);
+		return err;
+	}
+	if (f.is_dir)
+		x->st->dirs++;
+	else
+		x->st->files++;
+	err = judge_file(x, w, &f, diag);
+	if (!err && f.is_gone) {
 		delete_set(s);
 		err = plan_set(x, s);
 		x->st->has_repairs = 1;
