@@ -109,22 +109,22 @@ struct set_fix {
 /*
  * A file's NoFatChain run whose DataLength reaches past the heap: that
  * length is known false, so the run is claimed only after every sound
- * stream (late_claims()), and only as far as its clusters are free of
+ * stream (exck_late_claims()), and only as far as its clusters are free of
  * other owners and marked in the bitmap.
  */
 struct late_set {
-	struct fk_exfat_set *set; /* as planned by check_file() */
+	struct fk_exfat_set *set; /* as planned by exck_check_file() */
 	char *path;
 	uint32_t own_parent, own_name; /* its owner record's, to be */
 };
 
 /*
  * A directory read up to its end marker, with entries after it left
- * unread: walk_tails() reads them when there is a reason to.
+ * unread: exck_walk_tails() reads them when there is a reason to.
  */
 struct tail {
 	struct fk_exfat_stream s; /* first_clus 0: the root */
-	uint32_t nclus;		  /* clusters claimed, as walk_dir() had */
+	uint32_t nclus;		  /* clusters claimed, as exck_walk_dir() had */
 	struct fk_exfat_dir_mark m;
 	char *path;
 };
@@ -253,12 +253,13 @@ static uint64_t get_u64le(const unsigned char *p)
 
 /* ---- paths --------------------------------------------------------------- */
 
-static const char *cur_path(const struct fk_exfat_check *x)
+static const char *exck_cur_path(const struct fk_exfat_check *x)
 {
 	return x->path_len ? x->path : "/";
 }
 
-static int push_name(struct fk_exfat_check *x, const char *name, size_t *old)
+static int exck_push_name(struct fk_exfat_check *x, const char *name,
+			  size_t *old)
 {
 	size_t len = strlen(name);
 
@@ -271,7 +272,7 @@ static int push_name(struct fk_exfat_check *x, const char *name, size_t *old)
 	return 0;
 }
 
-static void pop_name(struct fk_exfat_check *x, size_t old)
+static void exck_pop_name(struct fk_exfat_check *x, size_t old)
 {
 	x->path_len = old;
 	if (x->path)
@@ -279,7 +280,7 @@ static void pop_name(struct fk_exfat_check *x, size_t old)
 }
 
 /* The next claims are for the entry @name of the directory walked. */
-static int own_entry(struct fk_exfat_check *x, const char *name)
+static int exck_own_entry(struct fk_exfat_check *x, const char *name)
 {
 	size_t len = strlen(name) + 1;
 
@@ -380,8 +381,8 @@ static int log_owner(struct fk_exfat_check *x, struct claim *c)
  * but no more than @limit).  @c says how far it got and why it stopped,
  * and the claim is kept as an owner record.  Returns 0 or -errno.
  */
-static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
-		 uint64_t need, uint64_t limit, struct claim *c)
+static int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		      uint64_t need, uint64_t limit, struct claim *c)
 {
 	int err;
 
@@ -408,26 +409,26 @@ static int claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	return 0;
 }
 
-/* claim() for the bitmap or the up-case table (see is_special). */
-static int claim_special(struct fk_exfat_check *x,
-			 const struct fk_exfat_stream *s, uint64_t need,
-			 struct claim *c)
+/* exck_claim() for the bitmap or the up-case table (see is_special). */
+static int exck_claim_special(struct fk_exfat_check *x,
+			      const struct fk_exfat_stream *s, uint64_t need,
+			      struct claim *c)
 {
-	int err = claim(x, s, need, 0, c);
+	int err = exck_claim(x, s, need, 0, c);
 
 	c->is_special = 1;
 	return err;
 }
 
 /* Does the repair end @c's FAT chain at its last claimed cluster? */
-static int is_fat_cut(const struct claim *c)
+static int exck_is_fat_cut(const struct claim *c)
 {
 	return !c->s->is_no_fat_chain && c->nclus &&
 	       (c->why == CUT_LINK || c->why == CUT_LOOP ||
 		c->why == CUT_CROSS || c->why == CUT_LONG);
 }
 
-/* Remember cross-link finding @idx, so name_owners() can name the first
+/* Remember cross-link finding @idx, so exck_name_owners() can name the first
  * owner of @clus.  0 or -ENOMEM. */
 static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
 		      const char *later)
@@ -448,8 +449,8 @@ static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
  * end of chain where it is cut.  Returns the finding or NONE (nothing
  * wrong, or not kept) in *@idx, and 0 or -ENOMEM.
  */
-static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
-		       const char *path, const char *what, size_t *idx)
+static int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
+			    const char *path, const char *what, size_t *idx)
 {
 	const struct fk_exfat_stream *s = c->s;
 	uint32_t max = fk_clus_max(x->g);
@@ -515,7 +516,7 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 				 what, s->first_clus, max);
 		return 0;
 	}
-	if (!is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
+	if (!exck_is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
 		return 0;
 	ck_set_fix(x->ck, *idx, "chain ended at cluster %u", c->last);
 	f.clus = c->last;
@@ -527,16 +528,16 @@ static int judge_claim(struct fk_exfat_check *x, const struct claim *c,
 
 /*
  * Remember that the tree holds something this run cannot attribute (@why,
- * at the current path): then no bitmap bit is cleared (check_bitmap()),
+ * at the current path): then no bitmap bit is cleared (exck_check_bitmap()),
  * since the clusters it would free may be that thing's (fsck.exfat only
  * ever sets bits, for the same reason).  Returns 0 or -ENOMEM.
  */
-static int keep_bits(struct fk_exfat_check *x, const char *why)
+static int exck_keep_bits(struct fk_exfat_check *x, const char *why)
 {
 	x->is_tree_incomplete = 1;
 	if (x->keep_why)
 		return 0;
-	if (!(x->keep_path = strdup(cur_path(x))))
+	if (!(x->keep_path = strdup(exck_cur_path(x))))
 		return -ENOMEM;
 	x->keep_why = why;
 	return 0;
@@ -570,7 +571,8 @@ static int claim_generic(struct fk_exfat_check *x, unsigned char *e,
 		 "allocation of entry type 0x%02X: ", e[GEN_TYPE]);
 	need = fk_exfat_clus_needed(g, st.data_len);
 	if (!need) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain",
+				exck_cur_path(x),
 				"%sDataLength is 0 but FirstCluster is %u",
 				what, st.first_clus);
 		ck_set_fix(x->ck, idx, "FirstCluster cleared");
@@ -580,8 +582,8 @@ static int claim_generic(struct fk_exfat_check *x, unsigned char *e,
 	}
 	if (!st.first_clus)
 		st.first_clus = 1; /* out of range: judged below */
-	if ((err = claim(x, &st, need, 0, &c)) ||
-	    (err = judge_claim(x, &c, cur_path(x), what, &idx)))
+	if ((err = exck_claim(x, &st, need, 0, &c)) ||
+	    (err = exck_judge_claim(x, &c, exck_cur_path(x), what, &idx)))
 		return err;
 	if (c.why == CUT_NONE && c.nclus >= need)
 		return 0;
@@ -594,7 +596,7 @@ static int claim_generic(struct fk_exfat_check *x, unsigned char *e,
 		e[flags_off] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 	} else if (new_len != st.data_len) {
 		ck_set_fix(x->ck, idx, "%sDataLength set to %llu",
-			   is_fat_cut(&c) ? "chain ended, " : "",
+			   exck_is_fat_cut(&c) ? "chain ended, " : "",
 			   (unsigned long long)new_len);
 	} else {
 		return 0;
@@ -625,8 +627,9 @@ static int claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	return 0;
 }
 
-static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
-static void delete_set(struct fk_exfat_set *s);
+static int exck_plan_set(struct fk_exfat_check *x,
+			 const struct fk_exfat_set *s);
+static void exck_delete_set(struct fk_exfat_set *s);
 
 /*
  * A benign primary's set (TexFAT padding, a vendor's...): its allocations.
@@ -635,26 +638,28 @@ static void delete_set(struct fk_exfat_set *s);
  * claims the sets after it, and is removed with its clusters kept; a bad
  * SetChecksum is rewritten.
  */
-static int check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s)
+static int exck_check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	const char *why = fk_exfat_set_damage(s);
 	int is_changed = 0, err;
 	size_t idx;
 
 	if (why && (s->defects & FK_EXS_TRUNCATED)) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set",
+				exck_cur_path(x),
 				"damaged entry set of type 0x%02X (entry %u): "
 				"%s",
 				s->type, s->first_ent, why);
 		ck_set_fix(x->ck, idx, "entry set removed");
-		if ((err = keep_bits(x, "a damaged entry set was removed")))
+		if ((err = exck_keep_bits(x,
+					  "a damaged entry set was removed")))
 			return err;
-		delete_set(s);
-		return plan_set(x, s);
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
 	}
 	if (why) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "set-checksum",
-				cur_path(x),
+				exck_cur_path(x),
 				"entry set of type 0x%02X (entry %u): "
 				"SetChecksum 0x%04X, computed 0x%04X",
 				s->type, s->first_ent, s->csum_stored,
@@ -671,7 +676,7 @@ static int check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		 fk_exfat_set_checksum((const unsigned char(*)[32])s->raw,
 				       s->nents));
 	x->st->has_repairs = 1;
-	return plan_set(x, s);
+	return exck_plan_set(x, s);
 }
 
 /*
@@ -679,7 +684,7 @@ static int check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s)
  * FirstCluster, a benign secondary with AllocationPossible), or did the
  * set lose entries that might?  Asked of sets a repair removes.
  */
-static int may_hold_clusters(const struct fk_exfat_set *s, uint32_t from)
+static int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from)
 {
 	uint32_t i;
 
@@ -701,7 +706,7 @@ static int may_hold_clusters(const struct fk_exfat_set *s, uint32_t from)
 /* ---- entry sets ---------------------------------------------------------- */
 
 /* Mark every entry of @s unused, keeping 0x00 (end of directory) away. */
-static void delete_set(struct fk_exfat_set *s)
+static void exck_delete_set(struct fk_exfat_set *s)
 {
 	uint32_t i;
 
@@ -713,7 +718,7 @@ static void delete_set(struct fk_exfat_set *s)
 }
 
 /* Keep @s as it now is in the list of sets to rewrite. */
-static int plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
+static int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 {
 	struct set_fix f;
 
@@ -887,7 +892,7 @@ static int add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
 	return 0;
 }
 
-static void free_names(struct name_set *ns)
+static void exck_free_names(struct name_set *ns)
 {
 	if (!ns)
 		return;
@@ -902,7 +907,7 @@ static void free_names(struct name_set *ns)
  * capacity, so a table much larger than the directory just walked
  * needed (one huge directory among many small ones) is let go instead.
  */
-static void clear_names(struct name_set *ns)
+static void exck_clear_names(struct name_set *ns)
 {
 	if (ns->cap > 1024 && ns->cap > 8 * ns->n) {
 		free(ns->v);
@@ -923,7 +928,7 @@ static void clear_names(struct name_set *ns)
 }
 
 /* Recompute NameHash and SetChecksum of a file set being rewritten. */
-static void reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
+static void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	uint16_t units[FK_EXFAT_NAME_MAX];
 	uint32_t i, n = s->raw[1][SE_NAME_LEN];
@@ -942,8 +947,9 @@ struct dirwalk {
 	int depth;
 };
 
-static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
-		    uint32_t nclus, int depth, struct fk_diag *diag);
+static int exck_walk_dir(struct fk_exfat_check *x,
+			 const struct fk_exfat_stream *s, uint32_t nclus,
+			 int depth, struct fk_diag *diag);
 
 static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
 		  uint32_t nclus)
@@ -959,7 +965,7 @@ static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
 	ent.size = s->data_len;
 	ent.valid_len = s->valid_len;
 	ent.is_no_fat_chain = s->is_no_fat_chain;
-	x->o.visit(x->o.arg, cur_path(x), &ent, nclus);
+	x->o.visit(x->o.arg, exck_cur_path(x), &ent, nclus);
 }
 
 /*
@@ -1055,13 +1061,13 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 	return 0;
 }
 
-/* Keep @s (a file, at the current path) for late_claims(). */
+/* Keep @s (a file, at the current path) for exck_late_claims(). */
 static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 {
 	struct late_set l;
 
 	l.set = malloc(sizeof(*l.set));
-	l.path = strdup(cur_path(x));
+	l.path = strdup(exck_cur_path(x));
 	l.own_parent = x->own_parent;
 	l.own_name = x->own_name;
 	if (!l.set || !l.path || PUSH(x->late, l)) {
@@ -1097,15 +1103,15 @@ static int keep_unknown_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	struct claim c;
 	int err;
 
-	ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+	ck_report(x->ck, FK_SEV_ERROR, "entry-set", exck_cur_path(x),
 		  "entry set holds an unknown critical secondary entry and "
 		  "an allocation from cluster %u: left as it is, with its "
 		  "clusters",
 		  s->first_clus);
-	if ((err = keep_bits(x, "an unknown critical entry")))
+	if ((err = exck_keep_bits(x, "an unknown critical entry")))
 		return err;
-	return claim(x, &st, fk_exfat_clus_needed(x->g, s->data_len),
-		     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
+	return exck_claim(x, &st, fk_exfat_clus_needed(x->g, s->data_len),
+			  FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
 }
 
 /*
@@ -1131,7 +1137,7 @@ static int is_name_short(const struct fk_exfat_set *s)
 }
 
 /*
- * A file or directory set being judged (check_file()): what the parts of
+ * A file or directory set being judged (exck_check_file()): what the parts of
  * the judgement share, in the order they fill it.
  */
 struct file_check {
@@ -1140,7 +1146,7 @@ struct file_check {
 	const char *what;	   /* "directory: " or "" */
 	struct fk_exfat_stream st; /* the stream as the repair leaves it */
 	struct claim c;		   /* its claim: nclus 0 and CUT_NONE until
-				      claim() fills it */
+				      exck_claim() fills it */
 	uint64_t need;		   /* clusters its DataLength needs */
 	uint64_t new_len;	   /* its DataLength after the repair */
 	uint64_t big_len; /* a directory run's length cut to whole clusters;
@@ -1155,7 +1161,7 @@ static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
 	struct fk_exfat_set *s = f->s;
 	size_t idx;
 
-	idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+	idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", exck_cur_path(x),
 			"damaged entry set: %s",
 			fk_exfat_set_reason(s->defects & dead));
 	ck_set_fix(x->ck, idx, "entry set removed");
@@ -1165,8 +1171,8 @@ static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
 	 * meaning, may own clusters nobody can name any more. */
 	if ((s->defects &
 	     (FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL)) &&
-	    may_hold_clusters(s, 1))
-		return keep_bits(x, "a damaged entry set was removed");
+	    exck_may_hold_clusters(s, 1))
+		return exck_keep_bits(x, "a damaged entry set was removed");
 	return 0;
 }
 
@@ -1180,30 +1186,33 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 
 	if (s->defects & FK_EXS_CHECKSUM) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "set-checksum",
-				cur_path(x),
+				exck_cur_path(x),
 				"SetChecksum 0x%04X, computed 0x%04X",
 				s->csum_stored, s->csum_computed);
 		ck_set_fix(x->ck, idx, "checksum rewritten");
 		f->is_changed = 1;
 	}
-	if (check_name(x, s, cur_path(x), &f->is_changed)) {
+	if (check_name(x, s, exck_cur_path(x), &f->is_changed)) {
 		f->is_gone = 1;
 		return 0;
 	}
 	if ((s->defects & FK_EXS_HASH) && x->is_upcase_loaded) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "name-hash", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "name-hash",
+				exck_cur_path(x),
 				"NameHash 0x%04X, computed 0x%04X",
 				s->hash_stored, s->hash_computed);
 		ck_set_fix(x->ck, idx, "hash rewritten");
 		f->is_changed = 1;
 	}
 	if ((s->defects & FK_EXS_ALLOC) && s->is_alloc_possible) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag",
+				exck_cur_path(x),
 				"%sfirst cluster 0 with a non-zero length "
 				"(%llu bytes)",
 				f->what, (unsigned long long)s->data_len);
 	} else if (s->defects & FK_EXS_ALLOC) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag",
+				exck_cur_path(x),
 				"%sAllocationPossible and FirstCluster %u "
 				"disagree",
 				f->what, s->first_clus);
@@ -1217,7 +1226,8 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 			/* A directory whose clusters are unknown held files
 			 * whose clusters nothing names any more. */
 			if (f->is_dir && s->data_len &&
-			    (err = keep_bits(x, "a directory cannot be read")))
+			    (err = exck_keep_bits(
+				     x, "a directory cannot be read")))
 				return err;
 			s->first_clus = 0;
 			s->data_len = 0;
@@ -1241,7 +1251,7 @@ static void start_stream(struct fk_exfat_check *x, struct file_check *f)
 	f->need = fk_exfat_clus_needed(g, s->data_len);
 	if (!f->is_dir || !(s->defects & FK_EXS_BIG_DIR))
 		return;
-	idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", cur_path(x),
+	idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", exck_cur_path(x),
 			"directory DataLength %llu is not a whole "
 			"number of clusters up to %u MiB",
 			(unsigned long long)s->data_len,
@@ -1293,9 +1303,9 @@ static int claim_stream(struct fk_exfat_check *x, struct file_check *f)
 		else
 			f->st.data_len = head * g->clus_len;
 	}
-	if ((err = claim(x, &f->st, head, FK_EXFAT_DIR_MAX_LEN / g->clus_len,
-			 c)) ||
-	    (err = judge_claim(x, c, cur_path(x), f->what, &idx)))
+	if ((err = exck_claim(x, &f->st, head,
+			      FK_EXFAT_DIR_MAX_LEN / g->clus_len, c)) ||
+	    (err = exck_judge_claim(x, c, exck_cur_path(x), f->what, &idx)))
 		return err;
 	f->st.data_len = s->data_len;
 	if (head < f->need && c->why == CUT_NONE && c->nclus == head) {
@@ -1308,13 +1318,13 @@ static int claim_stream(struct fk_exfat_check *x, struct file_check *f)
 		if (!c->nclus && f->is_dir) {
 			ck_set_fix(x->ck, idx, "entry set removed");
 			f->is_gone = 1;
-			return keep_bits(x, "a directory cannot be read");
+			return exck_keep_bits(x, "a directory cannot be read");
 		}
 		if (!c->nclus)
 			ck_set_fix(x->ck, idx, "file made empty");
 		else if (f->new_len != s->data_len)
 			ck_set_fix(x->ck, idx, "%sDataLength set to %llu",
-				   is_fat_cut(c) ? "chain ended, " : "",
+				   exck_is_fat_cut(c) ? "chain ended, " : "",
 				   (unsigned long long)f->new_len);
 		if (f->new_len != s->data_len || !c->nclus)
 			f->is_changed = 1;
@@ -1338,7 +1348,8 @@ static int judge_stream(struct fk_exfat_check *x, struct file_check *f)
 	f->new_len = s->data_len;
 	if (!f->is_dir && f->st.first_clus && !s->data_len) {
 		/* Nothing to walk a length against: the clusters go. */
-		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain",
+				exck_cur_path(x),
 				"DataLength is 0 but FirstCluster is %u",
 				f->st.first_clus);
 		ck_set_fix(x->ck, idx, "FirstCluster cleared");
@@ -1349,7 +1360,7 @@ static int judge_stream(struct fk_exfat_check *x, struct file_check *f)
 		f->c.nclus = 0;
 		if (f->is_dir) {
 			idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size",
-					cur_path(x),
+					exck_cur_path(x),
 					"directory without clusters");
 			ck_set_fix(x->ck, idx, "entry set removed");
 			f->is_gone = 1;
@@ -1386,7 +1397,7 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 	    (f->is_dir && s->valid_len != f->new_len)) {
 		if (s->defects & FK_EXS_VDL) {
 			idx = ck_report(x->ck, FK_SEV_ERROR, "valid-length",
-					cur_path(x),
+					exck_cur_path(x),
 					"%sValidDataLength %llu %s DataLength "
 					"%llu",
 					f->what,
@@ -1405,7 +1416,7 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 	if (f->is_dir && f->st.first_clus &&
 	    (c->why == CUT_START || c->why == CUT_LINK || c->why == CUT_CROSS ||
 	     (c->why == CUT_NONE && c->nclus < f->need)) &&
-	    (err = keep_bits(x, "a directory cannot be read to its end")))
+	    (err = exck_keep_bits(x, "a directory cannot be read to its end")))
 		return err;
 	return claim_secondaries(x, s, &f->is_changed);
 }
@@ -1423,7 +1434,8 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 	units = name_units(s, nlen, f->is_changed, buf);
 	key = name_key(x->ex->upcase, units, nlen);
 	if (has_name(w->names, x->ex->upcase, key, units, nlen)) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate",
+				exck_cur_path(x),
 				"another entry of the directory has the same "
 				"name (compared through the up-case table)");
 		/* rename_dup() tries other first units in a copy */
@@ -1449,8 +1461,8 @@ static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
 		err = add_late(x, s);
 	} else if (f->is_changed || f->is_tail) {
 		if (f->is_changed)
-			reseal(x, s);
-		if ((err = plan_set(x, s)) ||
+			exck_reseal(x, s);
+		if ((err = exck_plan_set(x, s)) ||
 		    (f->is_tail &&
 		     (err = add_nfc_tail(x, &f->c, f->need, f->is_changed))))
 			return err;
@@ -1462,13 +1474,13 @@ static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
 
 		f->st.data_len = f->new_len;
 		x->own_parent = f->c.rec; /* the owner of what it holds */
-		err = walk_dir(x, &f->st, f->c.nclus, w->depth + 1, diag);
+		err = exck_walk_dir(x, &f->st, f->c.nclus, w->depth + 1, diag);
 		x->own_parent = parent;
 	}
 	return err;
 }
 
-/* check_file() once the path names the set; sets f->is_gone when the set
+/* exck_check_file() once the path names the set; sets f->is_gone when the set
  * is to be removed. */
 static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 		      struct file_check *f, struct fk_diag *diag)
@@ -1494,8 +1506,8 @@ static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 }
 
 /* Judge one file or directory set; claim its stream; recurse. */
-static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		      struct fk_exfat_set *s, struct fk_diag *diag)
+static int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
+			   struct fk_exfat_set *s, struct fk_diag *diag)
 {
 	struct file_check f;
 	size_t old;
@@ -1505,12 +1517,12 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	f.s = s;
 	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
 	f.what = f.is_dir ? "directory: " : "";
-	f.c.nclus = 0; /* all of c read before a claim() fills it */
+	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
 	f.c.why = CUT_NONE;
-	if ((err = push_name(x, s->name[0] ? s->name : "?", &old)))
+	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;
-	if ((err = own_entry(x, s->name[0] ? s->name : "?"))) {
-		pop_name(x, old);
+	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
+		exck_pop_name(x, old);
 		return err;
 	}
 	if (f.is_dir)
@@ -1519,11 +1531,11 @@ static int check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		x->st->files++;
 	err = judge_file(x, w, &f, diag);
 	if (!err && f.is_gone) {
-		delete_set(s);
-		err = plan_set(x, s);
+		exck_delete_set(s);
+		err = exck_plan_set(x, s);
 		x->st->has_repairs = 1;
 	}
-	pop_name(x, old);
+	exck_pop_name(x, old);
 	return err;
 }
 
@@ -1541,8 +1553,8 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
 				"a second allocation bitmap entry");
 		ck_set_fix(x->ck, idx, "entry removed");
-		delete_set(s);
-		return plan_set(x, s);
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
 	}
 	if (g->nfats == 2 && nth != fk_exfat_active_bitmap(x->vol)) {
 		/* TexFAT's other bitmap, whichever comes first in the root:
@@ -1550,21 +1562,21 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		 * so owned but never compared with ownership. */
 		struct fk_exfat_stream other = {s->first_clus, s->data_len, 0};
 
-		if ((err = claim_special(x, &other,
-					 fk_exfat_clus_needed(g, s->data_len),
-					 &c)))
+		if ((err = exck_claim_special(
+			     x, &other, fk_exfat_clus_needed(g, s->data_len),
+			     &c)))
 			return err;
-		return judge_claim(x, &c, NULL,
-				   "inactive allocation bitmap: ", &idx);
+		return exck_judge_claim(x, &c, NULL,
+					"inactive allocation bitmap: ", &idx);
 	}
 	x->bm_need_len = fk_exfat_bitmap_len(g->nclus);
 	x->bm_stream.first_clus = s->first_clus;
 	x->bm_stream.data_len = x->bm_need_len;
 	x->bm_stream.is_no_fat_chain = 0;
-	if ((err = claim_special(x, &x->bm_stream,
-				 fk_exfat_clus_needed(g, x->bm_need_len),
-				 &c)) ||
-	    (err = judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
+	if ((err = exck_claim_special(x, &x->bm_stream,
+				      fk_exfat_clus_needed(g, x->bm_need_len),
+				      &c)) ||
+	    (err = exck_judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
 		return err;
 	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
 	    c.nclus < fk_exfat_clus_needed(g, x->bm_need_len)) {
@@ -1584,7 +1596,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		ck_set_fix(x->ck, idx, "DataLength set to %llu",
 			   (unsigned long long)x->bm_need_len);
 		put_u64le(&s->raw[0][GEN_LEN], x->bm_need_len);
-		if ((err = plan_set(x, s)))
+		if ((err = exck_plan_set(x, s)))
 			return err;
 	}
 	return 0;
@@ -1688,16 +1700,16 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
 				"a second up-case table entry");
 		ck_set_fix(x->ck, idx, "entry removed");
-		delete_set(s);
-		return plan_set(x, s);
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
 	}
 	x->has_upcase = 1;
 	st.first_clus = s->first_clus;
 	st.data_len = s->data_len;
 	st.is_no_fat_chain = 0;
-	if ((err = claim_special(
+	if ((err = exck_claim_special(
 		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
-	    (err = judge_claim(x, &c, NULL, "up-case table: ", &idx)))
+	    (err = exck_judge_claim(x, &c, NULL, "up-case table: ", &idx)))
 		return err;
 	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
 	    x->vol->exfat->upcase->first_clus != s->first_clus) {
@@ -1732,7 +1744,7 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	}
 	if (s->upcase_csum != want) {
 		put_le32(&s->raw[0][UC_CHECKSUM], want);
-		if ((err = plan_set(x, s)))
+		if ((err = exck_plan_set(x, s)))
 			return err;
 	}
 	return 0;
@@ -1798,7 +1810,7 @@ static int find_deleted(struct fk_exfat_check *x, uint8_t type,
  * judged through it), and a bitmap or up-case entry that was only marked
  * unused brought back, as fsck.exfat cannot.
  */
-static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
+static int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	const struct fk_exfat_upcase *up = x->vol->exfat->upcase;
 	size_t idx;
@@ -1821,7 +1833,7 @@ static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 					"unused");
 			ck_set_fix(x->ck, idx, "entry restored");
 			if ((err = check_upcase_entry(x, s)) ||
-			    (err = plan_set(x, s)))
+			    (err = exck_plan_set(x, s)))
 				return err;
 		} else {
 			x->is_upcase_loaded = 0;
@@ -1838,21 +1850,22 @@ static int prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	if (!x->has_bitmap) /* its chain refused: nothing to restore */
 		return 0;
 	ck_set_fix(x->ck, idx, "entry restored");
-	return plan_set(x, s);
+	return exck_plan_set(x, s);
 }
 
-static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
-			 int is_root)
+static int exck_check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
+			      int is_root)
 {
 	size_t idx;
 
 	if (!is_root) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set",
+				exck_cur_path(x),
 				"a volume entry (type 0x%02X) outside the root",
 				s->type);
 		ck_set_fix(x->ck, idx, "entry removed");
-		delete_set(s);
-		return plan_set(x, s);
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
 	}
 	switch (s->kind) {
 	case FK_EXK_BITMAP:
@@ -1870,18 +1883,18 @@ static int check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 					s->label_len);
 			if (x->has_label) {
 				ck_set_fix(x->ck, idx, "entry removed");
-				delete_set(s);
+				exck_delete_set(s);
 			} else {
 				ck_set_fix(x->ck, idx, "cut to 11 characters");
 				s->raw[0][VL_COUNT] = 11;
 			}
 			x->has_label = 1;
-			return plan_set(x, s);
+			return exck_plan_set(x, s);
 		}
 		x->has_label = 1;
 		return 0;
 	case FK_EXK_GUID:
-		return check_benign(x, s);
+		return exck_check_benign(x, s);
 	default:
 		return 0;
 	}
@@ -1902,20 +1915,20 @@ static int hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
 
 	if (s->kind == FK_EXK_FILE)
 		idx = ck_report(
-			x->ck, FK_SEV_WARNING, "hidden-entry", cur_path(x),
+			x->ck, FK_SEV_WARNING, "hidden-entry", exck_cur_path(x),
 			"%s '%s' (entry %u) lies past the directory's "
 			"end marker, where readers stop%s",
 			what, s->name, s->first_ent,
 			s->first_clus ? "; its clusters count as lost" : "");
 	else
 		idx = ck_report(x->ck, FK_SEV_WARNING, "hidden-entry",
-				cur_path(x),
+				exck_cur_path(x),
 				"%s of type 0x%02X (entry %u) lies past the "
 				"directory's end marker, where readers stop",
 				what, s->type, s->first_ent);
 	ck_set_fix(x->ck, idx, "%s freed", what);
 	memset(s->raw, 0, s->nents * sizeof(s->raw[0]));
-	return plan_set(x, s);
+	return exck_plan_set(x, s);
 }
 
 /*
@@ -1924,7 +1937,7 @@ static int hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s)
  * describes clusters through the generic template stays as it is, with
  * its clusters: what it holds is not ours to throw away.  Any other
  * (0x80, the invalid type, say) is removed.  Either way its meaning is
- * unknown, so the run frees no cluster (keep_bits()).
+ * unknown, so the run frees no cluster (exck_keep_bits()).
  */
 static int check_critical(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
@@ -1933,25 +1946,26 @@ static int check_critical(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	size_t idx;
 	int err;
 
-	if ((err = keep_bits(x, "an unknown critical entry")))
+	if ((err = exck_keep_bits(x, "an unknown critical entry")))
 		return err;
 	if (fk_exfat_entry_alloc(s->raw[0], &st) && st.first_clus &&
 	    s->type != 0x80) {
-		ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+		ck_report(x->ck, FK_SEV_ERROR, "entry-set", exck_cur_path(x),
 			  "unknown critical entry type 0x%02X (entry %u) "
 			  "with an allocation from cluster %u: left as it "
 			  "is, with its clusters",
 			  s->type, s->first_ent, st.first_clus);
 		/* Claimed as far as it goes, never mended: a repair of
 		   what is not understood would be a guess. */
-		return claim(x, &st, fk_exfat_clus_needed(x->g, st.data_len),
-			     FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
+		return exck_claim(x, &st,
+				  fk_exfat_clus_needed(x->g, st.data_len),
+				  FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c);
 	}
-	idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", cur_path(x),
+	idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set", exck_cur_path(x),
 			"unknown critical entry type 0x%02X", s->type);
 	ck_set_fix(x->ck, idx, "entry removed");
-	delete_set(s);
-	return plan_set(x, s);
+	exck_delete_set(s);
+	return exck_plan_set(x, s);
 }
 
 /*
@@ -1967,9 +1981,9 @@ static int dir_read_end(struct fk_exfat_check *x, int r,
 	if (r != FK_ECORRUPT)
 		return r < 0 ? r : 0;
 	fk_diag_reason(d2, r, msg, sizeof(msg));
-	ck_report(x->ck, FK_SEV_ERROR, "dir-read", cur_path(x),
+	ck_report(x->ck, FK_SEV_ERROR, "dir-read", exck_cur_path(x),
 		  "directory cannot be read on: %s", msg);
-	return keep_bits(x, "a directory cannot be read to its end");
+	return exck_keep_bits(x, "a directory cannot be read to its end");
 }
 
 /*
@@ -1998,11 +2012,12 @@ static int add_tail(struct fk_exfat_check *x, const struct fk_exfat_dir *dir,
 
 /*
  * Walk the directory stored in @s (NULL: the root), whose @nclus clusters
- * are claimed already, up to its end marker (walk_tails() reads on past
+ * are claimed already, up to its end marker (exck_walk_tails() reads on past
  * it when it must).
  */
-static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
-		    uint32_t nclus, int depth, struct fk_diag *diag)
+static int exck_walk_dir(struct fk_exfat_check *x,
+			 const struct fk_exfat_stream *s, uint32_t nclus,
+			 int depth, struct fk_diag *diag)
 {
 	struct fk_exfat_dir *dir;
 	struct fk_exfat_set *set;
@@ -2012,7 +2027,7 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	int err, r;
 
 	if (depth > FK_CHECK_MAX_DEPTH) {
-		fk_diag_set(diag, cur_path(x),
+		fk_diag_set(diag, exck_cur_path(x),
 			    "directories nested deeper than %d",
 			    FK_CHECK_MAX_DEPTH);
 		return FK_ECORRUPT;
@@ -2038,20 +2053,20 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 				break;
 			continue;
 		}
-		x->own_kind = OWN_OTHER; /* check_file() and others say */
+		x->own_kind = OWN_OTHER; /* exck_check_file() and others say */
 		x->own_name = NO_REC;
 		switch (set->kind) {
 		case FK_EXK_FILE:
-			err = check_file(x, &w, set, diag);
+			err = exck_check_file(x, &w, set, diag);
 			break;
 		case FK_EXK_BITMAP:
 		case FK_EXK_UPCASE:
 		case FK_EXK_LABEL:
 		case FK_EXK_GUID:
-			err = check_special(x, set, !s);
+			err = exck_check_special(x, set, !s);
 			break;
 		case FK_EXK_BENIGN:
-			err = check_benign(x, set);
+			err = exck_check_benign(x, set);
 			break;
 		case FK_EXK_CRITICAL:
 			err = check_critical(x, set);
@@ -2059,16 +2074,17 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		case FK_EXK_ORPHAN:
 			idx = ck_report(
 				x->ck, FK_SEV_ERROR, "orphan-entry",
-				cur_path(x),
+				exck_cur_path(x),
 				"%u secondary entr%s without a file entry",
 				set->nents, set->nents == 1 ? "y" : "ies");
 			ck_set_fix(x->ck, idx, "entries freed");
-			if (may_hold_clusters(set, 0) &&
-			    (err = keep_bits(x, "secondary entries without a "
-						"file entry were freed")))
+			if (exck_may_hold_clusters(set, 0) &&
+			    (err = exck_keep_bits(x,
+						  "secondary entries without a "
+						  "file entry were freed")))
 				break;
-			delete_set(set);
-			err = plan_set(x, set);
+			exck_delete_set(set);
+			err = exck_plan_set(x, set);
 			break;
 		}
 		if (err)
@@ -2085,15 +2101,15 @@ static int walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 			used < x->g->clus_len ? (uint32_t)used : x->g->clus_len;
 	}
 	fk_exfat_dir_close(dir);
-	clear_names(w.names);
+	exck_clear_names(w.names);
 	return err;
 }
 
 /*
- * Read every directory past its end marker, where walk_dir() stopped, for
+ * Read every directory past its end marker, where exck_walk_dir() stopped, for
  * entry sets hidden there (hidden_set()).  Returns 0 or -errno.
  */
-static int walk_tails(struct fk_exfat_check *x)
+static int exck_walk_tails(struct fk_exfat_check *x)
 {
 	struct fk_exfat_set *set = x->sets[0];
 	struct fk_exfat_dir *dir;
@@ -2122,11 +2138,11 @@ static int walk_tails(struct fk_exfat_check *x)
 			err = dir_read_end(x, r, &d2);
 		fk_exfat_dir_close(dir);
 	}
-	pop_name(x, 0);
+	exck_pop_name(x, 0);
 	return err;
 }
 
-static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
+static int exck_walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
 {
 	struct fk_exfat_stream root;
 	struct claim c;
@@ -2138,9 +2154,9 @@ static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
 	root.is_no_fat_chain = 0;
 	x->own_kind = OWN_ROOT;
 	x->own_parent = NO_REC;
-	if ((err = claim(x, &root, 0, FK_EXFAT_DIR_MAX_LEN / x->g->clus_len,
-			 &c)) ||
-	    (err = judge_claim(x, &c, "/", "root directory: ", &idx)))
+	if ((err = exck_claim(x, &root, 0,
+			      FK_EXFAT_DIR_MAX_LEN / x->g->clus_len, &c)) ||
+	    (err = exck_judge_claim(x, &c, "/", "root directory: ", &idx)))
 		return err;
 	if (!c.nclus) {
 		fk_diag_set(diag, NULL, "root directory has no clusters");
@@ -2148,8 +2164,8 @@ static int walk_root(struct fk_exfat_check *x, struct fk_diag *diag)
 	}
 	if (!x->sets[1] && !(x->sets[1] = malloc(sizeof(*x->sets[1]))))
 		return -ENOMEM;
-	if ((err = prepare_root(x, x->sets[1])) ||
-	    (err = walk_dir(x, NULL, c.nclus, 0, diag)))
+	if ((err = exck_prepare_root(x, x->sets[1])) ||
+	    (err = exck_walk_dir(x, NULL, c.nclus, 0, diag)))
 		return err;
 	if (!x->has_bitmap)
 		ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
@@ -2205,7 +2221,7 @@ static unsigned disk_byte(const struct fk_exfat_check *x, uint64_t at,
 }
 
 /* Keep the clusters of @miss (bit i: cluster @base + i), in use and
- * marked free, as runs for name_owners(); as many as MISS_RUNS_MAX. */
+ * marked free, as runs for exck_name_owners(); as many as MISS_RUNS_MAX. */
 static void note_misses(struct fk_exfat_check *x, uint32_t base, unsigned miss)
 {
 	struct miss_run *last, r = {0, 1};
@@ -2374,7 +2390,7 @@ static int bitmap_pass(struct fk_exfat_check *x, struct bm_walk *w,
 
 /*
  * The bits the bitmap holds once the repair has set and cleared what
- * check_bitmap() planned: the only count PercentInUse is written from, so
+ * exck_check_bitmap() planned: the only count PercentInUse is written from, so
  * that the next check finds the hint true.  The bits are set whether or
  * not any is cleared (an incomplete tree keeps its leaks: a fuzzed volume
  * once got the 0% of its bitmap as read, 7 of 254 clusters in use).
@@ -2391,7 +2407,7 @@ static uint32_t bits_after_repair(const struct fk_exfat_check *x,
 	return n;
 }
 
-static int check_bitmap(struct fk_exfat_check *x)
+static int exck_check_bitmap(struct fk_exfat_check *x)
 {
 	const struct fk_geom *g = x->g;
 	unsigned pct, want, lo, hi;
@@ -2402,7 +2418,7 @@ static int check_bitmap(struct fk_exfat_check *x)
 	x->st->used_clus = x->nowned;
 	x->st->free_clus = g->nclus - x->nowned;
 	if (!x->has_bitmap)
-		return walk_tails(x); /* nothing says what is lost */
+		return exck_walk_tails(x); /* nothing says what is lost */
 	if ((err = bitmap_pass(x, &w, PASS_COMPARE)))
 		return err;
 	/* Sets hidden past an end marker own none of the clusters they name
@@ -2414,7 +2430,7 @@ static int check_bitmap(struct fk_exfat_check *x)
 	 * sees it and nothing is freed on its account (fsck.exfat never
 	 * looks past a marker).  A repair looks for every one (is_thorough),
 	 * as fatprealloc refuses a directory that holds one. */
-	if ((w.nleak || x->o.is_thorough) && (err = walk_tails(x)))
+	if ((w.nleak || x->o.is_thorough) && (err = exck_walk_tails(x)))
 		return err;
 	x->is_bm_read = 1;
 	x->bm_nused = w.nused;
@@ -2424,7 +2440,7 @@ static int check_bitmap(struct fk_exfat_check *x)
 				"allocation bitmap, the first %u",
 				w.nmiss, ck_plural(w.nmiss),
 				w.nmiss == 1 ? "is" : "are", w.first_miss);
-		x->miss_find = idx; /* name_owners() adds the owners */
+		x->miss_find = idx; /* exck_name_owners() adds the owners */
 		ck_set_fix(x->ck, idx, "bit%s set", ck_plural(w.nmiss));
 		x->fix_bits_set = 1;
 	}
@@ -2529,8 +2545,8 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
  * was grown by damage: it ends at the first cluster the bitmap marks
  * free or another stream owns, and DataLength with it.
  */
-static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
-			int *is_path);
+static char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r,
+			     int *is_path);
 
 static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
 {
@@ -2569,13 +2585,13 @@ static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
 		x->own_kind = OWN_ENTRY;
 		x->own_parent = o->parent;
 		x->own_name = o->name;
-		if (n && (err = claim(x, &st, n, 0, &c)))
+		if (n && (err = exck_claim(x, &st, n, 0, &c)))
 			return err;
 		if (clus == end)
 			continue;
-		o = &x->owners.v[t->rec]; /* claim() may have moved it */
+		o = &x->owners.v[t->rec]; /* exck_claim() may have moved it */
 		new_len = (uint64_t)(o->nclus + n) * g->clus_len;
-		if (!(path = owner_name(x, t->rec, &is_path)))
+		if (!(path = exck_owner_name(x, t->rec, &is_path)))
 			return -ENOMEM;
 		idx = ck_report(
 			x->ck, FK_SEV_ERROR, "past-clusters", path,
@@ -2608,7 +2624,7 @@ static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
  * each keeps its clusters up to the first one owned already or marked
  * free in the bitmap, and its DataLength is cut to them.
  */
-static int late_claims(struct fk_exfat_check *x)
+static int exck_late_claims(struct fk_exfat_check *x)
 {
 	const struct fk_geom *g = x->g;
 	uint32_t max = fk_clus_max(g), clus, n;
@@ -2642,7 +2658,7 @@ static int late_claims(struct fk_exfat_check *x)
 		x->own_kind = OWN_ENTRY;
 		x->own_parent = x->late.v[i].own_parent;
 		x->own_name = x->late.v[i].own_name;
-		if (n && (err = claim(x, &st, n, 0, &c)))
+		if (n && (err = exck_claim(x, &st, n, 0, &c)))
 			goto out;
 		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
 				x->late.v[i].path,
@@ -2664,8 +2680,8 @@ static int late_claims(struct fk_exfat_check *x)
 		      get_le32(&s->raw[1][SE_VDL]);
 		if (vdl > new_len)
 			put_u64le(&s->raw[1][SE_VDL], new_len);
-		reseal(x, s);
-		err = plan_set(x, s);
+		exck_reseal(x, s);
+		err = exck_plan_set(x, s);
 	}
 out:
 	free(sec);
@@ -2717,7 +2733,7 @@ static int check_boot(struct fk_exfat_check *x)
 		!(bb.defects & ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM)) &&
 		(1u << bb.sec_shift) == sec_len;
 	/* PercentInUse is outside the checksum, and set from the bitmap by
-	 * any repair that finds it wrong (check_bitmap()). */
+	 * any repair that finds it wrong (exck_check_bitmap()). */
 	main_bad = b->defects &
 		   ~(FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT);
 	for (i = 0; i < sizeof(boot_bits) / sizeof(boot_bits[0]); i++) {
@@ -2931,8 +2947,8 @@ static int follow_owners(struct fk_exfat_check *x, struct owner_pass *p)
  * 0).  malloc()ed; NULL without memory.  Parents are recorded before what
  * they hold, so the walk up ends, within the nesting the walk allowed.
  */
-static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
-			int *is_path)
+static char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r,
+			     int *is_path)
 {
 	const struct owner_rec *o = &x->owners.v[r];
 	const char *part[FK_CHECK_MAX_DEPTH + 2];
@@ -3021,7 +3037,7 @@ static int name_miss_owners(struct fk_exfat_check *x, struct owner_pass *p)
 	for (i = 0; i < p->hits.n && i < OWNERS_LISTED; i++) {
 		const struct owner_hit *h = &p->hits.v[i];
 
-		if (!(name = owner_name(x, h->rec, &is_path)))
+		if (!(name = exck_owner_name(x, h->rec, &is_path)))
 			return -ENOMEM;
 		len += (size_t)snprintf(list + len, sizeof(list) - len,
 					"%s%s (%u cluster%s)", i ? ", " : "",
@@ -3055,7 +3071,7 @@ static int name_cross_owners(struct fk_exfat_check *x)
 
 		if (cr->owner == NO_REC)
 			continue;
-		if (!(name = owner_name(x, cr->owner, &is_path)))
+		if (!(name = exck_owner_name(x, cr->owner, &is_path)))
 			return -ENOMEM;
 		ck_append_msg(x->ck, cr->finding, ": %s", name);
 		if (is_path)
@@ -3068,7 +3084,7 @@ static int name_cross_owners(struct fk_exfat_check *x)
 }
 
 /* Name the owners that findings are about (see above). */
-static int name_owners(struct fk_exfat_check *x)
+static int exck_name_owners(struct fk_exfat_check *x)
 {
 	struct owner_pass p;
 	int err;
@@ -3149,7 +3165,7 @@ static void free_state(void *state)
 	free(x->tails.v);
 	for (i = 0; i <= FK_CHECK_MAX_DEPTH; i++) {
 		free(x->sets[i]);
-		free_names(x->dir_names[i]);
+		exck_free_names(x->dir_names[i]);
 	}
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
@@ -3171,8 +3187,8 @@ static int run(void *state, struct fk_diag *diag)
 	if ((err = check_boot(x)) || (err = check_fat_reserved(x)))
 		return err;
 	ck_progress(x->ck, "files", 0, x->g->nclus);
-	if ((err = walk_root(x, diag)) || (err = late_claims(x)) ||
-	    (err = check_bitmap(x)) || (err = name_owners(x)))
+	if ((err = exck_walk_root(x, diag)) || (err = exck_late_claims(x)) ||
+	    (err = exck_check_bitmap(x)) || (err = exck_name_owners(x)))
 		return err;
 	return 0;
 }
@@ -3205,7 +3221,7 @@ static int repair_fat(struct fk_exfat_check *x)
 }
 
 /* Bring the on-disk bitmap to the ownership map (see bitmap_pass()). */
-static int repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass)
+static int exck_repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass)
 {
 	struct bm_walk w;
 
@@ -3311,9 +3327,9 @@ static int repair(void *state, struct fk_diag *diag)
 	/* Spec 3.1.13.2: dirty while the metadata is inconsistent. */
 	if ((err = write_flags(x, 1)) || (err = fk_device_sync(dev)) ||
 	    (err = repair_fat(x)) ||
-	    (x->fix_bits_set && (err = repair_bitmap(x, PASS_SET))) ||
+	    (x->fix_bits_set && (err = exck_repair_bitmap(x, PASS_SET))) ||
 	    (err = repair_upcase(x)) || (err = repair_sets(x)) ||
-	    (x->fix_bits_clear && (err = repair_bitmap(x, PASS_CLEAR))) ||
+	    (x->fix_bits_clear && (err = exck_repair_bitmap(x, PASS_CLEAR))) ||
 	    (err = repair_boot(x)) || (err = fk_device_sync(dev)) ||
 	    (err = write_flags(x, 0)) || (err = fk_device_sync(dev)))
 		return err;
