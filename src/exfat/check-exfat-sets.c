@@ -542,7 +542,7 @@ static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
 static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
-	size_t idx;
+	size_t idx = NONE; /* set with FK_EXS_ALLOC, where it is read */
 	int err;
 
 	if (s->defects & FK_EXS_CHECKSUM) {
