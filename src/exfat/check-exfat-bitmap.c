@@ -1,0 +1,700 @@
+/*
+ * check-exfat-bitmap.c: the exFAT checker's volume entries of the root
+ * (allocation bitmap, up-case table, label, GUID), the up-case table
+ * loaded and mended, and the allocation bitmap compared with the
+ * ownership map both ways, and brought to it by the repair.
+ */
+#include "exfat/check-exfat-int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exfat/exfat-layout.h"
+#include "exfat/exfat.h"
+#include "io/device.h"
+#include "lib/diag.h"
+#include "lib/endian.h"
+#include "table/fat.h"
+#include "volume/volume.h"
+
+/* The allocation bitmap entry (spec 7.1). */
+static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	const struct fk_geom *g = x->g;
+	uint32_t nth = x->nbitmaps_seen++;
+	struct claim c;
+	size_t idx;
+	int err;
+
+	x->own_kind = OWN_BITMAP;
+	if (x->has_bitmap && nth >= (g->nfats == 2 ? 2u : 1u)) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+				"a second allocation bitmap entry");
+		ck_set_fix(x->ck, idx, "entry removed");
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
+	}
+	if (g->nfats == 2 && nth != fk_exfat_active_bitmap(x->vol)) {
+		/* TexFAT's other bitmap, whichever comes first in the root:
+		 * stale by spec 3.1.13.1 (ActiveFat names the one to use),
+		 * so owned but never compared with ownership. */
+		struct fk_exfat_stream other = {s->first_clus, s->data_len, 0};
+
+		if ((err = exck_claim_special(
+			     x, &other, fk_exfat_clus_needed(g, s->data_len),
+			     &c)))
+			return err;
+		return exck_judge_claim(x, &c, NULL,
+					"inactive allocation bitmap: ", &idx);
+	}
+	x->bm_need_len = fk_exfat_bitmap_len(g->nclus);
+	x->bm_stream.first_clus = s->first_clus;
+	x->bm_stream.data_len = x->bm_need_len;
+	x->bm_stream.is_no_fat_chain = 0;
+	if ((err = exck_claim_special(x, &x->bm_stream,
+				      fk_exfat_clus_needed(g, x->bm_need_len),
+				      &c)) ||
+	    (err = exck_judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
+		return err;
+	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
+	    c.nclus < fk_exfat_clus_needed(g, x->bm_need_len)) {
+		/* XXX: rebuilding a bitmap elsewhere needs free clusters
+		 * found without one; refused for now. */
+		x->is_tree_incomplete = 1;
+		return 0;
+	}
+	if (!x->has_bitmap)
+		x->has_bitmap = 1;
+	if (s->data_len != x->bm_need_len) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+				"allocation bitmap DataLength %llu, the heap "
+				"needs %llu",
+				(unsigned long long)s->data_len,
+				(unsigned long long)x->bm_need_len);
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)x->bm_need_len);
+		put_u64le(&s->raw[0][GEN_LEN], x->bm_need_len);
+		if ((err = exck_plan_set(x, s)))
+			return err;
+	}
+	return 0;
+}
+
+#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
+
+/*
+ * Load the up-case table at @first_clus (@len bytes) afresh: its checksum
+ * as stored on disk into x->upcase_csum, and its map, with the ASCII
+ * mappings that the specification makes mandatory (7.2.5) mended where
+ * the raw table names them one by one, into the volume's table, which the
+ * entry-set iterator hashes names through.  x->upcase_raw keeps the
+ * mended raw table when there was something to mend.  Returns 0,
+ * FK_ECORRUPT (out of range, unreadable: the volume keeps its table) or
+ * -errno.
+ */
+static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
+		       uint64_t len)
+{
+	struct fk_exfat_upcase *up = x->vol->exfat->upcase;
+	struct fk_exfat_stream st = {first_clus, len, 0};
+	unsigned char *raw;
+	uint32_t at = 0, nfix = 0;
+	uint64_t k;
+	int err;
+
+	if (!len || len > UPCASE_MAX_LEN || len % 2 ||
+	    !fk_clus_valid(x->g, first_clus))
+		return FK_ECORRUPT;
+	if (!(raw = malloc((size_t)len)))
+		return -ENOMEM;
+	if ((err = fk_exfat_stream_read(x->vol, &st, raw, len, NULL))) {
+		free(raw);
+		return err;
+	}
+	x->upcase_csum = fk_exfat_upcase_checksum(raw, (size_t)len);
+	for (k = 0; k + 1 < len && at < 65536; k += 2) {
+		uint32_t v = get_le16(raw + k);
+
+		if (v == 0xFFFF && k + 3 < len) {
+			at += get_le16(raw + k + 2);
+			k += 2;
+			continue;
+		}
+		if (at < 128 && v != fk_exfat_upcase_ascii(at)) {
+			if (!nfix) {
+				x->upcase_bad_at = at;
+				x->upcase_bad_val = v;
+			}
+			put_le16(raw + k, fk_exfat_upcase_ascii(at));
+			nfix++;
+		}
+		at++;
+	}
+	x->upcase_nfix = nfix;
+	if (nfix) {
+		x->upcase_raw = raw;
+		x->upcase_len = len;
+		x->upcase_stream = st;
+		x->upcase_csum_fixed =
+			fk_exfat_upcase_checksum(raw, (size_t)len);
+	}
+	/* The map is 128 KiB to build: when the volume's is the expansion
+	 * of a table at this place whose checksum is this one's, with
+	 * nothing to mend, it is kept (a check of a card that needs no
+	 * repair starts sooner); only its other fields start afresh. */
+	if (!nfix && !up->is_fallback && up->first_clus == first_clus &&
+	    up->raw_len == len && up->csum_computed == x->upcase_csum &&
+	    !(up->defects & (FK_EXU_RANGE | FK_EXU_CHAIN))) {
+		up->csum_stored = 0;
+		up->defects &= FK_EXU_COMPRESS;
+		up->nbad_ascii = 0;
+	} else {
+		fk_exfat_upcase_clear(up);
+		fk_exfat_upcase_expand(raw, (size_t)len, up);
+		up->first_clus = first_clus;
+		up->raw_len = len;
+		/* what the map was built from, for the test above */
+		up->csum_computed =
+			nfix ? x->upcase_csum_fixed : x->upcase_csum;
+		up->nbad_ascii = nfix;
+	}
+	if (!nfix)
+		free(raw);
+	x->is_upcase_loaded = 1;
+	return 0;
+}
+
+/* The up-case table entry (spec 7.2). */
+static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	struct fk_exfat_stream st;
+	struct claim c;
+	size_t idx;
+	uint32_t want;
+	int err;
+
+	x->own_kind = OWN_UPCASE;
+	if (x->has_upcase) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+				"a second up-case table entry");
+		ck_set_fix(x->ck, idx, "entry removed");
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
+	}
+	x->has_upcase = 1;
+	st.first_clus = s->first_clus;
+	st.data_len = s->data_len;
+	st.is_no_fat_chain = 0;
+	if ((err = exck_claim_special(
+		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
+	    (err = exck_judge_claim(x, &c, NULL, "up-case table: ", &idx)))
+		return err;
+	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
+	    x->vol->exfat->upcase->first_clus != s->first_clus) {
+		ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+			  "up-case table at cluster %u (%llu bytes) cannot be "
+			  "read; names are compared through ASCII only",
+			  s->first_clus, (unsigned long long)s->data_len);
+		return 0;
+	}
+	want = x->upcase_csum;
+	if (x->upcase_nfix) {
+		/* Its content is damaged: a new checksum would bless it.
+		 * The mandatory entries are mended in place (the same
+		 * length, before the checksum: a crash leaves at worst a
+		 * stale checksum over a sound table). */
+		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+				"up-case table maps %u of the ASCII characters "
+				"elsewhere than the specification's mandatory "
+				"mapping (%04Xh to %04Xh)",
+				x->upcase_nfix, x->upcase_bad_at,
+				x->upcase_bad_val);
+		want = x->upcase_csum_fixed;
+		ck_set_fix(x->ck, idx, "mandatory mapping restored%s",
+			   s->upcase_csum != want ? ", checksum rewritten"
+						  : "");
+		x->fix_upcase_table = 1;
+	} else if (s->upcase_csum != want) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
+				"up-case TableChecksum 0x%08X, computed 0x%08X",
+				s->upcase_csum, want);
+		ck_set_fix(x->ck, idx, "checksum rewritten");
+	}
+	if (s->upcase_csum != want) {
+		put_le32(&s->raw[0][UC_CHECKSUM], want);
+		if ((err = exck_plan_set(x, s)))
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * A bitmap or up-case entry (@type) marked unused in the root's first
+ * cluster, whose fields still make sense: into @s, restored in use.
+ * Returns 1 when found, 0 when not, or -errno.
+ */
+static int find_deleted(struct fk_exfat_check *x, uint8_t type,
+			struct fk_exfat_set *s)
+{
+	const struct fk_geom *g = x->g;
+	uint64_t off = fk_clus_off(g, g->root_clus);
+	unsigned char *buf = malloc(g->clus_len);
+	uint32_t i, first;
+	uint64_t len;
+	int err, found = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if ((err = fk_device_read(x->vol->dev, off, buf, g->clus_len))) {
+		free(buf);
+		return err;
+	}
+	for (i = 0; i < g->clus_len / FK_EXFAT_ENT_LEN && !found; i++) {
+		unsigned char *e = buf + (size_t)i * FK_EXFAT_ENT_LEN;
+
+		if (e[GEN_TYPE] == FK_EXFAT_T_END)
+			break;
+		if (e[GEN_TYPE] != (type & 0x7F))
+			continue;
+		first = get_le32(e + GEN_FIRST);
+		len = get_le32(e + GEN_LEN) |
+		      (uint64_t)get_le32(e + GEN_LEN + 4) << 32;
+		if (!fk_clus_valid(g, first) ||
+		    (type == FK_EXFAT_T_BITMAP &&
+		     len != ((uint64_t)g->nclus + 7) / 8) ||
+		    (type == FK_EXFAT_T_UPCASE &&
+		     (!len || len > UPCASE_MAX_LEN)))
+			continue;
+		memset(s, 0, sizeof(*s));
+		s->kind = type == FK_EXFAT_T_BITMAP ? FK_EXK_BITMAP
+						    : FK_EXK_UPCASE;
+		s->type = type;
+		s->nents = 1;
+		s->first_ent = i;
+		memcpy(s->raw[0], e, FK_EXFAT_ENT_LEN);
+		s->raw[0][GEN_TYPE] = type;
+		s->off[0] = off + (uint64_t)i * FK_EXFAT_ENT_LEN;
+		s->first_clus = first;
+		s->data_len = len;
+		s->upcase_csum = get_le32(e + UC_CHECKSUM);
+		found = 1;
+	}
+	free(buf);
+	return found;
+}
+
+/*
+ * Before the root is walked: the up-case table loaded afresh (names are
+ * judged through it), and a bitmap or up-case entry that was only marked
+ * unused brought back, as fsck.exfat cannot.
+ */
+int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
+{
+	const struct fk_exfat_upcase *up = x->vol->exfat->upcase;
+	size_t idx;
+	int err, found;
+
+	if (!(up->defects & FK_EXU_MISSING) && up->raw_len) {
+		err = load_upcase(x, up->first_clus, up->raw_len);
+		if (err && err != FK_ECORRUPT)
+			return err;
+	} else {
+		if ((found = find_deleted(x, FK_EXFAT_T_UPCASE, s)) < 0)
+			return found;
+		err = found ? load_upcase(x, s->first_clus, s->data_len)
+			    : FK_ECORRUPT;
+		if (err && err != FK_ECORRUPT)
+			return err;
+		if (!err && x->upcase_csum == s->upcase_csum) {
+			idx = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+					"the up-case table entry is marked "
+					"unused");
+			ck_set_fix(x->ck, idx, "entry restored");
+			if ((err = check_upcase_entry(x, s)) ||
+			    (err = exck_plan_set(x, s)))
+				return err;
+		} else {
+			x->is_upcase_loaded = 0;
+		}
+	}
+	if (x->vol->exfat->nbitmaps)
+		return 0;
+	if ((found = find_deleted(x, FK_EXFAT_T_BITMAP, s)) <= 0)
+		return found;
+	idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap", NULL,
+			"the allocation bitmap entry is marked unused");
+	if ((err = check_bitmap_entry(x, s)))
+		return err;
+	if (!x->has_bitmap) /* its chain refused: nothing to restore */
+		return 0;
+	ck_set_fix(x->ck, idx, "entry restored");
+	return exck_plan_set(x, s);
+}
+
+int exck_check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
+		       int is_root)
+{
+	size_t idx;
+
+	if (!is_root) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "entry-set",
+				exck_cur_path(x),
+				"a volume entry (type 0x%02X) outside the root",
+				s->type);
+		ck_set_fix(x->ck, idx, "entry removed");
+		exck_delete_set(s);
+		return exck_plan_set(x, s);
+	}
+	switch (s->kind) {
+	case FK_EXK_BITMAP:
+		return check_bitmap_entry(x, s);
+	case FK_EXK_UPCASE:
+		return check_upcase_entry(x, s);
+	case FK_EXK_LABEL:
+		if (x->has_label || s->label_len > 11) {
+			idx = ck_report(x->ck, FK_SEV_ERROR, "label", NULL,
+					x->has_label
+						? "a second volume label "
+						  "entry"
+						: "volume label of %u "
+						  "characters (11 at most)",
+					s->label_len);
+			if (x->has_label) {
+				ck_set_fix(x->ck, idx, "entry removed");
+				exck_delete_set(s);
+			} else {
+				ck_set_fix(x->ck, idx, "cut to 11 characters");
+				s->raw[0][VL_COUNT] = 11;
+			}
+			x->has_label = 1;
+			return exck_plan_set(x, s);
+		}
+		x->has_label = 1;
+		return 0;
+	case FK_EXK_GUID:
+		return exck_check_benign(x, s);
+	default:
+		return 0;
+	}
+}
+
+/* ---- allocation bitmap ----------------------------------------------- */
+
+/*
+ * One pass over the on-disk bitmap, a chunk at a time (never all of it in
+ * memory: with the ownership map that would be a third bit per cluster):
+ * PASS_COMPARE counts the differences; PASS_SET writes the sectors where
+ * an owned cluster lacks its bit; PASS_CLEAR makes every sector the
+ * ownership map.  Bits past ClusterCount in the last byte are ignored and
+ * written as 0.
+ */
+
+struct bm_walk {
+	struct fk_exfat_check *x;
+	enum bm_pass pass;
+	uint64_t done;	    /* bitmap bytes behind the runs walked */
+	unsigned char *buf; /* BM_CHUNK bytes, when a chunk is read */
+	uint32_t nmiss, nleak, first_miss, first_leak, nused;
+};
+
+#define BM_CHUNK (256u << 10)
+
+/* Byte @at of the ownership map, as the bitmap should hold it. */
+static unsigned own_byte(const struct fk_exfat_check *x, uint64_t at)
+{
+	uint64_t nbits = x->g->nclus;
+	unsigned v = at < x->own_end ? x->own[at] : 0;
+
+	if ((at + 1) * 8 > nbits)
+		v &= (1u << (nbits - at * 8)) - 1;
+	return v;
+}
+
+/* Byte @at of the bitmap with its bits past ClusterCount dropped. */
+static unsigned disk_byte(const struct fk_exfat_check *x, uint64_t at,
+			  unsigned b)
+{
+	uint64_t nbits = x->g->nclus;
+
+	if ((at + 1) * 8 > nbits)
+		b &= (1u << (nbits - at * 8)) - 1;
+	return b;
+}
+
+/* Keep the clusters of @miss (bit i: cluster @base + i), in use and
+ * marked free, as runs for exck_name_owners(); as many as MISS_RUNS_MAX. */
+static void note_misses(struct fk_exfat_check *x, uint32_t base, unsigned miss)
+{
+	struct miss_run *last, r = {0, 1};
+	uint32_t clus;
+
+	for (; miss; miss &= miss - 1) {
+		clus = base + (uint32_t)__builtin_ctz(miss);
+		last = x->misses.n ? &x->misses.v[x->misses.n - 1] : NULL;
+		if (last && last->first + last->n == clus) {
+			last->n++;
+			continue;
+		}
+		if (x->misses.n == MISS_RUNS_MAX) {
+			x->is_miss_cut = 1;
+			return;
+		}
+		r.first = clus;
+		if (PUSH(x->misses, r)) {
+			x->is_miss_cut = 1; /* named as far as they go */
+			return;
+		}
+	}
+}
+
+static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len,
+			  const unsigned char *buf)
+{
+	struct fk_exfat_check *x = w->x;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t base = (uint32_t)((at + i) * 8) + FK_FIRST_CLUS;
+		unsigned o, b, miss, leak;
+
+		/* Equal whole words go fast (none reaches past the end). */
+		if (i + 8 <= len && (at + i + 8) * 8 <= x->g->nclus) {
+			uint64_t ow = 0, bw;
+
+			if (at + i < x->own_end)
+				memcpy(&ow, x->own + at + i, 8);
+			memcpy(&bw, buf + i, 8);
+			if (ow == bw) {
+				/* Without -mpopcnt a count is a libgcc call:
+				 * free and full words, most of a card's
+				 * bitmap, need none. */
+				if (bw == ~(uint64_t)0)
+					w->nused += 64;
+				else if (bw)
+					w->nused +=
+						(uint32_t)__builtin_popcountll(
+							bw);
+				i += 8;
+				continue;
+			}
+		}
+		o = own_byte(x, at + i);
+		b = disk_byte(x, at + i, buf[i]);
+		miss = o & ~b;
+		leak = b & ~o;
+		w->nused += (uint32_t)__builtin_popcount(b);
+		if (miss) {
+			if (!w->nmiss)
+				w->first_miss =
+					base + (uint32_t)__builtin_ctz(miss);
+			w->nmiss += (uint32_t)__builtin_popcount(miss);
+			note_misses(x, base, miss);
+		}
+		if (leak) {
+			if (!w->nleak)
+				w->first_leak =
+					base + (uint32_t)__builtin_ctz(leak);
+			w->nleak += (uint32_t)__builtin_popcount(leak);
+		}
+		i++;
+	}
+}
+
+/* Write the sectors of the chunk at bitmap byte @at whose bits change. */
+static int write_chunk(struct bm_walk *w, uint64_t at, size_t len, uint64_t off)
+{
+	struct fk_exfat_check *x = w->x;
+	uint32_t sec_len = x->g->sec_len;
+	size_t pos, i, n;
+	int err;
+
+	for (pos = 0; pos < len; pos += sec_len) {
+		int is_diff = 0;
+
+		n = len - pos < sec_len ? len - pos : sec_len;
+		for (i = 0; i < n; i++) {
+			unsigned char *b = w->buf + pos + i;
+			unsigned o = own_byte(x, at + pos + i);
+			unsigned v =
+				w->pass == PASS_SET
+					? o | disk_byte(x, at + pos + i, *b)
+					: o;
+
+			if (v != *b) {
+				*b = (unsigned char)v;
+				is_diff = 1;
+			}
+		}
+		if (is_diff && (err = fk_device_write(x->vol->dev, off + pos,
+						      w->buf + pos, sec_len)))
+			return err;
+	}
+	return 0;
+}
+
+static int bm_run(void *arg, const struct fk_run *run)
+{
+	struct bm_walk *w = arg;
+	struct fk_exfat_check *x = w->x;
+	uint64_t len = (uint64_t)run->nclus * x->g->clus_len, pos, at;
+	uint64_t off = fk_clus_off(x->g, run->first);
+	const unsigned char *map;
+	size_t n, rd;
+	int err;
+
+	for (pos = 0; pos < len && w->done + pos < x->bm_need_len; pos += n) {
+		at = w->done + pos;
+		n = (size_t)(len - pos < BM_CHUNK ? len - pos : BM_CHUNK);
+		rd = n;
+		if (at + n > x->bm_need_len)
+			n = (size_t)(x->bm_need_len - at);
+		/* whole sectors are read (and written back) */
+		rd = (n + x->g->sec_len - 1) / x->g->sec_len * x->g->sec_len;
+		if (w->pass == PASS_COMPARE &&
+		    !fk_device_map(x->vol->dev, off + pos, rd, &map)) {
+			/* An image file's page cache, in place: no buffer
+			 * to fault in and no copy (a check of a card that
+			 * needs nothing starts sooner). */
+			compare_chunk(w, at, n, map);
+			fk_device_unmap(map, rd);
+			continue;
+		}
+		if (!w->buf && !(w->buf = malloc(BM_CHUNK)))
+			return -ENOMEM;
+		if ((err = fk_device_read(x->vol->dev, off + pos, w->buf, rd)))
+			return err;
+		if (w->pass == PASS_COMPARE)
+			compare_chunk(w, at, n, w->buf);
+		else if ((err = write_chunk(w, at, n, off + pos)))
+			return err;
+	}
+	w->done += len;
+	return 0;
+}
+
+static int bitmap_pass(struct fk_exfat_check *x, struct bm_walk *w,
+		       enum bm_pass pass)
+{
+	struct fk_chain_info info;
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->x = x;
+	w->pass = pass;
+	err = fk_exfat_stream_walk(x->vol, &x->bm_stream, bm_run, w, &info);
+	free(w->buf);
+	w->buf = NULL;
+	if (err < 0)
+		return err;
+	/* the bitmap's own chain was judged when it was claimed */
+	return 0;
+}
+
+/*
+ * The bits the bitmap holds once the repair has set and cleared what
+ * exck_check_bitmap() planned: the only count PercentInUse is written from, so
+ * that the next check finds the hint true.  The bits are set whether or
+ * not any is cleared (an incomplete tree keeps its leaks: a fuzzed volume
+ * once got the 0% of its bitmap as read, 7 of 254 clusters in use).
+ */
+static uint32_t bits_after_repair(const struct fk_exfat_check *x,
+				  const struct bm_walk *w)
+{
+	uint32_t n = w->nused;
+
+	if (x->fix_bits_set)
+		n += w->nmiss;
+	if (x->fix_bits_clear)
+		n -= w->nleak;
+	return n;
+}
+
+int exck_check_bitmap(struct fk_exfat_check *x)
+{
+	const struct fk_geom *g = x->g;
+	unsigned pct, want, lo, hi;
+	struct bm_walk w;
+	size_t idx;
+	int err;
+
+	x->st->used_clus = x->nowned;
+	x->st->free_clus = g->nclus - x->nowned;
+	if (!x->has_bitmap)
+		return exck_walk_tails(x); /* nothing says what is lost */
+	if ((err = bitmap_pass(x, &w, PASS_COMPARE)))
+		return err;
+	/* Sets hidden past an end marker own none of the clusters they name
+	 * (exck_hidden_set()): the lost clusters are where they show, and only
+	 * lost clusters are freed, so the directories are read past their
+	 * markers when there are any: never is a hidden set's cluster freed
+	 * while the set stays.  A hidden set whose clusters are all free or
+	 * owned by a visible file is not looked for by a check: no reader
+	 * sees it and nothing is freed on its account (fsck.exfat never
+	 * looks past a marker).  A repair looks for every one (is_thorough),
+	 * as fatprealloc refuses a directory that holds one. */
+	if ((w.nleak || x->o.is_thorough) && (err = exck_walk_tails(x)))
+		return err;
+	x->is_bm_read = 1;
+	x->bm_nused = w.nused;
+	if (w.nmiss) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "bitmap-free", NULL,
+				"%u cluster%s in use %s marked free in the "
+				"allocation bitmap, the first %u",
+				w.nmiss, ck_plural(w.nmiss),
+				w.nmiss == 1 ? "is" : "are", w.first_miss);
+		x->miss_find = idx; /* exck_name_owners() adds the owners */
+		ck_set_fix(x->ck, idx, "bit%s set", ck_plural(w.nmiss));
+		x->fix_bits_set = 1;
+	}
+	if (w.nleak) {
+		x->st->lost_clus = w.nleak;
+		idx = ck_report(x->ck, FK_SEV_ERROR, "lost", NULL,
+				"%u cluster%s marked in the allocation bitmap "
+				"%s owned by nothing, the first %u",
+				w.nleak, ck_plural(w.nleak),
+				w.nleak == 1 ? "is" : "are", w.first_leak);
+		if (!x->is_tree_incomplete) {
+			ck_set_fix(x->ck, idx, "bit%s cleared",
+				   ck_plural(w.nleak));
+			x->fix_bits_clear = 1;
+		} else if (x->keep_why) {
+			ck_report(x->ck, FK_SEV_WARNING, "lost-kept",
+				  x->keep_path,
+				  "%s: the %u cluster%s owned by nothing %s "
+				  "kept, as they may be what it held",
+				  x->keep_why, w.nleak, ck_plural(w.nleak),
+				  w.nleak == 1 ? "is" : "are");
+		}
+	}
+	/* PercentInUse is a hint (spec 3.1.16) that Linux never updates
+	 * and mkfs.exfat rounds: floor and ceiling both pass. */
+	pct = x->boot.percent_in_use;
+	lo = fk_exfat_percent(w.nused, g->nclus);
+	hi = g->nclus && (uint64_t)w.nused * 100 % g->nclus ? lo + 1 : lo;
+	want = fk_exfat_percent(bits_after_repair(x, &w), g->nclus);
+	if (pct <= 100 && pct != lo && pct != hi) {
+		idx = ck_report(x->ck, FK_SEV_WARNING, "percent-in-use", NULL,
+				"PercentInUse %u%%, the allocation bitmap says "
+				"%u%%",
+				pct, lo);
+		ck_set_fix(x->ck, idx, "set to %u%%", want);
+		x->fix_percent = 1;
+	} else if (pct != 0xFF && pct != want &&
+		   (x->fix_bits_set || x->fix_bits_clear)) {
+		x->fix_percent = 1; /* keep the hint true after a repair */
+	}
+	/* A main region restored from the backup gets the backup's hint. */
+	if (x->restore_main && x->backup[BS_PERCENT] != want)
+		x->fix_percent = 1;
+	x->percent_want = (uint8_t)want;
+	return 0;
+}
+
+/* Bring the on-disk bitmap to the ownership map (see bitmap_pass()). */
+int exck_repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass)
+{
+	struct bm_walk w;
+
+	return bitmap_pass(x, &w, pass);
+}

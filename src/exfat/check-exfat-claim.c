@@ -1,0 +1,597 @@
+/*
+ * check-exfat-claim.c: the exFAT checker's ownership map (one bit per
+ * cluster) and its claims: a stream claimed cluster by cluster, a loop or
+ * a second owner stopping it at the first shared cluster, the cut
+ * reported and the FAT chain's end planned where it is cut; the paths
+ * and owner records the claims are kept under; and the late claims of
+ * NoFatChain runs whose length is in doubt, once every sound stream is
+ * claimed.
+ */
+#include "exfat/check-exfat-int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exfat/exfat-layout.h"
+#include "exfat/exfat.h"
+#include "io/device.h"
+#include "lib/endian.h"
+#include "lib/vec.h"
+#include "table/fat.h"
+#include "volume/volume.h"
+
+/* ---- paths --------------------------------------------------------------- */
+
+const char *exck_cur_path(const struct fk_exfat_check *x)
+{
+	return x->path_len ? x->path : "/";
+}
+
+int exck_push_name(struct fk_exfat_check *x, const char *name, size_t *old)
+{
+	size_t len = strlen(name);
+
+	if (FK_VEC_RESERVE(x->path, x->path_cap, x->path_len + len + 2))
+		return -ENOMEM;
+	*old = x->path_len;
+	x->path[x->path_len++] = '/';
+	memcpy(x->path + x->path_len, name, len + 1);
+	x->path_len += len;
+	return 0;
+}
+
+void exck_pop_name(struct fk_exfat_check *x, size_t old)
+{
+	x->path_len = old;
+	if (x->path)
+		x->path[old] = '\0';
+}
+
+/* The next claims are for the entry @name of the directory walked. */
+int exck_own_entry(struct fk_exfat_check *x, const char *name)
+{
+	size_t len = strlen(name) + 1;
+
+	if (x->names.n + len > NO_REC ||
+	    FK_VEC_RESERVE(x->names.v, x->names.cap, x->names.n + len))
+		return -ENOMEM;
+	memcpy(x->names.v + x->names.n, name, len);
+	x->own_kind = OWN_ENTRY;
+	x->own_name = (uint32_t)x->names.n;
+	x->names.n += len;
+	return 0;
+}
+
+/* ---- ownership ----------------------------------------------------------- */
+
+static int is_owned(const struct fk_exfat_check *x, uint32_t clus)
+{
+	uint32_t i = clus - FK_FIRST_CLUS;
+
+	return x->own[i / 8] >> (i % 8) & 1;
+}
+
+static void set_owned(struct fk_exfat_check *x, uint32_t clus)
+{
+	uint32_t i = clus - FK_FIRST_CLUS;
+
+	x->own[i / 8] |= (uint8_t)(1u << (i % 8));
+	if (i / 8 >= x->own_end)
+		x->own_end = i / 8 + 1;
+	x->nowned++;
+}
+
+/*
+ * Is @clus among the first @n clusters of @s?  Asked only when a claim
+ * meets a cluster owned already, to tell a loop from a cross-link.
+ */
+static int in_stream(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		     uint32_t n, uint32_t clus, int *err)
+{
+	uint32_t c = s->first_clus, i, val;
+
+	*err = 0;
+	if (s->is_no_fat_chain)
+		return clus >= c && clus - c < n;
+	for (i = 0; i < n && fk_clus_valid(x->g, c); i++) {
+		if (c == clus)
+			return 1;
+		if ((*err = fk_fat_get(x->vol, c, &val)))
+			return 0;
+		c = val;
+	}
+	return 0;
+}
+
+static int claim_run(void *arg, const struct fk_run *run)
+{
+	struct claim *c = arg;
+	struct fk_exfat_check *x = c->x;
+	uint32_t i, clus;
+	int err, is_in;
+
+	for (i = 0; i < run->nclus; i++) {
+		clus = run->first + i;
+		if ((c->need && c->nclus >= c->need) ||
+		    (!c->need && c->nclus >= c->limit)) {
+			c->why = CUT_LONG;
+			return STOPPED;
+		}
+		if (is_owned(x, clus)) {
+			is_in = in_stream(x, c->s, c->nclus, clus, &err);
+			if (err)
+				return err;
+			c->at = clus;
+			c->why = is_in ? CUT_LOOP : CUT_CROSS;
+			return STOPPED;
+		}
+		set_owned(x, clus);
+		c->nclus++;
+		c->last = clus;
+		if (++x->claimed_step % PROGRESS_STEP == 0)
+			ck_progress(x->ck, "files", x->nowned, x->g->nclus);
+	}
+	return 0;
+}
+
+/* Keep what @c took for the owner the walk is at (own_kind ...). */
+static int log_owner(struct fk_exfat_check *x, struct claim *c)
+{
+	struct owner_rec r = {
+		c->s->first_clus,     c->nclus,
+		x->own_parent,	      x->own_name,
+		(uint8_t)x->own_kind, (uint8_t)(c->s->is_no_fat_chain != 0)};
+
+	c->rec = (uint32_t)x->owners.n;
+	return PUSH(x->owners, r);
+}
+
+/*
+ * Claim the clusters of @s: at most @need (0: to the end of its chain,
+ * but no more than @limit).  @c says how far it got and why it stopped,
+ * and the claim is kept as an owner record.  Returns 0 or -errno.
+ */
+int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+	       uint64_t need, uint64_t limit, struct claim *c)
+{
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	c->x = x;
+	c->s = s;
+	c->need = need;
+	c->limit = limit;
+	c->rec = NO_REC;
+	if (!fk_clus_valid(x->g, s->first_clus)) {
+		c->why = CUT_START;
+		return 0;
+	}
+	err = fk_exfat_stream_walk(x->vol, s, claim_run, c, &c->info);
+	if (err < 0)
+		return err;
+	if (c->nclus && log_owner(x, c))
+		return -ENOMEM;
+	if (err == STOPPED || c->why != CUT_NONE)
+		return 0;
+	if (c->info.end == FK_ENT_EOC)
+		return 0;
+	c->why = s->is_no_fat_chain ? CUT_HEAP : CUT_LINK;
+	return 0;
+}
+
+/* exck_claim() for the bitmap or the up-case table (see is_special). */
+int exck_claim_special(struct fk_exfat_check *x,
+		       const struct fk_exfat_stream *s, uint64_t need,
+		       struct claim *c)
+{
+	int err = exck_claim(x, s, need, 0, c);
+
+	c->is_special = 1;
+	return err;
+}
+
+/* Does the repair end @c's FAT chain at its last claimed cluster? */
+int exck_is_fat_cut(const struct claim *c)
+{
+	return !c->s->is_no_fat_chain && c->nclus &&
+	       (c->why == CUT_LINK || c->why == CUT_LOOP ||
+		c->why == CUT_CROSS || c->why == CUT_LONG);
+}
+
+/* Remember cross-link finding @idx, so exck_name_owners() can name the first
+ * owner of @clus.  0 or -ENOMEM. */
+static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
+		      const char *later)
+{
+	struct cross cr = {clus, idx, NULL, NO_REC};
+
+	if (idx == NONE)
+		return 0;
+	if ((later && !(cr.later = strdup(later))) || PUSH(x->crosses, cr)) {
+		free(cr.later);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Report how @c fell short of @what (a stream of @path) and plan the FAT
+ * end of chain where it is cut.  Returns the finding or NONE (nothing
+ * wrong, or not kept) in *@idx, and 0 or -ENOMEM.
+ */
+int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
+		     const char *path, const char *what, size_t *idx)
+{
+	const struct fk_exfat_stream *s = c->s;
+	uint32_t max = fk_clus_max(x->g);
+	struct fat_fix f;
+
+	*idx = NONE;
+	switch (c->why) {
+	case CUT_NONE:
+		if (!c->need || c->nclus >= c->need)
+			return 0;
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "short-chain", path,
+				 "%scluster chain of %u cluster%s is shorter "
+				 "than the %llu its length needs",
+				 what, c->nclus, ck_plural(c->nclus),
+				 (unsigned long long)c->need);
+		return 0;
+	case CUT_START:
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "bad-start", path,
+				 "%sfirst cluster %u is out of range (2 to %u)",
+				 what, s->first_clus, max);
+		return 0;
+	case CUT_LINK:
+		*idx = ck_report(
+			x->ck, FK_SEV_ERROR, "bad-link", path,
+			"%scluster %u links to %s 0x%X", what, c->info.last,
+			c->info.end == FK_ENT_FREE  ? "a free entry"
+			: c->info.end == FK_ENT_BAD ? "a bad cluster"
+						    : "the invalid value",
+			c->info.end_val);
+		break;
+	case CUT_LOOP:
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "loop", path,
+				 "%scluster chain loops: cluster %u links back "
+				 "to %u",
+				 what, c->last, c->at);
+		break;
+	case CUT_CROSS:
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "cross-link", path,
+				 "%sshares cluster %u with another file or "
+				 "directory",
+				 what, c->at);
+		if (note_cross(x, c->at, *idx, path))
+			return -ENOMEM;
+		break;
+	case CUT_LONG:
+		if (c->need)
+			*idx = ck_report(
+				x->ck, FK_SEV_ERROR, "long-chain", path,
+				"%scluster chain is longer than the %llu "
+				"cluster%s its length needs (exFAT "
+				"cannot reserve space past it)",
+				what, (unsigned long long)c->need,
+				ck_plural(c->need));
+		else
+			*idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", path,
+					 "%sdirectory is over %u MiB", what,
+					 FK_EXFAT_DIR_MAX_LEN >> 20);
+		break;
+	case CUT_HEAP:
+		*idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap", path,
+				 "%scontiguous run from cluster %u runs past "
+				 "the last cluster %u",
+				 what, s->first_clus, max);
+		return 0;
+	}
+	if (!exck_is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
+		return 0;
+	ck_set_fix(x->ck, *idx, "chain ended at cluster %u", c->last);
+	f.clus = c->last;
+	f.val = FK_EXFAT_EOC;
+	return PUSH(x->fat_fixes, f);
+}
+
+/* ---- allocations of the generic templates -------------------------------- */
+
+/*
+ * Remember that the tree holds something this run cannot attribute (@why,
+ * at the current path): then no bitmap bit is cleared (exck_check_bitmap()),
+ * since the clusters it would free may be that thing's (fsck.exfat only
+ * ever sets bits, for the same reason).  Returns 0 or -ENOMEM.
+ */
+int exck_keep_bits(struct fk_exfat_check *x, const char *why)
+{
+	x->is_tree_incomplete = 1;
+	if (x->keep_why)
+		return 0;
+	if (!(x->keep_path = strdup(exck_cur_path(x))))
+		return -ENOMEM;
+	x->keep_why = why;
+	return 0;
+}
+
+/*
+ * The allocation entry @e describes through the generic template
+ * (fk_exfat_entry_alloc(); @flags_off says where its flags are, for the
+ * repair), if AllocationPossible is set: a Vendor Allocation secondary (7.9), or any
+ * other benign entry, known or not.  What its owner keeps there is not
+ * ours to judge, but the clusters are its own: they are claimed as a
+ * file's are (FAT chain or NoFatChain per the flags), so no repair frees
+ * them and no writer takes them.  A broken chain is cut and DataLength set
+ * to what was claimed, as for a file.  Sets *@is_changed when @e changed.
+ * Returns 0 or -errno.
+ */
+int exck_claim_generic(struct fk_exfat_check *x, unsigned char *e,
+		       unsigned flags_off, int *is_changed)
+{
+	const struct fk_geom *g = x->g;
+	struct fk_exfat_stream st;
+	struct claim c;
+	char what[48];
+	uint64_t need, new_len;
+	size_t idx;
+	int err;
+
+	if (!fk_exfat_entry_alloc(e, &st))
+		return 0;
+	snprintf(what, sizeof(what),
+		 "allocation of entry type 0x%02X: ", e[GEN_TYPE]);
+	need = fk_exfat_clus_needed(g, st.data_len);
+	if (!need) {
+		idx = ck_report(x->ck, FK_SEV_ERROR, "long-chain",
+				exck_cur_path(x),
+				"%sDataLength is 0 but FirstCluster is %u",
+				what, st.first_clus);
+		ck_set_fix(x->ck, idx, "FirstCluster cleared");
+		put_le32(e + GEN_FIRST, 0);
+		*is_changed = 1;
+		return 0;
+	}
+	if (!st.first_clus)
+		st.first_clus = 1; /* out of range: judged below */
+	if ((err = exck_claim(x, &st, need, 0, &c)) ||
+	    (err = exck_judge_claim(x, &c, exck_cur_path(x), what, &idx)))
+		return err;
+	if (c.why == CUT_NONE && c.nclus >= need)
+		return 0;
+	new_len = (uint64_t)c.nclus * g->clus_len;
+	if (new_len > st.data_len)
+		new_len = st.data_len;
+	if (!c.nclus) {
+		ck_set_fix(x->ck, idx, "allocation cleared");
+		put_le32(e + GEN_FIRST, 0);
+		e[flags_off] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+	} else if (new_len != st.data_len) {
+		ck_set_fix(x->ck, idx, "%sDataLength set to %llu",
+			   exck_is_fat_cut(&c) ? "chain ended, " : "",
+			   (unsigned long long)new_len);
+	} else {
+		return 0;
+	}
+	put_u64le(e + GEN_LEN, new_len);
+	*is_changed = 1;
+	return 0;
+}
+
+/*
+ * The allocations of @s's secondaries other than the Stream Extension and
+ * the File Name entries, whose bytes 20 to 31 are something else.
+ */
+int exck_claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
+			   int *is_changed)
+{
+	uint32_t i;
+	int err;
+
+	for (i = 1; i < s->nents; i++) {
+		unsigned char *e = s->raw[i];
+
+		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN))
+			continue; /* stream, name, or a set removed anyway */
+		if ((err = exck_claim_generic(x, e, GEN_SFLAGS, is_changed)))
+			return err;
+	}
+	return 0;
+}
+
+/* ---- NoFatChain runs past the heap -------------------------------------- */
+
+struct bm_find {
+	const struct fk_geom *g;
+	uint64_t at, done; /* bitmap byte sought; bytes of runs behind */
+	uint64_t off;	   /* its volume offset, once found */
+};
+
+static int bm_find_run(void *arg, const struct fk_run *run)
+{
+	struct bm_find *f = arg;
+	uint64_t len = (uint64_t)run->nclus * f->g->clus_len;
+
+	if (f->at < f->done + len) {
+		f->off = fk_clus_off(f->g, run->first) + (f->at - f->done);
+		return STOPPED;
+	}
+	f->done += len;
+	return 0;
+}
+
+/*
+ * Is @clus marked in the bitmap on disk?  @sec caches one sector of the
+ * bitmap, the one starting at bitmap byte *@sec_at (UINT64_MAX: none).
+ */
+static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
+		  uint64_t *sec_at, int *bit)
+{
+	uint32_t i = clus - FK_FIRST_CLUS, sec_len = x->g->sec_len;
+	struct bm_find f = {x->g, (uint64_t)i / 8 / sec_len * sec_len, 0, 0};
+	struct fk_chain_info info;
+	int err;
+
+	*bit = 0;
+	if (*sec_at != f.at) {
+		err = fk_exfat_stream_walk(x->vol, &x->bm_stream, bm_find_run,
+					   &f, &info);
+		if (err < 0)
+			return err;
+		if (err != STOPPED)
+			return 0; /* the bitmap's chain ends short: "free" */
+		if ((err = fk_device_read(x->vol->dev, f.off, sec, sec_len)))
+			return err;
+		*sec_at = f.at;
+	}
+	*bit = sec[i / 8 - *sec_at] >> (i % 8) & 1;
+	return 0;
+}
+
+/*
+ * Claim the tails of struct late_tail, every sound stream being claimed.
+ * A tail nothing else owns stays whole, whatever the bitmap says: it may
+ * be a recording whose bits were lost, and keeping it takes nothing from
+ * anyone (the bitmap gets its bits).  One that runs into another stream
+ * was grown by damage: it ends at the first cluster the bitmap marks
+ * free or another stream owns, and DataLength with it.
+ */
+static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
+{
+	const struct fk_geom *g = x->g;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	struct fk_exfat_stream st;
+	struct claim c;
+	uint32_t clus, end, n;
+	size_t i, idx;
+	char *path;
+	int err = 0, bit, is_path;
+
+	for (i = 0; i < x->nfc_tails.n; i++) {
+		const struct late_tail *t = &x->nfc_tails.v[i];
+		const struct owner_rec *o = &x->owners.v[t->rec];
+		struct set_fix *f = &x->set_fixes.v[t->fix];
+
+		st.first_clus = o->first + o->nclus;
+		st.is_no_fat_chain = 1;
+		end = o->first + t->need;
+		bit = 1;
+		for (clus = st.first_clus; clus < end && !is_owned(x, clus);
+		     clus++)
+			;
+		if (clus < end && x->has_bitmap) {
+			for (clus = st.first_clus;
+			     clus < end && !is_owned(x, clus); clus++) {
+				if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
+					return err;
+				if (!bit)
+					break;
+			}
+		}
+		n = clus - st.first_clus;
+		st.data_len = (uint64_t)n * g->clus_len;
+		x->own_kind = OWN_ENTRY;
+		x->own_parent = o->parent;
+		x->own_name = o->name;
+		if (n && (err = exck_claim(x, &st, n, 0, &c)))
+			return err;
+		if (clus == end)
+			continue;
+		o = &x->owners.v[t->rec]; /* exck_claim() may have moved it */
+		new_len = (uint64_t)(o->nclus + n) * g->clus_len;
+		if (!(path = exck_owner_name(x, t->rec, &is_path)))
+			return -ENOMEM;
+		idx = ck_report(
+			x->ck, FK_SEV_ERROR, "past-clusters", path,
+			"DataLength %llu reaches past the file's own "
+			"contiguous clusters: cluster %u is %s",
+			(unsigned long long)get_u64le(&f->raw[1][GEN_LEN]),
+			clus,
+			!bit ? "marked free in the allocation bitmap"
+			     : "owned by another file or directory");
+		free(path);
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)new_len);
+		put_u64le(&f->raw[1][GEN_LEN], new_len);
+		vdl = get_u64le(&f->raw[1][SE_VDL]);
+		if (vdl > new_len)
+			put_u64le(&f->raw[1][SE_VDL], new_len);
+		put_le16(&f->raw[0][GEN_CHECKSUM],
+			 fk_exfat_set_checksum(
+				 (const unsigned char(*)[FK_EXFAT_ENT_LEN])
+					 f->raw,
+				 f->nents));
+		f->is_idle = 0;
+		x->st->has_repairs = 1;
+	}
+	return 0;
+}
+
+/*
+ * Claim the runs of struct late_set, every sound stream being claimed:
+ * each keeps its clusters up to the first one owned already or marked
+ * free in the bitmap, and its DataLength is cut to them.
+ */
+int exck_late_claims(struct fk_exfat_check *x)
+{
+	const struct fk_geom *g = x->g;
+	uint32_t max = fk_clus_max(g), clus, n;
+	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	unsigned char *sec = NULL;
+	struct fk_exfat_stream st;
+	struct claim c;
+	size_t i, idx;
+	int err = 0, bit;
+
+	if ((x->late.n || x->nfc_tails.n) && !(sec = malloc(g->sec_len)))
+		return -ENOMEM;
+	if ((err = claim_nfc_tails(x, sec)))
+		goto out;
+	for (i = 0; i < x->late.n && !err; i++) {
+		struct fk_exfat_set *s = x->late.v[i].set;
+
+		st.first_clus = s->first_clus;
+		st.is_no_fat_chain = 1;
+		for (clus = st.first_clus, n = 0;
+		     clus <= max && !is_owned(x, clus); clus++, n++) {
+			if (!x->has_bitmap)
+				continue;
+			if ((err = bm_bit(x, clus, sec, &sec_at, &bit)))
+				goto out;
+			if (!bit)
+				break;
+		}
+		new_len = (uint64_t)n * g->clus_len;
+		st.data_len = new_len;
+		x->own_kind = OWN_ENTRY;
+		x->own_parent = x->late.v[i].own_parent;
+		x->own_name = x->late.v[i].own_name;
+		if (n && (err = exck_claim(x, &st, n, 0, &c)))
+			goto out;
+		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
+				x->late.v[i].path,
+				"contiguous run from cluster %u runs past the "
+				"last cluster %u",
+				s->first_clus, max);
+		if (n) {
+			ck_set_fix(x->ck, idx, "DataLength set to %llu",
+				   (unsigned long long)new_len);
+		} else {
+			ck_set_fix(x->ck, idx, "file made empty");
+			st.first_clus = 0;
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+		}
+		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
+		put_u64le(&s->raw[1][GEN_LEN], new_len);
+		vdl = (uint64_t)get_le32(&s->raw[1][SE_VDL + 4]) << 32 |
+		      get_le32(&s->raw[1][SE_VDL]);
+		if (vdl > new_len)
+			put_u64le(&s->raw[1][SE_VDL], new_len);
+		exck_reseal(x, s);
+		err = exck_plan_set(x, s);
+	}
+out:
+	free(sec);
+	return err;
+}

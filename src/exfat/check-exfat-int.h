@@ -1,0 +1,312 @@
+/*
+ * check-exfat-int.h: what the pieces of the exFAT checker share (its
+ * state, the claim record, the plans), private to src/exfat/.  The
+ * checker's design is told at the top of check-exfat.c.
+ */
+#ifndef FATKIT_CHECK_EXFAT_INT_H
+#define FATKIT_CHECK_EXFAT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exfat/exfat.h"
+#include "iface/check-family.h"
+#include "lib/endian.h"
+#include "lib/vec.h"
+#include "table/fat.h"
+#include "volume/volume.h"
+
+struct fk_diag;
+
+#define STOPPED	      1		 /* a claim walk stopped on purpose */
+#define PROGRESS_STEP (1u << 16) /* clusters between progress calls */
+#define NO_REC	      UINT32_MAX /* no owner record */
+#define OWNERS_LISTED 3		 /* owners a bitmap finding names */
+#define MISS_RUNS_MAX (1u << 16) /* runs of clusters marked free kept */
+
+/* Boot sector fields the repairs write (spec 3.1). */
+#define BS_VOL_FLAGS 106
+#define BS_PERCENT   112
+
+#define LIST(type, name)                                                       \
+	struct {                                                               \
+		type *v;                                                       \
+		size_t n, cap;                                                 \
+	} name
+
+#define PUSH(list, item)                                                       \
+	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
+		 ? -ENOMEM                                                     \
+		 : ((list).v[(list).n++] = (item), 0))
+
+struct fat_fix {
+	uint32_t clus, val;
+};
+
+/* Who a claim was made for (struct owner_rec). */
+enum own_kind {
+	OWN_ENTRY,  /* a file or directory: its name, in its directory */
+	OWN_ROOT,   /* the root directory */
+	OWN_BITMAP, /* an allocation bitmap */
+	OWN_UPCASE, /* the up-case table */
+	OWN_OTHER,  /* an allocation of a set with no name, in a directory */
+};
+
+/*
+ * What one claim took, and for whom: following @nclus clusters from
+ * @first (one run with NoFatChain) visits exactly them again, so the
+ * owner of a cluster is found later without a second walk of the tree.
+ */
+struct owner_rec {
+	uint32_t first, nclus;
+	uint32_t parent; /* the record of the directory holding the owner's
+			    entry; NO_REC: the root */
+	uint32_t name;	 /* OWN_ENTRY: its name's offset in names */
+	uint8_t kind;	 /* enum own_kind */
+	uint8_t is_no_fat_chain;
+};
+
+/* A run of clusters in use that the bitmap marks free. */
+struct miss_run {
+	uint32_t first, n;
+};
+
+/* A cross-link finding, whose first owner is named after the walk. */
+struct cross {
+	uint32_t clus;
+	size_t finding;
+	char *later;	/* the path of the later owner; NULL: none */
+	uint32_t owner; /* the record holding @clus; NO_REC: not found */
+};
+
+/* An entry set rewritten whole: where each entry is, what it becomes. */
+struct set_fix {
+	int is_idle; /* not to be written (yet): see struct late_tail */
+	uint32_t nents;
+	uint64_t *off;
+	unsigned char (*raw)[FK_EXFAT_ENT_LEN];
+};
+
+/*
+ * A file's NoFatChain run whose DataLength reaches past the heap: that
+ * length is known false, so the run is claimed only after every sound
+ * stream (exck_late_claims()), and only as far as its clusters are free of
+ * other owners and marked in the bitmap.
+ */
+struct late_set {
+	struct fk_exfat_set *set; /* as planned by exck_check_file() */
+	char *path;
+	uint32_t own_parent, own_name; /* its owner record's, to be */
+};
+
+/*
+ * A directory read up to its end marker, with entries after it left
+ * unread: exck_walk_tails() reads them when there is a reason to.
+ */
+struct tail {
+	struct fk_exfat_stream s; /* first_clus 0: the root */
+	uint32_t nclus;		  /* clusters claimed, as exck_walk_dir() had */
+	struct fk_exfat_dir_mark m;
+	char *path;
+};
+
+/*
+ * The tail of a file's NoFatChain run past its ValidDataLength, claimed
+ * after every sound stream too (claim_nfc_tails()): a run has no chain to
+ * say where it ends, and a DataLength grown by damage reaches over the
+ * files behind it, which must keep their clusters.  The written part, up
+ * to ValidDataLength (at least the first cluster), is claimed in the walk
+ * like any other stream.  Kept small (a card may hold thousands): the
+ * set is planned at once, idle unless the tail is cut.
+ */
+struct late_tail {
+	uint32_t rec;  /* the owner record of the part claimed in the walk */
+	uint32_t need; /* clusters its DataLength asks for */
+	size_t fix;    /* its struct set_fix */
+};
+
+/* Why a claim stopped short of the stream's whole length. */
+enum cut {
+	CUT_NONE,  /* claimed it all (or the chain ended: see nclus) */
+	CUT_START, /* FirstCluster out of range */
+	CUT_LINK,  /* a free, bad, reserved or out-of-range link */
+	CUT_LOOP,  /* the chain runs into itself */
+	CUT_CROSS, /* the chain runs into another stream's cluster */
+	CUT_LONG,  /* more clusters than DataLength needs */
+	CUT_HEAP,  /* a NoFatChain run past the heap */
+};
+
+struct claim {
+	struct fk_exfat_check *x;
+	const struct fk_exfat_stream *s;
+	uint64_t need;	/* clusters wanted; 0: up to the end of chain */
+	uint64_t limit; /* most clusters accepted without a length */
+	uint32_t nclus; /* claimed */
+	uint32_t last;	/* last cluster claimed; 0: none */
+	uint32_t at;	/* the cluster a loop or cross-link reached */
+	uint32_t rec;	/* its struct owner_rec; NO_REC: none */
+	enum cut why;
+	int is_special; /* the bitmap or up-case table: a broken chain is
+			   left as it is (ending it makes it no more usable,
+			   only shorter); one too long is ended */
+	struct fk_chain_info info;
+};
+
+/*
+ * The names met in the directory being walked, for duplicates: an open
+ * addressing set of 64-bit hashes of the up-cased names (0 stands for
+ * an empty slot, so a name hashing to 0 is stored as 1).  Equal hashes
+ * are only a hint: each slot also points into @text, where the name's
+ * length and units are kept, and names are compared there.  @text grows
+ * with the names of one directory, so with the directory's size.
+ */
+struct name_set {
+	uint64_t *v;
+	size_t *at;    /* per slot: offset of the name's length unit in text */
+	size_t n, cap; /* cap: a power of two, or 0 */
+	uint16_t *text;
+	size_t text_len, text_cap;
+};
+
+/* A directory being walked: its names so far, its depth. */
+struct dirwalk {
+	struct name_set *names;
+	int depth;
+};
+
+struct fk_exfat_check {
+	struct fk_volume *vol;
+	const struct fk_geom *g;
+	const struct fk_exfat *ex;
+	struct fk_check_opts o;
+	struct fk_check *ck;	   /* where findings are recorded */
+	struct fk_check_stats *st; /* ck's counts */
+	LIST(struct fat_fix, fat_fixes);
+	LIST(struct set_fix, set_fixes);
+	LIST(struct late_set, late);
+	LIST(struct late_tail, nfc_tails);
+	LIST(struct tail, tails);
+	uint8_t *own;	  /* one bit per data cluster: bit (clus - 2) % 8 of
+			 byte (clus - 2) / 8, the bitmap's own layout */
+	size_t own_words; /* its size in 8-byte words (the volume may be closed
+			     before the check is freed) */
+	uint32_t own_end; /* bytes of @own from here on are all zero (pages
+			     never touched, not read either) */
+	uint32_t nowned;
+	uint64_t claimed_step; /* for progress */
+	/* who owns what: a record per claim, the names of the entries
+	   claimed for, and who the next claim is for */
+	LIST(struct owner_rec, owners);
+	LIST(char, names);
+	uint32_t own_parent, own_name;
+	enum own_kind own_kind;
+	LIST(struct cross, crosses);
+	LIST(struct miss_run, misses); /* in cluster order */
+	int is_miss_cut;	       /* more runs than were kept */
+	size_t miss_find;	       /* the bitmap-free finding */
+	/* one entry set per level of nesting, allocated as needed */
+	struct fk_exfat_set *sets[FK_CHECK_MAX_DEPTH + 1];
+	/* and one table of names (struct name_set), kept from one directory
+	   to the next at that level, so that its slots are not grown anew
+	   for each */
+	struct name_set *dir_names[FK_CHECK_MAX_DEPTH + 1];
+	/* bytes of its first cluster the last directory walked needed */
+	uint32_t piece_hint;
+	char *path;
+	size_t path_len, path_cap;
+	int is_tree_incomplete; /* then never free bitmap bits */
+	const char *keep_why;	/* the first reason for it, at keep_path */
+	char *keep_path;
+	/* the allocation bitmap (the active one of TexFAT's two) */
+	int has_bitmap;
+	uint32_t nbitmaps_seen; /* bitmap entries met in the root so far */
+	struct fk_exfat_stream bm_stream; /* its clusters, for writing */
+	uint64_t bm_need_len;		  /* ceil(ClusterCount / 8) */
+	uint32_t bm_nused;		  /* bits set on disk */
+	int is_bm_read;			  /* the bitmap could be read */
+	int fix_bits_set, fix_bits_clear;
+	/* boot region */
+	unsigned char *sec0; /* main boot sector as read */
+	unsigned char *backup;
+	struct fk_exfat_boot boot; /* both regions as judged by this check */
+	int restore_main, fix_main_csum, fix_backup;
+	int fix_percent;
+	uint8_t percent_want;
+	int has_upcase, has_label;
+	/* the up-case table as loaded by this check */
+	int is_upcase_loaded;
+	uint32_t upcase_csum; /* computed over the table on disk */
+	uint32_t upcase_nfix; /* ASCII units it maps wrongly */
+	uint32_t upcase_bad_at, upcase_bad_val; /* the first of them */
+	unsigned char *upcase_raw; /* the mended table, when nfix */
+	uint64_t upcase_len;
+	struct fk_exfat_stream upcase_stream;
+	uint32_t upcase_csum_fixed; /* computed over the mended table */
+	int fix_upcase_table;
+};
+
+/* The passes over the on-disk bitmap (see struct bm_walk). */
+enum bm_pass { PASS_COMPARE, PASS_SET, PASS_CLEAR };
+
+static inline void put_u64le(unsigned char *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint64_t get_u64le(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p + 4) << 32 | get_le32(p);
+}
+
+/* check-exfat-claim.c: paths, the ownership map, claims and their cuts,
+ * late claims */
+const char *exck_cur_path(const struct fk_exfat_check *x);
+int exck_push_name(struct fk_exfat_check *x, const char *name, size_t *old);
+void exck_pop_name(struct fk_exfat_check *x, size_t old);
+int exck_own_entry(struct fk_exfat_check *x, const char *name);
+int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+	       uint64_t need, uint64_t limit, struct claim *c);
+int exck_claim_special(struct fk_exfat_check *x,
+		       const struct fk_exfat_stream *s, uint64_t need,
+		       struct claim *c);
+int exck_is_fat_cut(const struct claim *c);
+int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
+		     const char *path, const char *what, size_t *idx);
+int exck_keep_bits(struct fk_exfat_check *x, const char *why);
+int exck_claim_generic(struct fk_exfat_check *x, unsigned char *e,
+		       unsigned flags_off, int *is_changed);
+int exck_claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
+			   int *is_changed);
+int exck_late_claims(struct fk_exfat_check *x);
+
+/* check-exfat-owners.c: the owners findings name */
+char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r, int *is_path);
+int exck_name_owners(struct fk_exfat_check *x);
+
+/* check-exfat-sets.c: entry sets */
+int exck_check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s);
+int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from);
+void exck_delete_set(struct fk_exfat_set *s);
+int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
+void exck_free_names(struct name_set *ns);
+void exck_clear_names(struct name_set *ns);
+int exck_hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s);
+void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s);
+int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct fk_exfat_set *s, struct fk_diag *diag);
+
+/* check-exfat-walk.c: the walk of the tree */
+int exck_walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
+		  uint32_t nclus, int depth, struct fk_diag *diag);
+int exck_walk_tails(struct fk_exfat_check *x);
+int exck_walk_root(struct fk_exfat_check *x, struct fk_diag *diag);
+
+/* check-exfat-bitmap.c: the root's volume entries, the allocation bitmap */
+int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s);
+int exck_check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
+		       int is_root);
+int exck_check_bitmap(struct fk_exfat_check *x);
+int exck_repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass);
+
+#endif
