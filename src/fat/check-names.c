@@ -465,6 +465,171 @@ static size_t report_rsvd(struct fk_check *ck, const struct fk_dirent *ent,
 	return idx;
 }
 
+/* What ck_check_names() knows of an entry's names as it judges them. */
+struct verdict {
+	const struct fk_dirent *ent;
+	const char *path;
+	enum fk_short_verdict short_verdict;
+	/* Which names an earlier entry has (DUP_*), and the earliest. */
+	unsigned what;
+	uint32_t earlier;
+	int is_no83;	    /* flagged as having no 8.3 name */
+	char *long_name;    /* ent->name, one re-attached (ours), or NULL */
+	uint32_t lfn_first; /* its first slot; ent->slot: none */
+	size_t bad, dup, rsvd, no83; /* the findings made, or NONE */
+};
+
+/* Long-name slots that match @ent but do not decode (slots that do not
+ * match it were orphans, and d->ent_first is before the entry then):
+ * deleted, as every reader shows the short name alone already. */
+static void drop_undecoded(struct fk_check *ck, struct dirctx *d,
+			   const struct fk_dirent *ent, const char *path)
+{
+	size_t idx = ck_report(ck, FK_SEV_WARNING, "long-name", path,
+			       "its long name is empty or not valid "
+			       "UTF-16; it is listed by its short "
+			       "name");
+
+	ck_set_fix(ck, idx, "long-name slots deleted");
+	if (ck_plan_erase(ck, d->first, d->ent_first, ent->slot - d->ent_first))
+		ck->is_nomem = 1;
+}
+
+/* The long name of @v's entry: its own (with any reserved fields
+ * reported), or one whose checksum names another entry, re-attached. */
+static int find_long_name(struct fk_check *ck, struct dirctx *d,
+			  struct verdict *v)
+{
+	const struct fk_dirent *ent = v->ent;
+	char *kept;
+	int r;
+
+	if (ent->has_lfn) {
+		v->long_name = (char *)ent->name;
+		v->lfn_first = d->ent_first;
+		if (ent->nlfn_rsvd && !ck_is_label(ent))
+			v->rsvd = report_rsvd(ck, ent, v->path);
+	} else if (d->reattach_n) {
+		if (!(kept = malloc(FK_NAME_MAX)))
+			return -ENOMEM;
+		v->lfn_first = d->reattach_first;
+		if ((r = reattach(ck, d, ent, kept, FK_NAME_MAX)) <= 0) {
+			free(kept);
+			if (r < 0)
+				return r;
+			v->lfn_first = ent->slot;
+		} else {
+			v->long_name = kept;
+		}
+	}
+	return 0;
+}
+
+/* Report what is wrong with @v's names; a later entry's long name that
+ * an earlier entry has is deleted here. */
+static int report_names(struct fk_check *ck, struct dirctx *d,
+			struct verdict *v)
+{
+	const struct fk_dirent *ent = v->ent;
+	int err;
+
+	/* fsck.fat: an entry that says it has no 8.3 name needs a long
+	 * one, or it has no name at all ("Bad short file name"). */
+	if (v->is_no83 && !v->long_name)
+		v->no83 = ck_report(ck, FK_SEV_ERROR, "bad-name", v->path,
+				    "flagged as having no 8.3 name (byte 12, "
+				    "0x20), but it has no long name either");
+	if (v->short_verdict == FK_SHORT_BAD)
+		v->bad = ck_report(ck, FK_SEV_ERROR, "bad-name", v->path,
+				   "short name '%s' holds characters FAT does "
+				   "not allow",
+				   ent->short_name);
+	else if (v->short_verdict == FK_SHORT_ODD)
+		v->bad = ck_report(ck, FK_SEV_WARNING, "short-name", v->path,
+				   "short name '%s' is not a valid 8.3 name",
+				   ent->short_name);
+	if (v->what)
+		v->dup = ck_report(ck, FK_SEV_ERROR, "duplicate", v->path,
+				   "another entry of this directory (slot %u) "
+				   "has the same name (names are compared "
+				   "ignoring case)",
+				   v->earlier);
+	if (v->what & DUP_LONG && ent->has_lfn) {
+		/* Its long name is the earlier entry's: only its short
+		 * name is left to tell them apart. */
+		if ((err = ck_plan_erase(ck, d->first, v->lfn_first,
+					 ent->slot - v->lfn_first)))
+			return err;
+		ck_set_fix(ck, v->dup, "this later entry's long name deleted");
+		v->long_name = NULL;
+		v->lfn_first = ent->slot;
+	}
+	return 0;
+}
+
+/* Plan the name @v's entry is given: a new short name, its own with the
+ * no-8.3 flag cleared, or its long-name slots rewritten (re-attached, or
+ * their reserved fields cleaned).  Nothing when none of those is due. */
+static int plan_name(struct fk_check *ck, struct dirctx *d,
+		     const struct verdict *v)
+{
+	const struct fk_dirent *ent = v->ent;
+	const char *long_name = v->long_name;
+	unsigned what = v->what;
+	struct ent_fix fix;
+	unsigned char raw[11];
+	char shown[40];
+	uint8_t nt;
+	int err;
+
+	memset(&fix, 0, sizeof(fix));
+	if ((v->short_verdict != FK_SHORT_VALID || what & DUP_SHORT) &&
+	    !new_short(d, ent, long_name, raw, &nt)) {
+		fk_short_display(raw, nt, shown, sizeof(shown));
+		if ((err = give_name(d, shown, ent->slot)))
+			return err;
+		fix.set_name = 1;
+		if (v->bad != NONE && nt && !long_name)
+			ck_set_fix(ck, v->bad,
+				   "stored in upper case with the NT "
+				   "lower-case flags (still shown as '%s')",
+				   shown);
+		else if (v->bad != NONE)
+			ck_set_fix(ck, v->bad, "renamed to '%s'%s", shown,
+				   long_name ? " (its long name kept)" : "");
+		if (what & DUP_SHORT)
+			ck_set_fix(ck, v->dup,
+				   "this later entry renamed to '%s'%s%s",
+				   shown,
+				   long_name ? " (its long name kept)" : "",
+				   what & DUP_LONG && ent->has_lfn
+					   ? ", its long name deleted"
+					   : "");
+		if (v->no83 != NONE)
+			ck_set_fix(ck, v->no83,
+				   "flag cleared with the new name");
+	} else if (v->no83 != NONE) {
+		/* Its short name is sound: it becomes the name. */
+		memcpy(raw, ent->raw, 11);
+		nt = (uint8_t)(ent->nt & ~FK_NT_NO_83);
+		fix.set_name = 1;
+		ck_set_fix(ck, v->no83, "flag cleared: it is named '%s'",
+			   ent->short_name);
+	} else if ((long_name == NULL || long_name == ent->name) &&
+		   (v->rsvd == NONE || long_name == NULL)) {
+		/* nothing renamed (or every name taken), no long name
+		 * re-attached, none to clean: nothing to write */
+		return 0;
+	}
+	fix.op = EF_NAME;
+	fix.dir_clus = d->first;
+	fix.slot = v->lfn_first;
+	fix.nslots = ent->slot - v->lfn_first + 1;
+	memcpy(fix.name, raw, 11);
+	fix.nt = nt;
+	return ck_plan_entry(ck, &fix);
+}
+
 /*
  * A short name that is not valid, or that an earlier entry has, gets a
  * new one (new_short()); a long name an earlier entry has is dropped.  Of
@@ -476,142 +641,34 @@ static size_t report_rsvd(struct fk_check *ck, const struct fk_dirent *ent,
 int ck_check_names(struct fk_check *ck, struct dirctx *d,
 		   const struct fk_dirent *ent, struct fk_diag *diag)
 {
-	const char *path;
-	char *long_name = NULL, *kept;
-	enum fk_short_verdict verdict;
-	size_t bad = NONE, dup = NONE, rsvd = NONE, no83 = NONE;
-	uint32_t earlier = 0, lfn_first = ent->slot;
-	unsigned what;
-	struct ent_fix fix;
-	unsigned char raw[11];
-	char shown[40];
-	uint8_t nt;
-	int r, is_no83, err = 0;
+	struct verdict v = {0};
+	int err;
 
-	verdict = fk_short_check(ent->raw);
-	what = ck_is_label(ent) ? 0 : find_dup(d, ent->slot, &earlier);
-	is_no83 = !ent->has_lfn && !ck_is_label(ent) && ent->nt & FK_NT_NO_83;
-	if (verdict == FK_SHORT_VALID && !what && !d->reattach_n &&
-	    !ent->is_lfn_damaged && !ent->nlfn_rsvd && !is_no83)
+	v.ent = ent;
+	v.short_verdict = fk_short_check(ent->raw);
+	v.what = ck_is_label(ent) ? 0 : find_dup(d, ent->slot, &v.earlier);
+	v.is_no83 = !ent->has_lfn && !ck_is_label(ent) && ent->nt & FK_NT_NO_83;
+	if (v.short_verdict == FK_SHORT_VALID && !v.what && !d->reattach_n &&
+	    !ent->is_lfn_damaged && !ent->nlfn_rsvd && !v.is_no83)
 		return 0; /* most entries: nothing to say, nothing to name */
-	path = ck_ent_path(d);
+	v.path = ck_ent_path(d);
+	v.lfn_first = ent->slot;
+	v.bad = v.dup = v.rsvd = v.no83 = NONE;
 	/* A name may be given: every name of the directory is needed. */
-	if ((d->reattach_n || verdict != FK_SHORT_VALID || what & DUP_SHORT) &&
+	if ((d->reattach_n || v.short_verdict != FK_SHORT_VALID ||
+	     v.what & DUP_SHORT) &&
 	    (err = load_names(ck, d, diag)))
 		return err;
-	/* Slots that do not match it were orphans (d->ent_first is before
-	 * the entry then); what is left is a name that does not decode. */
-	if (ent->is_lfn_damaged &&
-	    d->ent_first + ent->nslots == ent->slot + 1) {
-		size_t idx = ck_report(ck, FK_SEV_WARNING, "long-name", path,
-				       "its long name is empty or not valid "
-				       "UTF-16; it is listed by its short "
-				       "name");
-
-		/* What every reader shows already: the short name alone. */
-		ck_set_fix(ck, idx, "long-name slots deleted");
-		if (ck_plan_erase(ck, d->first, d->ent_first,
-				  ent->slot - d->ent_first))
-			ck->is_nomem = 1;
-	}
-	if (ent->has_lfn) {
-		long_name = (char *)ent->name;
-		lfn_first = d->ent_first;
-		if (ent->nlfn_rsvd && !ck_is_label(ent))
-			rsvd = report_rsvd(ck, ent, path);
-	} else if (d->reattach_n) {
-		if (!(kept = malloc(FK_NAME_MAX)))
-			return -ENOMEM;
-		lfn_first = d->reattach_first;
-		if ((r = reattach(ck, d, ent, kept, FK_NAME_MAX)) <= 0) {
-			free(kept);
-			if (r < 0)
-				return r;
-			lfn_first = ent->slot;
-		} else {
-			long_name = kept;
-		}
-	}
-	/* fsck.fat: an entry that says it has no 8.3 name needs a long
-	 * one, or it has no name at all ("Bad short file name"). */
-	if (is_no83 && !long_name)
-		no83 = ck_report(ck, FK_SEV_ERROR, "bad-name", path,
-				 "flagged as having no 8.3 name (byte 12, "
-				 "0x20), but it has no long name either");
-	if (verdict == FK_SHORT_BAD)
-		bad = ck_report(ck, FK_SEV_ERROR, "bad-name", path,
-				"short name '%s' holds characters FAT does "
-				"not allow",
-				ent->short_name);
-	else if (verdict == FK_SHORT_ODD)
-		bad = ck_report(ck, FK_SEV_WARNING, "short-name", path,
-				"short name '%s' is not a valid 8.3 name",
-				ent->short_name);
-	if (what)
-		dup = ck_report(ck, FK_SEV_ERROR, "duplicate", path,
-				"another entry of this directory (slot %u) has "
-				"the same name (names are compared ignoring "
-				"case)",
-				earlier);
-	if (what & DUP_LONG && ent->has_lfn) {
-		/* Its long name is the earlier entry's: only its short
-		 * name is left to tell them apart. */
-		if ((err = ck_plan_erase(ck, d->first, lfn_first,
-					 ent->slot - lfn_first)))
-			goto out;
-		ck_set_fix(ck, dup, "this later entry's long name deleted");
-		long_name = NULL;
-		lfn_first = ent->slot;
-	}
-	memset(&fix, 0, sizeof(fix));
-	if (ck_is_label(ent))
-		goto out; /* a label's bytes are its text, not a file name */
-	if ((verdict != FK_SHORT_VALID || what & DUP_SHORT) &&
-	    !new_short(d, ent, long_name, raw, &nt)) {
-		fk_short_display(raw, nt, shown, sizeof(shown));
-		if ((err = give_name(d, shown, ent->slot)))
-			goto out;
-		fix.set_name = 1;
-		if (bad != NONE && nt && !long_name)
-			ck_set_fix(ck, bad,
-				   "stored in upper case with the NT "
-				   "lower-case flags (still shown as '%s')",
-				   shown);
-		else if (bad != NONE)
-			ck_set_fix(ck, bad, "renamed to '%s'%s", shown,
-				   long_name ? " (its long name kept)" : "");
-		if (what & DUP_SHORT)
-			ck_set_fix(
-				ck, dup, "this later entry renamed to '%s'%s%s",
-				shown, long_name ? " (its long name kept)" : "",
-				what & DUP_LONG && ent->has_lfn
-					? ", its long name deleted"
-					: "");
-		if (no83 != NONE)
-			ck_set_fix(ck, no83, "flag cleared with the new name");
-	} else if (no83 != NONE) {
-		/* Its short name is sound: it becomes the name. */
-		memcpy(raw, ent->raw, 11);
-		nt = (uint8_t)(ent->nt & ~FK_NT_NO_83);
-		fix.set_name = 1;
-		ck_set_fix(ck, no83, "flag cleared: it is ck_named '%s'",
-			   ent->short_name);
-	} else if ((long_name == NULL || long_name == ent->name) &&
-		   (rsvd == NONE || long_name == NULL)) {
-		/* nothing renamed (or every name taken), no long name
-		 * re-attached, none to clean: nothing to write */
-		goto out;
-	}
-	fix.op = EF_NAME;
-	fix.dir_clus = d->first;
-	fix.slot = lfn_first;
-	fix.nslots = ent->slot - lfn_first + 1;
-	memcpy(fix.name, raw, 11);
-	fix.nt = nt;
-	err = ck_plan_entry(ck, &fix);
-out:
-	if (long_name != ent->name)
-		free(long_name);
+	if (ent->is_lfn_damaged && d->ent_first + ent->nslots == ent->slot + 1)
+		drop_undecoded(ck, d, ent, v.path);
+	if ((err = find_long_name(ck, d, &v)))
+		return err;
+	err = report_names(ck, d, &v);
+	/* A label's bytes are its text, not a file name. */
+	if (!err && !ck_is_label(ent))
+		err = plan_name(ck, d, &v);
+	if (v.long_name != ent->name)
+		free(v.long_name);
 	return err;
 }
 
