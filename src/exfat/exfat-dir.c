@@ -350,12 +350,58 @@ static void sum_set(struct fk_exfat_set *set)
 		set->defects |= FK_EXS_CHECKSUM;
 }
 
-/* The File set's secondaries, Stream Extension and names. */
-static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
+/* A File set with a stream, once parse_file() read its secondaries
+ * (@names name entries, @bad: a unit no name may hold): the name entries
+ * against the stream's NameLength, the checksum and the name hash, and
+ * the stream's lengths and clusters. */
+static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
+		       uint32_t names, int bad)
 {
 	const struct fk_exfat_upcase *up =
 		dir->vol->exfat ? dir->vol->exfat->upcase : NULL;
-	uint32_t i, names = 0, need, k, take;
+	uint32_t need;
+
+	need = (set->name_len + FN_UNITS - 1) / FN_UNITS;
+	if (!set->name_len)
+		set->defects |= FK_EXS_NAME_LEN;
+	if ((uint32_t)set->sec_count < 1 + need)
+		set->defects |= FK_EXS_COUNT;
+	if (names != need || set->name16_len < set->name_len)
+		set->defects |= FK_EXS_NAME_ENTRY;
+	if (bad)
+		set->defects |= FK_EXS_NAME_CHARS;
+	fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
+			 sizeof(set->name));
+	if (up) {
+		fk_exfat_set_sums(
+			(const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw,
+			set->nents, up, set->name16, set->name16_len,
+			&set->csum_computed, &set->hash_computed);
+		if (set->csum_computed != set->csum_stored)
+			set->defects |= FK_EXS_CHECKSUM;
+		if (set->hash_computed != set->hash_stored)
+			set->defects |= FK_EXS_HASH;
+	} else {
+		sum_set(set);
+	}
+	if (set->valid_len > set->data_len ||
+	    ((set->attr & FK_ATTR_DIR) && set->valid_len != set->data_len))
+		set->defects |= FK_EXS_VDL;
+	if (!set->is_alloc_possible ? set->first_clus || set->data_len
+				    : set->data_len && !set->first_clus)
+		set->defects |= FK_EXS_ALLOC;
+	if (set->data_len && !set->first_clus)
+		set->defects |= FK_EXS_NO_FIRST;
+	if ((set->attr & FK_ATTR_DIR) &&
+	    (!set->data_len || set->data_len > FK_EXFAT_DIR_MAX_LEN ||
+	     set->data_len % dir->vol->g.clus_len))
+		set->defects |= FK_EXS_BIG_DIR;
+}
+
+/* The File set's secondaries, Stream Extension and names. */
+static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
+{
+	uint32_t i, names = 0, k, take;
 	int has_stream = 0, bad = 0;
 
 	set->attr = (uint16_t)get_le16(set->raw[0] + FE_ATTR);
@@ -417,41 +463,7 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 		set->defects |= FK_EXS_NO_STREAM;
 		return;
 	}
-	need = (set->name_len + FN_UNITS - 1) / FN_UNITS;
-	if (!set->name_len)
-		set->defects |= FK_EXS_NAME_LEN;
-	if ((uint32_t)set->sec_count < 1 + need)
-		set->defects |= FK_EXS_COUNT;
-	if (names != need || set->name16_len < set->name_len)
-		set->defects |= FK_EXS_NAME_ENTRY;
-	if (bad)
-		set->defects |= FK_EXS_NAME_CHARS;
-	fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
-			 sizeof(set->name));
-	if (up) {
-		fk_exfat_set_sums(
-			(const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw,
-			set->nents, up, set->name16, set->name16_len,
-			&set->csum_computed, &set->hash_computed);
-		if (set->csum_computed != set->csum_stored)
-			set->defects |= FK_EXS_CHECKSUM;
-		if (set->hash_computed != set->hash_stored)
-			set->defects |= FK_EXS_HASH;
-	} else {
-		sum_set(set);
-	}
-	if (set->valid_len > set->data_len ||
-	    ((set->attr & FK_ATTR_DIR) && set->valid_len != set->data_len))
-		set->defects |= FK_EXS_VDL;
-	if (!set->is_alloc_possible ? set->first_clus || set->data_len
-				    : set->data_len && !set->first_clus)
-		set->defects |= FK_EXS_ALLOC;
-	if (set->data_len && !set->first_clus)
-		set->defects |= FK_EXS_NO_FIRST;
-	if ((set->attr & FK_ATTR_DIR) &&
-	    (!set->data_len || set->data_len > FK_EXFAT_DIR_MAX_LEN ||
-	     set->data_len % dir->vol->g.clus_len))
-		set->defects |= FK_EXS_BIG_DIR;
+	judge_file(dir, set, names, bad);
 }
 
 /*

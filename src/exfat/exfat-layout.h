@@ -1,11 +1,34 @@
 /*
- * exfat-layout.h: byte offsets of the fields inside exFAT's 32-byte
- * directory entries (Microsoft's exFAT specification, sections 6 and 7),
- * for the exFAT modules only: the iterator, the checker and the writer
- * read and write entries through these names and no others.
+ * exfat-layout.h: byte offsets of the fields of exFAT's main boot sector
+ * and of its 32-byte directory entries (Microsoft's exFAT specification,
+ * sections 3.1, 6 and 7), for the exFAT modules only: the boot region's
+ * judge, the iterator, the checker and the writer read and write them
+ * through these names and no others.
  */
 #ifndef FATKIT_EXFAT_LAYOUT_H
 #define FATKIT_EXFAT_LAYOUT_H
+
+/* Main boot sector fields (spec 3.1), byte offsets. */
+#define EB_JUMP	      0
+#define EB_NAME	      3
+#define EB_MBZ	      11
+#define EB_MBZ_LEN    53
+#define EB_PART_OFF   64
+#define EB_VOL_LEN    72
+#define EB_FAT_OFF    80
+#define EB_FAT_LEN    84
+#define EB_HEAP_OFF   88
+#define EB_NCLUS      92
+#define EB_ROOT_CLUS  96
+#define EB_SERIAL     100
+#define EB_REVISION   104
+#define EB_FLAGS      106
+#define EB_SEC_SHIFT  108
+#define EB_CLUS_SHIFT 109
+#define EB_NFATS      110
+#define EB_DRIVE_SEL  111
+#define EB_PERCENT    112
+#define EB_BOOT_SIG   510
 
 /* Any entry (6.2 - 6.4): the generic primary and secondary templates. */
 #define GEN_TYPE     0	/* EntryType */

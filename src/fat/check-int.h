@@ -4,8 +4,11 @@
  *   check.c         public API, findings, repair plans, the order of phases
  *   check-fat.c     boot sector, FAT copies (which to keep where they
  *                   differ) and reserved entries, FSInfo, label
- *   check-tree.c    the directory tree walk: entries, names, ".", "..",
- *                   orphaned long-name slots
+ *   check-tree.c    the directory tree walk: files, subdirectories,
+ *                   entries past an end marker; with check-names.c
+ *                   (names, duplicates, orphaned long-name slots),
+ *                   check-dots.c ("." and "..") and check-dir.c/.h (the
+ *                   directory being walked, which only those share)
  *   check-chain.c   claiming chains in the cluster map, tails, cross-link
  *                   owners, lost clusters
  *   check-salvage.c --salvage: plans FOUND.000 files for lost chains
@@ -367,6 +370,8 @@ static inline int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
 
 /* Walk the tree from the root, claiming every chain: the one walk. */
 int ck_walk_root(struct fk_check *ck, struct fk_diag *diag);
+
+/* ---- check-dir.c: the directory being walked ---------------------------- */
 
 /* Open the directory at @first (0: the root), reading at most @nclus
  * clusters of it (0: no limit), as the walk reads it. */

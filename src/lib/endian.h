@@ -18,6 +18,11 @@ static inline uint32_t get_le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
+static inline uint64_t get_le64(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
 static inline void put_le16(unsigned char *p, uint32_t v)
 {
 	p[0] = (unsigned char)v;

@@ -183,6 +183,35 @@ static int parse_fat_copy(const char *arg, uint32_t *copy)
 	return 0;
 }
 
+/* What parse_args() read, judged whole: options that need or exclude
+ * another, and the one IMAGE operand. */
+static int check_args(int argc, char **argv, const struct opts *o)
+{
+	if (o->is_read_only && o->is_repair) {
+		fk_usage_error(PROG, "-n cannot be combined with -r, -a, -p "
+				     "or -y");
+		return -EINVAL;
+	}
+	if (o->trim_prealloc && !o->is_repair) {
+		fk_usage_error(PROG, "--trim-prealloc needs --repair");
+		return -EINVAL;
+	}
+	if (o->salvage && !o->is_repair) {
+		fk_usage_error(PROG, "--salvage needs --repair");
+		return -EINVAL;
+	}
+	if (optind >= argc) {
+		fk_usage_error(PROG, "no IMAGE given");
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		fk_usage_error(PROG, "unexpected argument '%s'",
+			       argv[optind + 1]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o,
 		      struct fk_volume_opts *vo)
 {
@@ -261,29 +290,7 @@ static int parse_args(int argc, char **argv, struct opts *o,
 			break;
 		}
 	}
-	if (o->is_read_only && o->is_repair) {
-		fk_usage_error(PROG, "-n cannot be combined with -r, -a, -p "
-				     "or -y");
-		return -EINVAL;
-	}
-	if (o->trim_prealloc && !o->is_repair) {
-		fk_usage_error(PROG, "--trim-prealloc needs --repair");
-		return -EINVAL;
-	}
-	if (o->salvage && !o->is_repair) {
-		fk_usage_error(PROG, "--salvage needs --repair");
-		return -EINVAL;
-	}
-	if (optind >= argc) {
-		fk_usage_error(PROG, "no IMAGE given");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		fk_usage_error(PROG, "unexpected argument '%s'",
-			       argv[optind + 1]);
-		return -EINVAL;
-	}
-	return 0;
+	return check_args(argc, argv, o);
 }
 
 /* ---- progress and -v ---------------------------------------------------- */
