@@ -501,6 +501,16 @@ if case == "empty-with-cluster":
     e, cl = v.put("/x-empty", cs, b"", vdl=0)
     e.set_stream(dl=0, vdl=0)
     v.rewrite_set(e)
+elif case == "nfc-first-zero":
+    # a NoFatChain file's FirstCluster 0 (one byte), its length kept
+    e, cl = v.put("/x-nfc0", 2 * cs + 7, b"n", chain=False)
+    e.set_stream(first=0)
+    v.rewrite_set(e)
+elif case == "nfc-empty":
+    # an empty file (FirstCluster 0, DataLength 0) flagged NoFatChain
+    e, cl = v.put("/x-nfce", 0, b"")
+    e.set_stream(flags=0x03)
+    v.rewrite_set(e)
 elif case == "nofat-overlap":
     # a NoFatChain file whose run starts inside another file's
     a, acl = v.put("/x-a", 3 * cs, b"", vdl=0, chain=False)
@@ -568,12 +578,18 @@ v.f.close()
 PY
 }
 
-@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1], a second bitmap entry" {
-	local c
-	for c in empty-with-cluster nofat-overlap fat-reserved bitmap-twice; do
+@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1], a second bitmap entry, NoFatChain without clusters" {
+	local c sum
+	for c in empty-with-cluster nofat-overlap fat-reserved bitmap-twice nfc-first-zero nfc-empty; do
 		use
 		exdamage img "$c"
 		run -4 fatcheck img
+		# NoFatChain on a stream without clusters: fsck.exfat's "empty,
+		# but has no Fat chain", left behind by a file made empty
+		[[ $c != nfc-first-zero ]] ||
+			assert_line "error: /x-nfc0: first cluster 0 with a non-zero length (8199 bytes)"
+		[[ $c != nfc-empty ]] ||
+			assert_line "error: /x-nfce: NoFatChain set on a file without clusters"
 		[[ $c != empty-with-cluster ]] ||
 			assert_line --regexp "^error: /x-empty: DataLength is 0 but FirstCluster is [0-9]+$"
 		[[ $c != nofat-overlap ]] ||
@@ -585,10 +601,15 @@ PY
 			assert_output "error: img: a second allocation bitmap entry
 img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings, 0 notes"
 		run -1 fatcheck -r img
+		[[ $c != nfc-empty ]] ||
+			assert_line "error: /x-nfce: NoFatChain set on a file without clusters (repair: NoFatChain cleared)"
 		run -0 fatcheck img
 		fsck_exfat_clean img
 		run -0 ref verify -W img
 		sums img | diff - img.sums
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
 	done
 }
 

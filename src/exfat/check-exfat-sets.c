@@ -592,6 +592,8 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 				return err;
 			s->first_clus = 0;
 			s->data_len = 0;
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 		}
 		f->is_changed = 1;
 	}
@@ -719,6 +721,19 @@ static int judge_stream(struct fk_exfat_check *x, struct file_check *f)
 		f->is_changed = 1;
 	} else if (!f->st.first_clus && !s->data_len) {
 		f->c.nclus = 0;
+		if (!f->is_dir &&
+		    (s->raw[1][SE_FLAGS] & FK_EXFAT_GSF_NO_FAT_CHAIN)) {
+			/* A run of no cluster: fsck.exfat calls it damage
+			 * ("empty, but has no Fat chain"). */
+			idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag",
+					exck_cur_path(x),
+					"NoFatChain set on a file without "
+					"clusters");
+			ck_set_fix(x->ck, idx, "NoFatChain cleared");
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+			f->is_changed = 1;
+		}
 		if (f->is_dir) {
 			idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size",
 					exck_cur_path(x),
