@@ -511,6 +511,16 @@ elif case == "nfc-empty":
     e, cl = v.put("/x-nfce", 0, b"")
     e.set_stream(flags=0x03)
     v.rewrite_set(e)
+elif case in ("stream-type", "name-type", "type-unconfirmed"):
+    # one bit of a secondary's type byte flipped (0xC0 -> 0x80, 0xC1 ->
+    # 0x81): the set is cut short there; unconfirmed: the SetChecksum
+    # is off too, so nothing says the type was the only damage
+    e, cl = v.put("/x-ty", 3 * cs + 5, b"t" * (3 * cs + 5))
+    raw = bytearray(e.raw)
+    raw[64 if case == "name-type" else 32] &= 0xBF
+    if case == "type-unconfirmed":
+        raw[2] ^= 1
+    e.dir.write_entries(e.index, bytes(raw))
 elif case == "nofat-overlap":
     # a NoFatChain file whose run starts inside another file's
     a, acl = v.put("/x-a", 3 * cs, b"", vdl=0, chain=False)
@@ -606,6 +616,41 @@ img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings
 		run -0 fatcheck img
 		fsck_exfat_clean img
 		run -0 ref verify -W img
+		sums img | diff - img.sums
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+	done
+}
+
+@test "fatcheck exFAT -r: a set cut short by one type byte that the SetChecksum confirms keeps its file, type restored" {
+	local c sum
+	for c in stream-type name-type type-unconfirmed; do
+		use
+		exdamage img "$c"
+		run -4 fatcheck img
+		case $c in
+		stream-type)
+			assert_line "error: /x-ty: entry 1 of the set has type 0x80, where 0xC0 makes the SetChecksum verify" ;;
+		name-type)
+			assert_line "error: /x-ty: entry 2 of the set has type 0x81, where 0xC1 makes the SetChecksum verify" ;;
+		type-unconfirmed)
+			assert_line "error: /?: damaged entry set: entry set is cut short (SecondaryCount says more)" ;;
+		esac
+		run fatcheck -r img
+		if [[ $c == type-unconfirmed ]]; then
+			# the clusters of a set removed as cut short are kept
+			((status == 4))
+			run -2 ref cat img /x-ty
+			continue
+		fi
+		((status == 1))
+		assert_line --partial "makes the SetChecksum verify (repair: type restored)"
+		run -0 fatcheck img
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		[ "$(ref cat img /x-ty | tr -d t | wc -c)" -eq 0 ]
+		[ "$(ref cat img /x-ty | wc -c)" -eq $((3 * 4096 + 5)) ]
 		sums img | diff - img.sums
 		sum=$(img_sha img)
 		run -0 fatcheck -r img

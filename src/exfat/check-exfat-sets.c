@@ -865,6 +865,16 @@ static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 	uint32_t dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
 	int err;
 
+	if (s->defects & FK_EXS_TYPE) {
+		size_t idx = ck_report(
+			x->ck, FK_SEV_ERROR, "entry-set", exck_cur_path(x),
+			"entry %u of the set has type 0x%02X, where 0x%02X "
+			"makes the SetChecksum verify",
+			s->mend_ent, s->mend_type, s->raw[s->mend_ent][0]);
+
+		ck_set_fix(x->ck, idx, "type restored");
+		f->is_changed = 1;
+	}
 	if (!is_name_short(s))
 		dead |= FK_EXS_NAME_ENTRY;
 	if ((s->defects & dead) == FK_EXS_CRITICAL && s->first_clus)
