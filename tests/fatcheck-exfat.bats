@@ -658,6 +658,38 @@ img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings
 	done
 }
 
+@test "fatcheck exFAT -r: a crash or a failed write at any write of a type restored or NoFatChain cleared, then another -r, keeps /x-ty" {
+	local c n crashed
+	for c in stream-type nfc-empty; do
+		use
+		exdamage img "$c"
+		mv img dmg.img
+		for ((n = 1; n <= 20; n++)); do
+			cp dmg.img img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck img
+			fsck_exfat_clean img
+			run -0 ref verify -W img
+			sums img | diff - img.sums
+			[[ $c != stream-type ]] ||
+				[ "$(ref cat img /x-ty | wc -c)" -eq $((3 * 4096 + 5)) ]
+			cp dmg.img img
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			[[ $status -eq 12 || $status -eq 1 ]]
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck img
+			((crashed == 99)) || break
+		done
+		((n > 1))
+	done
+}
+
 @test "fatcheck exFAT: a bitmap entry marked unused whose chain is broken is not claimed restored; -r converges" {
 	use
 	exdamage img bitmap-unused-bad-chain
