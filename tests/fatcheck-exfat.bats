@@ -501,6 +501,26 @@ if case == "empty-with-cluster":
     e, cl = v.put("/x-empty", cs, b"", vdl=0)
     e.set_stream(dl=0, vdl=0)
     v.rewrite_set(e)
+elif case == "nfc-first-zero":
+    # a NoFatChain file's FirstCluster 0 (one byte), its length kept
+    e, cl = v.put("/x-nfc0", 2 * cs + 7, b"n", chain=False)
+    e.set_stream(first=0)
+    v.rewrite_set(e)
+elif case == "nfc-empty":
+    # an empty file (FirstCluster 0, DataLength 0) flagged NoFatChain
+    e, cl = v.put("/x-nfce", 0, b"")
+    e.set_stream(flags=0x03)
+    v.rewrite_set(e)
+elif case in ("stream-type", "name-type", "type-unconfirmed"):
+    # one bit of a secondary's type byte flipped (0xC0 -> 0x80, 0xC1 ->
+    # 0x81): the set is cut short there; unconfirmed: the SetChecksum
+    # is off too, so nothing says the type was the only damage
+    e, cl = v.put("/x-ty", 3 * cs + 5, b"t" * (3 * cs + 5))
+    raw = bytearray(e.raw)
+    raw[64 if case == "name-type" else 32] &= 0xBF
+    if case == "type-unconfirmed":
+        raw[2] ^= 1
+    e.dir.write_entries(e.index, bytes(raw))
 elif case == "nofat-overlap":
     # a NoFatChain file whose run starts inside another file's
     a, acl = v.put("/x-a", 3 * cs, b"", vdl=0, chain=False)
@@ -568,12 +588,18 @@ v.f.close()
 PY
 }
 
-@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1], a second bitmap entry" {
-	local c
-	for c in empty-with-cluster nofat-overlap fat-reserved bitmap-twice; do
+@test "fatcheck exFAT: clusters under an empty file, overlapping NoFatChain runs, FAT[0] and FAT[1], a second bitmap entry, NoFatChain without clusters" {
+	local c sum
+	for c in empty-with-cluster nofat-overlap fat-reserved bitmap-twice nfc-first-zero nfc-empty; do
 		use
 		exdamage img "$c"
 		run -4 fatcheck img
+		# NoFatChain on a stream without clusters: fsck.exfat's "empty,
+		# but has no Fat chain", left behind by a file made empty
+		[[ $c != nfc-first-zero ]] ||
+			assert_line "error: /x-nfc0: first cluster 0 with a non-zero length (8199 bytes)"
+		[[ $c != nfc-empty ]] ||
+			assert_line "error: /x-nfce: NoFatChain set on a file without clusters"
 		[[ $c != empty-with-cluster ]] ||
 			assert_line --regexp "^error: /x-empty: DataLength is 0 but FirstCluster is [0-9]+$"
 		[[ $c != nofat-overlap ]] ||
@@ -585,10 +611,82 @@ PY
 			assert_output "error: img: a second allocation bitmap entry
 img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings, 0 notes"
 		run -1 fatcheck -r img
+		[[ $c != nfc-empty ]] ||
+			assert_line "error: /x-nfce: NoFatChain set on a file without clusters (repair: NoFatChain cleared)"
 		run -0 fatcheck img
 		fsck_exfat_clean img
 		run -0 ref verify -W img
 		sums img | diff - img.sums
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+	done
+}
+
+@test "fatcheck exFAT -r: a set cut short by one type byte that the SetChecksum confirms keeps its file, type restored" {
+	local c sum
+	for c in stream-type name-type type-unconfirmed; do
+		use
+		exdamage img "$c"
+		run -4 fatcheck img
+		case $c in
+		stream-type)
+			assert_line "error: /x-ty: entry 1 of the set has type 0x80, where 0xC0 makes the SetChecksum verify" ;;
+		name-type)
+			assert_line "error: /x-ty: entry 2 of the set has type 0x81, where 0xC1 makes the SetChecksum verify" ;;
+		type-unconfirmed)
+			assert_line "error: /?: damaged entry set: entry set is cut short (SecondaryCount says more)" ;;
+		esac
+		run fatcheck -r img
+		if [[ $c == type-unconfirmed ]]; then
+			# the clusters of a set removed as cut short are kept
+			((status == 4))
+			run -2 ref cat img /x-ty
+			continue
+		fi
+		((status == 1))
+		assert_line --partial "makes the SetChecksum verify (repair: type restored)"
+		run -0 fatcheck img
+		fsck_exfat_clean img
+		run -0 ref verify -W img
+		[ "$(ref cat img /x-ty | tr -d t | wc -c)" -eq 0 ]
+		[ "$(ref cat img /x-ty | wc -c)" -eq $((3 * 4096 + 5)) ]
+		sums img | diff - img.sums
+		sum=$(img_sha img)
+		run -0 fatcheck -r img
+		[ "$(img_sha img)" = "$sum" ]
+	done
+}
+
+@test "fatcheck exFAT -r: a crash or a failed write at any write of a type restored or NoFatChain cleared, then another -r, keeps /x-ty" {
+	local c n crashed
+	for c in stream-type nfc-empty; do
+		use
+		exdamage img "$c"
+		mv img dmg.img
+		for ((n = 1; n <= 20; n++)); do
+			cp dmg.img img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck img
+			fsck_exfat_clean img
+			run -0 ref verify -W img
+			sums img | diff - img.sums
+			[[ $c != stream-type ]] ||
+				[ "$(ref cat img /x-ty | wc -c)" -eq $((3 * 4096 + 5)) ]
+			cp dmg.img img
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+			[[ $status -eq 12 || $status -eq 1 ]]
+			run fatcheck -r img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck img
+			((crashed == 99)) || break
+		done
+		((n > 1))
 	done
 }
 

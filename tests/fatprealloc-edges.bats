@@ -108,3 +108,45 @@ PY
 	[[ $(mdir -i img ::) == *"ALONGF~1 TXT         3 "*" A long file name.txt"* ]]
 	[ "$(mtype -i img "::/A long file name.txt")" = hi ]
 }
+
+@test "fatprealloc: a new entry never follows long-name slots that belong to no entry (they would read as its long name)" {
+	local f off n rc
+	mkimg fat16 4M img -s 1
+	printf 'hi\n' >t
+	mcopy -i img t "::/A long file name.txt"
+	off=$("$FK_PYTHON" "$FATKIT_HELPERS/fatpoke.py" slot img 'ALONGF~1TXT')
+	# The short slot is deleted: two orphaned long-name slots, then a
+	# deleted slot, then the end marker.
+	"$FK_PYTHON" "$FATKIT_HELPERS/corrupt.py" img orphan-lfn "/A long file name.txt" >/dev/null
+	cp img marker.img
+	# Or the end marker right after them.
+	dd if=/dev/zero of=marker.img bs=1 seek="$off" count=32 conv=notrunc status=none
+	cp marker.img marker.img.orig
+	for f in img marker.img; do
+		run -0 --separate-stderr fatprealloc -p "$f" /NEW/f.bin 1K
+		run -1 fsck.fat -n "$f"
+		[[ $output == *'Orphaned long file name part "A long file name.txt"'* ]]
+		[[ $output != *"Wrong checksum"* ]]
+		[[ $output != *"may have changed"* ]]
+		# The slot after the orphans is deleted: mtools reads on to NEW.
+		[ "$(od -An -tx1 -j "$off" -N1 "$f" | tr -d ' ')" = e5 ]
+		[[ $(mdir -i "$f" ::/NEW/f.bin) == *"f        bin      1024 "* ]]
+		run -1 --separate-stderr fatcheck -r "$f"
+		fsck_clean "$f"
+		[[ $(mdir -i "$f" ::/NEW/f.bin) == *"f        bin      1024 "* ]]
+	done
+	# A crash after any write (the end marker turns deleted in the same
+	# write as the new entry): never a long name read as NEW's.
+	for ((n = 1; n <= 20; n++)); do
+		cp marker.img.orig c.img
+		rc=0
+		FK_CRASH_AFTER_WRITE=$n fatprealloc -p c.img /NEW/f.bin 1K 2>/dev/null || rc=$?
+		((rc == 0 || rc == 99))
+		((rc == 99 || n > 1)) || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+		run fsck.fat -n c.img
+		[[ $output != *"may have changed"* ]]
+		run --separate-stderr fatcheck -r c.img
+		fsck_clean c.img
+		((rc == 99)) || break
+	done
+}

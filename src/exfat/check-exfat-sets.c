@@ -592,6 +592,8 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 				return err;
 			s->first_clus = 0;
 			s->data_len = 0;
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
 		}
 		f->is_changed = 1;
 	}
@@ -719,6 +721,19 @@ static int judge_stream(struct fk_exfat_check *x, struct file_check *f)
 		f->is_changed = 1;
 	} else if (!f->st.first_clus && !s->data_len) {
 		f->c.nclus = 0;
+		if (!f->is_dir &&
+		    (s->raw[1][SE_FLAGS] & FK_EXFAT_GSF_NO_FAT_CHAIN)) {
+			/* A run of no cluster: fsck.exfat calls it damage
+			 * ("empty, but has no Fat chain"). */
+			idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag",
+					exck_cur_path(x),
+					"NoFatChain set on a file without "
+					"clusters");
+			ck_set_fix(x->ck, idx, "NoFatChain cleared");
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+			f->is_changed = 1;
+		}
 		if (f->is_dir) {
 			idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size",
 					exck_cur_path(x),
@@ -850,6 +865,16 @@ static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 	uint32_t dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
 	int err;
 
+	if (s->defects & FK_EXS_TYPE) {
+		size_t idx = ck_report(
+			x->ck, FK_SEV_ERROR, "entry-set", exck_cur_path(x),
+			"entry %u of the set has type 0x%02X, where 0x%02X "
+			"makes the SetChecksum verify",
+			s->mend_ent, s->mend_type, s->raw[s->mend_ent][0]);
+
+		ck_set_fix(x->ck, idx, "type restored");
+		f->is_changed = 1;
+	}
 	if (!is_name_short(s))
 		dead |= FK_EXS_NAME_ENTRY;
 	if ((s->defects & dead) == FK_EXS_CRITICAL && s->first_clus)

@@ -556,6 +556,50 @@ static int has_secondaries(uint8_t type)
 	       type != FK_EXFAT_T_LABEL;
 }
 
+/*
+ * A file set cut short at its secondary @i by the entry at dir->pos, not
+ * an in-use secondary: is it one damaged type byte?  The SetChecksum
+ * covers every byte of the set but the checksum itself, EntryType
+ * included, so when the type expected there (a Stream Extension first, a
+ * File Name after it) and the entries that follow in the buffer make the
+ * checksum verify, the set is whole and only that byte is wrong: they are
+ * taken with the type put back.  The rest of the set must already be in
+ * the buffer (a set that runs on past it stays cut short: nothing read
+ * ahead is given back), and an end marker is never taken for damage.
+ * Returns 1 when taken.
+ */
+static int mend_type(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
+		     uint32_t i)
+{
+	const unsigned char *e = dir->buf + (size_t)dir->pos * FK_EXFAT_ENT_LEN;
+	uint8_t want = i ? FK_EXFAT_T_NAME : FK_EXFAT_T_STREAM;
+	uint32_t rest = set->sec_count - i, k, n = set->nents;
+	uint64_t off = dir->buf_off + (uint64_t)dir->pos * FK_EXFAT_ENT_LEN;
+
+	if (set->type != FK_EXFAT_T_FILE || e[0] == FK_EXFAT_T_END ||
+	    dir->buf_ents - dir->pos < rest || n + rest > FK_EXFAT_SET_MAX)
+		return 0;
+	for (k = 1; k < rest; k++)
+		if (!is_secondary(e + (size_t)k * FK_EXFAT_ENT_LEN))
+			return 0;
+	memcpy(set->raw[n], e, (size_t)rest * FK_EXFAT_ENT_LEN);
+	set->raw[n][0] = want;
+	if (fk_exfat_set_checksum(
+		    (const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw,
+		    n + rest) != set->csum_stored)
+		return 0;
+	set->defects |= FK_EXS_TYPE;
+	set->mend_ent = (uint8_t)n;
+	set->mend_type = e[0];
+	for (k = 0; k < rest; k++)
+		set->off[n + k] = off + (uint64_t)k * FK_EXFAT_ENT_LEN;
+	set->nents = n + rest;
+	dir->pos += rest;
+	dir->idx += rest;
+	dir->stats.nents += rest;
+	return 1;
+}
+
 /* Gather @set's secondaries after its primary (already in raw[0]). */
 static int gather(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		  struct fk_diag *diag)
@@ -574,7 +618,8 @@ static int gather(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		}
 		if (!is_secondary(e)) {
 			unget_ent(dir);
-			set->defects |= FK_EXS_TRUNCATED;
+			if (!mend_type(dir, set, i))
+				set->defects |= FK_EXS_TRUNCATED;
 			break;
 		}
 		memcpy(set->raw[set->nents], e, FK_EXFAT_ENT_LEN);
@@ -700,6 +745,8 @@ static const struct {
 	const char *why;
 } set_reasons[] = {
 	{FK_EXS_TRUNCATED, "entry set is cut short (SecondaryCount says more)"},
+	{FK_EXS_TYPE, "an entry's type byte is damaged (the SetChecksum "
+		      "verifies with the type expected there)"},
 	{FK_EXS_COUNT, "entry set's SecondaryCount is too small"},
 	{FK_EXS_NO_STREAM, "file entry has no stream extension"},
 	{FK_EXS_NAME_ENTRY, "file name entries are missing or out of place"},

@@ -117,6 +117,11 @@ enum fk_exfat_set_defect {
 					  (always with FK_EXS_ALLOC; its
 					  own reason, so none reads it as
 					  the root's cluster) */
+	FK_EXS_TYPE = 1u << 16,	       /* a file set cut short by one entry
+					  whose type, put back as the one
+					  expected there, makes the
+					  SetChecksum verify: raw holds it
+					  put back (mend_ent, mend_type) */
 };
 
 /* An exFAT timestamp (spec 7.4.8 - 7.4.10). */
@@ -139,6 +144,9 @@ struct fk_exfat_set {
 	uint32_t nents;	    /* entries of the set as found on disk (at
 			      most FK_EXFAT_SET_MAX) */
 	uint32_t first_ent; /* index of the primary in the directory */
+	uint8_t mend_ent;   /* FK_EXS_TYPE: the entry of the set whose type
+			       raw puts back */
+	uint8_t mend_type;  /* FK_EXS_TYPE: that entry's type on disk */
 	unsigned char raw[FK_EXFAT_SET_MAX][FK_EXFAT_ENT_LEN];
 	uint64_t off[FK_EXFAT_SET_MAX]; /* volume byte offset of each */
 	uint8_t type;			/* EntryType of the primary */
@@ -575,7 +583,7 @@ const char *fk_exfat_set_reason(uint32_t defects);
 #define FK_EXFAT_SET_FATAL                                                     \
 	(FK_EXS_TRUNCATED | FK_EXS_COUNT | FK_EXS_NO_STREAM |                  \
 	 FK_EXS_NAME_ENTRY | FK_EXS_NAME_LEN | FK_EXS_CRITICAL |               \
-	 FK_EXS_BIG_DIR)
+	 FK_EXS_BIG_DIR | FK_EXS_TYPE)
 
 /*
  * Set defects that leave the directory around the set in doubt: which

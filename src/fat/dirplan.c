@@ -327,6 +327,14 @@ static int check_end(struct fk_dirplan *dp, const struct fk_dir_stats *st,
  * reuse another slot.  A repair may re-attach them (fatcheck -r mends a
  * checksum), and a new entry over the first of them would leave the rest
  * out of sequence.
+ *
+ * Nor may a new entry come straight after them: every reader would take
+ * the orphans for its long name, with the wrong checksum (fsck.fat: "may
+ * have changed without updating the long name").  The slot after the run
+ * stays as it is when free: a deleted slot ends the run for every reader,
+ * and an end marker (or a slot of a block yet to be added) is rewritten
+ * as deleted by mark_skipped() when a new entry goes past it, since it
+ * lies at or past end_slot, which this does not move.
  */
 static void keep_orphans(void *arg, uint32_t first, uint32_t n,
 			 enum fk_lfn_orphan why)
@@ -334,8 +342,11 @@ static void keep_orphans(void *arg, uint32_t first, uint32_t n,
 	struct fk_dirplan *dp = arg;
 
 	(void)why;
-	if (first < dp->nslots && n <= dp->nslots - first)
-		mark_used(dp, first, n);
+	if (first >= dp->nslots || n > dp->nslots - first)
+		return;
+	mark_used(dp, first, n);
+	if (first + n < FK_DIR_MAX_ENTS)
+		dp->used[first + n] = 1;
 }
 
 static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
