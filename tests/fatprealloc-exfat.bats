@@ -32,14 +32,27 @@ populate()
 	} | ref batch "$img" && ref junk "$img"
 }
 
-# sums IMG PATH...: sha256 of each file's data as the reference reads it.
+# sums IMG PATH...: sha256 of each file's data as the reference reads it
+# (exfatref.py cat; of what it read before an error), one process for all.
 sums()
 {
-	local img=$1 p
-	shift
-	for p in "$@"; do
-		echo "$p $(ref cat "$img" "$p" | sha256sum | cut -c1-64)"
-	done
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$@" <<'PY'
+import hashlib, io, sys
+sys.path.insert(0, sys.argv[1])
+import exfatref
+class Out:
+    buffer = None
+real, v = sys.stdout, exfatref.Volume(sys.argv[2])
+for path in sys.argv[3:]:
+    Out.buffer = io.BytesIO()
+    sys.stdout = Out
+    try:
+        exfatref.cmd_cat(v, path)
+    except exfatref.Fatal:
+        pass
+    sys.stdout = real
+    print(path, hashlib.sha256(Out.buffer.getvalue()).hexdigest())
+PY
 }
 
 # field IMG PATH KEY: one key of `exfatref.py ls` for PATH (its line in
@@ -475,16 +488,16 @@ intact()
 }
 
 # crash_each_write [CHECK...]: run ARGS on a copy of base.img crashing
-# after write call 1, 2, ... until a run completes; after each crash
-# c.img must be intact (and CHECK, when given, must pass); the completed
-# run must match ref.img, one uninterrupted run.
+# after write call FROM (1 unless set), FROM + 1, ... until a run
+# completes; after each crash c.img must be intact (and CHECK, when given,
+# must pass); the completed run must match ref.img, one uninterrupted run.
 crash_each_write()
 {
 	local n rc
 	cp base.img ref.img
 	run -0 fatprealloc ref.img "${ARGS[@]}"
 	run -0 ref verify -W ref.img
-	for ((n = 1; ; n++)); do
+	for ((n = ${FROM:-1}; ; n++)); do
 		echo "# crash after call $n"
 		((n < 200))
 		cp base.img c.img
@@ -519,15 +532,17 @@ second_pair_kept()
 	crash_each_write second_pair_kept
 }
 
-@test "fatprealloc on exFAT: a failed write call fails the run with one line, existing files intact" {
-	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+# fail_each_write: run ARGS on a copy of base.img with write call FROM (1
+# unless set), FROM + 1, ... failing: one error line, existing files
+# intact.
+fail_each_write()
+{
 	local n total
-	crash_fixture
 	cp base.img ref.img
 	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
 	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
 	((total > 5))
-	for ((n = 1; n <= total; n++)); do
+	for ((n = ${FROM:-1}; n <= total; n++)); do
 		echo "# write call $n fails"
 		cp base.img c.img
 		run -1 --separate-stderr env FK_FAIL_WRITE=$n fatprealloc c.img "${ARGS[@]}"
@@ -536,10 +551,24 @@ second_pair_kept()
 	done
 }
 
-@test "fatprealloc on exFAT: a signal before the commit point changes nothing; after it the run completes" {
+@test "fatprealloc on exFAT: a failed write call fails the run with one line, existing files intact" {
 	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
-	local n total line rolled=0 completed=0
 	crash_fixture
+	fail_each_write
+}
+
+# signal_each_write: run ARGS on a copy of base.img with SIGINT raised
+# before write call 1, 2, ...: before the commit point nothing changes,
+# after it the run completes; a --per-cluster run stopped between two
+# clusters keeps what they took (pc_cut_ok).  Sets ROLLED, CUT and
+# COMPLETED, the count of each outcome, and FIRST_CUT, the first call
+# whose signal cut the run short.
+signal_each_write()
+{
+	local n total line prev=
+	ROLLED=0 CUT=0 COMPLETED=0 FIRST_CUT=
+	ref ls -R base.img / >base.ls
+	ref info base.img | grep -v -e checksum >base.info
 	cp base.img ref.img
 	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
 	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
@@ -550,20 +579,183 @@ second_pair_kept()
 		[ "$status" -eq 130 ]
 		line=$stderr
 		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
-			((completed == 0))
-			rolled=$((rolled + 1))
+			((CUT + COMPLETED == 0))
+			ROLLED=$((ROLLED + 1))
 			# the bitmap, the entries, the boot sector: as before
 			ref verify -W c.img
-			diff <(ref ls -R base.img /) <(ref ls -R c.img /)
-			[ "$(ref info c.img | grep -v -e checksum)" = "$(ref info base.img | grep -v -e checksum)" ]
+			ref ls -R c.img / | diff base.ls -
+			ref info c.img | grep -v -e checksum | diff base.info -
+		elif [[ $line =~ $PC_CUT ]]; then
+			((COMPLETED == 0))
+			CUT=$((CUT + 1))
+			FIRST_CUT=${FIRST_CUT:-$n}
+			# Each call of one cluster: the same cut.
+			if [[ $line == "$prev" ]]; then
+				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
+				continue
+			fi
+			prev=$line
+			cp c.img prev.img
+			pc_cut_ok c.img "$line"
 		else
 			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
-			completed=$((completed + 1))
+			COMPLETED=$((COMPLETED + 1))
 			clean c.img
 			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
 		fi
 	done
-	((rolled > 0 && completed > 0))
+	echo "# $ROLLED rolled back, $CUT cut short, $COMPLETED completed"
+}
+
+@test "fatprealloc on exFAT: a signal before the commit point changes nothing; after it the run completes" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	crash_fixture
+	signal_each_write
+	((ROLLED > 0 && CUT == 0 && COMPLETED > 0))
+}
+
+# ---- --per-cluster: a stop between two clusters ---------------------------
+
+# pc_fixture: crash_fixture's image with a --per-cluster run of few
+# clusters a file: grow.bin grows past the file after it by two (a FAT
+# chain, a cluster at a time), a new file and one in new directories get
+# two each, and two long names in /sub (which grows) one each.  Sets ARGS,
+# and PC_PATHS with each file's PC_WANT, PC_OLD (its size) and PC_VDL (its
+# ValidDataLength).
+pc_fixture()
+{
+	local i long
+	crash_fixture
+	long=$(printf 'a name of seventy characters, five name entries %s' {1..2} | head -c 70)
+	PC_PATHS=(/grow.bin /new.bin /p/q/r.bin "/sub/1 $long" "/sub/2 $long")
+	PC_WANT=(2560 1024 700 1 1)
+	PC_OLD=(1124 0 0 0 0)
+	PC_VDL=(1124 0 0 0 0)
+	ARGS=(-p --per-cluster)
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
+	done
+}
+
+# pc_sizes_ok IMG [CUT GOT]: each file of the run has its size asked for,
+# ValidDataLength as large, old data below the old one and zeros above;
+# or, when a stop cut the run at file CUT (an index) after GOT of its new
+# clusters, that file ends where its chain does and the files after it
+# are as they were (a new one empty).  One reference reader for all.
+pc_sizes_ok()
+{
+	local img=$1 cut=${2:-99} got=${3:-0} i want vdl
+	local -a rows=()
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		want=${PC_WANT[i]}
+		vdl=$want
+		if ((i > cut || (i == cut && got == 0))); then
+			want=${PC_OLD[i]}
+			vdl=${PC_VDL[i]}
+		elif ((i == cut && ((PC_OLD[i] + 511) / 512 + got) * 512 < want)); then
+			want=$((((PC_OLD[i] + 511) / 512 + got) * 512))
+			vdl=$want
+		fi
+		rows+=("${PC_PATHS[i]}" "$want" "$vdl" "${PC_VDL[i]}")
+	done
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$img" "${rows[@]}" <<'PY' || return 1
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref
+v, a = exfatref.Volume(sys.argv[2]), sys.argv[3:]
+for k in range(0, len(a), 4):
+    path, size, vdl, old = a[k], int(a[k + 1]), int(a[k + 2]), int(a[k + 3])
+    _, e, _ = v.resolve(path)
+    if e is None:
+        sys.exit("%s: missing" % path)
+    if (e.dl, e.vdl) != (size, vdl):
+        sys.exit("%s: DataLength %d, ValidDataLength %d; want %d, %d"
+                 % (path, e.dl, e.vdl, size, vdl))
+    cl, prob = v.clusters_of(e.first, e.dl, e.nofatchain)
+    if prob:
+        sys.exit("%s: chain: %s" % (path, prob))
+    data = b"".join(v.read(v.cluster_off(c), v.csize) for c in cl)[:size]
+    old = min(old, size)
+    if data != bytes(i % 251 for i in range(old)) + bytes(size - old):
+        sys.exit("%s: data is neither the old bytes nor zeros" % path)
+PY
+	sums "$img" "${OTHERS[@]}" | diff <(grep -v -e '^/grow.bin' -e '^/lazy.bin' base.sums) -
+}
+
+# PC_CUT: the one line of a run a stop cut short; BASH_REMATCH then holds
+# the file, the clusters it got, of how many, and the later files' count.
+PC_CUT='^fatprealloc: c\.img: interrupted; (/.*) got ([0-9]+) of its ([0-9]+) new clusters?(, ([0-9]+) more files? none)?; run again to finish$'
+
+# pc_cut_ok IMG LINE: LINE says a stop cut the run short, and IMG is
+# clean (no bit nobody owns, PercentInUse right, VolumeDirty clear) with
+# the sizes the cut gives; then the same command finishes the run.
+pc_cut_ok()
+{
+	local img=$1 i cut
+	[[ $2 =~ $PC_CUT ]] || return 1
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		[[ ${PC_PATHS[i]} == "${BASH_REMATCH[1]}" ]] && cut=$i
+	done
+	[[ -n $cut ]] || return 1
+	((BASH_REMATCH[2] < BASH_REMATCH[3])) || return 1
+	echo "# cut: ${BASH_REMATCH[1]} got ${BASH_REMATCH[2]} of ${BASH_REMATCH[3]}"
+	clean "$img" || return 1
+	pc_sizes_ok "$img" "$cut" "${BASH_REMATCH[2]}" || return 1
+	fatprealloc "$img" "${ARGS[@]}" || return 1
+	clean "$img" && pc_sizes_ok "$img"
+}
+
+@test "fatprealloc on exFAT --per-cluster: a SIGTERM (strace-injected) between two clusters keeps what they took, the volume clean; the same command finishes" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local writes
+	pc_fixture
+	ARGS=(--sync "${ARGS[@]}")
+	cp base.img ref.img
+	run -0 strace -f -qq -o w.log -e trace=pwrite64,pwritev \
+		fatprealloc ref.img "${ARGS[@]}"
+	clean ref.img
+	pc_sizes_ok ref.img
+	writes=$(grep -cE 'pwrite(64|v)\(' w.log)
+	echo "# $writes write calls"
+	cp base.img c.img
+	# A quarter in: inside grow.bin's new clusters.
+	run --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+		-e inject=pwrite64,pwritev:signal=SIGTERM:when=$((writes / 4)) \
+		fatprealloc c.img "${ARGS[@]}"
+	[ "$status" -eq 143 ]
+	[ -z "$output" ]
+	[[ $stderr =~ ^fatprealloc:\ c\.img:\ interrupted\;\ /grow\.bin\ got\ 1\ of\ its\ 2\ new\ clusters,\ 4\ more\ files\ none\;\ run\ again\ to\ finish$ ]]
+	pc_cut_ok c.img "$stderr"
+}
+
+@test "fatprealloc on exFAT --per-cluster --sync: a real SIGTERM is heard between two clusters, within a second, and leaves a clean volume" {
+	local start ms
+	mkex img 64M 512
+	# 61,440 clusters, a synchronous bitmap write each: minutes of work.
+	start=$(date +%s%N)
+	run --separate-stderr timeout --preserve-status -k 10 -s TERM 0.5 \
+		fatprealloc --per-cluster --sync --no-zero img /f.bin 30M
+	ms=$((($(date +%s%N) - start) / 1000000 - 500))
+	echo "# heard $ms ms after the signal"
+	[ "$status" -eq 143 ]
+	[[ $stderr =~ ^fatprealloc:\ img:\ interrupted\;\ /f\.bin\ got\ ([0-9]+)\ of\ its\ 61440\ new\ clusters\;\ run\ again\ to\ finish$ ]]
+	((ms < 1000))
+	clean img
+	[ "$(field img /f.bin size)" -eq $((BASH_REMATCH[1] * 512)) ]
+	[ "$(field img /f.bin vdl)" -eq $((BASH_REMATCH[1] * 512)) ]
+}
+
+@test "fatprealloc on exFAT --per-cluster: a signal at any write call rolls back, keeps the clusters taken, or completes; a crash or a failed write leaves existing files intact" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	pc_fixture
+	signal_each_write
+	((ROLLED > 0 && CUT >= 10 && COMPLETED > 0))
+	# The calls before the clusters are those of a batched run (the
+	# loops above cover them): from the last of them on.
+	FROM=$((FIRST_CUT - 1))
+	crash_each_write
+	fail_each_write
 }
 
 @test "fatprealloc on exFAT with 4096-byte sectors (losetup -b 4096)" {

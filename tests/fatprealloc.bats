@@ -1095,72 +1095,91 @@ crash_fixture()
 	TAIL="/GROW.BIN"$'\n'"  File size is 700 bytes, cluster chain length is > $(((700 + c - 1) / c * c)) bytes."$'\n'"  Truncating file to 700 bytes."
 }
 
-# grow_intact IMG: grow.bin holds its 700 bytes, then zeros to its size.
+# grow_intact IMG [SIZE]: grow.bin holds its 700 bytes, then zeros to its
+# size: 700 or GROWN (6000 unless a fixture says), or SIZE when given.
 grow_intact()
 {
 	local size
 	mget "$1" /grow.bin got || return 1
 	size=$(stat -c %s got)
 	cmp -n 700 grow.bin got || return 1
-	[[ $size == 700 || $size == 6000 ]] || return 1
+	[[ $size == "${2:-700}" || $size == "${2:-${GROWN:-6000}}" ]] || return 1
 	zeros $((size - 700)) | cmp - <(tail -c +701 got)
+}
+
+# crash_loop FIXTURE TYPE: FIXTURE TYPE's run crashing after write or
+# zero call 1, 2, ... until a run completes, which must then equal one
+# uninterrupted run; each crash leaves at worst lost clusters (and
+# grow.bin linked to its new clusters but not yet resized).  Sets TOTAL
+# and ZEROS, the uninterrupted run's calls.
+crash_loop()
+{
+	local t=$2 n rc
+	"$1" "$t"
+	cp base.img ref.img
+	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	ZEROS=$(json_stat "$output" zero_calls)
+	TOTAL=$(($(json_stat "$output" write_calls) + ZEROS))
+	echo "# $t: $TOTAL write and zero calls"
+	# Until the run completes: each write and zero call is a crash
+	# point, so there are at least as many as --json counts.
+	for ((n = 1; ; n++)); do
+		echo "# $t: crash after call $n"
+		((n <= 2 * TOTAL + 10))
+		cp base.img c.img
+		cp base.img.sums c.img.sums
+		rc=0
+		FK_CRASH_AFTER_WRITE=$n fatprealloc c.img "${ARGS[@]}" \
+			2>err || rc=$?
+		((rc == 0)) && break
+		[ "$rc" -eq 99 ]
+		sums_intact c.img
+		grow_intact c.img
+		fsck_at_worst_lost c.img "$TAIL"
+	done
+	((n > TOTAL))
+	[ ! -s err ]
+	judge c.img
+	[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+}
+
+# fail_loop FIXTURE TYPE: FIXTURE TYPE's run with write or zero call 1, 2,
+# ... failing: one error line, and at worst lost clusters.
+fail_loop()
+{
+	local t=$2 total n
+	"$1" "$t"
+	cp base.img ref.img
+	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
+	for ((n = 1; n <= total; n++)); do
+		echo "# $t: write call $n fails"
+		cp base.img c.img
+		cp base.img.sums c.img.sums
+		run -1 --separate-stderr env FK_FAIL_WRITE=$n fatprealloc c.img "${ARGS[@]}"
+		[ "$stderr" = "fatprealloc: c.img: Input/output error" ]
+		[ -z "$output" ]
+		sums_intact c.img
+		grow_intact c.img
+		fsck_at_worst_lost c.img "$TAIL"
+	done
 }
 
 @test "fatprealloc: a crash after any write call leaves at worst lost clusters" {
 	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
-	local t total n rc
+	local t
 	for t in fat12 fat32; do
-		crash_fixture "$t"
-		cp base.img ref.img
-		run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
-		total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
-		echo "# $t: $total write and zero calls"
-		((total >= 8))
+		crash_loop crash_fixture "$t"
+		((TOTAL >= 8))
 		# Every new file lands on old data: zeroing is in the loop.
-		(($(json_stat "$output" zero_calls) >= 5))
-		# Until the run completes: each write and zero call is a
-		# crash point, so there are at least as many as --json counts.
-		for ((n = 1; ; n++)); do
-			echo "# $t: crash after call $n"
-			((n <= 2 * total + 10))
-			cp base.img c.img
-			cp base.img.sums c.img.sums
-			rc=0
-			FK_CRASH_AFTER_WRITE=$n fatprealloc c.img "${ARGS[@]}" \
-				2>err || rc=$?
-			((rc == 0)) && break
-			[ "$rc" -eq 99 ]
-			sums_intact c.img
-			grow_intact c.img
-			fsck_at_worst_lost c.img "$TAIL"
-		done
-		((n > total))
-		[ ! -s err ]
-		judge c.img
-		[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+		((ZEROS >= 5))
 	done
 }
 
 @test "fatprealloc: a failed write call fails the run (one error line), leaving at worst lost clusters" {
 	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
-	local t total n rc
-	for t in fat12 fat32; do
-		crash_fixture "$t"
-		cp base.img ref.img
-		run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
-		total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
-		for ((n = 1; n <= total; n++)); do
-			echo "# $t: write call $n fails"
-			cp base.img c.img
-			cp base.img.sums c.img.sums
-			run -1 --separate-stderr env FK_FAIL_WRITE=$n fatprealloc c.img "${ARGS[@]}"
-			[ "$stderr" = "fatprealloc: c.img: Input/output error" ]
-			[ -z "$output" ]
-			sums_intact c.img
-			grow_intact c.img
-			fsck_at_worst_lost c.img "$TAIL"
-		done
-	done
+	fail_loop crash_fixture fat12
+	fail_loop crash_fixture fat32
 }
 
 # ---- signals ----------------------------------------------------------------
@@ -1338,6 +1357,182 @@ signal_loop()
 		fatprealloc img /x.bin 64K
 	[ "$stderr" = "fatprealloc: img: interrupted; nothing was changed" ]
 	[ "$(img_sha img)" = "$before" ]
+}
+
+# ---- --per-cluster: a stop between two clusters ---------------------------
+
+# pc_fixture TYPE: crash_fixture's image with a --per-cluster run (four
+# write calls a cluster; the loops leave --sync out, which adds only
+# fsyncs, and time): grow.bin grows by three clusters, then a
+# long name in /BIGD (which grows) gets two, a file in two new
+# directories and a new file one each.  Sets ARGS, GROWN, and PC_PATHS
+# with each file's PC_WANT and PC_OLD (clusters it has).
+pc_fixture()
+{
+	local c i
+	crash_fixture "$1"
+	c=$(clus_len base.img)
+	GROWN=$((700 + 3 * c))
+	PC_PATHS=(/grow.bin '/BIGD/A long name in a big dir.txt' /n1/n2/f.bin /new.bin)
+	PC_WANT=("$GROWN" $((2 * c)) 100 1)
+	PC_OLD=($(((700 + c - 1) / c)) 0 0 0)
+	ARGS=(-p --per-cluster)
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
+	done
+}
+
+# pc_sizes_ok IMG [CUT GOT]: each file of the run reads as its size in
+# mdir, zeros past what it held: the size asked for, or, when a stop cut
+# the run at file CUT (an index) after GOT of its new clusters, as far as
+# its chain reaches for that file and the size it had for those after it.
+pc_sizes_ok()
+{
+	local img=$1 cut=${2:-99} got=${3:-0} c i want
+	c=$(clus_len "$img") || return 1
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		want=${PC_WANT[i]}
+		if ((i > cut || (i == cut && got == 0))); then
+			want=$((PC_OLD[i] ? 700 : 0))
+		elif ((i == cut && (PC_OLD[i] + got) * c < want)); then
+			want=$(((PC_OLD[i] + got) * c))
+		fi
+		if ((i == 0)); then
+			grow_intact "$img" "$want" || return 1
+			continue
+		fi
+		mget "$img" "${PC_PATHS[i]}" got.bin || return 1
+		zeros "$want" | cmp - got.bin || return 1
+	done
+}
+
+# PC_CUT: the one line of a run a stop cut short; BASH_REMATCH then holds
+# the file, the clusters it got, of how many, and the later files' count.
+PC_CUT='^fatprealloc: c\.img: interrupted; (/.*) got ([0-9]+) of its ([0-9]+) new clusters?(, ([0-9]+) more files? none)?; run again to finish$'
+
+# pc_cut_ok IMG LINE: LINE says a stop cut the run short, and IMG is
+# consistent (fsck.fat clean: not even lost clusters, FSInfo exact) with
+# the sizes the cut gives; then the same command finishes the run.
+pc_cut_ok()
+{
+	local img=$1 i cut
+	[[ $2 =~ $PC_CUT ]] || return 1
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		[[ ${PC_PATHS[i]} == "${BASH_REMATCH[1]}" ]] && cut=$i
+	done
+	[[ -n $cut ]] || return 1
+	((BASH_REMATCH[2] < BASH_REMATCH[3])) || return 1
+	echo "# cut: ${BASH_REMATCH[1]} got ${BASH_REMATCH[2]} of ${BASH_REMATCH[3]}"
+	judge "$img" || return 1
+	pc_sizes_ok "$img" "$cut" "${BASH_REMATCH[2]}" || return 1
+	fatprealloc "$img" "${ARGS[@]}" || return 1
+	fsck_clean "$img" && pc_sizes_ok "$img"
+}
+
+@test "fatprealloc --per-cluster: a SIGTERM (strace-injected) between two clusters keeps what they took, the volume clean; the same command finishes" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot run under ptrace
+	local writes
+	pc_fixture fat32
+	ARGS=(--sync "${ARGS[@]}")
+	cp base.img ref.img
+	cp base.img.sums ref.img.sums
+	run -0 strace -f -qq -o w.log -e trace=pwrite64,pwritev \
+		fatprealloc ref.img "${ARGS[@]}"
+	judge ref.img
+	pc_sizes_ok ref.img
+	writes=$(grep -cE 'pwrite(64|v)\(' w.log)
+	echo "# $writes write calls"
+	cp base.img c.img
+	cp base.img.sums c.img.sums
+	# A third in: inside grow.bin's new clusters.
+	run --separate-stderr strace -f -qq -o /dev/null -e trace=pwrite64,pwritev \
+		-e inject=pwrite64,pwritev:signal=SIGTERM:when=$((writes / 3)) \
+		fatprealloc c.img "${ARGS[@]}"
+	[ "$status" -eq 143 ]
+	[ -z "$output" ]
+	[[ $stderr =~ ^fatprealloc:\ c\.img:\ interrupted\;\ /grow\.bin\ got\ [12]\ of\ its\ 3\ new\ clusters,\ 3\ more\ files\ none\;\ run\ again\ to\ finish$ ]]
+	pc_cut_ok c.img "$stderr"
+}
+
+@test "fatprealloc --per-cluster --sync: a real SIGTERM is heard between two clusters, within a second, and leaves a clean volume" {
+	local start ms
+	mkimg_geom 32 512 512 2 40M img
+	# 61,440 clusters, four synchronous writes each: minutes of work.
+	start=$(date +%s%N)
+	run --separate-stderr timeout --preserve-status -k 10 -s TERM 0.5 \
+		fatprealloc --per-cluster --sync --no-zero img /f.bin 30M
+	ms=$((($(date +%s%N) - start) / 1000000 - 500))
+	echo "# heard $ms ms after the signal"
+	[ "$status" -eq 143 ]
+	[[ $stderr =~ ^fatprealloc:\ img:\ interrupted\;\ /f\.bin\ got\ ([0-9]+)\ of\ its\ 61440\ new\ clusters\;\ run\ again\ to\ finish$ ]]
+	((ms < 1000))
+	fsck_clean img
+	fat_copies_equal img
+	fsinfo_exact img
+	[ "$(mdir_size img /f.bin)" -eq $((BASH_REMATCH[1] * 512)) ]
+}
+
+# pc_signal_loop TYPE: the pc_fixture run with a signal before each write
+# and zero call in turn: before the first cluster the run rolls back;
+# between two clusters it keeps what they took (pc_cut_ok); after the
+# last it completes.
+pc_signal_loop()
+{
+	local t=$1 total n sig line prev= rolled=0 cut=0 completed=0
+	local -a sigs=(2 15 1) slack
+	pc_fixture "$t"
+	read -ra slack < <(grow_slack base.img)
+	cp base.img ref.img
+	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
+	for ((n = 1; n <= total; n++)); do
+		sig=${sigs[n % 3]}
+		echo "# $t: signal $sig before call $n of $total"
+		cp base.img c.img
+		cp base.img.sums c.img.sums
+		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n FK_SIGNAL=$sig \
+			fatprealloc c.img "${ARGS[@]}"
+		[ "$status" -eq $((128 + sig)) ]
+		[ -z "$output" ]
+		line=$stderr
+		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
+			((cut + completed == 0))
+			rolled=$((rolled + 1))
+			same_but_free c.img base.img "${slack[@]}"
+			fsck_clean c.img
+			fat_copies_equal c.img
+		elif [[ $line =~ $PC_CUT ]]; then
+			((completed == 0))
+			cut=$((cut + 1))
+			# The four calls of one cluster: the same cut.
+			if [[ $line == "$prev" ]]; then
+				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
+				continue
+			fi
+			prev=$line
+			cp c.img prev.img
+			pc_cut_ok c.img "$line"
+		else
+			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
+			completed=$((completed + 1))
+			judge c.img
+			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+		fi
+	done
+	echo "# $t: $rolled rolled back, $cut cut short, $completed completed"
+	((rolled >= 1 && cut >= 10 && completed >= 1))
+}
+
+@test "fatprealloc --per-cluster: a signal at any write or zero call rolls back, keeps the clusters taken, or completes: never lost clusters" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	pc_signal_loop fat12
+}
+
+@test "fatprealloc --per-cluster: a crash after any write call, or a failed one, leaves at worst lost clusters" {
+	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
+	crash_loop pc_fixture fat12
+	fail_loop pc_fixture fat12
 }
 
 # ---- system calls -----------------------------------------------------------

@@ -11,11 +11,15 @@
  * With --sync each ordering point gets one barrier: after step 1 (chains
  * with their zeros and fresh directory blocks), after step 2 when it
  * linked anything, and one after steps 3 and 4 (FSInfo is only a hint, so
- * it needs no barrier of its own).
+ * it needs no barrier of its own); --per-cluster adds one after its fresh
+ * directory blocks.
  *
  * A signal stops the run only before step 2 (see fk_prealloc()): up to
  * there nothing on disk reaches the new clusters, so freeing them again
- * undoes the run.
+ * undoes the run.  --per-cluster takes the files' clusters one at a time
+ * in step 1, after the zeroing and before the fresh directory blocks; a
+ * signal heard between two of them cuts the run short (fk_prun_cut()),
+ * keeping what is taken.
  *
  * fk_prealloc() itself is the run both families share (prealloc-int.h):
  * the FAT family below and the exFAT one (exfat-prealloc.c) plug into it.
@@ -330,6 +334,58 @@ static int flush(struct op *op)
 	return fk_cache_flush(op->vol->fat);
 }
 
+/*
+ * Sizes after the run (memory only; a stop that cuts a --per-cluster run
+ * short settles again).  Zeroing covers the old end of file through the
+ * last cluster the file now needs.
+ */
+static void settle_entries(struct fk_prun *run)
+{
+	struct op *op = run->fam_op;
+	uint64_t clus_len = op->vol->g.clus_len;
+	size_t i;
+
+	for (i = 0; i < run->nfiles; i++) {
+		struct fk_pfile *pf = &op->files[i].pf;
+		uint32_t size = final_size(op, &op->files[i]);
+
+		pf->size = size;
+		pf->is_changed = pf->add.nclus || size != pf->old_size;
+		pf->zero_from = pf->old_size;
+		pf->zero_to = (size + clus_len - 1) / clus_len * clus_len;
+	}
+}
+
+/*
+ * Sizes, first clusters and times go into the directory plans before
+ * fresh directory blocks (new directories, growth) are written, so those
+ * are written once and already final.
+ */
+static void set_entries(struct op *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->run->nfiles; i++) {
+		const struct file_plan *fp = &op->files[i];
+		const struct fk_pfile *pf = &fp->pf;
+		struct fk_dirent ent = fp->ent;
+
+		if (!pf->is_new && !pf->add.nruns && pf->size == pf->old_size)
+			continue;
+		if (!ent.first_clus && pf->add.nruns)
+			ent.first_clus = pf->add.runs[0].first;
+		if (pf->size != ent.size && !pf->is_new) {
+			/* The data changed: stamp it, as a write would. */
+			ent.mtime = op->stamp.mtime;
+			ent.mdate = op->stamp.mdate;
+			ent.adate = op->stamp.adate;
+			ent.attr |= FK_ATTR_ARCHIVE;
+		}
+		ent.size = (uint32_t)pf->size;
+		fk_dirplan_set(fp->dp, fp->id, &ent);
+	}
+}
+
 /* Step 1: every new chain, unlinked, on every FAT copy. */
 static int write_chains(struct op *op)
 {
@@ -360,29 +416,45 @@ static int write_chains(struct op *op)
  * --per-cluster: the algorithm before Linux 7.4.  Each cluster is taken
  * (its entry set to end-of-chain, flushed) and then linked to the one
  * before (flushed): with --sync, four synchronous sector writes each.
+ * Nothing else is on disk yet that reaches a new cluster (fresh
+ * directory blocks and links to them come after this loop), so a stop
+ * request is heard between any two clusters: before the first, the run
+ * rolls back (-EINTR); after it, fk_prun_cut() keeps what is taken.  The
+ * first link from an old chain end is this mode's commit point.
  */
 static int write_chains_per_cluster(struct op *op)
 {
-	uint32_t eoc = fk_fat_eoc(&op->vol->g);
+	uint32_t eoc = fk_fat_eoc(&op->vol->g), nall = 0;
 	size_t i, r;
 	int err;
 
 	for (i = 0; i < op->run->nfiles; i++) {
 		const struct fk_pfile *pf = &op->files[i].pf;
-		uint32_t prev = fk_prun_tail(&pf->old), c;
+		uint32_t prev = fk_prun_tail(&pf->old), c, ntaken = 0;
 
 		for (r = 0; r < pf->add.nruns; r++) {
 			const struct fk_run *run = &pf->add.runs[r];
 
 			for (c = run->first; c < run->first + run->nclus; c++) {
+				if (is_stopping(op) && !nall)
+					return -EINTR;
+				if (is_stopping(op)) {
+					fk_prun_cut(op->run, i, ntaken);
+					settle_entries(op->run);
+					return 0;
+				}
 				if ((err = fk_fat_put(op->vol, c, eoc)) ||
 				    (err = flush(op)))
 					return err;
+				if (!ntaken && pf->old.nclus)
+					op->run->is_linked = 1;
 				if (prev &&
 				    ((err = fk_fat_put(op->vol, prev, c)) ||
 				     (err = flush(op))))
 					return err;
 				prev = c;
+				ntaken++;
+				nall++;
 			}
 		}
 	}
@@ -421,42 +493,6 @@ static int write_links(struct op *op)
 	return fk_prun_barrier(op->run);
 }
 
-/*
- * Sizes, first clusters and times go into the plans before anything is
- * written, so fresh directory blocks (new directories, growth) are
- * written once and already final.  Zeroing covers the old end of file
- * through the last cluster the file now needs.
- */
-static void settle_entries(struct fk_prun *run)
-{
-	struct op *op = run->fam_op;
-	uint64_t clus_len = op->vol->g.clus_len;
-	size_t i;
-
-	for (i = 0; i < run->nfiles; i++) {
-		struct file_plan *fp = &op->files[i];
-		struct fk_pfile *pf = &fp->pf;
-		uint32_t size = final_size(op, fp);
-
-		if (!fp->ent.first_clus && pf->add.nruns)
-			fp->ent.first_clus = pf->add.runs[0].first;
-		if (size != fp->ent.size && !pf->is_new) {
-			/* The data changed: stamp it, as a write would. */
-			fp->ent.mtime = op->stamp.mtime;
-			fp->ent.mdate = op->stamp.mdate;
-			fp->ent.adate = op->stamp.adate;
-			fp->ent.attr |= FK_ATTR_ARCHIVE;
-		}
-		fp->ent.size = size;
-		if (pf->is_new || pf->add.nruns || size != pf->old_size)
-			fk_dirplan_set(fp->dp, fp->id, &fp->ent);
-		pf->size = size;
-		pf->is_changed = pf->add.nclus || size != pf->old_size;
-		pf->zero_from = pf->old_size;
-		pf->zero_to = (size + clus_len - 1) / clus_len * clus_len;
-	}
-}
-
 /* Step 3: the entries in blocks that existed before. */
 static int write_entries(struct op *op)
 {
@@ -481,25 +517,46 @@ static int write_fresh_dirs(struct op *op)
 }
 
 /*
- * Steps 1 to 4.  -EINTR only before step 2: from the commit point on, a
- * stop request waits for the end of the run.
+ * Step 1 with --per-cluster: the files' chains a cluster at a time (a
+ * stop may cut them short), then the fresh directory blocks, whose
+ * entries say what the files really got.  Nothing reaches those blocks
+ * before step 2, behind the barrier.
+ */
+static int write_per_cluster(struct op *op)
+{
+	int err;
+
+	if ((err = write_chains_per_cluster(op)))
+		return err;
+	set_entries(op);
+	if ((err = write_fresh_dirs(op)))
+		return err;
+	return fk_prun_barrier(op->run);
+}
+
+/*
+ * Steps 1 to 4.  -EINTR only before step 2 (with --per-cluster, before
+ * its first cluster): from the commit point on, a stop request waits for
+ * the end of the run, or cuts a --per-cluster run short.
  */
 static int commit(struct fk_prun *run, struct fk_prealloc_result *res)
 {
 	struct op *op = run->fam_op;
-	int err;
+	int is_pc = op->o->per_cluster, err;
 
 	fk_cache_set_sync(op->vol->fat, fk_prun_cache_sync(run));
 	if (is_stopping(op))
 		return -EINTR;
+	if (!is_pc)
+		set_entries(op);
 	if ((err = write_chains(op)) || (err = fk_prun_zero(run, res)) ||
-	    (err = write_fresh_dirs(op)) || (err = fk_prun_barrier(op->run)))
+	    (!is_pc && (err = write_fresh_dirs(op))) ||
+	    (err = fk_prun_barrier(op->run)))
 		return err;
 	if (is_stopping(op))
 		return -EINTR;
-	if ((err = write_links(op)) ||
-	    (op->o->per_cluster && (err = write_chains_per_cluster(op))) ||
-	    (err = write_entries(op)))
+	if ((is_pc && (err = write_per_cluster(op))) ||
+	    (err = write_links(op)) || (err = write_entries(op)))
 		return err;
 	if ((err = fk_fsinfo_write(op->vol, fk_alloc_fsinfo_free(op->alloc),
 				   fk_alloc_next_free(op->alloc))))
@@ -1039,14 +1096,53 @@ int fk_prun_zero(struct fk_prun *run, struct fk_prealloc_result *res)
 	return 0;
 }
 
+void fk_prun_cut(struct fk_prun *run, size_t i, uint32_t ntaken)
+{
+	uint64_t clus_len = run->vol->g.clus_len;
+	size_t k;
+
+	run->is_cut = 1;
+	run->cut_file = i;
+	run->cut_taken = ntaken;
+	run->cut_planned = fk_prun_file(run, i)->add.nclus;
+	run->cut_later = 0;
+	/* From the last file back, so that the next search (FSInfo's hint)
+	 * starts at the first cluster file @i did not get. */
+	for (k = run->nfiles; k-- > i;) {
+		struct fk_pfile *pf = fk_prun_file(run, k);
+		uint32_t keep = k == i ? ntaken : 0;
+		uint64_t reach = (uint64_t)(pf->old.nclus + keep) * clus_len;
+
+		if (k > i && (pf->add.nclus || pf->size != pf->old_size))
+			run->cut_later++;
+		fk_alloc_cut(run->alloc, &pf->add, keep);
+		if (!keep)
+			pf->want = pf->old_size;
+		else if (pf->want > reach)
+			pf->want = reach;
+	}
+}
+
 /* What a stop request (-EINTR from commit(), or one noticed after it)
  * became, in @diag's words. */
 static int interrupted(struct fk_prun *run, int undo_err, struct fk_diag *diag)
 {
 	const char *image =
 		run->o->image ? run->o->image : fk_device_path(run->vol->dev);
+	char later[64] = "";
 
-	if (run->is_linked)
+	if (run->is_cut) {
+		if (run->cut_later)
+			snprintf(later, sizeof(later), ", %zu more file%s none",
+				 run->cut_later,
+				 run->cut_later == 1 ? "" : "s");
+		fk_diag_set(diag, image,
+			    "interrupted; %s got %u of its %u new cluster%s%s; "
+			    "run again to finish",
+			    fk_prun_file(run, run->cut_file)->path,
+			    run->cut_taken, run->cut_planned,
+			    run->cut_planned == 1 ? "" : "s", later);
+	} else if (run->is_linked)
 		fk_diag_set(diag, image,
 			    "interrupted after the commit point; the run was "
 			    "completed");

@@ -111,15 +111,21 @@ struct fk_prealloc_result {
  * fk_prealloc_result_free().
  *
  * -EINTR: *@opts->stop was set.  The run stops at the next safe point:
- * between chains and between zeroing chunks of at most FK_ZERO_CHUNK bytes.
- * Before the commit point (the first link or directory-entry write)
- * every cluster the run took is freed again in every FAT copy, so the
- * FAT, the directories and FSInfo are as they were (only data may
- * differ: clusters that were free and still are, and the slack of a grown
- * file's last cluster past its size, which zeroing reached); @diag says
- * `interrupted; nothing was changed`.  From the commit point on, the few metadata
- * writes left are finished and @diag says the run was completed.  Either
- * way @diag names IMAGE.
+ * between chains, between zeroing chunks of at most FK_ZERO_CHUNK bytes,
+ * and with per_cluster between two clusters.  Before the commit point
+ * (the first link or directory-entry write) every cluster the run took is
+ * freed again in every FAT copy, so the FAT, the directories and FSInfo
+ * are as they were (only data may differ: clusters that were free and
+ * still are, and the slack of a grown file's last cluster past its size,
+ * which zeroing reached); @diag says `interrupted; nothing was changed`.
+ * From the commit point on, the few metadata writes left are finished and
+ * @diag says the run was completed.  A per_cluster run stopped after its
+ * first cluster keeps the clusters taken: the file being served ends
+ * where its chain does, later files keep their sizes (new ones are
+ * created empty), the rest of the plan stays free (FSInfo, the exFAT
+ * bitmap and PercentInUse say so), and @diag says `interrupted; PATH got
+ * N of its M new clusters[, K more files none]; run again to finish`.
+ * In every case @diag names IMAGE.
  */
 int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,

@@ -18,7 +18,9 @@
  *   6. PercentInUse and
  *   7. VolumeDirty cleared (only if this run set it), one boot sector write.
  * A crash before 5 leaves at worst bitmap bits nobody owns with VolumeDirty
- * set; a signal before 5 clears those bits again (rollback).  --sync puts
+ * set; a signal before 5 clears those bits again (rollback), unless
+ * --per-cluster took a cluster (it takes them one at a time after the
+ * zeroing): then the run keeps what it took (fk_prun_cut()).  --sync puts
  * an fsync at each ordering point: after 1, after 2 to 4 (nothing reaches
  * what they write before 5, so they need no order among them), after the
  * links, and after 5 and after 7; the default syncs after 5 and after 7.
@@ -1952,9 +1954,12 @@ static int write_fat(struct xop *op)
  * before batching, for comparison.  Each new cluster's bitmap bit is set
  * and flushed, then, for a file that ends up chained, its FAT entry (end
  * of chain) and the link from the cluster before, each flushed: with
- * --sync, each flush is synchronous.
+ * --sync, each flush is synchronous.  A stop request is heard between
+ * any two clusters: before the first, -EINTR (the run rolls back); after
+ * it, fk_prun_cut() keeps what is taken and *@is_kept says so (the entry
+ * sets then say what the files got).
  */
-static int write_per_cluster(struct xop *op)
+static int write_per_cluster(struct xop *op, int *is_kept)
 {
 	uint32_t eoc = fk_fat_eoc(&op->vol->g);
 	size_t i, r;
@@ -1962,14 +1967,21 @@ static int write_per_cluster(struct xop *op)
 
 	for (i = 0; i < op->run->nfiles; i++) {
 		const struct xfile *fp = &op->files[i];
-		uint32_t prev = 0, c;
+		uint32_t prev = 0, c, ntaken = 0;
 
 		for (r = 0; r < fp->pf.add.nruns; r++) {
 			const struct fk_run *run = &fp->pf.add.runs[r];
 
 			for (c = run->first; c < run->first + run->nclus; c++) {
-				if (is_stopping(op))
+				if (is_stopping(op) && !*is_kept)
 					return -EINTR;
+				if (is_stopping(op)) {
+					fk_prun_cut(op->run, i, ntaken);
+					settle(op->run);
+					return 0;
+				}
+				*is_kept = 1;
+				ntaken++;
 				if ((err = bitmap_put(op, c, 1, 1)) ||
 				    (err = fk_cache_flush(op->bmc)))
 					return err;
@@ -2104,7 +2116,7 @@ static int new_percent(struct xop *op)
 static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 {
 	unsigned char *b = op->vol->boot;
-	int err, nlinks = 0, percent;
+	int err, nlinks = 0, percent, is_kept = 0;
 
 	if (is_stopping(op))
 		return -EINTR;
@@ -2117,13 +2129,15 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 	if (is_stopping(op))
 		return -EINTR;
 	/* Steps 2 to 4 need no order among them: until step 5 nothing
-	 * reaches what they write.  One barrier ends them. */
+	 * reaches what they write.  One barrier ends them.  The per-cluster
+	 * loop comes last, after the zeroing of every cluster it may take,
+	 * so that a stop it hears leaves nothing more to do there. */
 	if ((err = write_fat(op)) || (err = write_bitmap(op, 1)) ||
-	    (op->o->per_cluster && (err = write_per_cluster(op))) ||
 	    (err = fk_prun_zero(op->run, res)) ||
+	    (op->o->per_cluster && (err = write_per_cluster(op, &is_kept))) ||
 	    (err = fk_prun_barrier(op->run)))
 		return err;
-	if (is_stopping(op))
+	if (is_stopping(op) && !is_kept)
 		return -EINTR;
 	op->run->is_linked = 1;
 	if ((err = write_links(op, &nlinks)) ||

@@ -50,6 +50,12 @@ struct fk_prun {
 	size_t *file_of; /* request -> files */
 	int is_linked;	 /* the commit point passed: no rollback */
 	void *fam_op;	 /* the family's own state */
+	/* A stop request cut a --per-cluster run short (fk_prun_cut()):
+	 * file @cut_file got @cut_taken of its @cut_planned new clusters,
+	 * @cut_later files after it none. */
+	int is_cut;
+	size_t cut_file, cut_later;
+	uint32_t cut_taken, cut_planned;
 };
 
 struct fk_family;
@@ -83,7 +89,9 @@ struct fk_prealloc_family {
 	 * clusters to @res->new_clus and hand over created paths. */
 	int (*fill_dirs)(struct fk_prun *run, struct fk_prealloc_result *res);
 	/* Every write, in the family's order; -EINTR only before the
-	 * commit point (it sets run->is_linked there). */
+	 * commit point (it sets run->is_linked there).  A --per-cluster
+	 * loop that took a cluster cuts the run short instead (fk_prun_cut())
+	 * and goes on. */
 	int (*commit)(struct fk_prun *run, struct fk_prealloc_result *res);
 	/* Undo what commit() wrote before its commit point. */
 	int (*rollback)(struct fk_prun *run);
@@ -124,6 +132,21 @@ static inline uint32_t fk_prun_tail(const struct fk_plan *p)
  */
 struct fk_pfile *fk_prun_add_file(struct fk_prun *run,
 				  const struct fk_prealloc_req *req);
+
+/*
+ * --per-cluster, between two clusters, when a stop was requested after
+ * the loop took at least one: file @i got @ntaken of its new clusters,
+ * each taken and linked on disk, the files before it all of theirs.  Cut
+ * the plans to what is on disk: file @i keeps @ntaken, later files none,
+ * and the rest goes back to the free map (so FSInfo or the bitmap's
+ * PercentInUse count only what was taken).  Sizes are then asked for as
+ * far as the chains reach: a file that got no new cluster keeps its size
+ * (one the run creates is created empty), one that got some grows to the
+ * end of its chain at most (with -n its size stays).  The family settles
+ * again and goes on with its entries; the run then ends with -EINTR and
+ * says what was done.  Memory only.
+ */
+void fk_prun_cut(struct fk_prun *run, size_t i, uint32_t ntaken);
 
 /*
  * Zero each file's [zero_from, zero_to) (none with --no-zero, --lazy or

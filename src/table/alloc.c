@@ -804,6 +804,30 @@ void fk_alloc_unplan(struct fk_alloc *a, const struct fk_plan *p)
 		set_range(a, p->runs[i].first, p->runs[i].nclus, 1);
 }
 
+void fk_alloc_cut(struct fk_alloc *a, struct fk_plan *p, uint32_t keep)
+{
+	uint32_t seen = 0, stay;
+	size_t i, nruns = 0;
+	int is_given = 0;
+
+	for (i = 0; i < p->nruns; i++) {
+		struct fk_run *r = &p->runs[i];
+
+		stay = keep - seen < r->nclus ? keep - seen : r->nclus;
+		seen += stay;
+		if (stay < r->nclus) {
+			if (!is_given++)
+				a->cursor = r->first + stay;
+			set_range(a, r->first + stay, r->nclus - stay, 1);
+			r->nclus = stay;
+		}
+		if (stay)
+			nruns = i + 1;
+	}
+	p->nruns = nruns;
+	p->nclus = seen;
+}
+
 void fk_plan_free(struct fk_plan *p)
 {
 	free(p->runs);

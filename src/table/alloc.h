@@ -123,6 +123,13 @@ uint32_t fk_alloc_longest(struct fk_alloc *alloc, uint32_t phase,
 void fk_alloc_unplan(struct fk_alloc *alloc, const struct fk_plan *plan);
 
 /*
+ * Cut @plan to its first @keep clusters (at most its own) and give the
+ * rest back to the map, where the next search then starts (a plan a stop
+ * request cut short).  Memory only.
+ */
+void fk_alloc_cut(struct fk_alloc *alloc, struct fk_plan *plan, uint32_t keep);
+
+/*
  * Append @n clusters from @first to @plan, merging with its last run when
  * they are adjacent.  Returns 0 or -ENOMEM.
  */

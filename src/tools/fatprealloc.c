@@ -32,7 +32,8 @@ static volatile sig_atomic_t caught;
 
 /*
  * The first signal asks the core to stop at its next safe point (it rolls
- * back, or finishes from the commit point on).  Later ones are ignored:
+ * back, or finishes from the commit point on, or cuts a --per-cluster run
+ * short after the cluster it is taking).  Later ones are ignored:
  * dying half way through a rollback would leave what it came to undo.
  */
 static void on_signal(int signo)

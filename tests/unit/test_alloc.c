@@ -3,7 +3,8 @@
  * image whose free space is three islands: 3 clusters at 100, 5 at 200 and
  * the last 12 of the volume (4990..5001).  Each row plans a request and is
  * judged against that map, written out here by hand: which runs, in what
- * order, the refusal text, and that a refusal or an unplan takes nothing.
+ * order, the refusal text, that a refusal or an unplan takes nothing, and
+ * what a cut keeps.
  */
 #include "tap.h"
 
@@ -150,6 +151,34 @@ static void rows(struct fk_alloc *a)
 	OK(fk_alloc_next_free(a) == 5001,
 	   "alloc: the next-free hint follows the last cluster planned (%u)",
 	   fk_alloc_next_free(a));
+
+	/* A stop after 7 of those 16: 200-204 and 4990-4991 stay. */
+	fk_alloc_cut(a, &p, 7);
+	{
+		static const uint32_t want[] = {200, 5, 4990, 2};
+
+		OK(plan_is(&p, want, 2) && p.nclus == 7 &&
+			   fk_alloc_nfree(a) == 13 &&
+			   fk_alloc_next_free(a) == 4992,
+		   "alloc: a cut keeps the first clusters, in chain order, "
+		   "and the next search starts at the first given back (%u)",
+		   fk_alloc_next_free(a));
+	}
+	fk_alloc_cut(a, &p, 5); /* at a run's end: the next run goes whole */
+	{
+		static const uint32_t want[] = {200, 5};
+
+		OK(plan_is(&p, want, 1) && fk_alloc_nfree(a) == 15 &&
+			   fk_alloc_next_free(a) == 4990,
+		   "alloc: a cut at the end of a run drops the runs after it");
+		fk_alloc_cut(a, &p, 9); /* more than the plan has */
+		OK(plan_is(&p, want, 1) && fk_alloc_nfree(a) == 15,
+		   "alloc: a cut past the plan's end keeps it whole");
+	}
+	fk_alloc_cut(a, &p, 0);
+	OK(p.nruns == 0 && p.nclus == 0 && fk_alloc_nfree(a) == 20 &&
+		   fk_alloc_next_free(a) == 200,
+	   "alloc: a cut to nothing gives every cluster back");
 	fk_plan_free(&p);
 	fk_plan_free(&p); /* an emptied plan may be freed again */
 }
