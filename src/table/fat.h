@@ -2,9 +2,11 @@
  * fat.h: FAT entries.  Get and put one entry or a whole run of them, the
  * classes an entry value falls in, bounded chain walks that report runs
  * (contiguous extents), and sequential scans of a FAT copy in large reads.
- * Entry packing (12, 16, 28 or exFAT's 32 bits) is known only to fat.c
- * and fat-links.h, the chain-following loop that fat.c and the checker
- * inline.
+ * Entry packing (12, 16, 28 or exFAT's 32 bits) is known only to
+ * fat-ops.c (with its private fat-ops.h) and fat-links.h, the
+ * chain-following loop that fat.c and the checker inline.  The
+ * functions live in fat.c (entries), fat-chain.c (walks) and fat-scan.c
+ * (sequential scans, the mirror judge).
  */
 #ifndef FATKIT_FAT_H
 #define FATKIT_FAT_H
