@@ -5,7 +5,7 @@
  * Entry packing (12, 16, 28 or exFAT's 32 bits) is known only to
  * fat-ops.c (with its private fat-ops.h) and fat-links.h, the
  * chain-following loop that fat.c and the checker inline.  The
- * functions live in fat.c (entries), fat-chain.c (walks) and fat-scan.c
+ * functions live in fat.c (entries and chain walks) and fat-scan.c
  * (sequential scans, the mirror judge).
  */
 #ifndef FATKIT_FAT_H
