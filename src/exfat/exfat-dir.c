@@ -354,7 +354,7 @@ static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		dir->vol->exfat ? dir->vol->exfat->upcase : NULL;
 	uint32_t need;
 
-	need = (set->name_len + FN_UNITS - 1) / FN_UNITS;
+	need = fk_exfat_name_nents(set->name_len);
 	if (!set->name_len)
 		set->defects |= FK_EXS_NAME_LEN;
 	if ((uint32_t)set->sec_count < 1 + need)
