@@ -719,24 +719,6 @@ int ck_scan_fats(struct fk_check *ck)
 	return 0;
 }
 
-/* ---- the FAT checker's table ------------------------------------------- */
-
-/*
- * Here rather than beside ck_fat_run() (check.c) so that the engine
- * names the FAT checker only through this table, which it picks by the
- * family the volume was opened as.  XXX: no repair() yet: naming
- * check-repair.c's steps from here closes a circle of files (it
- * includes check-int.h, which includes check.h), so fk_check_repair()
- * runs them when repair() is NULL; the split of the checker's files by
- * family ends that.
- */
-const struct fk_check_family fk_check_fat_family = {
-	.fam = &fk_fat_family,
-	.new_state = ck_fat_new_state,
-	.free_state = ck_fat_free_state,
-	.run = ck_fat_run,
-};
-
 /* ---- FSInfo -------------------------------------------------------------- */
 
 int ck_check_fsinfo(struct fk_check *ck)
