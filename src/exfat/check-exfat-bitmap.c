@@ -83,6 +83,59 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 
 #define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
 
+/* Is the contiguous run of the clusters @len needs from @first in the heap? */
+static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
+{
+	uint64_t n = fk_exfat_clus_needed(g, len);
+
+	return n && fk_clus_valid(g, first) && n - 1 <= fk_clus_max(g) - first;
+}
+
+/*
+ * The up-case table's FAT chain, which Linux and fsck.exfat never follow
+ * (they read the run @c claimed): where it leaves the run, a finding, and
+ * when the run's content is the table its TableChecksum names
+ * (@is_sound), the chain rewritten as the run ending in EOC.  Else the
+ * table is not known for certain: no bitmap bit is cleared.
+ */
+static int judge_upcase_chain(struct fk_exfat_check *x, const struct claim *c,
+			      int is_sound)
+{
+	uint32_t i, val, want, bad = 0, bad_val = 0, nbad = 0;
+	struct fat_fix f;
+	size_t idx;
+	int err;
+
+	for (i = 0; i < c->nclus; i++) {
+		f.clus = c->s->first_clus + i;
+		want = i + 1 < c->nclus ? f.clus + 1 : FK_EXFAT_EOC;
+		if ((err = fk_fat_get(x->vol, f.clus, &val)))
+			return err;
+		if (val == want)
+			continue;
+		if (!nbad++) {
+			bad = f.clus;
+			bad_val = val;
+		}
+		f.val = want;
+		if (is_sound && (err = PUSH(x->fat_fixes, f)))
+			return err;
+	}
+	if (!nbad)
+		return 0;
+	idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-chain", NULL,
+			"up-case table: its FAT chain leaves the contiguous "
+			"run of %u cluster%s from cluster %u that readers "
+			"use (FatEntry[%u] is 0x%X)",
+			c->nclus, ck_plural(c->nclus), c->s->first_clus, bad,
+			bad_val);
+	if (is_sound) {
+		ck_set_fix(x->ck, idx, "chain rewritten as the run");
+		return 0;
+	}
+	return exck_keep_bits(x, "the up-case table is not known for certain");
+}
+
 /*
  * Load the up-case table at @first_clus (@len bytes) afresh: its checksum
  * as stored on disk into x->upcase_csum, and its map, with the ASCII
@@ -97,14 +150,17 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 		       uint64_t len)
 {
 	struct fk_exfat_upcase *up = x->vol->exfat->upcase;
-	struct fk_exfat_stream st = {first_clus, len, 0};
+	struct fk_exfat_stream st = {first_clus, len, 1};
 	unsigned char *raw;
 	uint32_t at = 0, nfix = 0;
 	uint64_t k;
 	int err;
 
+	/* Read as Linux and fsck.exfat read it: the contiguous run from
+	 * FirstCluster, whatever the FAT says (check_upcase_entry() judges
+	 * the chain). */
 	if (!len || len > UPCASE_MAX_LEN || len % 2 ||
-	    !fk_clus_valid(x->g, first_clus))
+	    !is_run_in_heap(x->g, first_clus, len))
 		return FK_ECORRUPT;
 	if (!(raw = malloc((size_t)len)))
 		return -ENOMEM;
@@ -185,7 +241,9 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	x->has_upcase = 1;
 	st.first_clus = s->first_clus;
 	st.data_len = s->data_len;
-	st.is_no_fat_chain = 0;
+	/* Claimed as Linux and fsck.exfat read it: the contiguous run, when
+	 * it is in the heap; its chain is judged apart. */
+	st.is_no_fat_chain = is_run_in_heap(x->g, s->first_clus, s->data_len);
 	if ((err = exck_claim_special(
 		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
 	    (err = exck_judge_claim(x, &c, NULL, "up-case table: ", &idx)))
@@ -196,8 +254,12 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			  "up-case table at cluster %u (%llu bytes) cannot be "
 			  "read; names are compared through ASCII only",
 			  s->first_clus, (unsigned long long)s->data_len);
-		return 0;
+		/* Its clusters, wherever they are, are not known: none is
+		 * freed (the rule for structures not understood). */
+		return exck_keep_bits(x, "the up-case table cannot be read");
 	}
+	if ((err = judge_upcase_chain(x, &c, s->upcase_csum == x->upcase_csum)))
+		return err;
 	want = x->upcase_csum;
 	if (x->upcase_nfix) {
 		/* Its content is damaged: a new checksum would bless it.
@@ -220,6 +282,11 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 				"up-case TableChecksum 0x%08X, computed 0x%08X",
 				s->upcase_csum, want);
 		ck_set_fix(x->ck, idx, "checksum rewritten");
+		/* FirstCluster may be what is damaged: the table's own
+		 * clusters may then be owned by nothing. */
+		if ((err = exck_keep_bits(x, "the up-case table's checksum "
+					     "does not match")))
+			return err;
 	}
 	if (s->upcase_csum != want) {
 		put_le32(&s->raw[0][UC_CHECKSUM], want);
