@@ -1217,7 +1217,8 @@ prealloc_safe()
 # bytes and print its contiguous run's bitmap bits as "FIRST N BITS" (taken
 # before the damage: the run Linux and fsck.exfat read).  WHAT: "bad" marks
 # the table's first cluster bad in the FAT, "free" frees its last link,
-# "first" flips the high byte of its FirstCluster, "bits" only prints
+# "first" flips the high byte of its FirstCluster, "bitmap" frees the
+# allocation bitmap's FAT entry, "bits" only prints
 # (the run from FIRST, when given, as FirstCluster may be damaged).
 upcase_poke()
 {
@@ -1248,14 +1249,16 @@ if what == "bad":
     f.seek(fat + 4 * first); f.write(struct.pack("<I", 0xFFFFFFF7))
 elif what == "free":
     f.seek(fat + 4 * (first + n - 2)); f.write(struct.pack("<I", 0))
+elif what == "bitmap":
+    f.seek(fat + 4 * u32(bm, 20)); f.write(struct.pack("<I", 0))
 elif what == "first":
     f.seek(off(root) + 32 * up + 23); f.write(bytes([0x20]))
 PY
 }
 
-@test "fatcheck -r exFAT: an up-case table whose FAT chain is broken is read as its contiguous run, its chain rewritten, its bitmap bits kept" {
+@test "fatcheck -r exFAT: an up-case table or bitmap whose FAT chain is broken is read as its contiguous run, its chain rewritten, its bitmap bits kept" {
 	local what before sum
-	for what in bad free; do
+	for what in bad free bitmap; do
 		rm -f u.img
 		truncate -s 4M u.img
 		mkfs.exfat -c 512 u.img >/dev/null
@@ -1263,9 +1266,15 @@ PY
 		before=$(upcase_poke u.img $what)
 		[[ $before == "3 12 111111111111" ]]
 		run -1 ref verify u.img
-		assert_output --partial "up-case table chain"
-		run -1 fatcheck -r u.img
-		assert_line --partial "error: u.img: up-case table: its FAT chain leaves the contiguous run of 12 clusters from cluster 3"
+		if [[ $what == bitmap ]]; then
+			assert_output --partial "allocation bitmap chain"
+			run -1 fatcheck -r u.img
+			assert_line --partial "error: u.img: allocation bitmap: its FAT chain leaves the contiguous run of 1 cluster from cluster 2"
+		else
+			assert_output --partial "up-case table chain"
+			run -1 fatcheck -r u.img
+			assert_line --partial "error: u.img: up-case table: its FAT chain leaves the contiguous run of 12 clusters from cluster 3"
+		fi
 		assert_output --partial "(repair: chain rewritten as the run)"
 		refute_output --partial "cleared"
 		run -0 upcase_poke u.img bits
@@ -1295,34 +1304,36 @@ PY
 	[ "$(img_sha u.img)" = "$sum" ] # nothing it could mend
 }
 
-@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case chain rewritten, then another -r, leaves every judge clean" {
-	local n crashed before
-	rm -f dmg.img
-	truncate -s 4M dmg.img
-	mkfs.exfat -c 512 dmg.img >/dev/null
-	before=$(upcase_poke dmg.img bad)
-	for ((n = 1; n <= 20; n++)); do
-		cp dmg.img u.img
-		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r u.img
-		[[ $status -eq 99 || $status -eq 1 ]]
-		crashed=$status
-		((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
-		run fatcheck -r u.img
-		[[ $status -eq 0 || $status -eq 1 ]]
-		run -0 fatcheck u.img
-		fsck_exfat_clean u.img
-		run -0 ref verify -W u.img
-		run -0 upcase_poke u.img bits
-		assert_output "$before"
-		cp dmg.img u.img
-		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r u.img
-		[[ $status -eq 12 || $status -eq 1 ]]
-		run fatcheck -r u.img
-		[[ $status -eq 0 || $status -eq 1 ]]
-		run -0 fatcheck u.img
-		run -0 upcase_poke u.img bits
-		assert_output "$before"
-		((crashed == 99)) || break
+@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten, then another -r, leaves every judge clean" {
+	local what n crashed before
+	for what in bad bitmap; do
+		rm -f dmg.img
+		truncate -s 4M dmg.img
+		mkfs.exfat -c 512 dmg.img >/dev/null
+		before=$(upcase_poke dmg.img $what)
+		for ((n = 1; n <= 20; n++)); do
+			cp dmg.img u.img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r u.img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			run fatcheck -r u.img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck u.img
+			fsck_exfat_clean u.img
+			run -0 ref verify -W u.img
+			run -0 upcase_poke u.img bits
+			assert_output "$before"
+			cp dmg.img u.img
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r u.img
+			[[ $status -eq 12 || $status -eq 1 ]]
+			run fatcheck -r u.img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck u.img
+			run -0 upcase_poke u.img bits
+			assert_output "$before"
+			((crashed == 99)) || break
+		done
+		((n > 2))
 	done
-	((n > 2))
 }

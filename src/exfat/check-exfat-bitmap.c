@@ -18,6 +18,61 @@
 #include "table/fat.h"
 #include "volume/volume.h"
 
+#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
+
+/* Is the contiguous run of the clusters @len needs from @first in the heap? */
+static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
+{
+	uint64_t n = fk_exfat_clus_needed(g, len);
+
+	return n && fk_clus_valid(g, first) && n - 1 <= fk_clus_max(g) - first;
+}
+
+/*
+ * The FAT chain of the allocation bitmap or the up-case table (@what,
+ * finding @code), which Linux and fsck.exfat never follow: they read the
+ * contiguous run @c claimed.  Where the chain leaves the run, a finding,
+ * and when the run is known to be the structure (@is_sound), the chain
+ * rewritten as the run ending in EOC.  Else no bitmap bit is cleared.
+ */
+static int judge_run_chain(struct fk_exfat_check *x, const struct claim *c,
+			   const char *code, const char *what, int is_sound)
+{
+	uint32_t i, val, want, bad = 0, bad_val = 0, nbad = 0;
+	struct fat_fix f;
+	size_t idx;
+	int err;
+
+	for (i = 0; i < c->nclus; i++) {
+		f.clus = c->s->first_clus + i;
+		want = i + 1 < c->nclus ? f.clus + 1 : FK_EXFAT_EOC;
+		if ((err = fk_fat_get(x->vol, f.clus, &val)))
+			return err;
+		if (val == want)
+			continue;
+		if (!nbad++) {
+			bad = f.clus;
+			bad_val = val;
+		}
+		f.val = want;
+		if (is_sound && (err = PUSH(x->fat_fixes, f)))
+			return err;
+	}
+	if (!nbad)
+		return 0;
+	idx = ck_report(x->ck, FK_SEV_ERROR, code, NULL,
+			"%s: its FAT chain leaves the contiguous run of %u "
+			"cluster%s from cluster %u that readers use "
+			"(FatEntry[%u] is 0x%X)",
+			what, c->nclus, ck_plural(c->nclus), c->s->first_clus,
+			bad, bad_val);
+	if (is_sound) {
+		ck_set_fix(x->ck, idx, "chain rewritten as the run");
+		return 0;
+	}
+	return exck_keep_bits(x, "the up-case table is not known for certain");
+}
+
 /* The allocation bitmap entry (spec 7.1). */
 static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
@@ -51,7 +106,11 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	x->bm_need_len = fk_exfat_bitmap_len(g->nclus);
 	x->bm_stream.first_clus = s->first_clus;
 	x->bm_stream.data_len = x->bm_need_len;
-	x->bm_stream.is_no_fat_chain = 0;
+	/* Read, owned and written as Linux and fsck.exfat read it: the
+	 * contiguous run, when it is in the heap; its chain is judged
+	 * apart. */
+	x->bm_stream.is_no_fat_chain =
+		is_run_in_heap(g, s->first_clus, x->bm_need_len);
 	if ((err = exck_claim_special(x, &x->bm_stream,
 				      fk_exfat_clus_needed(g, x->bm_need_len),
 				      &c)) ||
@@ -64,6 +123,10 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		x->is_tree_incomplete = 1;
 		return 0;
 	}
+	if (x->bm_stream.is_no_fat_chain &&
+	    (err = judge_run_chain(x, &c, "bitmap-chain", "allocation bitmap",
+				   1)))
+		return err;
 	if (!x->has_bitmap)
 		x->has_bitmap = 1;
 	if (s->data_len != x->bm_need_len) {
@@ -79,61 +142,6 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			return err;
 	}
 	return 0;
-}
-
-#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
-
-/* Is the contiguous run of the clusters @len needs from @first in the heap? */
-static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
-{
-	uint64_t n = fk_exfat_clus_needed(g, len);
-
-	return n && fk_clus_valid(g, first) && n - 1 <= fk_clus_max(g) - first;
-}
-
-/*
- * The up-case table's FAT chain, which Linux and fsck.exfat never follow
- * (they read the run @c claimed): where it leaves the run, a finding, and
- * when the run's content is the table its TableChecksum names
- * (@is_sound), the chain rewritten as the run ending in EOC.  Else the
- * table is not known for certain: no bitmap bit is cleared.
- */
-static int judge_upcase_chain(struct fk_exfat_check *x, const struct claim *c,
-			      int is_sound)
-{
-	uint32_t i, val, want, bad = 0, bad_val = 0, nbad = 0;
-	struct fat_fix f;
-	size_t idx;
-	int err;
-
-	for (i = 0; i < c->nclus; i++) {
-		f.clus = c->s->first_clus + i;
-		want = i + 1 < c->nclus ? f.clus + 1 : FK_EXFAT_EOC;
-		if ((err = fk_fat_get(x->vol, f.clus, &val)))
-			return err;
-		if (val == want)
-			continue;
-		if (!nbad++) {
-			bad = f.clus;
-			bad_val = val;
-		}
-		f.val = want;
-		if (is_sound && (err = PUSH(x->fat_fixes, f)))
-			return err;
-	}
-	if (!nbad)
-		return 0;
-	idx = ck_report(x->ck, FK_SEV_ERROR, "upcase-chain", NULL,
-			"up-case table: its FAT chain leaves the contiguous "
-			"run of %u cluster%s from cluster %u that readers "
-			"use (FatEntry[%u] is 0x%X)",
-			c->nclus, ck_plural(c->nclus), c->s->first_clus, bad,
-			bad_val);
-	if (is_sound) {
-		ck_set_fix(x->ck, idx, "chain rewritten as the run");
-		return 0;
-	}
-	return exck_keep_bits(x, "the up-case table is not known for certain");
 }
 
 /*
@@ -258,7 +266,8 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		 * freed (the rule for structures not understood). */
 		return exck_keep_bits(x, "the up-case table cannot be read");
 	}
-	if ((err = judge_upcase_chain(x, &c, s->upcase_csum == x->upcase_csum)))
+	if ((err = judge_run_chain(x, &c, "upcase-chain", "up-case table",
+				   s->upcase_csum == x->upcase_csum)))
 		return err;
 	want = x->upcase_csum;
 	if (x->upcase_nfix) {
