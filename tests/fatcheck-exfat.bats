@@ -690,15 +690,18 @@ img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings
 	done
 }
 
-@test "fatcheck exFAT: a bitmap entry marked unused whose chain is broken is not claimed restored; -r converges" {
+@test "fatcheck exFAT: a bitmap entry marked unused whose chain is broken is restored with its contiguous run, which readers use; -r converges" {
 	use
 	exdamage img bitmap-unused-bad-chain
 	run -4 fatcheck img
 	assert_line "error: img: the allocation bitmap entry is marked unused"
-	run fatcheck -r img
-	run -4 fatcheck -r img
-	assert_line "error: img: the allocation bitmap entry is marked unused"
-	refute_output --partial "entry restored"
+	run -1 fatcheck -r img
+	assert_line "error: img: the allocation bitmap entry is marked unused (repair: entry restored)"
+	assert_output --partial "(repair: chain rewritten as the run)"
+	run -0 fatcheck -r img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	sums img | diff - img.sums
 }
 
 @test "fatcheck exFAT: two names whose 64-bit hashes collide are not duplicates; -r changes nothing" {
