@@ -34,6 +34,7 @@ static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
  * contiguous run @c claimed.  Where the chain leaves the run, a finding,
  * and when the run is known to be the structure (@is_sound), the chain
  * rewritten as the run ending in EOC.  Else no bitmap bit is cleared.
+ * Returns 1 when the chain leaves the run, 0 when it does not, or -errno.
  */
 static int judge_run_chain(struct fk_exfat_check *x, const struct claim *c,
 			   const char *code, const char *what, int is_sound)
@@ -68,9 +69,10 @@ static int judge_run_chain(struct fk_exfat_check *x, const struct claim *c,
 			bad, bad_val);
 	if (is_sound) {
 		ck_set_fix(x->ck, idx, "chain rewritten as the run");
-		return 0;
+		return 1;
 	}
-	return exck_keep_bits(x, "the up-case table is not known for certain");
+	err = exck_keep_bits(x, "the up-case table is not known for certain");
+	return err ? err : 1;
 }
 
 /* The allocation bitmap entry (spec 7.1). */
@@ -125,7 +127,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	}
 	if (x->bm_stream.is_no_fat_chain &&
 	    (err = judge_run_chain(x, &c, "bitmap-chain", "allocation bitmap",
-				   1)))
+				   1)) < 0)
 		return err;
 	if (!x->has_bitmap)
 		x->has_bitmap = 1;
@@ -267,8 +269,18 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return exck_keep_bits(x, "the up-case table cannot be read");
 	}
 	if ((err = judge_run_chain(x, &c, "upcase-chain", "up-case table",
-				   s->upcase_csum == x->upcase_csum)))
+				   s->upcase_csum == x->upcase_csum)) < 0)
 		return err;
+	if (err && s->upcase_csum != x->upcase_csum) {
+		/* Neither the chain nor the run is known to be the table: a
+		 * new checksum would bless the run, and the next repair
+		 * would then rewrite the chain over it.  Both are left. */
+		ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
+			  "up-case TableChecksum 0x%08X, computed 0x%08X over "
+			  "the contiguous run",
+			  s->upcase_csum, x->upcase_csum);
+		return 0;
+	}
 	want = x->upcase_csum;
 	if (x->upcase_nfix) {
 		/* Its content is damaged: a new checksum would bless it.
