@@ -293,18 +293,22 @@ static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
  *   attribute byte.  Read as a directory, its data would be rewritten as
  *   entries ("." and ".." over its first 64 bytes, its "names" changed,
  *   its size set to 0), as fsck.fat does.  A volume bit set with the
- *   directory bit goes too: the entry would be a label then.
+ *   directory bit goes too: the entry would be a label then.  One past the
+ *   end marker (@is_hidden) is left to walk_hidden(), which keeps it only
+ *   if it begins as a directory: its clusters may be free or another
+ *   entry's, and a writer may take free ones at any time.
  * - A volume label in a subdirectory, where no label belongs, that owns
  *   clusters: fsck.fat checks its chain as a file's already, and says
  *   nothing of it unless its name is not valid and most entries of the
  *   directory are bad ones, so it is a warning.  Deleting it would lose
  *   the clusters.  One that owns none is deleted (walk_entry()).
  */
-static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent)
+static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
+		  int is_hidden)
 {
 	int is_sub_label = ck_is_label(ent) && !d->is_root;
-	int is_sized_dir =
-		(ent->attr & FK_ATTR_DIR) && !ck_is_label(ent) && ent->size;
+	int is_sized_dir = (ent->attr & FK_ATTR_DIR) && !ck_is_label(ent) &&
+			   ent->size && !is_hidden;
 	struct ent_fix fix;
 	size_t idx;
 	int r;
@@ -540,7 +544,7 @@ static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
 		d->damaged_n = 0;
 		d->sum_find = NONE;
 
-		if ((err = retype(ck, d, ent)))
+		if ((err = retype(ck, d, ent, st->after_end)))
 			goto out;
 		if (!fk_dirent_is_dot(ent) && !ck_is_label(ent) &&
 		    (err = ck_note_names(d, ent)))
