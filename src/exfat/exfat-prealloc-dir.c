@@ -420,6 +420,53 @@ static void refuse_damage(const struct fk_exfat_set *set, struct fk_diag *diag)
 }
 
 /*
+ * One set @set of directory @d as xdir_load() reads it: a damaged one
+ * refuses the directory, a file's name goes into the name index.
+ * Returns 0, FK_ECORRUPT or -ENOMEM.
+ */
+static int add_set(struct xop *op, struct xdir *d,
+		   const struct fk_exfat_set *set, struct fk_diag *diag)
+{
+	struct xname nm;
+	int k;
+
+	if (fk_exfat_set_damage(set)) {
+		refuse_damage(set, diag);
+		return FK_ECORRUPT;
+	}
+	if (set->kind != FK_EXK_FILE)
+		return 0;
+	memset(&nm, 0, sizeof(nm));
+	/* A name with a NUL unit is read, and mended by fatcheck, as cut
+	 * there: indexed so, a new name equal to that part finds this set
+	 * (and its defects refuse the run) instead of being created beside
+	 * it as a duplicate. */
+	for (nm.len = 0; nm.len < set->name16_len && set->name16[nm.len];
+	     nm.len++)
+		;
+	nm.idx = set->first_ent;
+	nm.nents = set->nents;
+	nm.tag = NO_TAG;
+	nm.defects = set->defects;
+	nm.attr = set->attr;
+	nm.s.first_clus = set->first_clus;
+	nm.s.data_len = set->data_len;
+	nm.s.is_no_fat_chain = set->is_no_fat_chain;
+	nm.valid_len = set->valid_len;
+	if (nm.idx + nm.nents > d->nents)
+		return FK_ECORRUPT;
+	if (!(nm.name16 = calloc(nm.len + 1, sizeof(uint16_t))))
+		return -ENOMEM;
+	memcpy(nm.name16, set->name16, nm.len * sizeof(uint16_t));
+	if ((k = xp_name_push(d, &nm)) < 0) {
+		free(nm.name16);
+		return k;
+	}
+	xp_name_index(op, d, (uint32_t)k);
+	return 0;
+}
+
+/*
  * Read directory @s (NULL: the root), called @where in messages, with its
  * sets and free slots.  Its stream is judged as a file's (xp_load_stream())
  * before anything is read from it.
@@ -474,50 +521,9 @@ static int xdir_load(struct xop *op, const struct fk_exfat_stream *s,
 	 * further only for the slots the run takes (check_tail()). */
 	if ((err = fk_exfat_dir_open(op->vol, s, &it)))
 		goto out;
-	while ((err = fk_exfat_dir_next(it, set, diag)) == 1) {
-		struct xname nm;
-		int k;
-
-		if (fk_exfat_set_damage(set)) {
-			refuse_damage(set, diag);
-			err = FK_ECORRUPT;
+	while ((err = fk_exfat_dir_next(it, set, diag)) == 1)
+		if ((err = add_set(op, d, set, diag)))
 			break;
-		}
-		if (set->kind != FK_EXK_FILE)
-			continue;
-		memset(&nm, 0, sizeof(nm));
-		/* A name with a NUL unit is read, and mended by fatcheck,
-		 * as cut there: indexed so, a new name equal to that part
-		 * finds this set (and its defects refuse the run) instead
-		 * of being created beside it as a duplicate. */
-		for (nm.len = 0;
-		     nm.len < set->name16_len && set->name16[nm.len]; nm.len++)
-			;
-		nm.idx = set->first_ent;
-		nm.nents = set->nents;
-		nm.tag = NO_TAG;
-		nm.defects = set->defects;
-		nm.attr = set->attr;
-		nm.s.first_clus = set->first_clus;
-		nm.s.data_len = set->data_len;
-		nm.s.is_no_fat_chain = set->is_no_fat_chain;
-		nm.valid_len = set->valid_len;
-		if (nm.idx + nm.nents > d->nents) {
-			err = FK_ECORRUPT;
-			break;
-		}
-		if (!(nm.name16 = calloc(nm.len + 1, sizeof(uint16_t)))) {
-			err = -ENOMEM;
-			break;
-		}
-		memcpy(nm.name16, set->name16, nm.len * sizeof(uint16_t));
-		if ((k = xp_name_push(d, &nm)) < 0) {
-			free(nm.name16);
-			err = k;
-			break;
-		}
-		xp_name_index(op, d, (uint32_t)k);
-	}
 	if (err < 0)
 		goto out;
 	if (!(err = read_ents(op, d, fk_exfat_dir_stats(it)->end_ent + 1)))
