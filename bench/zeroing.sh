@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/zeroing.sh: fatprealloc zeroing a 1 GiB file on a written-out
 # (non-sparse) image, one binary against another, to check that zeroing
-# in bounded chunks (64 MiB per fallocate/BLKZEROOUT call, a progress call
+# in bounded chunks (8 MiB per fallocate/BLKZEROOUT call, a progress call
 # after each) costs no more than one call per run did.
 #
 #   bench/zeroing.sh NEW_FATPREALLOC OLD_FATPREALLOC [RUNS]

@@ -359,9 +359,10 @@ on_pty()
 	truncate -s 400M img
 	mkfs.fat --invariant -F 32 -S 512 -s 8 img >/dev/null
 	on_pty fatprealloc img /big.bin 130M
-	# A line per 64 MiB chunk (the first is always drawn), then the
-	# clearing sequence as the last bytes on the terminal.
-	grep -aqE $'\rfatprealloc: zeroing 64.0 MiB of 130.0 MiB \\(49%\\), [0-9.]+ [KMGT]?i?B/s(, [0-9]+ s left)?\e\\[K' pty.out
+	# A line per 8 MiB chunk at most ten times a second (the first is
+	# always drawn), then the clearing sequence as the last bytes on the
+	# terminal.
+	grep -aqE $'\rfatprealloc: zeroing 8.0 MiB of 130.0 MiB \\(6%\\), [0-9.]+ [KMGT]?i?B/s(, [0-9]+ s left)?\e\\[K' pty.out
 	[ "$(tail -c 4 pty.out | od -An -c | tr -s ' ')" = " \r 033 [ K" ]
 	[ "$(mtype -i img ::/big.bin | tr -d '\0' | wc -c)" -eq 0 ]
 	fsck_clean img

@@ -690,15 +690,18 @@ img: exFAT, 48 files, 15 directories, 77/7680 clusters used; 1 error, 0 warnings
 	done
 }
 
-@test "fatcheck exFAT: a bitmap entry marked unused whose chain is broken is not claimed restored; -r converges" {
+@test "fatcheck exFAT: a bitmap entry marked unused whose chain is broken is restored with its contiguous run, which readers use; -r converges" {
 	use
 	exdamage img bitmap-unused-bad-chain
 	run -4 fatcheck img
 	assert_line "error: img: the allocation bitmap entry is marked unused"
-	run fatcheck -r img
-	run -4 fatcheck -r img
-	assert_line "error: img: the allocation bitmap entry is marked unused"
-	refute_output --partial "entry restored"
+	run -1 fatcheck -r img
+	assert_line "error: img: the allocation bitmap entry is marked unused (repair: entry restored)"
+	assert_output --partial "(repair: chain rewritten as the run)"
+	run -0 fatcheck -r img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	sums img | diff - img.sums
 }
 
 @test "fatcheck exFAT: two names whose 64-bit hashes collide are not duplicates; -r changes nothing" {
@@ -1207,6 +1210,131 @@ prealloc_safe()
 			x) csums c.img /a.bin:12800 /b.bin /c.bin | diff - x.sums ;;
 			y) csums c.img /M/f.bin | diff - y.sums ;;
 			esac
+			((crashed == 99)) || break
+		done
+		((n > 2))
+	done
+}
+
+# upcase_poke IMG WHAT [FIRST]: damage the up-case table's chain or entry in raw
+# bytes and print its contiguous run's bitmap bits as "FIRST N BITS" (taken
+# before the damage: the run Linux and fsck.exfat read).  WHAT: "bad" marks
+# the table's first cluster bad in the FAT, "free" frees its last link,
+# "first" flips the high byte of its FirstCluster, "bitmap" frees the
+# allocation bitmap's FAT entry, "bits" only prints
+# (the run from FIRST, when given, as FirstCluster may be damaged).
+upcase_poke()
+{
+	"$FK_PYTHON" - "$@" <<'PY'
+import struct, sys
+img, what = sys.argv[1], sys.argv[2]
+f = open(img, "r+b")
+bs = f.read(512)
+u32 = lambda b, o: struct.unpack_from("<I", b, o)[0]
+bps, spc = 1 << bs[108], 1 << bs[109]
+clen = bps * spc
+fat, heap, root = u32(bs, 80) * bps, u32(bs, 88) * bps, u32(bs, 96)
+off = lambda c: heap + (c - 2) * clen
+f.seek(off(root))
+d = f.read(clen)
+ents = [d[i:i + 32] for i in range(0, clen, 32)]
+up = next(i for i, e in enumerate(ents) if e[0] == 0x82)
+bm = next(e for e in ents if e[0] == 0x81)
+first, ln = u32(ents[up], 20), struct.unpack_from("<Q", ents[up], 24)[0]
+first = int(sys.argv[3]) if len(sys.argv) > 3 else first
+n = -(-ln // clen)
+f.seek(off(u32(bm, 20)))
+bits = f.read(-(-(first + n) // 8) + 1)
+run = "".join(str(bits[(c - 2) // 8] >> ((c - 2) % 8) & 1)
+              for c in range(first, first + n))
+print(first, n, run)
+if what == "bad":
+    f.seek(fat + 4 * first); f.write(struct.pack("<I", 0xFFFFFFF7))
+elif what == "free":
+    f.seek(fat + 4 * (first + n - 2)); f.write(struct.pack("<I", 0))
+elif what == "bitmap":
+    f.seek(fat + 4 * u32(bm, 20)); f.write(struct.pack("<I", 0))
+elif what == "first":
+    f.seek(off(root) + 32 * up + 23); f.write(bytes([0x20]))
+PY
+}
+
+@test "fatcheck -r exFAT: an up-case table or bitmap whose FAT chain is broken is read as its contiguous run, its chain rewritten, its bitmap bits kept" {
+	local what before sum
+	for what in bad free bitmap; do
+		rm -f u.img
+		truncate -s 4M u.img
+		mkfs.exfat -c 512 u.img >/dev/null
+		ref put u.img /a.bin --size 3000
+		before=$(upcase_poke u.img $what)
+		[[ $before == "3 12 111111111111" ]]
+		run -1 ref verify u.img
+		if [[ $what == bitmap ]]; then
+			assert_output --partial "allocation bitmap chain"
+			run -1 fatcheck -r u.img
+			assert_line --partial "error: u.img: allocation bitmap: its FAT chain leaves the contiguous run of 1 cluster from cluster 2"
+		else
+			assert_output --partial "up-case table chain"
+			run -1 fatcheck -r u.img
+			assert_line --partial "error: u.img: up-case table: its FAT chain leaves the contiguous run of 12 clusters from cluster 3"
+		fi
+		assert_output --partial "(repair: chain rewritten as the run)"
+		refute_output --partial "cleared"
+		run -0 upcase_poke u.img bits
+		assert_output "$before"
+		fsck_exfat_clean u.img
+		run -0 ref verify -W u.img
+		sum=$(img_sha u.img)
+		run -0 fatcheck -r u.img
+		[ "$(img_sha u.img)" = "$sum" ]
+	done
+}
+
+@test "fatcheck -r exFAT: an up-case table whose FirstCluster is out of range frees none of the clusters it may hold" {
+	local before sum
+	rm -f u.img
+	truncate -s 4M u.img
+	mkfs.exfat -c 4K u.img >/dev/null
+	before=$(upcase_poke u.img first)
+	[[ $before == "3 2 11" ]]
+	sum=$(img_sha u.img)
+	run -4 fatcheck -r u.img
+	assert_line "error: u.img: up-case table: first cluster 536870915 is out of range (2 to 513)"
+	assert_line "warning: /: the up-case table cannot be read: the 2 clusters owned by nothing are kept, as they may be what it held"
+	refute_output --partial "cleared"
+	run -0 upcase_poke u.img bits 3
+	assert_output "$before"
+	[ "$(img_sha u.img)" = "$sum" ] # nothing it could mend
+}
+
+@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten, then another -r, leaves every judge clean" {
+	local what n crashed before
+	for what in bad bitmap; do
+		rm -f dmg.img
+		truncate -s 4M dmg.img
+		mkfs.exfat -c 512 dmg.img >/dev/null
+		before=$(upcase_poke dmg.img $what)
+		for ((n = 1; n <= 20; n++)); do
+			cp dmg.img u.img
+			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r u.img
+			[[ $status -eq 99 || $status -eq 1 ]]
+			crashed=$status
+			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+			run fatcheck -r u.img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck u.img
+			fsck_exfat_clean u.img
+			run -0 ref verify -W u.img
+			run -0 upcase_poke u.img bits
+			assert_output "$before"
+			cp dmg.img u.img
+			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r u.img
+			[[ $status -eq 12 || $status -eq 1 ]]
+			run fatcheck -r u.img
+			[[ $status -eq 0 || $status -eq 1 ]]
+			run -0 fatcheck u.img
+			run -0 upcase_poke u.img bits
+			assert_output "$before"
 			((crashed == 99)) || break
 		done
 		((n > 2))

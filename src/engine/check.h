@@ -17,66 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "iface/findings.h"
+
 struct fk_check;
 struct fk_diag;
 struct fk_dirent;
 struct fk_volume;
-
-#define FK_CHECK_MAX_DEPTH    256   /* directory nesting that is checked */
-#define FK_CHECK_MAX_FINDINGS 10000 /* kept for listing; the rest counted */
-
-enum fk_sev {
-	FK_SEV_NOTE,
-	FK_SEV_WARNING,
-	FK_SEV_ERROR,
-};
-
-struct fk_finding {
-	enum fk_sev sev;
-	const char *code; /* stable short name, e.g. "cross-link" */
-	char *path;	  /* in-volume path; NULL: the volume itself */
-	char *msg;
-	char *fix;    /* what the repair does; NULL: nothing safe */
-	int is_fixed; /* the repair was applied */
-	char **paths; /* the files its message names (the owners of its
-			 clusters, both sides of a cross-link); @npaths */
-	size_t npaths;
-};
-
-struct fk_check_opts {
-	int is_strict;	   /* preallocated tails are errors */
-	int trim_prealloc; /* plan to free preallocated tails */
-	int salvage;	   /* save lost chains as /FOUND.000/FILEnnnn.CHK */
-	uint32_t fat_copy; /* where FAT copies differ, keep this one
-			      (1-based; at most nfats); 0: judge */
-	int64_t now;	   /* timestamp for what a salvage creates */
-	int is_thorough;   /* exFAT: read every directory past its end
-			      marker, lost clusters or not (a repair) */
-	/* Optional: @phase ("FAT", "files", "lost") has done @done of @total.
-	 */
-	void (*progress)(void *arg, const char *phase, uint64_t done,
-			 uint64_t total);
-	/* Optional: each file or directory checked, with its chain length. */
-	void (*visit)(void *arg, const char *path, const struct fk_dirent *ent,
-		      uint32_t nclus);
-	void *arg;
-};
-
-struct fk_check_stats {
-	uint32_t files, dirs;
-	uint32_t used_clus;   /* allocated in the FAT (not free, not bad) */
-	uint32_t free_clus;   /* free in the FAT */
-	uint32_t bad_clus;    /* marked bad */
-	uint32_t lost_clus;   /* allocated, owned by nobody */
-	uint32_t lost_chains; /* lost clusters grouped by their links */
-	uint32_t tail_clus;   /* chained past what file sizes need */
-	uint32_t errors, warnings, notes; /* found, listed or not */
-	uint32_t fixed;			  /* findings a repair dealt with */
-	uint32_t unlisted;		  /* found but not kept in the list */
-	int has_repairs;		  /* something is planned */
-	/* lost chains the repair frees (none when --salvage saves them) */
-	uint32_t freed_chains;
-};
 
 struct fk_volume_opts;
 
@@ -142,8 +88,5 @@ int fk_check_repair(struct fk_check *ck, struct fk_diag *diag);
 const struct fk_finding *fk_check_findings(const struct fk_check *ck,
 					   size_t *n);
 const struct fk_check_stats *fk_check_stats(const struct fk_check *ck);
-
-/* "error", "warning" or "note". */
-const char *fk_sev_name(enum fk_sev sev);
 
 #endif

@@ -18,6 +18,63 @@
 #include "table/fat.h"
 #include "volume/volume.h"
 
+#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
+
+/* Is the contiguous run of the clusters @len needs from @first in the heap? */
+static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
+{
+	uint64_t n = fk_exfat_clus_needed(g, len);
+
+	return n && fk_clus_valid(g, first) && n - 1 <= fk_clus_max(g) - first;
+}
+
+/*
+ * The FAT chain of the allocation bitmap or the up-case table (@what,
+ * finding @code), which Linux and fsck.exfat never follow: they read the
+ * contiguous run @c claimed.  Where the chain leaves the run, a finding,
+ * and when the run is known to be the structure (@is_sound), the chain
+ * rewritten as the run ending in EOC.  Else no bitmap bit is cleared.
+ * Returns 1 when the chain leaves the run, 0 when it does not, or -errno.
+ */
+static int judge_run_chain(struct fk_exfat_check *x, const struct claim *c,
+			   const char *code, const char *what, int is_sound)
+{
+	uint32_t i, val, want, bad = 0, bad_val = 0, nbad = 0;
+	struct fat_fix f;
+	size_t idx;
+	int err;
+
+	for (i = 0; i < c->nclus; i++) {
+		f.clus = c->s->first_clus + i;
+		want = i + 1 < c->nclus ? f.clus + 1 : FK_EXFAT_EOC;
+		if ((err = fk_fat_get(x->vol, f.clus, &val)))
+			return err;
+		if (val == want)
+			continue;
+		if (!nbad++) {
+			bad = f.clus;
+			bad_val = val;
+		}
+		f.val = want;
+		if (is_sound && (err = PUSH(x->fat_fixes, f)))
+			return err;
+	}
+	if (!nbad)
+		return 0;
+	idx = ck_report(x->ck, FK_SEV_ERROR, code, NULL,
+			"%s: its FAT chain leaves the contiguous run of %u "
+			"cluster%s from cluster %u that readers use "
+			"(FatEntry[%u] is 0x%X)",
+			what, c->nclus, ck_plural(c->nclus), c->s->first_clus,
+			bad, bad_val);
+	if (is_sound) {
+		ck_set_fix(x->ck, idx, "chain rewritten as the run");
+		return 1;
+	}
+	err = exck_keep_bits(x, "the up-case table is not known for certain");
+	return err ? err : 1;
+}
+
 /* The allocation bitmap entry (spec 7.1). */
 static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
@@ -51,7 +108,11 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	x->bm_need_len = fk_exfat_bitmap_len(g->nclus);
 	x->bm_stream.first_clus = s->first_clus;
 	x->bm_stream.data_len = x->bm_need_len;
-	x->bm_stream.is_no_fat_chain = 0;
+	/* Read, owned and written as Linux and fsck.exfat read it: the
+	 * contiguous run, when it is in the heap; its chain is judged
+	 * apart. */
+	x->bm_stream.is_no_fat_chain =
+		is_run_in_heap(g, s->first_clus, x->bm_need_len);
 	if ((err = exck_claim_special(x, &x->bm_stream,
 				      fk_exfat_clus_needed(g, x->bm_need_len),
 				      &c)) ||
@@ -64,6 +125,10 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		x->is_tree_incomplete = 1;
 		return 0;
 	}
+	if (x->bm_stream.is_no_fat_chain &&
+	    (err = judge_run_chain(x, &c, "bitmap-chain", "allocation bitmap",
+				   1)) < 0)
+		return err;
 	if (!x->has_bitmap)
 		x->has_bitmap = 1;
 	if (s->data_len != x->bm_need_len) {
@@ -81,8 +146,6 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	return 0;
 }
 
-#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
-
 /*
  * Load the up-case table at @first_clus (@len bytes) afresh: its checksum
  * as stored on disk into x->upcase_csum, and its map, with the ASCII
@@ -97,14 +160,17 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 		       uint64_t len)
 {
 	struct fk_exfat_upcase *up = x->vol->exfat->upcase;
-	struct fk_exfat_stream st = {first_clus, len, 0};
+	struct fk_exfat_stream st = {first_clus, len, 1};
 	unsigned char *raw;
 	uint32_t at = 0, nfix = 0;
 	uint64_t k;
 	int err;
 
+	/* Read as Linux and fsck.exfat read it: the contiguous run from
+	 * FirstCluster, whatever the FAT says (check_upcase_entry() judges
+	 * the chain). */
 	if (!len || len > UPCASE_MAX_LEN || len % 2 ||
-	    !fk_clus_valid(x->g, first_clus))
+	    !is_run_in_heap(x->g, first_clus, len))
 		return FK_ECORRUPT;
 	if (!(raw = malloc((size_t)len)))
 		return -ENOMEM;
@@ -185,7 +251,9 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	x->has_upcase = 1;
 	st.first_clus = s->first_clus;
 	st.data_len = s->data_len;
-	st.is_no_fat_chain = 0;
+	/* Claimed as Linux and fsck.exfat read it: the contiguous run, when
+	 * it is in the heap; its chain is judged apart. */
+	st.is_no_fat_chain = is_run_in_heap(x->g, s->first_clus, s->data_len);
 	if ((err = exck_claim_special(
 		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
 	    (err = exck_judge_claim(x, &c, NULL, "up-case table: ", &idx)))
@@ -196,6 +264,21 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			  "up-case table at cluster %u (%llu bytes) cannot be "
 			  "read; names are compared through ASCII only",
 			  s->first_clus, (unsigned long long)s->data_len);
+		/* Its clusters, wherever they are, are not known: none is
+		 * freed (the rule for structures not understood). */
+		return exck_keep_bits(x, "the up-case table cannot be read");
+	}
+	if ((err = judge_run_chain(x, &c, "upcase-chain", "up-case table",
+				   s->upcase_csum == x->upcase_csum)) < 0)
+		return err;
+	if (err && s->upcase_csum != x->upcase_csum) {
+		/* Neither the chain nor the run is known to be the table: a
+		 * new checksum would bless the run, and the next repair
+		 * would then rewrite the chain over it.  Both are left. */
+		ck_report(x->ck, FK_SEV_ERROR, "upcase-checksum", NULL,
+			  "up-case TableChecksum 0x%08X, computed 0x%08X over "
+			  "the contiguous run",
+			  s->upcase_csum, x->upcase_csum);
 		return 0;
 	}
 	want = x->upcase_csum;
@@ -220,6 +303,11 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 				"up-case TableChecksum 0x%08X, computed 0x%08X",
 				s->upcase_csum, want);
 		ck_set_fix(x->ck, idx, "checksum rewritten");
+		/* FirstCluster may be what is damaged: the table's own
+		 * clusters may then be owned by nothing. */
+		if ((err = exck_keep_bits(x, "the up-case table's checksum "
+					     "does not match")))
+			return err;
 	}
 	if (s->upcase_csum != want) {
 		put_le32(&s->raw[0][UC_CHECKSUM], want);

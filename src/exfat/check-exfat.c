@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/check.h"
 #include "exfat/exfat.h"
 #include "io/cache.h"
 #include "io/device.h"
@@ -437,6 +438,7 @@ int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 
 const struct fk_check_family fk_check_exfat_family = {
 	.fam = &fk_exfat_family,
+	.ck_size = sizeof(struct ck_record),
 	.new_state = new_state,
 	.free_state = free_state,
 	.run = run,

@@ -22,6 +22,7 @@
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "lib/names.h"
+#include "table/fat.h"
 #include "volume/family.h"
 #include "volume/volume.h"
 
@@ -44,7 +45,7 @@ struct fk_exfat_dir {
 	uint32_t pos;	    /* next entry in the buffer */
 	uint32_t clus;	    /* cluster in the buffer */
 	uint32_t idx;	    /* index in the directory of the next entry */
-	uint32_t saved, power, lam; /* Brent's loop check, as fk_chain_walk() */
+	struct fk_loop_check loop;
 	int is_done, is_root, seen_end, keep_going;
 	struct fk_exfat_dir_stats stats;
 };
@@ -78,8 +79,7 @@ int fk_exfat_dir_open(struct fk_volume *vol, const struct fk_exfat_stream *s,
 		dir->max_clus = g->nclus;
 	if (!dir->max_clus)
 		dir->max_clus = 1;
-	dir->saved = dir->s.first_clus;
-	dir->power = dir->lam = 1;
+	fk_loop_check_init(&dir->loop, dir->s.first_clus);
 	dir->piece = fk_exfat_dir_first_piece(dir->is_root);
 	if (!dir->s.first_clus)
 		dir->is_done = 1;
@@ -165,8 +165,7 @@ void fk_exfat_dir_resume(struct fk_exfat_dir *dir,
 	dir->stats.chain.last = m->clus;
 	/* Brent's check starts afresh at the mark (the limit bounds the
 	 * walk in any case). */
-	dir->saved = m->clus;
-	dir->power = dir->lam = 1;
+	fk_loop_check_init(&dir->loop, m->clus);
 }
 
 const struct fk_exfat_dir_stats *
@@ -249,7 +248,7 @@ static int load(struct fk_exfat_dir *dir, struct fk_diag *diag)
 		clus = val;
 		/* A loop is one error after about 2 (mu + lam) clusters,
 		 * not a read of 256 MiB of the same few clusters. */
-		if (clus == dir->saved) {
+		if (fk_loop_check_step(&dir->loop, clus)) {
 			dir->stats.chain.is_loop = 1;
 			dir->stats.chain.end_val = clus;
 			fk_diag_set(diag, NULL,
@@ -258,12 +257,6 @@ static int load(struct fk_exfat_dir *dir, struct fk_diag *diag)
 				    dir->clus, clus);
 			return FK_ECORRUPT;
 		}
-		if (dir->lam == dir->power) {
-			dir->saved = clus;
-			dir->power *= 2;
-			dir->lam = 0;
-		}
-		dir->lam++;
 	}
 	if (dir->stats.nclus == dir->max_clus) {
 		dir->stats.chain.end = FK_ENT_RANGE;
@@ -361,7 +354,7 @@ static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		dir->vol->exfat ? dir->vol->exfat->upcase : NULL;
 	uint32_t need;
 
-	need = (set->name_len + FN_UNITS - 1) / FN_UNITS;
+	need = fk_exfat_name_nents(set->name_len);
 	if (!set->name_len)
 		set->defects |= FK_EXS_NAME_LEN;
 	if ((uint32_t)set->sec_count < 1 + need)

@@ -8,6 +8,8 @@
 #ifndef FATKIT_EXFAT_LAYOUT_H
 #define FATKIT_EXFAT_LAYOUT_H
 
+#include <stdint.h>
+
 /* Main boot sector fields (spec 3.1), byte offsets. */
 #define EB_JUMP	      0
 #define EB_NAME	      3
@@ -58,6 +60,12 @@
 /* File Name (7.7): 15 units from byte 2. */
 #define FN_NAME	 2
 #define FN_UNITS 15
+
+/* File Name entries a name of @len16 UTF-16 units takes (7.7). */
+static inline uint32_t fk_exfat_name_nents(uint32_t len16)
+{
+	return (len16 + FN_UNITS - 1) / FN_UNITS;
+}
 /* Special entries (7.1 - 7.5). */
 #define BM_FLAGS    1 /* allocation bitmap: BitmapFlags */
 #define UC_CHECKSUM 4 /* up-case table: TableChecksum */

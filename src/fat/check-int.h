@@ -1,7 +1,8 @@
 /*
  * check-int.h: what the checker's files share, and nobody else may use.
  *
- *   check.c         public API, findings, repair plans, the order of phases
+ *   check-run.c     the FAT checker's table, setup, repair plans, the
+ *                   order of phases (findings: iface/findings.c)
  *   check-fat.c     boot sector, FAT copies (which to keep where they
  *                   differ) and reserved entries, FSInfo, label
  *   check-tree.c    the directory tree walk: files, subdirectories,
@@ -24,14 +25,15 @@
 #ifndef FATKIT_CHECK_INT_H
 #define FATKIT_CHECK_INT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/check.h"
 #include "fat/dir.h"
 #include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "iface/check-family.h"
+#include "iface/findings.h"
 #include "io/cache.h"
 #include "lib/vec.h"
 #include "table/alloc.h"
@@ -220,18 +222,15 @@ struct salvage {
 struct fk_check_family;
 
 struct fk_check {
-	/* The family's checker, chosen once by fk_check_new().  Every
-	   family records into the fields down to @finds; the rest are the
-	   FAT checker's state (its @fam_state is @ck itself).  XXX: they
-	   move into a struct of the FAT checker's own when the checker's
-	   files are split by family: every FAT phase reads them. */
-	const struct fk_check_family *fam;
-	void *fam_state;
-	struct fk_volume *vol;
-	struct fk_check_opts o;
-	struct fk_check_stats st;
-	int is_nomem; /* a finding could not be kept for want of memory */
-	LIST(struct fk_finding, finds);
+	/* What every family records into (iface/findings.h), read here as
+	   ck->st, ck->o...; the rest is the FAT checker's state (its
+	   @fam_state is @ck itself). */
+	union {
+		struct ck_record rec;
+		struct {
+			CK_RECORD_FIELDS
+		};
+	};
 	const struct fk_geom *g;
 	uint8_t *map;	/* 2 bits per cluster, enum cstate */
 	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
@@ -328,28 +327,37 @@ static inline enum fk_ent_class ck_class(const struct fk_check *ck,
 					       : fk_fat_class(ck->g, val);
 }
 
-/* ---- check.c: findings, plans, paths ------------------------------- */
+/* ---- paths and plans; check-run.c: setup ------------------------------ */
 
 /* The path of the entry being checked ("/" for the root). */
-const char *ck_path(const struct fk_check *ck);
-
-/* A malloc()ed string, or NULL. */
-char *ck_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline const char *ck_path(const struct fk_check *ck)
+{
+	return ck->path_len ? ck->path : "/";
+}
 
 /* Plan FAT[@clus] = @val, written before any entry.  0 or -ENOMEM. */
-int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val);
+static inline int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
+{
+	struct fat_fix f = {clus, val};
+
+	return PUSH(ck->fat_fixes, f);
+}
 
 /* Plan an entry change, applied after the FAT is flushed.  0 or -ENOMEM. */
-int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f);
+static inline int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f)
+{
+	return PUSH(ck->ent_fixes, *f);
+}
 
-/* ---- check-fat.c: the volume's own structures ------------------------- */
-
-/* The FAT checker's table (fk_check_fat_family) calls these: check.c
- * sets up, frees and runs the FAT phases. */
+/* The FAT checker's table (fk_check_fat_family) calls these: check-run.c
+ * sets up, frees and runs the FAT phases, check-repair.c repairs. */
 int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
 		     const struct fk_check_opts *opts, void **state);
 void ck_fat_free_state(void *state);
 int ck_fat_run(void *state, struct fk_diag *diag);
+int ck_fat_repair(void *state, struct fk_diag *diag);
+
+/* ---- check-fat.c: the volume's own structures ------------------------- */
 
 int ck_check_boot(struct fk_check *ck);
 /* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1];

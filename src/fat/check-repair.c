@@ -598,20 +598,8 @@ static int repair_fat_family(struct fk_check *ck)
 	return fk_device_sync(ck->vol->dev);
 }
 
-int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
+int ck_fat_repair(void *state, struct fk_diag *diag)
 {
-	size_t i;
-	int err = ck->fam->repair ? ck->fam->repair(ck->fam_state, diag)
-				  : repair_fat_family(ck);
-
-	if (err) {
-		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
-		return err;
-	}
-	for (i = 0; i < ck->finds.n; i++)
-		if (ck->finds.v[i].fix && !ck->finds.v[i].is_fixed) {
-			ck->finds.v[i].is_fixed = 1;
-			ck->st.fixed++;
-		}
-	return 0;
+	(void)diag; /* fk_check_repair() names the device */
+	return repair_fat_family(state);
 }

@@ -5,9 +5,9 @@
  * follows every chain of a volume and claims each cluster as it goes: the
  * load of an entry is the step a walk waits for, and the caller's work on
  * the cluster hides in its shadow.  How entries are packed is known here
- * and in fat.c (which includes this); the checker includes it only to
- * instantiate the loop, and everything else it knows of entries is
- * fat.h's.
+ * and in fat-ops.c (which includes this, as fat.c does); the checker
+ * includes it only to instantiate the loop, and everything else it knows
+ * of entries is fat.h's.
  */
 #ifndef FATKIT_FAT_LINKS_H
 #define FATKIT_FAT_LINKS_H

@@ -2,9 +2,11 @@
  * fat.h: FAT entries.  Get and put one entry or a whole run of them, the
  * classes an entry value falls in, bounded chain walks that report runs
  * (contiguous extents), and sequential scans of a FAT copy in large reads.
- * Entry packing (12, 16, 28 or exFAT's 32 bits) is known only to fat.c
- * and fat-links.h, the chain-following loop that fat.c and the checker
- * inline.
+ * Entry packing (12, 16, 28 or exFAT's 32 bits) is known only to
+ * fat-ops.c (with its private fat-ops.h) and fat-links.h, the
+ * chain-following loop that fat.c and the checker inline.  The
+ * functions live in fat.c (entries and chain walks) and fat-scan.c
+ * (sequential scans, the mirror judge).
  */
 #ifndef FATKIT_FAT_H
 #define FATKIT_FAT_H
@@ -44,6 +46,40 @@ struct fk_chain_info {
 	int is_no_first;       /* exFAT: FirstCluster 0 with a non-zero
 				  DataLength (end is FK_ENT_RANGE) */
 };
+
+/*
+ * Brent's cycle detection over a chain, one link at a time, for every
+ * walker of chains: @saved is the cluster reached after the last power of
+ * two links; meeting it again proves a loop of @lam links.  A loop is
+ * found within about 2 max(mu, lam) + lam links, whatever the volume's
+ * cluster count, in constant memory.
+ */
+struct fk_loop_check {
+	uint32_t saved;	     /* cluster */
+	uint32_t power, lam; /* links */
+};
+
+/* Start at the chain's cluster @clus. */
+static inline void fk_loop_check_init(struct fk_loop_check *lc, uint32_t clus)
+{
+	lc->saved = clus;
+	lc->power = lc->lam = 1;
+}
+
+/* Nonzero when the link to @next closes a loop of @lc->lam links.
+ * Inline: a chain walk takes it for every link. */
+static inline int fk_loop_check_step(struct fk_loop_check *lc, uint32_t next)
+{
+	if (next == lc->saved)
+		return 1;
+	if (lc->lam == lc->power) {
+		lc->saved = next;
+		lc->power *= 2;
+		lc->lam = 0;
+	}
+	lc->lam++;
+	return 0;
+}
 
 enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val);
 

@@ -880,9 +880,11 @@ static const struct check_row {
 	{"a set with NameLength 0, one whose name starts with unit 0", V_NONAME,
 	 0, "entry-set+ name-length+", 0x7f},
 	{"the same repaired: both sets removed, clean", V_NONAME, 1, "", 0x7f},
-	{"an up-case table longer than its chain: reported, names compared "
-	 "through ASCII, nothing planned",
-	 V_UPLEN, 0, "short-chain upcase", 0x7f},
+	/* Read as Linux reads it, the contiguous run, which reaches into
+	 * the clusters the next entries own. */
+	{"an up-case table longer than its chain: its run crosses another "
+	 "owner, names compared through ASCII, nothing planned",
+	 V_UPLEN, 0, "cross-link upcase", 0x7f},
 };
 
 static void test_checker(void)
