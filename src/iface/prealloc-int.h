@@ -1,6 +1,6 @@
 /*
  * prealloc-int.h: the run fk_prealloc() drives and the families that plug
- * into it (the FAT one in prealloc.c, exFAT's in exfat-prealloc.c).  The
+ * into it (the FAT one in fat-prealloc.c, exFAT's in exfat-prealloc.c).  The
  * run owns what the contract makes the same on both: the request loop,
  * the all-or-nothing cluster plan, zeroing in bounded chunks, the result,
  * and what a stop request or a failed write becomes.  A family owns its
@@ -104,7 +104,8 @@ struct fk_prealloc_family {
 	void (*end)(struct fk_prun *run);
 };
 
-/* exFAT's (exfat-prealloc.c); the FAT family's is in prealloc.c. */
+/* The FAT family's (fat-prealloc.c) and exFAT's (exfat-prealloc.c). */
+extern const struct fk_prealloc_family fk_fat_prealloc_family;
 extern const struct fk_prealloc_family fk_exfat_prealloc_family;
 
 static inline struct fk_pfile *fk_prun_file(const struct fk_prun *run, size_t i)

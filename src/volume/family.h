@@ -8,9 +8,10 @@
  * fk_prealloc() keep tables of their own (check-family.h,
  * prealloc-int.h), each naming the family it serves, and pick theirs by
  * vol->fam.  XXX: those tables are not yet members of this one: the
- * FAT family's would then name the engine files its checker and
- * preallocation still live in (check.c, prealloc.c), closing circles of
- * files; the split of src/ by family ends that.  Shared code that still
+ * FAT family's would then name the engine file its checker still lives
+ * in (check.c), and both preallocation tables call back into the run
+ * (prealloc.c), closing circles of files; the split of src/ by family
+ * ends that.  Shared code that still
  * tests the family (vol->exfat, FK_EXFAT) is listed in
  * tests/layers-known.txt where it crosses a layer.
  */
