@@ -534,6 +534,14 @@ elif case == "nfc-huge":
     v.put("/x-d/child", 100, b"c" * 100)
     e.set_stream(dl=2**64 - 1)
     v.rewrite_set(e)
+elif case == "dir-len-huge":
+    # a NoFatChain directory whose DataLength gained a high byte (its
+    # ValidDataLength still says one cluster), before a file's clusters
+    v.put("/x-d/child", 100, b"c" * 100)
+    v.put("/x-after", 2 * cs, b"a" * (2 * cs))
+    _, e, _ = v.resolve("/x-d")
+    e.set_stream(dl=cs | (0xFF << 32))
+    v.rewrite_set(e)
 elif case == "hidden-set":
     # an end marker where /x-a's set was: /x-h's set lies past it
     a, acl = v.put("/x-a", cs, b"", vdl=0)
@@ -770,6 +778,23 @@ print("".join(map(chr, a)), "".join(map(chr, b)))')
 	run -0 ref verify -W img
 	run -0 ref cat img /x-d/child
 	assert_output "$(printf 'c%.0s' $(seq 100))"
+	sums img | diff - img.sums
+}
+
+@test "fatcheck exFAT: a directory whose DataLength gained a high byte claims what its ValidDataLength covers, not the files after it" {
+	use
+	exdamage img dir-len-huge
+	run -4 fatcheck img
+	assert_line --regexp "^error: /x-d: directory DataLength [0-9]+ is not a whole number of clusters up to 256 MiB"
+	refute_output --partial "shares cluster"
+	run -1 fatcheck -r img
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	run -0 ref cat img /x-d/child
+	assert_output "$(printf 'c%.0s' $(seq 100))"
+	run -0 ref cat img /x-after
+	[ "${#output}" -eq 8192 ] && [[ $output != *[^a]* ]]
 	sums img | diff - img.sums
 }
 

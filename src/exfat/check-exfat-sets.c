@@ -624,8 +624,17 @@ static void start_stream(struct fk_exfat_check *x, struct file_check *f)
 		/* A run has no chain to tell its end: it owns the
 		 * whole clusters its length covers (at least its
 		 * first), never the one its stray bytes reach into,
-		 * which may be the next file's. */
-		f->need = s->data_len / g->clus_len;
+		 * which may be the next file's.  ValidDataLength, which
+		 * equals DataLength on a directory, tells the length
+		 * when it alone is sound: one damaged byte of DataLength
+		 * must not claim the clusters of the files after it. */
+		uint64_t len = s->data_len;
+
+		if (s->valid_len && s->valid_len < len &&
+		    s->valid_len % g->clus_len == 0 &&
+		    s->valid_len <= FK_EXFAT_DIR_MAX_LEN)
+			len = s->valid_len;
+		f->need = len / g->clus_len;
 		if (f->need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)
 			f->need = FK_EXFAT_DIR_MAX_LEN / g->clus_len;
 		if (!f->need)
