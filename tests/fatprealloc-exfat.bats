@@ -682,28 +682,9 @@ PY
 	sums "$img" "${OTHERS[@]}" | diff <(grep -v -e '^/grow.bin' -e '^/lazy.bin' base.sums) -
 }
 
-# PC_CUT: the one line of a run a stop cut short; BASH_REMATCH then holds
-# the file, the clusters it got, of how many, and the later files' count.
-PC_CUT='^fatprealloc: c\.img: interrupted; (/.*) got ([0-9]+) of its ([0-9]+) new clusters?(, ([0-9]+) more files? none)?; run again to finish$'
-
-# pc_cut_ok IMG LINE: LINE says a stop cut the run short, and IMG is
-# clean (no bit nobody owns, PercentInUse right, VolumeDirty clear) with
-# the sizes the cut gives; then the same command finishes the run.
-pc_cut_ok()
-{
-	local img=$1 i cut
-	[[ $2 =~ $PC_CUT ]] || return 1
-	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
-		[[ ${PC_PATHS[i]} == "${BASH_REMATCH[1]}" ]] && cut=$i
-	done
-	[[ -n $cut ]] || return 1
-	((BASH_REMATCH[2] < BASH_REMATCH[3])) || return 1
-	echo "# cut: ${BASH_REMATCH[1]} got ${BASH_REMATCH[2]} of ${BASH_REMATCH[3]}"
-	clean "$img" || return 1
-	pc_sizes_ok "$img" "$cut" "${BASH_REMATCH[2]}" || return 1
-	fatprealloc "$img" "${ARGS[@]}" || return 1
-	clean "$img" && pc_sizes_ok "$img"
-}
+# pc_cut_ok (helpers/common.bash) judges a cut run: no bit nobody owns,
+# PercentInUse right, VolumeDirty clear, before and after the rerun.
+PC_JUDGE=clean PC_FINAL=clean
 
 @test "fatprealloc on exFAT --per-cluster: a SIGTERM (strace-injected) between two clusters keeps what they took, the volume clean; the same command finishes" {
 	command -v strace >/dev/null || skip "strace is not installed"

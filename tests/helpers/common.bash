@@ -537,3 +537,28 @@ release_held()
 		losetup -d "$LOOPDEV" 2>/dev/null || true
 	fi
 }
+
+# PC_CUT: the one line of a --per-cluster run a stop cut short;
+# BASH_REMATCH then holds the file, the clusters it got, of how many, and
+# the later files' count.
+PC_CUT='^fatprealloc: c\.img: interrupted; (/.*) got ([0-9]+) of its ([0-9]+) new clusters?(, ([0-9]+) more files? none)?; run again to finish$'
+
+# pc_cut_ok IMG LINE: LINE says a stop cut the run short, and IMG passes
+# PC_JUDGE (the family's "consistent": not even lost clusters) with the
+# sizes the cut gives (the caller's pc_sizes_ok, over PC_PATHS); then the
+# same command (ARGS) finishes the run and IMG passes PC_FINAL.
+pc_cut_ok()
+{
+	local img=$1 i cut
+	[[ $2 =~ $PC_CUT ]] || return 1
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		[[ ${PC_PATHS[i]} == "${BASH_REMATCH[1]}" ]] && cut=$i
+	done
+	[[ -n $cut ]] || return 1
+	((BASH_REMATCH[2] < BASH_REMATCH[3])) || return 1
+	echo "# cut: ${BASH_REMATCH[1]} got ${BASH_REMATCH[2]} of ${BASH_REMATCH[3]}"
+	"$PC_JUDGE" "$img" || return 1
+	pc_sizes_ok "$img" "$cut" "${BASH_REMATCH[2]}" || return 1
+	fatprealloc "$img" "${ARGS[@]}" || return 1
+	"$PC_FINAL" "$img" && pc_sizes_ok "$img"
+}
