@@ -542,6 +542,14 @@ elif case == "dir-len-huge":
     _, e, _ = v.resolve("/x-d")
     e.set_stream(dl=cs | (0xFF << 32))
     v.rewrite_set(e)
+elif case == "dir-len-grown":
+    # the same directory, DataLength grown to four clusters (a directory
+    # length still): ValidDataLength still says one
+    v.put("/x-d/child", 100, b"c" * 100)
+    v.put("/x-after", 2 * cs, b"a" * (2 * cs))
+    _, e, _ = v.resolve("/x-d")
+    e.set_stream(dl=4 * cs)
+    v.rewrite_set(e)
 elif case == "hidden-set":
     # an end marker where /x-a's set was: /x-h's set lies past it
     a, acl = v.put("/x-a", cs, b"", vdl=0)
@@ -788,6 +796,24 @@ print("".join(map(chr, a)), "".join(map(chr, b)))')
 	assert_line --regexp "^error: /x-d: directory DataLength [0-9]+ is not a whole number of clusters up to 256 MiB"
 	refute_output --partial "shares cluster"
 	run -1 fatcheck -r img
+	run -0 fatcheck img
+	fsck_exfat_clean img
+	run -0 ref verify -W img
+	run -0 ref cat img /x-d/child
+	assert_output "$(printf 'c%.0s' $(seq 100))"
+	run -0 ref cat img /x-after
+	[ "${#output}" -eq 8192 ] && [[ $output != *[^a]* ]]
+	sums img | diff - img.sums
+}
+
+@test "fatcheck exFAT: a directory whose DataLength grew to another directory length claims what ValidDataLength says; the files after it keep their data" {
+	use
+	exdamage img dir-len-grown
+	run -4 fatcheck img
+	assert_line --regexp "^error: /x-d: directory: ValidDataLength 4096 is not DataLength 16384$"
+	refute_output --partial "shares cluster"
+	run fatcheck -r img
+	assert_output --partial "(repair: DataLength set to it, the shorter)"
 	run -0 fatcheck img
 	fsck_exfat_clean img
 	run -0 ref verify -W img

@@ -600,6 +600,38 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 	return 0;
 }
 
+/* Is @len a directory's length: whole clusters, at least one, up to the
+ * limit? */
+static int is_dir_len(const struct fk_geom *g, uint64_t len)
+{
+	return len && len % g->clus_len == 0 && len <= FK_EXFAT_DIR_MAX_LEN;
+}
+
+/*
+ * A NoFatChain directory whose DataLength and ValidDataLength are both
+ * directory lengths but differ (they must not, spec 7.6.4): one of them
+ * is damaged, and a run has no chain to tell which.  The shorter is
+ * claimed, so that a grown DataLength takes none of the clusters of the
+ * files after the directory (its walk would read their data as entries
+ * and the repair rewrite it); the repair sets DataLength to it.  What the
+ * longer one covered is not freed: the tree is then incomplete, and its
+ * clusters nothing else owns are kept (lost-kept).
+ */
+static void shorter_run(struct fk_exfat_check *x, struct file_check *f)
+{
+	const struct fk_exfat_set *s = f->s;
+
+	if (!f->is_dir || !f->st.is_no_fat_chain ||
+	    (s->defects & FK_EXS_BIG_DIR) || !is_dir_len(x->g, s->valid_len) ||
+	    s->valid_len >= s->data_len)
+		return;
+	f->need = s->valid_len / x->g->clus_len;
+	f->big_len = s->valid_len;
+	f->st.data_len = f->big_len;
+	f->is_changed = 1;
+	x->is_tree_incomplete = 1;
+}
+
 /* The stream the set names: directories must fill whole clusters (spec
  * 6.2). */
 static void start_stream(struct fk_exfat_check *x, struct file_check *f)
@@ -612,6 +644,7 @@ static void start_stream(struct fk_exfat_check *x, struct file_check *f)
 	f->st.data_len = s->data_len;
 	f->st.is_no_fat_chain = s->is_no_fat_chain;
 	f->need = fk_exfat_clus_needed(g, s->data_len);
+	shorter_run(x, f);
 	if (!f->is_dir || !(s->defects & FK_EXS_BIG_DIR))
 		return;
 	idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", exck_cur_path(x),
@@ -630,9 +663,7 @@ static void start_stream(struct fk_exfat_check *x, struct file_check *f)
 		 * must not claim the clusters of the files after it. */
 		uint64_t len = s->data_len;
 
-		if (s->valid_len && s->valid_len < len &&
-		    s->valid_len % g->clus_len == 0 &&
-		    s->valid_len <= FK_EXFAT_DIR_MAX_LEN)
+		if (is_dir_len(g, s->valid_len) && s->valid_len < len)
 			len = s->valid_len;
 		f->need = len / g->clus_len;
 		if (f->need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)
@@ -789,8 +820,13 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 					(unsigned long long)s->valid_len,
 					f->is_dir ? "is not" : "exceeds",
 					(unsigned long long)s->data_len);
-			ck_set_fix(x->ck, idx, "ValidDataLength set to %llu",
-				   (unsigned long long)f->new_len);
+			if (f->is_dir && f->new_len == s->valid_len)
+				ck_set_fix(x->ck, idx,
+					   "DataLength set to it, the shorter");
+			else
+				ck_set_fix(x->ck, idx,
+					   "ValidDataLength set to %llu",
+					   (unsigned long long)f->new_len);
 		}
 		put_u64le(&s->raw[1][SE_VDL],
 			  f->is_dir || s->valid_len > f->new_len
