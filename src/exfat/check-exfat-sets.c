@@ -600,13 +600,6 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 	return 0;
 }
 
-/* Is @len a directory's length: whole clusters, at least one, up to the
- * limit? */
-static int is_dir_len(const struct fk_geom *g, uint64_t len)
-{
-	return len && len % g->clus_len == 0 && len <= FK_EXFAT_DIR_MAX_LEN;
-}
-
 /*
  * A NoFatChain directory whose DataLength and ValidDataLength are both
  * directory lengths but differ (they must not, spec 7.6.4): one of them
@@ -622,7 +615,8 @@ static void shorter_run(struct fk_exfat_check *x, struct file_check *f)
 	const struct fk_exfat_set *s = f->s;
 
 	if (!f->is_dir || !f->st.is_no_fat_chain ||
-	    (s->defects & FK_EXS_BIG_DIR) || !is_dir_len(x->g, s->valid_len) ||
+	    (s->defects & FK_EXS_BIG_DIR) ||
+	    !fk_exfat_is_dir_len(x->g->clus_len, s->valid_len) ||
 	    s->valid_len >= s->data_len)
 		return;
 	f->need = s->valid_len / x->g->clus_len;
@@ -663,7 +657,8 @@ static void start_stream(struct fk_exfat_check *x, struct file_check *f)
 		 * must not claim the clusters of the files after it. */
 		uint64_t len = s->data_len;
 
-		if (is_dir_len(g, s->valid_len) && s->valid_len < len)
+		if (fk_exfat_is_dir_len(g->clus_len, s->valid_len) &&
+		    s->valid_len < len)
 			len = s->valid_len;
 		f->need = len / g->clus_len;
 		if (f->need > FK_EXFAT_DIR_MAX_LEN / g->clus_len)

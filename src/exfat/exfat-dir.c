@@ -386,8 +386,7 @@ static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 	if (set->data_len && !set->first_clus)
 		set->defects |= FK_EXS_NO_FIRST;
 	if ((set->attr & FK_ATTR_DIR) &&
-	    (!set->data_len || set->data_len > FK_EXFAT_DIR_MAX_LEN ||
-	     set->data_len % dir->vol->g.clus_len))
+	    !fk_exfat_is_dir_len(dir->vol->g.clus_len, set->data_len))
 		set->defects |= FK_EXS_BIG_DIR;
 }
 

@@ -47,6 +47,13 @@ void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g);
 #define FK_EXFAT_SET_MAX     256 /* a primary and up to 255 secondaries */
 #define FK_EXFAT_DIR_MAX_LEN (256u << 20) /* spec 6.2.1: 256 MiB */
 
+/* Is @len a directory's length: whole clusters of @clus_len bytes, at
+ * least one, up to the limit (spec 6.2)? */
+static inline int fk_exfat_is_dir_len(uint32_t clus_len, uint64_t len)
+{
+	return len && len % clus_len == 0 && len <= FK_EXFAT_DIR_MAX_LEN;
+}
+
 /* EntryType values (spec 6.2.1). */
 #define FK_EXFAT_T_END		0x00
 #define FK_EXFAT_T_BITMAP	0x81
