@@ -66,12 +66,16 @@ void *fk_bigmem_alloc(size_t n, size_t size)
 void *fk_bigmem_alloc_lazy(size_t n, size_t size)
 {
 	size_t map_len;
+	unsigned char *p;
 
 	if (size && n > SIZE_MAX / size)
 		return NULL;
 	if (!(map_len = mapped_len(n * size)))
 		return calloc(n, size);
-	return map_aligned(map_len);
+	/* Where THP is "always", a first touch would clear a huge page. */
+	if ((p = map_aligned(map_len)))
+		madvise(p, map_len, MADV_NOHUGEPAGE);
+	return p;
 }
 
 void fk_bigmem_will_fill(void *p, size_t n, size_t size, size_t off, size_t len)
@@ -100,10 +104,15 @@ void *fk_bigmem_alloc_sparse(size_t n, size_t size)
 	if (!(map_len = mapped_len(n * size)))
 		return calloc(n, size);
 	/* No huge pages and no calloc() memset: a page is mapped when it is
-	 * first touched (a read maps the shared zero page). */
+	 * first touched (a read maps the shared zero page).  Linux aligns a
+	 * mapping this large to 2 MiB, where THP "always" would clear a huge
+	 * page at the first touch. */
 	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, map_len, MADV_NOHUGEPAGE);
+	return p;
 }
 
 void fk_bigmem_free(void *p, size_t n, size_t size)
