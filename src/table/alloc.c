@@ -501,8 +501,9 @@ int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
 	for (i = 0; a->nfree < nclus && a->nunloaded && i < a->nchunks; i++)
 		if (!a->is_loaded[(k + i) % a->nchunks])
 			load_from(a, (k + i) % a->nchunks,
-				  (nclus - a->nfree + CHUNK_CLUS - 1) /
-					  CHUNK_CLUS);
+				  (uint32_t)(((uint64_t)nclus - a->nfree +
+					      CHUNK_CLUS - 1) /
+					     CHUNK_CLUS));
 	/* A failed read is no lack of space: fk_alloc_plan() reports it. */
 	return a->nfree >= nclus || a->err;
 }
