@@ -74,6 +74,46 @@ print(reqs, pages * 4096)
 PY
 }
 
+# span_reads TRACE PATH LO HI: "CALLS BYTES" of the reads (pread64,
+# preadv) from the image PATH that start in bytes LO .. HI - 1 of it.
+span_reads()
+{
+	"$FK_PYTHON" - "$@" <<'PY'
+import re, sys
+trace, path, lo, hi = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+fd, calls, nbytes = None, 0, 0
+for line in open(trace):
+    if "openat(" in line and '"%s", ' % path in line:
+        fd = line.split("=")[-1].strip()
+        continue
+    m = fd and re.search(r"(pread64|preadv)\(%s, .*, (\d+)\) = (\d+)$" % fd,
+                         line)
+    if m and lo <= int(m.group(2)) < hi:
+        calls += 1
+        nbytes += int(m.group(3))
+print(calls, nbytes)
+PY
+}
+
+# exfat_span IMG FAT|BITMAP: "LO HI", the byte range of IMG's first FAT or
+# of its allocation bitmap, from the reference reader.
+exfat_span()
+{
+	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" info "$1" | awk -F= -v w="$2" '
+		{ v[$1] = $2 }
+		END {
+			s = v["sector_size"]
+			if (w == "FAT") {
+				print v["fat_offset"] * s,
+				      (v["fat_offset"] + v["fat_length"]) * s
+			} else {
+				lo = v["cluster_heap_offset"] * s + \
+				     (v["bitmap_cluster"] - 2) * v["cluster_size"]
+				print lo, lo + v["bitmap_length"]
+			}
+		}'
+}
+
 # solid_fat IMG: rewrite IMG's FAT copies in place, so they are data, not
 # holes a sparse-aware scan skips (as a card has no holes).
 solid_fat()
@@ -496,4 +536,38 @@ PY
 	((reqs <= 6 && bytes <= 36 * 1024))
 	run -0 fsck.exfat -n img
 	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" verify -W img
+}
+
+@test "reads: the exFAT writer reads the bitmap a request needs in one read, not in pieces that double" {
+	local lo hi calls bytes
+	truncate -s 1G img
+	mkfs.exfat -c 512 img >/dev/null
+	dd if=img of=img bs=1M count=40 conv=notrunc 2>/dev/null
+	read -r lo hi < <(exfat_span img BITMAP)
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv \
+		fatprealloc img /a.bin 64M
+	read -r calls bytes < <(span_reads r.log img $((lo + 4096)) "$hi")
+	echo "# bitmap past its first page: $calls reads, $bytes bytes"
+	# 64 MiB of 512-byte clusters is 131,072 bits, 16 KiB of bitmap:
+	# the page the open read, then the rest in one read of 16 KiB, and
+	# the sector the run changes (512 bytes, before it writes it).  It
+	# was three reads of 24.5 KiB (8 and 16 KiB: read-ahead doubling
+	# from one page).
+	((calls <= 2 && bytes <= 16384 + 512))
+	run -0 fsck.exfat -n img
+	run -0 "$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" verify -W img
+}
+
+@test "reads: exFAT fatcheck on an empty card reads its page of FAT once, not again in a 32 KiB read-ahead" {
+	local lo hi calls bytes
+	truncate -s 64G img
+	mkfs.exfat img >/dev/null
+	read -r lo hi < <(exfat_span img FAT)
+	run -0 strace -f -qq -o r.log -e trace=openat,pread64,preadv \
+		fatcheck -n img
+	read -r calls bytes < <(span_reads r.log img "$lo" "$hi")
+	echo "# FAT: $calls reads, $bytes bytes"
+	# The open walks the bitmap's, up-case table's and root's links in
+	# one page; the check's look at the bitmap's links finds them there.
+	((calls == 1 && bytes == 4096))
 }

@@ -536,15 +536,46 @@ static void note_misses(struct fk_exfat_check *x, uint32_t base, unsigned miss)
 	}
 }
 
+/*
+ * Bytes from @i of @buf (@len long) that are zero, in whole 32-byte
+ * blocks: past the last owned cluster an equal bitmap is all zero, most of
+ * a card's, and a word-by-word compare there was a fifth of an empty
+ * card's check (64 KiB of bitmap, 213,000 instructions).
+ */
+static size_t skip_zero(const unsigned char *buf, size_t i, size_t len)
+{
+	uint64_t v[4];
+
+	for (; i + sizeof(v) <= len; i += sizeof(v)) {
+		memcpy(v, buf + i, sizeof(v));
+		if (v[0] | v[1] | v[2] | v[3])
+			break;
+	}
+	return i;
+}
+
 static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len,
 			  const unsigned char *buf)
 {
 	struct fk_exfat_check *x = w->x;
+	/* Whole blocks below ClusterCount's last byte only. */
+	size_t zero_end = (uint64_t)x->g->nclus / 8 - at < len
+				  ? (size_t)((uint64_t)x->g->nclus / 8 - at)
+				  : len;
 	size_t i = 0;
 
 	while (i < len) {
 		uint32_t base = (uint32_t)((at + i) * 8) + FK_FIRST_CLUS;
 		unsigned o, b, miss, leak;
+
+		if (at + i >= x->own_end && i < zero_end) {
+			size_t j = skip_zero(buf, i, zero_end);
+
+			if (j != i) {
+				i = j;
+				continue;
+			}
+		}
 
 		/* Equal whole words go fast (none reaches past the end). */
 		if (i + 8 <= len && (at + i + 8) * 8 <= x->g->nclus) {

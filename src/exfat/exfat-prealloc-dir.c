@@ -19,6 +19,7 @@
 #include "exfat/exfat-prealloc-int.h"
 #include "exfat/exfat-prealloc-test.h"
 #include "io/device.h"
+#include "lib/bigmem.h"
 #include "lib/diag.h"
 #include "lib/vec.h"
 #include "table/alloc.h"
@@ -66,7 +67,10 @@ void xp_dir_free(struct xdir *d)
 	free(d->where);
 	free(d->holes);
 	free(d->clus);
-	free(d->buf);
+	if (d->buf_mapped)
+		fk_bigmem_free(d->buf, 1, d->buf_mapped);
+	else
+		free(d->buf);
 	free(d->is_dirty);
 	free(d);
 }
@@ -615,8 +619,15 @@ static int grow_dir(struct xop *op, struct xdir *d, struct fk_diag *diag)
 		if ((uint64_t)cap * g->clus_len > FK_EXFAT_DIR_MAX_LEN)
 			cap = (uint32_t)(FK_EXFAT_DIR_MAX_LEN / g->clus_len);
 		len = (size_t)cap * g->clus_len;
-		if (!(buf = realloc(d->buf, len)))
+		if (d->buf_mapped) {
+			if (!(buf = malloc(len)))
+				return -ENOMEM;
+			memcpy(buf, d->buf, (size_t)d->nclus * g->clus_len);
+			fk_bigmem_free(d->buf, 1, d->buf_mapped);
+			d->buf_mapped = 0;
+		} else if (!(buf = realloc(d->buf, len))) {
 			return -ENOMEM;
+		}
 		d->buf = buf;
 		if (!(dirty = realloc(d->is_dirty, (size_t)cap * g->clus_secs)))
 			return -ENOMEM;

@@ -57,6 +57,8 @@ struct xdir {
 	uint32_t nclus;
 	uint32_t cap_clus;  /* clusters @buf, @is_dirty and @clus hold */
 	unsigned char *buf; /* the whole directory, read as far as needed */
+	size_t buf_mapped;  /* @buf is fk_bigmem_alloc_sparse() of this
+			       many bytes; 0: malloc() */
 	uint32_t nents;
 	uint32_t disk_nents; /* entries it had on disk (0: a new one) */
 	uint32_t nread;	     /* entries of @buf read (whole sectors) */

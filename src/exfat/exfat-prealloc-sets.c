@@ -13,6 +13,7 @@
 
 #include "exfat/exfat-prealloc-int.h"
 #include "io/device.h"
+#include "lib/bigmem.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "lib/names.h"
@@ -66,11 +67,14 @@ static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
 	op->dirs[op->ndirs++] = d; /* freed with the run from here on */
 	d->is_new = 1;
 	d->parent = pd;
+	/* Its zeroed cluster in pages mapped as its entries are written:
+	 * a dry run's 128 KiB cluster was cleared whole for one entry. */
 	if (!(d->path = strndup(path, path_len)) ||
 	    !(d->clus = malloc(sizeof(*d->clus))) ||
-	    !(d->buf = calloc(1, g->clus_len)) ||
+	    !(d->buf = fk_bigmem_alloc_sparse(1, g->clus_len)) ||
 	    !(d->is_dirty = calloc(g->clus_secs, 1)))
 		return -ENOMEM;
+	d->buf_mapped = g->clus_len;
 	if ((err = fk_alloc_plan(op->alloc, 0, 1, 0, &d->growth, diag)))
 		return err;
 	d->clus[0] = d->growth.runs[0].first;

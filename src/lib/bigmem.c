@@ -2,8 +2,11 @@
  * bigmem.c: large zeroed arrays in transparent huge pages.  Filling the
  * free map of a 9-million-cluster volume (1.2 MiB) or 4 MiB of dirty FAT
  * sectors one 4 KiB page fault at a time cost more than the work done in
- * them (bench/RESULTS.md); a huge page is one fault.  Under AddressSanitizer
- * everything comes from calloc() so that overruns are still caught.
+ * them (bench/RESULTS.md); a huge page is one fault.  An array filled in
+ * pieces (a lazily read free map) takes huge pages only where a piece is
+ * large, so that a run that reads 4 KiB of a small card's map does not
+ * clear 2 MiB for it.  Under AddressSanitizer everything comes from
+ * calloc() so that overruns are still caught.
  */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "lib/bigmem.h"
@@ -11,6 +14,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1 uapi; glibc 2.36 lacks the name */
+#endif
 
 #define HUGE_LEN ((size_t)2 << 20)  /* x86-64 and arm64 PMD size */
 #define MIN_LEN	 ((size_t)64 << 10) /* below this, calloc() */
@@ -23,16 +30,12 @@ static size_t mapped_len(size_t len)
 	return (len + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
 }
 
-void *fk_bigmem_alloc(size_t n, size_t size)
+/* @map_len bytes mapped on a 2 MiB boundary, or NULL. */
+static unsigned char *map_aligned(size_t map_len)
 {
-	size_t len, map_len, head;
+	size_t head;
 	unsigned char *p;
 
-	if (size && n > SIZE_MAX / size)
-		return NULL;
-	len = n * size;
-	if (!(map_len = mapped_len(len)))
-		return calloc(n, size);
 	/* One huge page more, so that an aligned start can be cut out. */
 	p = mmap(NULL, map_len + HUGE_LEN, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -42,10 +45,53 @@ void *fk_bigmem_alloc(size_t n, size_t size)
 	if (head)
 		munmap(p, head);
 	munmap(p + head + map_len, HUGE_LEN - head);
-	p += head;
+	return p + head;
+}
+
+void *fk_bigmem_alloc(size_t n, size_t size)
+{
+	size_t map_len;
+	unsigned char *p;
+
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (!(map_len = mapped_len(n * size)))
+		return calloc(n, size);
 	/* Advice only: without it (THP off) the pages are ordinary ones. */
-	madvise(p, map_len, MADV_HUGEPAGE);
+	if ((p = map_aligned(map_len)))
+		madvise(p, map_len, MADV_HUGEPAGE);
 	return p;
+}
+
+void *fk_bigmem_alloc_lazy(size_t n, size_t size)
+{
+	size_t map_len;
+	unsigned char *p;
+
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (!(map_len = mapped_len(n * size)))
+		return calloc(n, size);
+	/* Where THP is "always", a first touch would clear a huge page. */
+	if ((p = map_aligned(map_len)))
+		madvise(p, map_len, MADV_NOHUGEPAGE);
+	return p;
+}
+
+void fk_bigmem_will_fill(void *p, size_t n, size_t size, size_t off, size_t len)
+{
+	size_t map_len = mapped_len(n * size), lo, hi;
+
+	if (!map_len || len < MIN_LEN || off >= map_len)
+		return;
+	lo = off & ~(HUGE_LEN - 1);
+	hi = off + len < map_len ? off + len : map_len;
+	hi = (hi + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
+	madvise((unsigned char *)p + lo, hi - lo, MADV_HUGEPAGE);
+	/* Pages an earlier, smaller fill mapped would keep the piece in
+	 * 4 KiB pages: one copy into a huge page (Linux 6.1; older kernels
+	 * refuse it, and the pages stay as they are). */
+	madvise((unsigned char *)p + lo, hi - lo, MADV_COLLAPSE);
 }
 
 void *fk_bigmem_alloc_sparse(size_t n, size_t size)
@@ -58,10 +104,15 @@ void *fk_bigmem_alloc_sparse(size_t n, size_t size)
 	if (!(map_len = mapped_len(n * size)))
 		return calloc(n, size);
 	/* No huge pages and no calloc() memset: a page is mapped when it is
-	 * first touched (a read maps the shared zero page). */
+	 * first touched (a read maps the shared zero page).  Linux aligns a
+	 * mapping this large to 2 MiB, where THP "always" would clear a huge
+	 * page at the first touch. */
 	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, map_len, MADV_NOHUGEPAGE);
+	return p;
 }
 
 void fk_bigmem_free(void *p, size_t n, size_t size)

@@ -42,8 +42,26 @@ void *fk_bigmem_alloc(size_t n, size_t size);
  * with fk_bigmem_free().
  */
 void *fk_bigmem_alloc_sparse(size_t n, size_t size);
-/* Free what fk_bigmem_alloc(@n, @size) or fk_bigmem_alloc_sparse()
- * returned; NULL is ignored. */
+/*
+ * The same for an array a run fills in pieces it cannot foresee (a free
+ * map read as the searches reach it): ordinary pages, each mapped when
+ * first touched, on a 2 MiB boundary, so that fk_bigmem_will_fill() can
+ * turn a stretch about to be filled densely into huge pages.  Freed with
+ * fk_bigmem_free().
+ */
+void *fk_bigmem_alloc_lazy(size_t n, size_t size);
+/*
+ * Bytes @off .. @off + @len - 1 of @p (from fk_bigmem_alloc_lazy(@n,
+ * @size)) are about to be written.  From 64 KiB on, the 2 MiB pieces they
+ * fall in are put in huge pages (advice, and a collapse of the pages
+ * already mapped there): a page fault per 4 KiB would cost more than one
+ * huge page.  Less than that stays in ordinary pages.  Advice only: no
+ * error, and nothing under AddressSanitizer.
+ */
+void fk_bigmem_will_fill(void *p, size_t n, size_t size, size_t off,
+			 size_t len);
+/* Free what fk_bigmem_alloc(@n, @size), fk_bigmem_alloc_sparse() or
+ * fk_bigmem_alloc_lazy() returned; NULL is ignored. */
 void fk_bigmem_free(void *p, size_t n, size_t size);
 
 #endif

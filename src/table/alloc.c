@@ -31,6 +31,8 @@
 #define CHUNK_CLUS  (1u << 15)
 #define MAX_AHEAD   64u	 /* chunks one lazy load reads at most */
 #define BM_MAX_LOAD 256u /* bitmap chunks one read takes (1 MiB) */
+#define BM_BUF_LEN  ((size_t)BM_MAX_LOAD * CHUNK_CLUS / 8)
+#define BM_BIG_LEN  ((size_t)64 << 10) /* from here on, into bm_buf */
 
 struct fk_alloc {
 	uint64_t *free_map; /* bit set: cluster is free */
@@ -55,6 +57,7 @@ struct fk_alloc {
 	 * whole sectors; a FAT's start at cluster 0. */
 	uint64_t bm_off;
 	uint32_t base;
+	unsigned char *bm_buf; /* BM_BUF_LEN bytes for large loads, or NULL */
 };
 
 /* The chunk that holds cluster @clus. */
@@ -67,6 +70,29 @@ static uint32_t chunk_of(const struct fk_alloc *a, uint32_t clus)
 static uint64_t chunk_first(const struct fk_alloc *a, uint32_t k)
 {
 	return (uint64_t)k * CHUNK_CLUS + a->base;
+}
+
+/*
+ * A buffer for @len bytes of bitmap, whole 8-byte words.  A load of 64 KiB
+ * or more (a search that reads on, up to 1 MiB) goes to one buffer kept
+ * for the run, filled in huge pages: a fresh megabyte each time cost a
+ * page fault per 4 KiB, more than reading it from the page cache.
+ */
+static unsigned char *bm_buf(struct fk_alloc *a, size_t len)
+{
+	if (len < BM_BIG_LEN)
+		return calloc((len + 7) / 8, 8);
+	if (!a->bm_buf &&
+	    !(a->bm_buf = fk_bigmem_alloc_lazy(BM_BUF_LEN / 8, 8)))
+		return NULL;
+	fk_bigmem_will_fill(a->bm_buf, BM_BUF_LEN / 8, 8, 0, len);
+	return a->bm_buf;
+}
+
+static void bm_buf_done(struct fk_alloc *a, unsigned char *buf)
+{
+	if (buf != a->bm_buf)
+		free(buf);
 }
 
 /*
@@ -90,11 +116,12 @@ static int scan_bitmap(struct fk_alloc *a, uint32_t k, uint32_t n,
 		       ? bit + (uint64_t)n * CHUNK_CLUS
 		       : nbits;
 	len = (size_t)((stop - bit + 7) / 8);
-	if (!(buf = calloc((len + 7) / 8, 8)))
+	/* Bytes past @len in the last word are masked off below. */
+	if ((buf = bm_buf(a, len)) == NULL)
 		return -ENOMEM;
 	if ((err = fk_device_read(a->vol->dev, a->bm_off + bit / 8, buf,
 				  len))) {
-		free(buf);
+		bm_buf_done(a, buf);
 		return err;
 	}
 	*found = 0;
@@ -115,24 +142,39 @@ static int scan_bitmap(struct fk_alloc *a, uint32_t k, uint32_t n,
 				  ? WORD_BITS
 				  : (uint32_t)__builtin_popcountll(free_bits);
 	}
-	free(buf);
+	bm_buf_done(a, buf);
 	return 0;
 }
 
+/* The map words of clusters @first .. @first + @n - 1 are about to be
+ * written: in huge pages when they are many (bigmem.h). */
+static void fill_soon(struct fk_alloc *a, uint64_t first, uint64_t n)
+{
+	uint64_t end = first + n < a->end ? first + n : a->end;
+	size_t lo = (size_t)(first / WORD_BITS) * sizeof(*a->free_map);
+	size_t hi = (size_t)((end + WORD_BITS - 1) / WORD_BITS) *
+		    sizeof(*a->free_map);
+
+	fk_bigmem_will_fill(a->free_map, a->nwords, sizeof(*a->free_map), lo,
+			    hi - lo);
+}
+
 /*
- * Read chunk @k, and up to a->ahead - 1 unread chunks after it, in one
- * sequential scan; each further load reads twice as many, so a search
- * that goes on costs few requests.  A failed read leaves its chunks with
- * no free clusters and a->err set.
+ * Read chunk @k, and up to a->ahead - 1 (or @want - 1, when more) unread
+ * chunks after it, in one sequential scan; each further load reads twice
+ * as many, so a search that goes on costs few requests.  A failed read
+ * leaves its chunks with no free clusters and a->err set.
  */
-static void load_from(struct fk_alloc *a, uint32_t k)
+static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
 {
 	uint32_t n = 1, found = 0, i, first = (uint32_t)chunk_first(a, k);
+	uint32_t most = a->ahead > want ? a->ahead : want;
 	int is_blank = 0, err;
 
-	while (n < a->ahead && k + n < a->nchunks && !a->is_loaded[k + n] &&
+	while (n < most && k + n < a->nchunks && !a->is_loaded[k + n] &&
 	       (!a->bm_off || n < BM_MAX_LOAD))
 		n++;
+	fill_soon(a, first, (uint64_t)n * CHUNK_CLUS);
 	if (a->bm_off) {
 		if ((err = scan_bitmap(a, k, n, &found)) && !a->err)
 			a->err = err;
@@ -155,7 +197,10 @@ static void load_from(struct fk_alloc *a, uint32_t k)
 	for (i = 0; i < n; i++)
 		a->is_loaded[k + i] = 1;
 	a->nunloaded -= n;
-	if (a->ahead < MAX_AHEAD)
+	/* A load sized by what was missing guessed nothing: the next one
+	 * need not be larger (a FAT chunk costs a card as much time as a
+	 * dozen requests). */
+	if (n <= a->ahead && a->ahead < MAX_AHEAD)
 		a->ahead *= 2;
 }
 
@@ -163,7 +208,7 @@ static void load_from(struct fk_alloc *a, uint32_t k)
 static void ensure(struct fk_alloc *a, uint32_t clus)
 {
 	if (a->nunloaded && clus < a->end && !a->is_loaded[chunk_of(a, clus)])
-		load_from(a, chunk_of(a, clus));
+		load_from(a, chunk_of(a, clus), 1);
 }
 
 /* Read every chunk still unread, consecutive ones in one scan. */
@@ -174,7 +219,7 @@ static void load_all(struct fk_alloc *a)
 	a->ahead = UINT32_MAX;
 	for (k = 0; a->nunloaded && k < a->nchunks; k++)
 		if (!a->is_loaded[k])
-			load_from(a, k);
+			load_from(a, k, 1);
 }
 
 /* The end of the stretch from @from whose bits one check makes known. */
@@ -236,7 +281,8 @@ static void set_hint(struct fk_alloc *a, uint32_t hint)
 }
 
 /* An allocator with an empty map for clusters 0 .. @nclus + 1. */
-static int alloc_new(uint32_t nclus, uint32_t hint, struct fk_alloc **out)
+static int alloc_new(uint32_t nclus, uint32_t hint, int is_lazy,
+		     struct fk_alloc **out)
 {
 	struct fk_alloc *a = calloc(1, sizeof(*a));
 
@@ -244,7 +290,11 @@ static int alloc_new(uint32_t nclus, uint32_t hint, struct fk_alloc **out)
 		return -ENOMEM;
 	a->end = nclus + FK_FIRST_CLUS;
 	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
-	if (!(a->free_map = fk_bigmem_alloc(a->nwords, sizeof(*a->free_map)))) {
+	/* A lazy map is touched where its loads write (fill_soon()): a
+	 * small card's run reads a page of it, not a huge page. */
+	a->free_map = is_lazy ? fk_bigmem_alloc_lazy(a->nwords, 8)
+			      : fk_bigmem_alloc(a->nwords, 8);
+	if (!a->free_map) {
 		free(a);
 		return -ENOMEM;
 	}
@@ -259,7 +309,7 @@ int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out)
 	struct fk_fsinfo fsi;
 	int err;
 
-	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, &a)))
+	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, 1, &a)))
 		return err;
 	a->nchunks = (a->end + CHUNK_CLUS - 1) / CHUNK_CLUS;
 	if (!(a->is_loaded = calloc(a->nchunks, 1))) {
@@ -291,7 +341,7 @@ int fk_alloc_open_bitmap(struct fk_volume *vol, uint64_t bm_off,
 
 	if (!bm_off)
 		return -EINVAL; /* the boot region is there */
-	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, &a)))
+	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, 1, &a)))
 		return err;
 	a->base = FK_FIRST_CLUS;
 	a->nchunks = (uint32_t)(((uint64_t)vol->g.nclus + CHUNK_CLUS - 1) /
@@ -345,7 +395,7 @@ int fk_alloc_from_map(const uint64_t *map, uint32_t nclus, uint32_t hint,
 	uint32_t c;
 	int err;
 
-	if ((err = alloc_new(nclus, hint, &a)))
+	if ((err = alloc_new(nclus, hint, 0, &a)))
 		return err;
 	/* Bit by bit: clusters 0 and 1 and bits past the end stay used. */
 	for (c = FK_FIRST_CLUS; c < a->end; c++)
@@ -394,7 +444,7 @@ int fk_alloc_from_used(const uint64_t *used, uint32_t nclus, uint32_t hint,
 	struct fk_alloc *a;
 	int err;
 
-	if ((err = alloc_new(nclus, hint, &a)))
+	if ((err = alloc_new(nclus, hint, 0, &a)))
 		return err;
 	memcpy(a->free_map, used, ((size_t)nclus + 63) / 64 * sizeof(*used));
 	used_to_free(a, nclus);
@@ -423,6 +473,7 @@ void fk_alloc_close(struct fk_alloc *a)
 	if (!a)
 		return;
 	fk_bigmem_free(a->free_map, a->nwords, sizeof(*a->free_map));
+	fk_bigmem_free(a->bm_buf, BM_BUF_LEN / 8, 8);
 	free(a->is_loaded);
 	free(a);
 }
@@ -443,10 +494,16 @@ int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
 {
 	uint32_t k = chunk_of(a, a->cursor), i;
 
-	/* The chunks the search from the cursor will reach, in its order. */
+	/* The chunks the search from the cursor will reach, in its order,
+	 * at least as many at once as can hold what is missing (each must
+	 * be read anyway): 256 MiB of 512-byte clusters is one read of 16
+	 * chunks, not five that double, and its map one huge page. */
 	for (i = 0; a->nfree < nclus && a->nunloaded && i < a->nchunks; i++)
 		if (!a->is_loaded[(k + i) % a->nchunks])
-			load_from(a, (k + i) % a->nchunks);
+			load_from(a, (k + i) % a->nchunks,
+				  (uint32_t)(((uint64_t)nclus - a->nfree +
+					      CHUNK_CLUS - 1) /
+					     CHUNK_CLUS));
 	/* A failed read is no lack of space: fk_alloc_plan() reports it. */
 	return a->nfree >= nclus || a->err;
 }

@@ -55,6 +55,29 @@ void suite_bigmem(void)
 		   r->is_mapped ? ", on a 2 MiB boundary" : "");
 		fk_bigmem_free(p, r->n, r->size);
 	}
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const struct size_row *r = &sizes[i];
+		size_t len = r->n * r->size;
+		unsigned char *p = fk_bigmem_alloc_lazy(r->n, r->size);
+		int is_aligned = !r->is_mapped || !FK_BIGMEM_MAPS ||
+				 (p && (uintptr_t)p % (2u << 20) == 0);
+		int is_kept = 0;
+
+		/* A small fill, then one past it that becomes huge pages
+		 * (a collapse of what the first mapped): bytes kept. */
+		if (p) {
+			fk_bigmem_will_fill(p, r->n, r->size, 0, 1);
+			p[0] = 0x5a;
+			fk_bigmem_will_fill(p, r->n, r->size, 0, len);
+			is_kept = p[0] == 0x5a;
+			p[0] = 0;
+		}
+		OK(p && is_kept && is_usable(p, len) && is_aligned,
+		   "fk_bigmem_alloc_lazy: %s: zeroed, writable, kept across "
+		   "fills%s",
+		   r->edge, r->is_mapped ? ", on a 2 MiB boundary" : "");
+		fk_bigmem_free(p, r->n, r->size);
+	}
 	fk_bigmem_free(NULL, 1, 1 << 20); /* ignored, as free(NULL) is */
 	OK(fk_bigmem_alloc(SIZE_MAX / 2, 3) == NULL,
 	   "fk_bigmem_alloc: a size that overflows is refused");

@@ -67,6 +67,7 @@ static void check_spans(struct fk_cache *c)
 	const unsigned char *data;
 	unsigned char *dirty;
 	uint32_t k, sec, first, nsecs, bad = 0;
+	uint64_t misses;
 	int err;
 
 	for (k = 0; k < 3000; k++) {
@@ -95,6 +96,22 @@ static void check_spans(struct fk_cache *c)
 	   "cache: a discarded change leaves spans the bytes on disk");
 	OK(fk_cache_get_span(c, FAT_SECS, &data, &first, &nsecs) == FK_ECORRUPT,
 	   "cache: a span for the sector after the FAT is refused");
+	/* Sector 5001, in no slot, in the span read for 5000. */
+	err = fk_cache_get_span(c, 5000, &data, &first, &nsecs);
+	misses = fk_cache_stats(c)->misses;
+	err = err ? err : fk_cache_get(c, 5001, &data);
+	OK(!err && sector_ok(data, 5001) && fk_cache_stats(c)->misses == misses,
+	   "cache: a sector a span holds is read from it, not again");
+	err = fk_cache_get_dirty(c, 100, &dirty);
+	if (!err)
+		dirty[0] ^= 0xff;
+	err = err ? err : fk_cache_get(c, 5002, &data);
+	OK(!err && sector_ok(data, 5002) && fk_cache_stats(c)->misses > misses,
+	   "cache: with a sector dirty, reads go to the slots, not the spans");
+	err = fk_cache_get(c, 100, &data);
+	OK(!err && data[0] == (unsigned char)(byte_of(100, 0) ^ 0xff),
+	   "cache: the dirty sector reads as changed");
+	fk_cache_discard(c);
 }
 
 /* Patches over a two-copy layout of the same file (copy 1 is sectors
