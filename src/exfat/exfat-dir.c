@@ -1003,8 +1003,22 @@ static int ex_boot_warning(const struct fk_volume *vol, char *out, size_t len)
 	return 1;
 }
 
+/* The name in the boot sector says exFAT (spec 3.1.2); the rest is
+ * fk_exfat_read_boot()'s to judge. */
+static int ex_probe(const unsigned char *bs, uint64_t vol_len)
+{
+	(void)vol_len;
+	return fk_exfat_detect(bs);
+}
+
 const struct fk_family fk_exfat_family = {
 	.name = "exFAT",
+	.probe = ex_probe,
+	.read_boot = fk_exfat_read_boot,
+	.mount = fk_exfat_mount,
+	.unmount = fk_exfat_unmount,
+	.can_open_backup = 1,
+	.is_fat_rarely_written = 1,
 	.dir_open = ex_dir_open,
 	.dir_next = ex_dir_next,
 	.dir_close = ex_dir_close,

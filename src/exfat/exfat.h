@@ -30,7 +30,12 @@
 
 struct fk_device;
 struct fk_diag;
+struct fk_family;
 struct fk_volume;
+struct fk_volume_opts;
+
+/* The exFAT family's table (family.h), registered in mount/families.c. */
+extern const struct fk_family fk_exfat_family;
 
 /* ---- Boot region (exfat-boot.h) ---- */
 
@@ -617,10 +622,10 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 /* ---- Volume-level ---- */
 
 /*
- * The exFAT side of fk_volume_open(), in two steps.  fk_exfat_read_boot()
- * runs when volume.c found "EXFAT   " in @first (the first 512 bytes):
- * it reads both boot regions (@is_main_only: the main one alone, see
- * fk_volume_opts.is_exfat_main_only), judges them into vol->exfat->boot
+ * The exFAT side of fk_volume_open() (fk_exfat_family's read_boot, mount
+ * and unmount), in two steps.  fk_exfat_read_boot() runs when the open
+ * found "EXFAT   " in @first (the first 512 bytes): it reads both boot
+ * regions (the main one alone with opts->is_exfat_main_only), judges them into vol->exfat->boot
  * and fills vol->g.  Only FK_EXFAT_BOOT_FATAL defects fail it (FK_ECORRUPT, one
  * reason); a bad checksum or a differing backup is left in the defect bits
  * for the program to warn about.  fk_exfat_mount() runs once the FAT cache
@@ -630,7 +635,7 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * vol->exfat->root_err says so and the listing reports it.  Returns 0,
  * -ENOMEM or -errno.
  *
- * With @is_backup (fk_volume_opts.is_exfat_backup), the geometry comes
+ * With opts->is_exfat_backup, the geometry comes
  * from the backup boot region (sectors 12-23 of whichever sector size
  * holds an exFAT boot sector there) and vol->exfat->is_backup_boot is set;
  * vol->exfat->boot then describes the backup (no backup comparison), and
@@ -638,7 +643,7 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * fk_exfat_boot_parse().
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       int is_backup, int is_main_only, struct fk_diag *diag);
+		       const struct fk_volume_opts *opts, struct fk_diag *diag);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fat/fat-boot.h"
 #include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "io/device.h"
@@ -562,6 +563,8 @@ static int fat_info(struct fk_volume *vol, struct fk_info_item *it,
 
 const struct fk_family fk_fat_family = {
 	.name = "FAT",
+	.probe = fk_fat_probe,
+	.read_boot = fk_fat_read_boot,
 	.dir_open = fat_dir_open,
 	.dir_next = fat_dir_next,
 	.dir_close = fat_dir_close,

@@ -18,8 +18,12 @@
 #include "table/fat.h"
 
 struct fk_diag;
-struct fk_volume;
 struct fk_dir;
+struct fk_family;
+struct fk_volume;
+
+/* The FAT family's table (family.h), registered in mount/families.c. */
+extern const struct fk_family fk_fat_family;
 
 #define FK_DIR_MAX_ENTS 65536 /* a directory holds at most 2 MiB of slots */
 

@@ -35,6 +35,12 @@ struct fk_check_family {
 	/* Apply what run() planned, in the family's write order; 0 or
 	   -errno (fk_check_repair() names the device in @diag). */
 	int (*repair)(void *state, struct fk_diag *diag);
+	/*
+	 * Is @vol's main boot region damaged so that the check should read
+	 * the volume its backup region describes, the one a repair
+	 * restores (fk_check_open())?  May be NULL: never.
+	 */
+	int (*wants_backup)(const struct fk_volume *vol);
 };
 
 /* The FAT checker (check-fat.c) and the exFAT one (check-exfat.c). */

@@ -14,6 +14,7 @@
 #include "fat/dir.h"
 #include "lib/diag.h"
 #include "lib/vec.h"
+#include "mount/mount.h"
 #include "table/fat.h"
 #include "tools/cli.h"
 #include "tools/json.h"

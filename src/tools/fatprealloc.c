@@ -18,6 +18,7 @@
 #include "fat/dir.h"
 #include "io/cache.h"
 #include "lib/diag.h"
+#include "mount/mount.h"
 #include "tools/cli.h"
 #include "tools/json.h"
 #include "volume/family.h"

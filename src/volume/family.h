@@ -21,11 +21,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "table/fat.h"
-
+struct fk_chain_info;
 struct fk_diag;
 struct fk_dirent;
+struct fk_run;
 struct fk_volume;
+struct fk_volume_opts;
 
 /* One field of `fatls --info`: a number, or a string when !is_num. */
 struct fk_info_item {
@@ -39,6 +40,37 @@ struct fk_info_item {
 
 struct fk_family {
 	const char *name; /* "FAT" or "exFAT" */
+
+	/* ---- opening: fk_volume_open() asks each registered family ---- */
+	/*
+	 * Does a volume of this family start with @bs (its first 512
+	 * bytes), @vol_len bytes long (UINT64_MAX: judge it as if whole)?
+	 * Pure; the window asks it of each place a volume may start.
+	 */
+	int (*probe)(const unsigned char *bs, uint64_t vol_len);
+	/*
+	 * Read and judge the boot region (@first: its first 512 bytes),
+	 * fill vol->g, vol->boot and the family's own facts; reads only.
+	 * Returns 0, or FK_ECORRUPT with one reason in @diag, or -errno.
+	 */
+	int (*read_boot)(struct fk_volume *vol, const unsigned char *first,
+			 const struct fk_volume_opts *opts,
+			 struct fk_diag *diag);
+	/* Once the FAT cache exists (may be NULL): load what the family
+	   keeps from the volume's own structures.  0 or -errno. */
+	int (*mount)(struct fk_volume *vol, struct fk_diag *diag);
+	/* Free what read_boot() and mount() kept, after either failed too
+	   (may be NULL). */
+	void (*unmount)(struct fk_volume *vol);
+	/* read_boot() can take the geometry from a backup boot region
+	   (fk_volume_opts.is_exfat_backup). */
+	int can_open_backup;
+	/* The FAT is read and written little (exFAT: only fragmented files
+	   have a chain): its cache keeps ordinary pages, and a writer's
+	   fk_volume_opts.exfat_fat_read_len applies. */
+	int is_fat_rarely_written;
+
+	/* ---- directories ---- */
 	/*
 	 * Open the directory @dent describes for reading (its first cluster
 	 * and, on exFAT, its length and NoFatChain flag); *@impl is the
@@ -81,8 +113,5 @@ struct fk_family {
 	const char *no_fat_copy; /* why fatcheck --fat-copy is refused;
 				    NULL: it works */
 };
-
-extern const struct fk_family fk_fat_family;
-extern const struct fk_family fk_exfat_family;
 
 #endif

@@ -100,15 +100,7 @@ struct fk_volume {
 	int is_cut_ok; /* opened with opts->is_cut_ok */
 };
 
-/*
- * Open the device, read and check the boot sector, set up the FAT cache
- * (on exFAT also: the boot region's checksum, and the backup unless
- * opts->is_exfat_main_only, judged into vol->exfat->boot, the root's special entries and up-case table loaded).
- * Every defect gets its own reason in @diag and FK_ECORRUPT.  *@out is the
- * caller's; fk_volume_close() frees it (without flushing).  Reads only.
- */
-int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
-		   struct fk_diag *diag);
+/* Undo fk_volume_open() (mount.h), without flushing; accepts NULL. */
 void fk_volume_close(struct fk_volume *vol);
 
 /*
