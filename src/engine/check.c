@@ -16,31 +16,15 @@
 #include "io/device.h"
 #include "lib/diag.h"
 #include "mount/mount.h"
+#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* Every family's checker; the volume's family picks one. */
-static const struct fk_check_family *const checkers[] = {
-	&fk_check_fat_family,
-	&fk_check_exfat_family,
-};
-
-/* The checker of the family @vol was opened as; NULL: none. */
-static const struct fk_check_family *checker(const struct fk_volume *vol)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(checkers) / sizeof(checkers[0]); i++)
-		if (checkers[i]->fam == vol->fam)
-			return checkers[i];
-	return NULL;
-}
-
 /* Does the checker of @vol's family prefer its backup boot region? */
 static int wants_backup(const struct fk_volume *vol)
 {
-	const struct fk_check_family *fam = checker(vol);
+	const struct fk_check_family *fam = vol->fam->check;
 
 	return fam && fam->wants_backup && fam->wants_backup(vol);
 }
@@ -66,7 +50,7 @@ int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 	/* The repair restores the main region from a sound backup: check
 	 * the volume the backup describes, or a second run would see
 	 * another one (another root, say). */
-	bo.is_exfat_backup = 1;
+	bo.is_backup_boot = 1;
 	if (!fk_volume_open(&bo, &vol, NULL)) {
 		if (!wants_backup(vol)) {
 			*out = vol;
@@ -82,8 +66,8 @@ int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
-	/* The family is chosen once, by the family the volume opened as. */
-	const struct fk_check_family *fam = checker(vol);
+	/* The checker of the family the volume was opened as. */
+	const struct fk_check_family *fam = vol->fam->check;
 	struct ck_record *r;
 	int err;
 

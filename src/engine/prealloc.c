@@ -535,20 +535,13 @@ int fk_prealloc(struct fk_volume *vol, const struct fk_prealloc_req *reqs,
 		size_t n, const struct fk_prealloc_opts *opts,
 		struct fk_prealloc_result *res, struct fk_diag *diag)
 {
-	/* Every family's steps; the family chosen at open picks one. */
-	static const struct fk_prealloc_family *const fams[] = {
-		&fk_fat_prealloc_family,
-		&fk_exfat_prealloc_family,
-	};
-	const struct fk_prealloc_family *fam = NULL;
+	/* The steps of the family the volume was opened as. */
+	const struct fk_prealloc_family *fam = vol->fam->prealloc;
 	struct fk_prun run;
 	size_t i;
 	int err;
 
 	memset(res, 0, sizeof(*res));
-	for (i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
-		if (fams[i]->fam == vol->fam)
-			fam = fams[i];
 	if (!fam)
 		return -EOPNOTSUPP;
 	memset(&run, 0, sizeof(run));

@@ -806,7 +806,6 @@ out:
 }
 
 const struct fk_prealloc_family fk_exfat_prealloc_family = {
-	.fam = &fk_exfat_family,
 	.has_valid_len = 1,
 	.file_len = sizeof(struct xfile),
 	.is_whole_contig = 1,

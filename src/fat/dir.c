@@ -14,7 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "fat/fat-boot.h"
 #include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "io/device.h"
@@ -455,7 +454,7 @@ struct fk_dir {
 	struct fk_dir_stats stats; /* what the FAT-only calls see on exFAT */
 };
 
-static int fat_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
+int fk_fat_fam_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
 			void **impl)
 {
 	struct fat_dir *dir;
@@ -468,24 +467,24 @@ static int fat_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
 	return 0;
 }
 
-static int fat_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
+int fk_fat_fam_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
 {
 	return fat_next(impl, ent, diag);
 }
 
-static void fat_dir_close(void *impl)
+void fk_fat_fam_dir_close(void *impl)
 {
 	fat_close(impl);
 }
 
-static int fat_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+int fk_fat_fam_walk(struct fk_volume *vol, const struct fk_dirent *ent,
 		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
 		    struct fk_chain_info *info)
 {
 	return fk_chain_walk(vol, ent->first_clus, fn, arg, info);
 }
 
-static int fat_match(const struct fk_volume *vol, const char *name,
+int fk_fat_fam_match(const struct fk_volume *vol, const char *name,
 		     const struct fk_dirent *ent)
 {
 	(void)vol;
@@ -514,7 +513,7 @@ static void root_label(struct fk_volume *vol, char *out, size_t len)
 #define STR(k, ...)                                                            \
 	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
 
-static int fat_info(struct fk_volume *vol, struct fk_info_item *it,
+int fk_fat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 		    struct fk_diag *diag)
 {
 	const struct fk_geom *g = &vol->g;
@@ -560,19 +559,6 @@ static int fat_info(struct fk_volume *vol, struct fk_info_item *it,
 
 #undef NUM
 #undef STR
-
-const struct fk_family fk_fat_family = {
-	.name = "FAT",
-	.probe = fk_fat_probe,
-	.read_boot = fk_fat_read_boot,
-	.dir_open = fat_dir_open,
-	.dir_next = fat_dir_next,
-	.dir_close = fat_dir_close,
-	.walk = fat_walk,
-	.match = fat_match,
-	.info = fat_info,
-	.has_short_names = 1,
-};
 
 int fk_dir_open_ent(struct fk_volume *vol, const struct fk_dirent *dent,
 		    struct fk_dir **out)
@@ -624,7 +610,7 @@ int fk_dirent_walk(struct fk_volume *vol, const struct fk_dirent *ent,
 /* The FAT family's slot-level calls; nothing to do on exFAT. */
 static struct fat_dir *fat_of(struct fk_dir *dir)
 {
-	return dir->fam == &fk_fat_family ? dir->impl : NULL;
+	return dir->fam->dir_open == fk_fat_fam_dir_open ? dir->impl : NULL;
 }
 
 void fk_dir_keep_going(struct fk_dir *dir)
@@ -682,7 +668,7 @@ const uint16_t *fk_dir_long_units(struct fk_dir *dir, size_t *n)
 
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
 {
-	return dir->fam == &fk_fat_family
+	return dir->fam->dir_open == fk_fat_fam_dir_open
 		       ? &((const struct fat_dir *)dir->impl)->stats
 		       : &dir->stats;
 }

@@ -19,11 +19,8 @@
 
 struct fk_diag;
 struct fk_dir;
-struct fk_family;
+struct fk_info_item;
 struct fk_volume;
-
-/* The FAT family's table (family.h), registered in mount/families.c. */
-extern const struct fk_family fk_fat_family;
 
 #define FK_DIR_MAX_ENTS 65536 /* a directory holds at most 2 MiB of slots */
 
@@ -203,5 +200,23 @@ int fk_dirent_is_dot(const struct fk_dirent *ent);
 /* Cluster of the directory @ent describes (0 for the FAT12/16 root). */
 uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
 			    const struct fk_dirent *ent);
+
+/*
+ * The FAT family's directory operations, as family.h describes each;
+ * fk_fat_family (fat-family.c) holds them, and the shared calls above
+ * reach them through vol->fam.
+ */
+int fk_fat_fam_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
+			void **impl);
+int fk_fat_fam_dir_next(void *impl, struct fk_dirent *ent,
+			struct fk_diag *diag);
+void fk_fat_fam_dir_close(void *impl);
+int fk_fat_fam_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		    struct fk_chain_info *info);
+int fk_fat_fam_match(const struct fk_volume *vol, const char *name,
+		     const struct fk_dirent *ent);
+int fk_fat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
+		    struct fk_diag *diag);
 
 #endif

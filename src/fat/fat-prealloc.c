@@ -756,7 +756,6 @@ static int verify(struct fk_prun *run, struct fk_diag *diag)
 }
 
 const struct fk_prealloc_family fk_fat_prealloc_family = {
-	.fam = &fk_fat_family,
 	.file_len = sizeof(struct file_plan),
 	.is_whole_contig = 0,
 	.has_valid_len = 0,

@@ -19,10 +19,8 @@
 #include "iface/findings.h"
 
 struct fk_diag;
-struct fk_family;
 
 struct fk_check_family {
-	const struct fk_family *fam; /* the family it checks */
 	/* Bytes of the struct fk_check it records into: a struct
 	   ck_record, or a struct that begins with one (findings.h). */
 	size_t ck_size;

@@ -58,11 +58,8 @@ struct fk_prun {
 	uint32_t cut_taken, cut_planned;
 };
 
-struct fk_family;
-
 struct fk_prealloc_family {
-	const struct fk_family *fam; /* the family it preallocates on */
-	size_t file_len;	     /* bytes of the family's file record */
+	size_t file_len; /* bytes of the family's file record */
 	/*
 	 * -c: the whole file, old clusters too, must be one run (exFAT's
 	 * NoFatChain), not only the new ones.

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "exfat/exfat.h"
-#include "fat/dir.h"
+#include "exfat/exfat-family.h"
+#include "fat/fat-family.h"
 
 const struct fk_family *const fk_families[] = {
 	&fk_exfat_family,

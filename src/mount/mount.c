@@ -41,7 +41,7 @@ static const struct fk_family *choose(const unsigned char *first,
 	size_t i;
 
 	for (i = 0; fk_families[i]; i++)
-		if (opts->is_exfat_backup
+		if (opts->is_backup_boot
 			    ? fk_families[i]->can_open_backup
 			    : fk_families[i]->probe(first, vol_len))
 			return fk_families[i];
@@ -98,8 +98,7 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 	lay.read_fat = vol->g.active_fat;
 	lay.is_mirrored = vol->g.is_mirrored;
 	lay.is_rarely_written = vol->fam->is_fat_rarely_written;
-	lay.read_len =
-		vol->fam->is_fat_rarely_written ? opts->exfat_fat_read_len : 0;
+	lay.read_len = vol->fam->is_fat_rarely_written ? opts->fat_read_len : 0;
 	if ((err = fk_cache_new(vol->dev, &lay, opts->batch_len,
 				opts->is_sync ? FK_CACHE_SYNC_BUDGET
 					      : FK_CACHE_NOSYNC,

@@ -22,8 +22,10 @@
 #include <stdint.h>
 
 struct fk_chain_info;
+struct fk_check_family;
 struct fk_diag;
 struct fk_dirent;
+struct fk_prealloc_family;
 struct fk_run;
 struct fk_volume;
 struct fk_volume_opts;
@@ -63,11 +65,11 @@ struct fk_family {
 	   (may be NULL). */
 	void (*unmount)(struct fk_volume *vol);
 	/* read_boot() can take the geometry from a backup boot region
-	   (fk_volume_opts.is_exfat_backup). */
+	   (fk_volume_opts.is_backup_boot). */
 	int can_open_backup;
 	/* The FAT is read and written little (exFAT: only fragmented files
 	   have a chain): its cache keeps ordinary pages, and a writer's
-	   fk_volume_opts.exfat_fat_read_len applies. */
+	   fk_volume_opts.fat_read_len applies. */
 	int is_fat_rarely_written;
 
 	/* ---- directories ---- */
@@ -103,7 +105,11 @@ struct fk_family {
 	 */
 	int (*boot_warning)(const struct fk_volume *vol, char *out, size_t len);
 
-	/* What the programs show and accept differently. */
+	/* ---- the engines: each family's own steps ---- */
+	const struct fk_check_family *check;	   /* fk_check_*() (check.c) */
+	const struct fk_prealloc_family *prealloc; /* fk_prealloc() */
+
+	/* ---- what the programs show and accept differently ---- */
 	int has_short_names;	 /* 8.3 names beside long ones (fatls -s) */
 	int has_fine_times;	 /* times in 10 ms units with a UTC offset */
 	int has_valid_len;	 /* files have ValidDataLength and NoFatChain */
