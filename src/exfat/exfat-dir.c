@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "exfat/exfat-layout.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "lib/endian.h"

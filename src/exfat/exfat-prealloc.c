@@ -44,7 +44,7 @@
 
 #include "engine/prealloc.h"
 #include "exfat/exfat-prealloc-int.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "iface/prealloc-int.h"
 #include "io/cache.h"
 #include "io/device.h"

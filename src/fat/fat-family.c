@@ -22,6 +22,7 @@ const struct fk_family fk_fat_family = {
 	.dir_next = fk_fat_fam_dir_next,
 	.dir_close = fk_fat_fam_dir_close,
 	.walk = fk_fat_fam_walk,
+	.is_dot = fk_dirent_is_dot,
 	.match = fk_fat_fam_match,
 	.info = fk_fat_fam_info,
 	.check = &fk_check_fat_family,

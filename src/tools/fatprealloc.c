@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "engine/prealloc.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "io/cache.h"
 #include "lib/diag.h"
 #include "mount/mount.h"

@@ -88,6 +88,9 @@ struct fk_family {
 	int (*walk)(struct fk_volume *vol, const struct fk_dirent *ent,
 		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
 		    struct fk_chain_info *info);
+	/* Is @ent a directory's "." or ".." (may be NULL: the family's
+	   directories hold no such entries)? */
+	int (*is_dot)(const struct fk_dirent *ent);
 	/* Does lookup component @name name @ent (case-insensitively)? */
 	int (*match)(const struct fk_volume *vol, const char *name,
 		     const struct fk_dirent *ent);
