@@ -42,7 +42,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/prealloc.h"
 #include "exfat/exfat-prealloc-int.h"
 #include "iface/dirent.h"
 #include "iface/prealloc-int.h"

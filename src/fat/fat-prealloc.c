@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prealloc.h"
 #include "fat/dir.h"
 #include "fat/dirplan.h"
 #include "fat/fsinfo.h"
