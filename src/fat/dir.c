@@ -14,12 +14,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "lib/names.h"
 #include "table/fat.h"
+#include "table/fsinfo.h"
 #include "volume/family.h"
 #include "volume/volume.h"
 

@@ -31,13 +31,13 @@
 
 #include "fat/dir.h"
 #include "fat/dirplan.h"
-#include "fat/fsinfo.h"
 #include "iface/prealloc-int.h"
 #include "io/cache.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "lib/vec.h"
 #include "table/fat.h"
+#include "table/fsinfo.h"
 #include "volume/family.h"
 #include "volume/volume.h"
 
