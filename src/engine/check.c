@@ -1,6 +1,7 @@
 /*
- * check.c: the checker's public side and its spine.  fk_check_new()
- * picks the checker of the volume's family (check-family.h) and
+ * check.c: the checker's public side and its spine.  fk_check_open()
+ * opens the volume a check should see, fk_check_new() takes the checker
+ * of the volume's family (vol->fam->check, check-family.h), and
  * fk_check_run() and fk_check_repair() run it; what every check records
  * (findings, counts) is the record of findings.h, which the families
  * fill in through findings.c.  The FAT checker's own setup and phase

@@ -1,14 +1,14 @@
 /*
- * check-family.h: private to the checker.  fk_check_new() picks one
- * family's checker for the whole run, the one whose @fam is the family
- * the volume was opened as: the FAT checker (fk_check_fat_family, its
+ * check-family.h: private to the checker.  Each family's struct
+ * fk_family points at its checker (fk_family.check), which fk_check_new()
+ * runs for the whole check: the FAT checker (fk_check_fat_family, its
  * phases in check-fat.c, check-tree.c, check-chain.c, check-salvage.c,
- * its repair in check-repair.c), or the exFAT one (check-exfat.c).  A
- * family owns its state;
- * findings (struct fk_finding) and statistics (struct fk_check_stats)
- * are the shared currency fatcheck.c prints and turns into JSON, kept
- * in the record every struct fk_check begins with and recorded only
- * through the functions of findings.h.
+ * its repair in check-repair.c, its order in check-run.c), or the exFAT
+ * one (check-exfat.c).  A family owns its state; findings (struct
+ * fk_finding) and statistics (struct fk_check_stats) are the shared
+ * currency fatcheck.c prints and turns into JSON, kept in the record
+ * every struct fk_check begins with and recorded only through the
+ * functions of findings.h.
  */
 #ifndef FATKIT_CHECK_FAMILY_H
 #define FATKIT_CHECK_FAMILY_H

@@ -3,7 +3,9 @@
  * are taken as given, else a volume at offset 0 or the one FAT partition
  * libblkid finds.  When there is no FAT volume there, it says what is
  * there instead (another filesystem, a partition table), in words a user
- * can act on.  Whether a boot sector is FAT is volume.c's verdict.
+ * can act on.  Whether a boot sector is a volume is the families'
+ * verdict (their probes, which the opening hands in): this file knows no
+ * file system.
  */
 #include "io/window.h"
 

@@ -1,19 +1,17 @@
 /*
- * family.h: what differs between the FAT family (FAT12/16/32, dir.c) and
- * the exFAT family (exfat-dir.c), chosen once when the volume is opened
- * (vol->fam): directory operations, --info, and what the programs show
- * and accept differently (short names, fine times, ValidDataLength, the
- * bitmap, boot-region warnings, options a family refuses).  dir.c's
- * public functions and the programs call through it.  The checker and
- * fk_prealloc() keep tables of their own (check-family.h,
- * prealloc-int.h), each naming the family it serves, and pick theirs by
- * vol->fam.  XXX: those tables are not yet members of this one: the
- * FAT family's would then name the engine file its checker still lives
- * in (check.c), and both preallocation tables call back into the run
- * (prealloc.c), closing circles of files; the split of src/ by family
- * ends that.  Shared code that still
- * tests the family (vol->exfat, FK_EXFAT) is listed in
- * tests/layers-known.txt where it crosses a layer.
+ * family.h: one table per format family (FAT12/16/32 in src/fat/, exFAT
+ * in src/exfat/), chosen once when the volume is opened (vol->fam) and
+ * holding everything that differs: how a boot sector is recognised and
+ * read, directory operations, the family's checker (check-family.h) and
+ * preallocation steps (prealloc-int.h), --info, and what the programs
+ * show and accept differently (short names, fine times, ValidDataLength,
+ * the bitmap, boot-region warnings, options a family refuses).  The
+ * families register in one list (mount/families.c), which only the
+ * opening (mount/mount.c) walks; each fills in its table in one file
+ * (fat/fat-family.c, exfat/exfat-family.c).  The engines, the programs
+ * and the shared directory calls (iface/dirent.h) call through it and
+ * never ask which family they hold: a capability is a field or an op
+ * here, not a test of the family.  tests/helpers/layers.py keeps it so.
  */
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H

@@ -1,10 +1,11 @@
 /*
- * volume.h: a FAT volume: the checked boot sector (BPB), the FAT type
- * chosen by cluster count as the Microsoft FAT specification does, the
- * derived geometry, and the device and FAT cache the other modules use.
- * An exFAT volume ("EXFAT   " in the boot sector) is the second family:
- * exfat.c fills the same geometry and vol->exfat, and vol->fam says which
- * family's directory code reads it.
+ * volume.h: an open volume: the device, the FAT cache, and the geometry
+ * every module relies on, which the family's read_boot op (family.h)
+ * fills when the volume is opened (mount/mount.h) and vol->fam names.
+ * For the FAT family also the BPB's own rules: the checked boot sector,
+ * the FAT type chosen by cluster count as the Microsoft FAT
+ * specification does, the dirty flag and the boot-sector repair.  exFAT
+ * keeps its own facts in vol->exfat (exfat.h).
  */
 #ifndef FATKIT_VOLUME_H
 #define FATKIT_VOLUME_H
