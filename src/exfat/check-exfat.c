@@ -31,7 +31,6 @@
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "table/fat.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- boot region --------------------------------------------------------- */

@@ -51,7 +51,6 @@
 #include "lib/endian.h"
 #include "table/alloc.h"
 #include "table/fat.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- time ----------------------------------------------------------------- */

@@ -14,7 +14,6 @@
 #include "iface/check-family.h"
 #include "table/alloc.h"
 #include "table/fat.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- the FAT checker's table ------------------------------------------- */

@@ -38,7 +38,6 @@
 #include "lib/vec.h"
 #include "table/fat.h"
 #include "table/fsinfo.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* One file the run works on (requests for the same file share one). */
