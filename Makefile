@@ -53,7 +53,7 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_FILE_OFFSET_BITS=64 \
 # ---- the folders of src/, one per layer ---------------------------------
 # src/ROOM/NAME.[ch]: each module sits in the folder of its layer, lowest
 # first lib, io, volume, table, iface, fat and exfat (side by side),
-# engine, tools; tests/helpers/layers.py (make layers-check) keeps the
+# mount (the list of families), engine, tools; tests/helpers/layers.py (make layers-check) keeps the
 # rules.  Includes name the folder ("io/device.h", against -Isrc), so a
 # crossing shows in the source.  Module names are unique across folders:
 # objects stay flat in $(BUILD)/ and sources are found through vpath.

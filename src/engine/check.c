@@ -1,6 +1,7 @@
 /*
- * check.c: the checker's public side and its spine.  fk_check_new()
- * picks the checker of the volume's family (check-family.h) and
+ * check.c: the checker's public side and its spine.  fk_check_open()
+ * opens the volume a check should see, fk_check_new() takes the checker
+ * of the volume's family (vol->fam->check, check-family.h), and
  * fk_check_run() and fk_check_repair() run it; what every check records
  * (findings, counts) is the record of findings.h, which the families
  * fill in through findings.c.  The FAT checker's own setup and phase
@@ -15,28 +16,62 @@
 #include "iface/findings.h"
 #include "io/device.h"
 #include "lib/diag.h"
+#include "mount/mount.h"
+#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* Every family's checker; the volume's family picks one. */
-static const struct fk_check_family *const checkers[] = {
-	&fk_check_fat_family,
-	&fk_check_exfat_family,
-};
+/* Does the checker of @vol's family prefer its backup boot region? */
+static int wants_backup(const struct fk_volume *vol)
+{
+	const struct fk_check_family *fam = vol->fam->check;
+
+	return fam && fam->wants_backup && fam->wants_backup(vol);
+}
+
+int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
+		  struct fk_diag *diag)
+{
+	struct fk_volume_opts bo = *opts;
+	struct fk_volume *vol;
+	int err;
+
+	err = fk_volume_open(opts, &vol, diag);
+	if (err && err != FK_ECORRUPT)
+		return err;
+	if (!err) {
+		if (!wants_backup(vol)) {
+			*out = vol;
+			return 0;
+		}
+		/* A writer's lock is the open's own: one open at a time. */
+		fk_volume_close(vol);
+	}
+	/* The repair restores the main region from a sound backup: check
+	 * the volume the backup describes, or a second run would see
+	 * another one (another root, say). */
+	bo.is_backup_boot = 1;
+	if (!fk_volume_open(&bo, &vol, NULL)) {
+		if (!wants_backup(vol)) {
+			*out = vol;
+			return 0;
+		}
+		fk_volume_close(vol);
+	}
+	if (err)
+		return err; /* the main region's reason stays in @diag */
+	return fk_volume_open(opts, out, diag);
+}
 
 int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 		 struct fk_check **out)
 {
-	const struct fk_check_family *fam = NULL;
+	/* The checker of the family the volume was opened as. */
+	const struct fk_check_family *fam = vol->fam->check;
 	struct ck_record *r;
-	size_t i;
 	int err;
 
-	/* The family is chosen once, by the family the volume opened as. */
-	for (i = 0; i < sizeof(checkers) / sizeof(checkers[0]); i++)
-		if (checkers[i]->fam == vol->fam)
-			fam = checkers[i];
 	if (!fam)
 		return -EOPNOTSUPP;
 	if (!(r = calloc(1, fam->ck_size)))

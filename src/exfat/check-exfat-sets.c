@@ -13,7 +13,7 @@
 
 #include "exfat/exfat-layout.h"
 #include "exfat/exfat.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "lib/endian.h"
 #include "table/fat.h"
 

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/check.h"
 #include "exfat/exfat.h"
 #include "io/cache.h"
 #include "io/device.h"
@@ -32,7 +31,6 @@
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "table/fat.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- boot region --------------------------------------------------------- */
@@ -402,45 +400,18 @@ static int repair(void *state, struct fk_diag *diag)
 /* Main-region defects that a sound backup is not preferred over. */
 #define BOOT_MINOR (FK_EXB_BACKUP | FK_EXB_BACKUP_CHECKSUM | FK_EXB_PERCENT)
 
-int fk_check_open(const struct fk_volume_opts *opts, struct fk_volume **out,
-		  struct fk_diag *diag)
+/* A main boot region damaged beyond those: the check reads the volume
+ * the backup describes, which the repair restores. */
+static int wants_backup(const struct fk_volume *vol)
 {
-	struct fk_volume_opts bo = *opts;
-	struct fk_volume *vol;
-	int err;
-
-	err = fk_volume_open(opts, &vol, diag);
-	if (err && err != FK_ECORRUPT)
-		return err;
-	if (!err) {
-		if (!vol->exfat || !(vol->exfat->boot.defects & ~BOOT_MINOR)) {
-			*out = vol;
-			return 0;
-		}
-		/* A writer's lock is the open's own: one open at a time. */
-		fk_volume_close(vol);
-	}
-	/* The repair restores the main region from a sound backup: check
-	 * the volume the backup describes, or a second run would see
-	 * another one (another root, say). */
-	bo.is_exfat_backup = 1;
-	if (!fk_volume_open(&bo, &vol, NULL)) {
-		if (!(vol->exfat->boot.defects & ~BOOT_MINOR)) {
-			*out = vol;
-			return 0;
-		}
-		fk_volume_close(vol);
-	}
-	if (err)
-		return err; /* the main region's reason stays in @diag */
-	return fk_volume_open(opts, out, diag);
+	return (vol->exfat->boot.defects & ~BOOT_MINOR) != 0;
 }
 
 const struct fk_check_family fk_check_exfat_family = {
-	.fam = &fk_exfat_family,
 	.ck_size = sizeof(struct ck_record),
 	.new_state = new_state,
 	.free_state = free_state,
 	.run = run,
 	.repair = repair,
+	.wants_backup = wants_backup,
 };

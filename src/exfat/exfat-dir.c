@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "exfat/exfat-layout.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
@@ -787,8 +787,8 @@ struct lister {
 	struct fk_exfat_set set;
 };
 
-static int ex_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
-		       void **impl)
+int fk_exfat_fam_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
+			  void **impl)
 {
 	struct lister *ls = malloc(sizeof(*ls));
 	struct fk_exfat_stream s = {vol->g.root_clus, 0, 0};
@@ -817,7 +817,7 @@ static int ex_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
 	return 0;
 }
 
-static void ex_dir_close(void *impl)
+void fk_exfat_fam_dir_close(void *impl)
 {
 	struct lister *ls = impl;
 
@@ -864,7 +864,8 @@ static void fill_dirent(const struct lister *ls, struct fk_dirent *ent)
 	ent->dir_clus = ls->dir_clus;
 }
 
-static int ex_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
+int fk_exfat_fam_dir_next(void *impl, struct fk_dirent *ent,
+			  struct fk_diag *diag)
 {
 	struct lister *ls = impl;
 	int r;
@@ -895,9 +896,9 @@ static int ex_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
 	return r;
 }
 
-static int ex_walk(struct fk_volume *vol, const struct fk_dirent *ent,
-		   int (*fn)(void *arg, const struct fk_run *run), void *arg,
-		   struct fk_chain_info *info)
+int fk_exfat_fam_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+		      int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		      struct fk_chain_info *info)
 {
 	struct fk_exfat_stream s = {ent->first_clus, ent->size,
 				    ent->is_no_fat_chain};
@@ -906,8 +907,8 @@ static int ex_walk(struct fk_volume *vol, const struct fk_dirent *ent,
 }
 
 /* Case-insensitive through the volume's own up-case table (7.2). */
-static int ex_match(const struct fk_volume *vol, const char *name,
-		    const struct fk_dirent *ent)
+int fk_exfat_fam_match(const struct fk_volume *vol, const char *name,
+		       const struct fk_dirent *ent)
 {
 	uint16_t a[FK_EXFAT_NAME_MAX + 1], b[FK_EXFAT_NAME_MAX + 1];
 	size_t na, nb;
@@ -934,8 +935,8 @@ static void flags_string(uint16_t flags, char *out, size_t len)
 	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
 
 /* The boot sector's fields and the root's facts. */
-static int ex_info(struct fk_volume *vol, struct fk_info_item *it,
-		   struct fk_diag *diag)
+int fk_exfat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
+		      struct fk_diag *diag)
 {
 	const struct fk_geom *g = &vol->g;
 	const struct fk_exfat *ex = vol->exfat;
@@ -986,7 +987,8 @@ static int ex_info(struct fk_volume *vol, struct fk_info_item *it,
  * mismatch, a backup that differs, a missing signature) opens: readers
  * go on, since every field they rely on was checked, and say so.
  */
-static int ex_boot_warning(const struct fk_volume *vol, char *out, size_t len)
+int fk_exfat_fam_boot_warning(const struct fk_volume *vol, char *out,
+			      size_t len)
 {
 	const struct fk_exfat_boot *b = &vol->exfat->boot;
 
@@ -1002,22 +1004,3 @@ static int ex_boot_warning(const struct fk_volume *vol, char *out, size_t len)
 			 fk_exfat_boot_reason(b->defects));
 	return 1;
 }
-
-const struct fk_family fk_exfat_family = {
-	.name = "exFAT",
-	.dir_open = ex_dir_open,
-	.dir_next = ex_dir_next,
-	.dir_close = ex_dir_close,
-	.walk = ex_walk,
-	.match = ex_match,
-	.info = ex_info,
-	.boot_warning = ex_boot_warning,
-	.has_fine_times = 1,
-	.has_valid_len = 1,
-	.has_bitmap = 1,
-	/* exFAT has no FOUND.000 convention */
-	.no_salvage = "--salvage works on FAT12/16/32 only; on exFAT, -r "
-		      "frees lost clusters (run without --salvage)",
-	.no_fat_copy = "--fat-copy works on FAT12/16/32 only: leave it out "
-		       "on exFAT",
-};

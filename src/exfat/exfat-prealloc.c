@@ -42,9 +42,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/prealloc.h"
 #include "exfat/exfat-prealloc-int.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "iface/prealloc-int.h"
 #include "io/cache.h"
 #include "io/device.h"
@@ -52,7 +51,6 @@
 #include "lib/endian.h"
 #include "table/alloc.h"
 #include "table/fat.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- time ----------------------------------------------------------------- */
@@ -806,7 +804,6 @@ out:
 }
 
 const struct fk_prealloc_family fk_exfat_prealloc_family = {
-	.fam = &fk_exfat_family,
 	.has_valid_len = 1,
 	.file_len = sizeof(struct xfile),
 	.is_whole_contig = 1,

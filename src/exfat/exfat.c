@@ -106,8 +106,10 @@ static int read_backup(struct fk_volume *vol, uint64_t dev_len,
 }
 
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       int is_backup, int is_main_only, struct fk_diag *diag)
+		       const struct fk_volume_opts *opts, struct fk_diag *diag)
 {
+	int is_backup = opts->is_backup_boot;
+	int is_main_only = opts->is_main_boot_only;
 	uint64_t dev_len = fk_device_len(vol->dev);
 	struct fk_exfat *ex = calloc(1, sizeof(*ex));
 	unsigned char *region = NULL;

@@ -30,7 +30,10 @@
 
 struct fk_device;
 struct fk_diag;
+struct fk_dirent;
+struct fk_info_item;
 struct fk_volume;
+struct fk_volume_opts;
 
 /* ---- Boot region (exfat-boot.h) ---- */
 
@@ -617,28 +620,29 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 /* ---- Volume-level ---- */
 
 /*
- * The exFAT side of fk_volume_open(), in two steps.  fk_exfat_read_boot()
- * runs when volume.c found "EXFAT   " in @first (the first 512 bytes):
- * it reads both boot regions (@is_main_only: the main one alone, see
- * fk_volume_opts.is_exfat_main_only), judges them into vol->exfat->boot
- * and fills vol->g.  Only FK_EXFAT_BOOT_FATAL defects fail it (FK_ECORRUPT, one
- * reason); a bad checksum or a differing backup is left in the defect bits
- * for the program to warn about.  fk_exfat_mount() runs once the FAT cache
- * exists: it scans the root for its special entries and loads the up-case
- * table (a damaged one: the fallback, with its defects kept).  A root that
- * cannot be read to its end (a broken or looping chain) is not a failure:
+ * The exFAT side of fk_volume_open() (fk_exfat_family's read_boot, mount
+ * and unmount), in two steps.  fk_exfat_read_boot() runs when the open
+ * found "EXFAT   " in @first (the first 512 bytes): it reads both boot
+ * regions (the main one alone with opts->is_main_boot_only), judges them
+ * into vol->exfat->boot and fills vol->g.  Only FK_EXFAT_BOOT_FATAL
+ * defects fail it (FK_ECORRUPT, one reason); a bad checksum or a
+ * differing backup is left in the defect bits for the program to warn
+ * about.  fk_exfat_mount() runs once the FAT cache exists: it scans the
+ * root for its special entries and loads the up-case table (a damaged
+ * one: the fallback, with its defects kept).  A root that cannot be read
+ * to its end (a broken or looping chain) is not a failure:
  * vol->exfat->root_err says so and the listing reports it.  Returns 0,
  * -ENOMEM or -errno.
  *
- * With @is_backup (fk_volume_opts.is_exfat_backup), the geometry comes
- * from the backup boot region (sectors 12-23 of whichever sector size
- * holds an exFAT boot sector there) and vol->exfat->is_backup_boot is set;
- * vol->exfat->boot then describes the backup (no backup comparison), and
+ * With opts->is_backup_boot, the geometry comes from the backup boot
+ * region (sectors 12-23 of whichever sector size holds an exFAT boot
+ * sector there) and vol->exfat->is_backup_boot is set; vol->exfat->boot
+ * then describes the backup (no backup comparison), and
  * the main region is the caller's to read and judge with
  * fk_exfat_boot_parse().
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       int is_backup, int is_main_only, struct fk_diag *diag);
+		       const struct fk_volume_opts *opts, struct fk_diag *diag);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 
@@ -648,5 +652,24 @@ int fk_exfat_name_cmp(const struct fk_exfat_upcase *up, const uint16_t *a,
 
 /* PercentInUse computed from @nused of @nclus (spec 3.1.16: floor). */
 unsigned fk_exfat_percent(uint32_t nused, uint32_t nclus);
+
+/*
+ * The exFAT family's directory operations and probe, as family.h
+ * describes each; fk_exfat_family (exfat-family.c) holds them.
+ */
+int fk_exfat_fam_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
+			  void **impl);
+int fk_exfat_fam_dir_next(void *impl, struct fk_dirent *ent,
+			  struct fk_diag *diag);
+void fk_exfat_fam_dir_close(void *impl);
+int fk_exfat_fam_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+		      int (*fn)(void *arg, const struct fk_run *run), void *arg,
+		      struct fk_chain_info *info);
+int fk_exfat_fam_match(const struct fk_volume *vol, const char *name,
+		       const struct fk_dirent *ent);
+int fk_exfat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
+		      struct fk_diag *diag);
+int fk_exfat_fam_boot_warning(const struct fk_volume *vol, char *out,
+			      size_t len);
 
 #endif

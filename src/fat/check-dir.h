@@ -96,7 +96,7 @@ struct dirctx {
 
 static inline int ck_is_label(const struct fk_dirent *ent)
 {
-	return fk_slot_is_label(ent->attr);
+	return fk_attr_is_label(ent->attr);
 }
 
 /* Fill @f as an EF_SET of @ent in @d, with nothing set yet. */

@@ -75,7 +75,7 @@ int ck_is_damaged_dot(const struct dirctx *d, const struct fk_dirent *ent)
 	if (d->is_root || ent->slot > 1 || ent->nslots != 1 ||
 	    fk_dirent_is_dot(ent) || ck_is_label(ent))
 		return 0;
-	if (fk_slot_name_first(ent->raw) == '.')
+	if (fk_short_first(ent->raw) == '.')
 		return 1;
 	return (ent->attr & FK_ATTR_DIR) &&
 	       ent->first_clus == (ent->slot ? d->parent : d->first);

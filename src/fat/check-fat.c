@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "fat/dir.h"
-#include "fat/fsinfo.h"
 #include "io/cache.h"
 #include "lib/diag.h"
 #include "table/fat.h"
+#include "table/fsinfo.h"
 #include "volume/family.h"
 #include "volume/volume.h"
 

@@ -30,7 +30,6 @@
 #include <stdint.h>
 
 #include "fat/dir.h"
-#include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "iface/check-family.h"
 #include "iface/findings.h"
@@ -38,6 +37,7 @@
 #include "lib/vec.h"
 #include "table/alloc.h"
 #include "table/fat.h"
+#include "table/fsinfo.h"
 #include "volume/volume.h"
 
 struct fk_dir;

@@ -201,7 +201,7 @@ static void check_no_ext_bpb(struct fk_check *ck)
 			ck->has_root_label ? root : "none",
 			ck->has_root_label ? "'" : "");
 	memcpy(ck->label, ck->has_root_label ? ck->root_label : no_name, 11);
-	ck->label[0] = fk_slot_name_first(ck->label); /* as a boot sector */
+	ck->label[0] = fk_short_first(ck->label); /* as a boot sector */
 	ck_set_fix(ck, idx,
 		   "extended boot signature set, with the label '%.11s' (the "
 		   "serial kept)",
@@ -241,7 +241,7 @@ void ck_check_label(struct fk_check *ck)
 		size_t n;
 
 		memcpy(want, ck->root_label, 11);
-		want[0] = fk_slot_name_first(want);
+		want[0] = fk_short_first(want);
 		memcpy(held, want, 11);
 		for (n = 11; n > 0 && (held[n - 1] == ' ' || !held[n - 1]); n--)
 			;

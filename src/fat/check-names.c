@@ -345,11 +345,11 @@ static int new_short(struct dirctx *d, const struct fk_dirent *ent,
 		    !short_taken(&t, raw))
 			return 0;
 		memcpy(raw, ent->raw, 11);
-		raw[0] = fk_slot_name_first(raw);
+		raw[0] = fk_short_first(raw);
 		for (i = 0; i < 11; i++)
 			if (raw[i] >= 'a' && raw[i] <= 'z')
 				raw[i] = (unsigned char)(raw[i] - 32);
-		fk_slot_escape_name(raw);
+		fk_short_escape(raw);
 		*nt = 0;
 		if (fk_short_is_valid(raw) && !short_taken(&t, raw))
 			return 0;

@@ -13,7 +13,6 @@
 
 #include "fat/dir.h"
 #include "fat/dirplan.h"
-#include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "iface/check-family.h"
 #include "io/cache.h"
@@ -21,6 +20,7 @@
 #include "lib/diag.h"
 #include "lib/names.h"
 #include "table/fat.h"
+#include "table/fsinfo.h"
 #include "volume/volume.h"
 
 #define RESYNC_LEN	 (1u << 20) /* bytes per read when resyncing FATs */

@@ -14,15 +14,13 @@
 #include "iface/check-family.h"
 #include "table/alloc.h"
 #include "table/fat.h"
-#include "volume/family.h"
 #include "volume/volume.h"
 
 /* ---- the FAT checker's table ------------------------------------------- */
 
-/* The engine names the FAT checker only through this table, which it
- * picks by the family the volume was opened as. */
+/* The engine reaches the FAT checker only through this table, which
+ * fk_fat_family (fat-family.c) holds. */
 const struct fk_check_family fk_check_fat_family = {
-	.fam = &fk_fat_family,
 	.ck_size = sizeof(struct fk_check),
 	.new_state = ck_fat_new_state,
 	.free_state = ck_fat_free_state,

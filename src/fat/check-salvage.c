@@ -58,7 +58,7 @@ static int may_use(const struct fk_check *ck, const struct fk_dirent *ent)
 {
 	size_t i, len = strlen(ent->name);
 
-	if (!(ent->attr & FK_ATTR_DIR) || fk_slot_is_label(ent->attr) ||
+	if (!(ent->attr & FK_ATTR_DIR) || fk_attr_is_label(ent->attr) ||
 	    is_lost_dir(ck, ent->first_clus))
 		return 0;
 	for (i = 0; i < ck->finds.n; i++) {

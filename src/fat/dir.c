@@ -14,12 +14,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "fat/fsinfo.h"
 #include "fat/slot.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "lib/names.h"
 #include "table/fat.h"
+#include "table/fsinfo.h"
 #include "volume/family.h"
 #include "volume/volume.h"
 
@@ -65,21 +65,6 @@ struct fat_dir {
 int fk_dirent_is_dot(const struct fk_dirent *ent)
 {
 	return fk_slot_dot(ent->raw) != FK_DOT_NONE;
-}
-
-uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus)
-{
-	if (clus == 0 && vol->g.has_bpb32)
-		return vol->g.root_clus;
-	return clus;
-}
-
-uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
-			    const struct fk_dirent *ent)
-{
-	/* ".." of a first-level directory says 0 for the root, even on
-	 * FAT32 whose root is a chain. */
-	return fk_dir_resolve(vol, ent->first_clus);
 }
 
 static int fat_open(struct fk_volume *vol, uint32_t clus, struct fat_dir **out)
@@ -445,16 +430,9 @@ static int fat_next(struct fat_dir *dir, struct fk_dirent *ent,
 	}
 }
 
-/* ---- the FAT family, and the calls that go through vol->fam -------------- */
+/* ---- the FAT family's directory operations (family.h) -------------------- */
 
-/* An open directory of either family. */
-struct fk_dir {
-	const struct fk_family *fam;
-	void *impl;		   /* struct fat_dir, or the exFAT iterator */
-	struct fk_dir_stats stats; /* what the FAT-only calls see on exFAT */
-};
-
-static int fat_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
+int fk_fat_fam_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
 			void **impl)
 {
 	struct fat_dir *dir;
@@ -467,24 +445,24 @@ static int fat_dir_open(struct fk_volume *vol, const struct fk_dirent *dent,
 	return 0;
 }
 
-static int fat_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
+int fk_fat_fam_dir_next(void *impl, struct fk_dirent *ent, struct fk_diag *diag)
 {
 	return fat_next(impl, ent, diag);
 }
 
-static void fat_dir_close(void *impl)
+void fk_fat_fam_dir_close(void *impl)
 {
 	fat_close(impl);
 }
 
-static int fat_walk(struct fk_volume *vol, const struct fk_dirent *ent,
+int fk_fat_fam_walk(struct fk_volume *vol, const struct fk_dirent *ent,
 		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
 		    struct fk_chain_info *info)
 {
 	return fk_chain_walk(vol, ent->first_clus, fn, arg, info);
 }
 
-static int fat_match(const struct fk_volume *vol, const char *name,
+int fk_fat_fam_match(const struct fk_volume *vol, const char *name,
 		     const struct fk_dirent *ent)
 {
 	(void)vol;
@@ -502,7 +480,7 @@ static void root_label(struct fk_volume *vol, char *out, size_t len)
 	if (fk_dir_open(vol, 0, &dir))
 		return;
 	while (fk_dir_next(dir, &ent, NULL) == 1)
-		if (fk_slot_is_label(ent.attr) && !ent.has_lfn) {
+		if (fk_attr_is_label(ent.attr) && !ent.has_lfn) {
 			fk_label_display(ent.raw, out, len);
 			break;
 		}
@@ -513,7 +491,7 @@ static void root_label(struct fk_volume *vol, char *out, size_t len)
 #define STR(k, ...)                                                            \
 	(it[n].key = (k), snprintf(it[n++].str, sizeof(it[0].str), __VA_ARGS__))
 
-static int fat_info(struct fk_volume *vol, struct fk_info_item *it,
+int fk_fat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 		    struct fk_diag *diag)
 {
 	const struct fk_geom *g = &vol->g;
@@ -560,68 +538,10 @@ static int fat_info(struct fk_volume *vol, struct fk_info_item *it,
 #undef NUM
 #undef STR
 
-const struct fk_family fk_fat_family = {
-	.name = "FAT",
-	.dir_open = fat_dir_open,
-	.dir_next = fat_dir_next,
-	.dir_close = fat_dir_close,
-	.walk = fat_walk,
-	.match = fat_match,
-	.info = fat_info,
-	.has_short_names = 1,
-};
-
-int fk_dir_open_ent(struct fk_volume *vol, const struct fk_dirent *dent,
-		    struct fk_dir **out)
-{
-	struct fk_dir *dir = calloc(1, sizeof(*dir));
-	int err;
-
-	if (!dir)
-		return -ENOMEM;
-	dir->fam = vol->fam;
-	if ((err = dir->fam->dir_open(vol, dent, &dir->impl))) {
-		free(dir);
-		return err;
-	}
-	*out = dir;
-	return 0;
-}
-
-int fk_dir_open(struct fk_volume *vol, uint32_t clus, struct fk_dir **out)
-{
-	struct fk_dirent dent;
-
-	memset(&dent, 0, sizeof(dent));
-	dent.attr = FK_ATTR_DIR;
-	dent.first_clus = clus;
-	return fk_dir_open_ent(vol, &dent, out);
-}
-
-void fk_dir_close(struct fk_dir *dir)
-{
-	if (!dir)
-		return;
-	dir->fam->dir_close(dir->impl);
-	free(dir);
-}
-
-int fk_dir_next(struct fk_dir *dir, struct fk_dirent *ent, struct fk_diag *diag)
-{
-	return dir->fam->dir_next(dir->impl, ent, diag);
-}
-
-int fk_dirent_walk(struct fk_volume *vol, const struct fk_dirent *ent,
-		   int (*fn)(void *arg, const struct fk_run *run), void *arg,
-		   struct fk_chain_info *info)
-{
-	return vol->fam->walk(vol, ent, fn, arg, info);
-}
-
 /* The FAT family's slot-level calls; nothing to do on exFAT. */
 static struct fat_dir *fat_of(struct fk_dir *dir)
 {
-	return dir->fam == &fk_fat_family ? dir->impl : NULL;
+	return fk_dir_impl(dir, fk_fat_fam_dir_open);
 }
 
 void fk_dir_keep_going(struct fk_dir *dir)
@@ -679,128 +599,10 @@ const uint16_t *fk_dir_long_units(struct fk_dir *dir, size_t *n)
 
 const struct fk_dir_stats *fk_dir_stats(const struct fk_dir *dir)
 {
-	return dir->fam == &fk_fat_family
-		       ? &((const struct fat_dir *)dir->impl)->stats
-		       : &dir->stats;
-}
+	static const struct fk_dir_stats none; /* another family's */
+	const struct fat_dir *d = fk_dir_impl(dir, fk_fat_fam_dir_open);
 
-void fk_dos_time(const struct tm *tm, int64_t t, uint16_t *date, uint16_t *tod,
-		 uint8_t *cs)
-{
-	/* The first and the last instant the words hold; clamping to the
-	 * last (rather than wrapping to 1980) keeps a far-future stamp the
-	 * latest one on the volume, as a sort by date expects. */
-	static const struct tm first = {.tm_year = 80, .tm_mday = 1};
-	static const struct tm last = {.tm_year = 207,
-				       .tm_mon = 11,
-				       .tm_mday = 31,
-				       .tm_hour = 23,
-				       .tm_min = 59,
-				       .tm_sec = 59};
-
-	if (!tm)
-		tm = t < 0 ? &first : &last;
-	else if (tm->tm_year < 80)
-		tm = &first;
-	else if (tm->tm_year > 207)
-		tm = &last;
-	*date = (uint16_t)((tm->tm_year - 80) << 9 | (tm->tm_mon + 1) << 5 |
-			   tm->tm_mday);
-	*tod = (uint16_t)(tm->tm_hour << 11 | tm->tm_min << 5 |
-			  (tm->tm_sec > 59 ? 59 : tm->tm_sec) / 2);
-	*cs = (uint8_t)((tm->tm_sec > 59 ? 59 : tm->tm_sec) % 2 * 100);
-}
-
-void fk_dir_stamp(struct fk_dirent *ent, int64_t t, int is_utc)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	int is_held = (int64_t)tt == t &&
-		      (is_utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm));
-
-	fk_dos_time(is_held ? &tm : NULL, t, &ent->mdate, &ent->mtime,
-		    &ent->ctime_cs);
-	ent->cdate = ent->adate = ent->mdate;
-	ent->ctime = ent->mtime;
-}
-
-static void root_entry(const struct fk_volume *vol, struct fk_dirent *ent)
-{
-	memset(ent, 0, sizeof(*ent));
-	strcpy(ent->name, "/");
-	strcpy(ent->short_name, "/");
-	memset(ent->raw, ' ', 11);
-	ent->attr = FK_ATTR_DIR;
-	ent->first_clus = fk_dir_resolve(vol, 0);
-}
-
-/* Find @name in the directory @parent describes; @ent gets the entry. */
-static int find_in(struct fk_volume *vol, const struct fk_dirent *parent,
-		   const char *name, struct fk_dirent *ent,
-		   struct fk_diag *diag)
-{
-	struct fk_chain_info info;
-	struct fk_dir *dir;
-	int err;
-
-	if (!parent->first_clus && parent->size) {
-		/* exFAT's FirstCluster 0 with a length: say so, rather
-		 * than a bare "Structure needs cleaning" from the open. */
-		if (!(err = fk_dirent_walk(vol, parent, NULL, NULL, &info)))
-			err = fk_chain_error(&info, diag);
-		return err;
-	}
-	if ((err = fk_dir_open_ent(vol, parent, &dir)))
-		return err;
-	while ((err = fk_dir_next(dir, ent, diag)) == 1) {
-		if (ent->attr & FK_ATTR_VOLUME)
-			continue;
-		if (vol->fam->match(vol, name, ent))
-			break;
-	}
-	fk_dir_close(dir);
-	return err == 1 ? 0 : err == 0 ? -ENOENT : err;
-}
-
-int fk_dir_lookup(struct fk_volume *vol, const char *path,
-		  struct fk_dirent *ent, struct fk_diag *diag)
-{
-	char comp[FK_NAME_MAX];
-	struct fk_dirent parent;
-	const char *p = path;
-	int err;
-
-	fk_diag_set(diag, path, NULL);
-	if (*p != '/')
-		return -EINVAL;
-	root_entry(vol, ent);
-	for (;;) {
-		size_t len;
-
-		while (*p == '/')
-			p++;
-		if (!*p)
-			return 0;
-		len = strcspn(p, "/");
-		if (len >= sizeof(comp))
-			return -ENAMETOOLONG;
-		memcpy(comp, p, len);
-		comp[len] = '\0';
-		p += len;
-		if (!strcmp(comp, "."))
-			continue;
-		if (!(ent->attr & FK_ATTR_DIR))
-			return -ENOTDIR;
-		/* The root has no ".." slot but is its own parent, as in
-		 * POSIX and mtools (only root_entry() names an entry "/"). */
-		if (!strcmp(comp, "..") && !strcmp(ent->name, "/"))
-			continue;
-		parent = *ent;
-		if ((err = find_in(vol, &parent, comp, ent, diag)))
-			return err;
-		if (!strcmp(comp, "..") && ent->first_clus == 0)
-			root_entry(vol, ent);
-	}
+	return d ? &d->stats : &none;
 }
 
 /* Volume offset of slot @slot of directory @dir_clus, following its chain. */

@@ -369,7 +369,7 @@ static int scan(struct fk_dirplan *dp, struct fk_diag *diag)
 		unsigned char slot[FK_DIRENT_LEN];
 
 		mark_used(dp, ent.slot + 1 - ent.nslots, ent.nslots);
-		if (fk_slot_is_label(ent.attr))
+		if (fk_attr_is_label(ent.attr))
 			continue; /* a label is not a name in the directory */
 		if (fk_dirent_is_dot(&ent))
 			continue;

@@ -29,17 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prealloc.h"
 #include "fat/dir.h"
 #include "fat/dirplan.h"
-#include "fat/fsinfo.h"
 #include "iface/prealloc-int.h"
 #include "io/cache.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "lib/vec.h"
 #include "table/fat.h"
-#include "volume/family.h"
+#include "table/fsinfo.h"
 #include "volume/volume.h"
 
 /* One file the run works on (requests for the same file share one). */
@@ -756,7 +754,6 @@ static int verify(struct fk_prun *run, struct fk_diag *diag)
 }
 
 const struct fk_prealloc_family fk_fat_prealloc_family = {
-	.fam = &fk_fat_family,
 	.file_len = sizeof(struct file_plan),
 	.is_whole_contig = 0,
 	.has_valid_len = 0,

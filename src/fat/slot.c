@@ -7,8 +7,9 @@
 
 #include <string.h>
 
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "lib/endian.h"
+#include "lib/names.h"
 #include "volume/volume.h"
 
 /* Short entry fields. */
@@ -37,9 +38,8 @@
 #define LDIR_ATTR_MASK 0x3f
 
 /* First-byte markers. */
-#define SLOT_END     0x00
-#define SLOT_FREE    0xe5
-#define SLOT_E5_NAME 0x05 /* a name's first byte 0xE5, stored */
+#define SLOT_END  0x00
+#define SLOT_FREE FK_SHORT_DELETED
 
 /* The 13 UCS-2 units of a long-name slot sit in three runs: LDIR_Name1
  * (units 0-4), LDIR_Name2 (5-10), LDIR_Name3 (11-12). */
@@ -113,17 +113,6 @@ void fk_slot_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
 	fk_slot_pack_fields(vol, ent, e);
 }
 
-void fk_slot_escape_name(unsigned char raw[11])
-{
-	if (raw[0] == SLOT_FREE)
-		raw[0] = SLOT_E5_NAME;
-}
-
-unsigned char fk_slot_name_first(const unsigned char raw[11])
-{
-	return raw[0] == SLOT_E5_NAME ? SLOT_FREE : raw[0];
-}
-
 int fk_slot_is_free(const unsigned char *e)
 {
 	return e[0] == SLOT_FREE || e[0] == SLOT_END;
@@ -137,11 +126,6 @@ int fk_slot_is_end(const unsigned char *e)
 void fk_slot_delete(unsigned char *e)
 {
 	e[0] = SLOT_FREE;
-}
-
-int fk_slot_is_label(uint8_t attr)
-{
-	return (attr & (FK_ATTR_VOLUME | FK_ATTR_DIR)) == FK_ATTR_VOLUME;
 }
 
 int fk_slot_is_lfn(const unsigned char *e)

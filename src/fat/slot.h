@@ -15,14 +15,8 @@ struct fk_volume;
 
 #define FK_DIRENT_LEN 32
 
-/* Attribute bits. */
-#define FK_ATTR_RO	0x01
-#define FK_ATTR_HIDDEN	0x02
-#define FK_ATTR_SYSTEM	0x04
-#define FK_ATTR_VOLUME	0x08
-#define FK_ATTR_DIR	0x10
-#define FK_ATTR_ARCHIVE 0x20
-#define FK_ATTR_LFN	0x0f
+/* A long-name slot's attribute byte (the others: iface/dirent.h). */
+#define FK_ATTR_LFN 0x0f
 
 #define FK_LFN_CHARS   13 /* UCS-2 units per long-name slot */
 #define FK_LFN_MAX_ORD 20 /* 20 slots x 13 = 260 units >= 255 */
@@ -40,24 +34,12 @@ void fk_slot_pack(const struct fk_volume *vol, const struct fk_dirent *ent,
 void fk_slot_pack_fields(const struct fk_volume *vol,
 			 const struct fk_dirent *ent, unsigned char *e);
 
-/*
- * A short name whose first byte is the deleted marker is stored with a
- * stand-in byte there: put a name's first byte in that form, or read it
- * back (the display form and the validators see the real byte).
- */
-void fk_slot_escape_name(unsigned char raw[11]);
-unsigned char fk_slot_name_first(const unsigned char raw[11]);
-
 /* Is slot @e free: deleted, or the end marker (then so is every later
  * slot, for Windows and mtools)? */
 int fk_slot_is_free(const unsigned char *e);
 int fk_slot_is_end(const unsigned char *e);
 /* Mark slot @e deleted (its other bytes stay, as every FAT driver does). */
 void fk_slot_delete(unsigned char *e);
-
-/* Do attributes @attr make a volume label (the volume bit without the
- * directory bit: the pair is no label to Windows or fsck.fat)? */
-int fk_slot_is_label(uint8_t attr);
 
 /* Is @e a long-name slot (by its attribute byte)? */
 int fk_slot_is_lfn(const unsigned char *e);

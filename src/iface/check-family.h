@@ -1,14 +1,14 @@
 /*
- * check-family.h: private to the checker.  fk_check_new() picks one
- * family's checker for the whole run, the one whose @fam is the family
- * the volume was opened as: the FAT checker (fk_check_fat_family, its
+ * check-family.h: private to the checker.  Each family's struct
+ * fk_family points at its checker (fk_family.check), which fk_check_new()
+ * runs for the whole check: the FAT checker (fk_check_fat_family, its
  * phases in check-fat.c, check-tree.c, check-chain.c, check-salvage.c,
- * its repair in check-repair.c), or the exFAT one (check-exfat.c).  A
- * family owns its state;
- * findings (struct fk_finding) and statistics (struct fk_check_stats)
- * are the shared currency fatcheck.c prints and turns into JSON, kept
- * in the record every struct fk_check begins with and recorded only
- * through the functions of findings.h.
+ * its repair in check-repair.c, its order in check-run.c), or the exFAT
+ * one (check-exfat.c).  A family owns its state; findings (struct
+ * fk_finding) and statistics (struct fk_check_stats) are the shared
+ * currency fatcheck.c prints and turns into JSON, kept in the record
+ * every struct fk_check begins with and recorded only through the
+ * functions of findings.h.
  */
 #ifndef FATKIT_CHECK_FAMILY_H
 #define FATKIT_CHECK_FAMILY_H
@@ -19,10 +19,8 @@
 #include "iface/findings.h"
 
 struct fk_diag;
-struct fk_family;
 
 struct fk_check_family {
-	const struct fk_family *fam; /* the family it checks */
 	/* Bytes of the struct fk_check it records into: a struct
 	   ck_record, or a struct that begins with one (findings.h). */
 	size_t ck_size;
@@ -35,6 +33,12 @@ struct fk_check_family {
 	/* Apply what run() planned, in the family's write order; 0 or
 	   -errno (fk_check_repair() names the device in @diag). */
 	int (*repair)(void *state, struct fk_diag *diag);
+	/*
+	 * Is @vol's main boot region damaged so that the check should read
+	 * the volume its backup region describes, the one a repair
+	 * restores (fk_check_open())?  May be NULL: never.
+	 */
+	int (*wants_backup)(const struct fk_volume *vol);
 };
 
 /* The FAT checker (check-fat.c) and the exFAT one (check-exfat.c). */

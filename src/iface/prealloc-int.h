@@ -5,7 +5,9 @@
  * the all-or-nothing cluster plan, zeroing in bounded chunks, the result,
  * and what a stop request or a failed write becomes.  A family owns its
  * structures: how a path resolves, what the entries say, the write order.
- * Private to those two files.
+ * Private to the engine (prealloc.c) and the families' steps; the calls
+ * the steps make back into the run (fk_prun_*()) are prealloc-int.c's,
+ * below both, so no family reaches up into the engine.
  */
 #ifndef FATKIT_PREALLOC_INT_H
 #define FATKIT_PREALLOC_INT_H
@@ -13,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/prealloc.h"
+#include "iface/prealloc-types.h"
 #include "io/cache.h"
 #include "table/alloc.h"
 
@@ -58,11 +60,8 @@ struct fk_prun {
 	uint32_t cut_taken, cut_planned;
 };
 
-struct fk_family;
-
 struct fk_prealloc_family {
-	const struct fk_family *fam; /* the family it preallocates on */
-	size_t file_len;	     /* bytes of the family's file record */
+	size_t file_len; /* bytes of the family's file record */
 	/*
 	 * -c: the whole file, old clusters too, must be one run (exFAT's
 	 * NoFatChain), not only the new ones.

@@ -3,7 +3,9 @@
  * are taken as given, else a volume at offset 0 or the one FAT partition
  * libblkid finds.  When there is no FAT volume there, it says what is
  * there instead (another filesystem, a partition table), in words a user
- * can act on.  Whether a boot sector is FAT is volume.c's verdict.
+ * can act on.  Whether a boot sector is a volume is the families'
+ * verdict (their probes, which the opening hands in): this file knows no
+ * file system.
  */
 #include "io/window.h"
 
@@ -13,10 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exfat/exfat.h"
 #include "io/device.h"
 #include "lib/diag.h"
-#include "volume/volume.h"
 
 #ifdef FK_BLKID_DLOPEN
 #include <dlfcn.h>
@@ -103,21 +103,20 @@ static int load_blkid(void)
 #endif
 
 /*
- * Does a FAT volume start at @off?  The boot sector parser decides, so the
- * boot sector's rules live in volume.c alone.  The window reads the whole
- * image until it is chosen, so window offsets here are image offsets.
+ * Does a FAT or exFAT volume start at @off?  @is_boot (the families'
+ * probes, which the opening passes) decides, so the boot sector's rules
+ * live with each family alone.  The window reads the whole image until
+ * it is chosen, so window offsets here are image offsets.
  */
-static int boot_parses(struct fk_device *dev, uint64_t off, uint64_t img_len)
+static int boot_parses(struct fk_device *dev, uint64_t off, uint64_t img_len,
+		       fk_window_is_boot *is_boot)
 {
 	unsigned char bs[512];
-	struct fk_geom g;
 
 	if (off >= img_len || img_len - off < sizeof(bs) ||
 	    fk_device_read(dev, off, bs, sizeof(bs)))
 		return 0;
-	/* An exFAT boot sector is judged by volume.c once chosen. */
-	return fk_exfat_detect(bs) ||
-	       !fk_volume_parse(bs, sizeof(bs), img_len - off, &g, NULL);
+	return is_boot(bs, img_len - off);
 }
 
 /*
@@ -265,14 +264,14 @@ static void describe_partitions(const struct part *parts, int n, char *buf,
  * known there: a damaged FAT volume gets its own reasons).
  */
 static int explain_offset(struct fk_device *dev, uint64_t off, uint64_t img_len,
-			  struct fk_diag *diag)
+			  fk_window_is_boot *is_boot, struct fk_diag *diag)
 {
 	char type[32], at[32], list[512], subject[1024];
 	const char *table = "a";
 	struct part *parts = NULL;
 	int n, i, nfat = 0, pick = 0;
 
-	if (off >= img_len || boot_parses(dev, off, img_len))
+	if (off >= img_len || boot_parses(dev, off, img_len, is_boot))
 		return 0;
 	offset_text(off, at, sizeof(at));
 	/* IMAGE@@OFFSET as it was probably typed: 1M, 512K or bytes */
@@ -330,18 +329,19 @@ static int explain_partition(const struct part *p, struct fk_diag *diag)
  * table in its boot sector; a damaged one that libblkid still calls FAT
  * wins too, so that volume.c says what is wrong with it.
  */
-static int fat_at_start(struct fk_device *dev, uint64_t img_len)
+static int fat_at_start(struct fk_device *dev, uint64_t img_len,
+			fk_window_is_boot *is_boot)
 {
 	char type[32];
 
-	if (boot_parses(dev, 0, img_len))
+	if (boot_parses(dev, 0, img_len, is_boot))
 		return 1;
 	probe_fs(fk_device_fd(dev), 0, img_len, type, sizeof(type));
 	return is_fat_type(type);
 }
 
 int fk_window_choose(struct fk_device *dev, const struct fk_device_opts *opts,
-		     struct fk_diag *diag)
+		     fk_window_is_boot *is_boot, struct fk_diag *diag)
 {
 	uint64_t img_len = fk_device_image_len(dev), base = 0;
 	struct part *parts, *pick = NULL;
@@ -351,11 +351,12 @@ int fk_window_choose(struct fk_device *dev, const struct fk_device_opts *opts,
 
 	if (opts->has_off) {
 		base = opts->off;
-		if ((err = explain_offset(dev, opts->off, img_len, diag)))
+		if ((err = explain_offset(dev, opts->off, img_len, is_boot,
+					  diag)))
 			return err;
 		goto bounds;
 	}
-	if (!opts->partition && img_len && fat_at_start(dev, img_len))
+	if (!opts->partition && img_len && fat_at_start(dev, img_len, is_boot))
 		goto bounds;
 	if ((n = list_partitions(fk_device_fd(dev), img_len, &parts, &table)) <
 	    0)

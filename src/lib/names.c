@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fat/slot.h"
-
 /* Code page 850, mtools' default, for OEM bytes 0x80-0xFF. */
 static const uint16_t cp850[128] = {
 	0x00c7, 0x00fc, 0x00e9, 0x00e2, 0x00e4, 0x00e0, 0x00e5, 0x00e7, 0x00ea,
@@ -450,6 +448,19 @@ static uint32_t lower_cp(uint32_t c)
 	return c;
 }
 
+#define SHORT_E5_STORED 0x05 /* stands for FK_SHORT_DELETED */
+
+void fk_short_escape(unsigned char raw[11])
+{
+	if (raw[0] == FK_SHORT_DELETED)
+		raw[0] = SHORT_E5_STORED;
+}
+
+unsigned char fk_short_first(const unsigned char raw[11])
+{
+	return raw[0] == SHORT_E5_STORED ? FK_SHORT_DELETED : raw[0];
+}
+
 /*
  * The bytes fk_short_display() shows for @raw, before code page 850 and
  * the NT flags: the base and the extension with their trailing spaces cut,
@@ -468,7 +479,7 @@ static size_t short_bytes(const unsigned char raw[11],
 		;
 	/* Whole parts, fixed lengths: copies with no call. */
 	memcpy(out, raw, 8);
-	out[0] = fk_slot_name_first(raw);
+	out[0] = fk_short_first(raw);
 	*base_len = b;
 	if (!e)
 		return b;
@@ -656,7 +667,7 @@ enum fk_short_verdict fk_short_check(const unsigned char raw[11])
 
 	for (i = 0; i < 11; i++) {
 		/* A stand-in first byte is judged as the byte it means. */
-		unsigned b = short_class[i ? raw[i] : fk_slot_name_first(raw)];
+		unsigned b = short_class[i ? raw[i] : fk_short_first(raw)];
 
 		if (b != SHORT_SPACE && b > v)
 			v = b;
@@ -678,7 +689,7 @@ enum fk_label_verdict fk_label_check(const unsigned char raw[11],
 	*why = NULL;
 	for (i = 0; i < 11; i++) {
 		/* A stand-in first byte is judged as the byte it means. */
-		unsigned c = i ? raw[i] : fk_slot_name_first(raw);
+		unsigned c = i ? raw[i] : fk_short_first(raw);
 
 		is_blank &= c == ' ';
 		if (c < 0x20) {
@@ -776,7 +787,7 @@ int fk_short_fit(const char *name, unsigned char raw[11], uint8_t *nt)
 	}
 	if (raw[0] == ' ')
 		raw[0] = '_'; /* a name of dots and spaces only */
-	fk_slot_escape_name(raw);
+	fk_short_escape(raw);
 	bc = case_of(name, blen);
 	ec = dot ? case_of(dot + 1, elen) : 0;
 	if (is_lossy || bc == 3 || ec == 3 || blen > 8 || elen > 3 ||

@@ -121,6 +121,17 @@ enum fk_short_verdict {
 			       within the base or the extension */
 };
 
+/*
+ * The first byte of a deleted slot's name (DIR_Name[0]); a short name
+ * that starts with that byte is stored with a stand-in (0x05) there.
+ * fk_short_escape() puts a name's first byte in that form,
+ * fk_short_first() reads it back (the display form and the validators
+ * see the real byte).
+ */
+#define FK_SHORT_DELETED 0xe5
+void fk_short_escape(unsigned char raw[11]);
+unsigned char fk_short_first(const unsigned char raw[11]);
+
 /* The one validator of on-disk short names. */
 enum fk_short_verdict fk_short_check(const unsigned char raw[11]);
 

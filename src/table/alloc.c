@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fat/fsinfo.h"
 #include "io/device.h"
 #include "lib/bigmem.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "lib/testing.h"
 #include "lib/vec.h"
+#include "table/fsinfo.h"
 #include "volume/volume.h"
 
 #define WORD_BITS 64u

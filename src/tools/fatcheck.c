@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "engine/check.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "io/device.h"
 #include "lib/diag.h"
 #include "tools/cli.h"

@@ -11,9 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "lib/diag.h"
 #include "lib/vec.h"
+#include "mount/mount.h"
 #include "table/fat.h"
 #include "tools/cli.h"
 #include "tools/json.h"
@@ -47,6 +48,12 @@ struct ls {
 	int shown;	     /* a progress line is on the terminal */
 	int size_width;	     /* -l: columns of size and allocated */
 };
+
+/* Is @ent "." or ".." (only in a family that has them)? */
+static int is_dot(const struct ls *ls, const struct fk_dirent *ent)
+{
+	return ls->fam->is_dot && ls->fam->is_dot(ent);
+}
 
 /* The chain of one entry, as --chain, -l and --json need it. */
 struct chain {
@@ -386,8 +393,7 @@ static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 	clear_progress(ls);
 	count_entry(ls);
 	/* "." and ".." share their target's chain; do not walk them twice. */
-	if (need_chain && !fk_dirent_is_dot(ent) &&
-	    !(ent->attr & FK_ATTR_VOLUME) &&
+	if (need_chain && !is_dot(ls, ent) && !(ent->attr & FK_ATTR_VOLUME) &&
 	    (err = get_chain(ls, ent, path, &c))) {
 		free(c.runs);
 		return err;
@@ -396,7 +402,7 @@ static int print_entry(struct ls *ls, const struct fk_dirent *ent,
 		print_json_entry(ls, ent, path, &c);
 	else
 		print_text_entry(ls, ent, shown, &c);
-	if (ls->vol->present_len && !fk_dirent_is_dot(ent))
+	if (ls->vol->present_len && !is_dot(ls, ent))
 		warn_cut(ls, path, &c);
 	free(c.runs);
 	return 0;
@@ -408,7 +414,7 @@ static int is_shown(const struct ls *ls, const struct fk_dirent *ent)
 		return 1;
 	return !(ent->attr &
 		 (FK_ATTR_HIDDEN | FK_ATTR_SYSTEM | FK_ATTR_VOLUME)) &&
-	       !fk_dirent_is_dot(ent);
+	       !is_dot(ls, ent);
 }
 
 static char *join(const char *dir, const char *name)
@@ -500,7 +506,7 @@ static int list_dir(struct ls *ls, const struct fk_dirent *dent,
 
 		if (!is_shown(ls, &ent))
 			continue;
-		if (fk_slot_is_label(ent.attr)) {
+		if (fk_attr_is_label(ent.attr)) {
 			/* A label is 11 characters, not 8.3: no dot. */
 			fk_label_display(ent.raw, ent.name, sizeof(ent.name));
 			fk_label_display(ent.raw, ent.short_name,
@@ -515,7 +521,7 @@ static int list_dir(struct ls *ls, const struct fk_dirent *dent,
 		if (!print_entry(ls, &ent, full,
 				 ls->o.is_recursive ? full : ent.name) &&
 		    ls->o.is_recursive && (ent.attr & FK_ATTR_DIR) &&
-		    !fk_dirent_is_dot(&ent) && !(ent.attr & FK_ATTR_VOLUME))
+		    !is_dot(ls, &ent) && !(ent.attr & FK_ATTR_VOLUME))
 			list_dir(ls, &ent, full, depth + 1);
 		free(full);
 	}

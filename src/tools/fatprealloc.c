@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include "engine/prealloc.h"
-#include "fat/dir.h"
+#include "iface/dirent.h"
 #include "io/cache.h"
 #include "lib/diag.h"
+#include "mount/mount.h"
 #include "tools/cli.h"
 #include "tools/json.h"
 #include "volume/family.h"
@@ -622,8 +623,8 @@ static int run_main(int argc, char **argv)
 	 * links of 1024 clusters), more while a walk goes on, not 64 KiB
 	 * spans of FAT; the first three are read together, as far as they
 	 * reach (fk_cache_want_span()). */
-	vo.exfat_fat_read_len = 4096;
-	vo.is_exfat_main_only = 1; /* the backup boot region is not its */
+	vo.fat_read_len = 4096;
+	vo.is_main_boot_only = 1; /* the backup boot region is not its */
 	if ((err = parse_args(argc, argv, &o, &vo)))
 		return err > 0 ? FK_EXIT_OK : FK_EXIT_USAGE;
 	if (fk_cli_image(PROG, argv[optind], &vo.dev, &image))

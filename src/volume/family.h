@@ -1,19 +1,17 @@
 /*
- * family.h: what differs between the FAT family (FAT12/16/32, dir.c) and
- * the exFAT family (exfat-dir.c), chosen once when the volume is opened
- * (vol->fam): directory operations, --info, and what the programs show
- * and accept differently (short names, fine times, ValidDataLength, the
- * bitmap, boot-region warnings, options a family refuses).  dir.c's
- * public functions and the programs call through it.  The checker and
- * fk_prealloc() keep tables of their own (check-family.h,
- * prealloc-int.h), each naming the family it serves, and pick theirs by
- * vol->fam.  XXX: those tables are not yet members of this one: the
- * FAT family's would then name the engine file its checker still lives
- * in (check.c), and both preallocation tables call back into the run
- * (prealloc.c), closing circles of files; the split of src/ by family
- * ends that.  Shared code that still
- * tests the family (vol->exfat, FK_EXFAT) is listed in
- * tests/layers-known.txt where it crosses a layer.
+ * family.h: one table per format family (FAT12/16/32 in src/fat/, exFAT
+ * in src/exfat/), chosen once when the volume is opened (vol->fam) and
+ * holding everything that differs: how a boot sector is recognised and
+ * read, directory operations, the family's checker (check-family.h) and
+ * preallocation steps (prealloc-int.h), --info, and what the programs
+ * show and accept differently (short names, fine times, ValidDataLength,
+ * the bitmap, boot-region warnings, options a family refuses).  The
+ * families register in one list (mount/families.c), which only the
+ * opening (mount/mount.c) walks; each fills in its table in one file
+ * (fat/fat-family.c, exfat/exfat-family.c).  The engines, the programs
+ * and the shared directory calls (iface/dirent.h) call through it and
+ * never ask which family they hold: a capability is a field or an op
+ * here, not a test of the family.  tests/helpers/layers.py keeps it so.
  */
 #ifndef FATKIT_FAMILY_H
 #define FATKIT_FAMILY_H
@@ -21,11 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "table/fat.h"
-
+struct fk_chain_info;
+struct fk_check_family;
 struct fk_diag;
 struct fk_dirent;
+struct fk_prealloc_family;
+struct fk_run;
 struct fk_volume;
+struct fk_volume_opts;
 
 /* One field of `fatls --info`: a number, or a string when !is_num. */
 struct fk_info_item {
@@ -39,6 +40,37 @@ struct fk_info_item {
 
 struct fk_family {
 	const char *name; /* "FAT" or "exFAT" */
+
+	/* ---- opening: fk_volume_open() asks each registered family ---- */
+	/*
+	 * Does a volume of this family start with @bs (its first 512
+	 * bytes), @vol_len bytes long (UINT64_MAX: judge it as if whole)?
+	 * Pure; the window asks it of each place a volume may start.
+	 */
+	int (*probe)(const unsigned char *bs, uint64_t vol_len);
+	/*
+	 * Read and judge the boot region (@first: its first 512 bytes),
+	 * fill vol->g, vol->boot and the family's own facts; reads only.
+	 * Returns 0, or FK_ECORRUPT with one reason in @diag, or -errno.
+	 */
+	int (*read_boot)(struct fk_volume *vol, const unsigned char *first,
+			 const struct fk_volume_opts *opts,
+			 struct fk_diag *diag);
+	/* Once the FAT cache exists (may be NULL): load what the family
+	   keeps from the volume's own structures.  0 or -errno. */
+	int (*mount)(struct fk_volume *vol, struct fk_diag *diag);
+	/* Free what read_boot() and mount() kept, after either failed too
+	   (may be NULL). */
+	void (*unmount)(struct fk_volume *vol);
+	/* read_boot() can take the geometry from a backup boot region
+	   (fk_volume_opts.is_backup_boot). */
+	int can_open_backup;
+	/* The FAT is read and written little (exFAT: only fragmented files
+	   have a chain): its cache keeps ordinary pages, and a writer's
+	   fk_volume_opts.fat_read_len applies. */
+	int is_fat_rarely_written;
+
+	/* ---- directories ---- */
 	/*
 	 * Open the directory @dent describes for reading (its first cluster
 	 * and, on exFAT, its length and NoFatChain flag); *@impl is the
@@ -54,6 +86,9 @@ struct fk_family {
 	int (*walk)(struct fk_volume *vol, const struct fk_dirent *ent,
 		    int (*fn)(void *arg, const struct fk_run *run), void *arg,
 		    struct fk_chain_info *info);
+	/* Is @ent a directory's "." or ".." (may be NULL: the family's
+	   directories hold no such entries)? */
+	int (*is_dot)(const struct fk_dirent *ent);
 	/* Does lookup component @name name @ent (case-insensitively)? */
 	int (*match)(const struct fk_volume *vol, const char *name,
 		     const struct fk_dirent *ent);
@@ -71,7 +106,11 @@ struct fk_family {
 	 */
 	int (*boot_warning)(const struct fk_volume *vol, char *out, size_t len);
 
-	/* What the programs show and accept differently. */
+	/* ---- the engines: each family's own steps ---- */
+	const struct fk_check_family *check;	   /* fk_check_*() (check.c) */
+	const struct fk_prealloc_family *prealloc; /* fk_prealloc() */
+
+	/* ---- what the programs show and accept differently ---- */
 	int has_short_names;	 /* 8.3 names beside long ones (fatls -s) */
 	int has_fine_times;	 /* times in 10 ms units with a UTC offset */
 	int has_valid_len;	 /* files have ValidDataLength and NoFatChain */
@@ -81,8 +120,5 @@ struct fk_family {
 	const char *no_fat_copy; /* why fatcheck --fat-copy is refused;
 				    NULL: it works */
 };
-
-extern const struct fk_family fk_fat_family;
-extern const struct fk_family fk_exfat_family;
 
 #endif

@@ -15,9 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exfat/exfat.h"
 #include "io/cache.h"
-#include "io/window.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "volume/family.h"
@@ -363,102 +361,14 @@ int fk_volume_judge(const struct fk_geom *g, struct fk_diag *diag)
 	return 0;
 }
 
-static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
-		     struct fk_diag *diag)
-{
-	uint64_t vol_len = fk_device_len(vol->dev);
-	unsigned char first[512];
-	struct fk_geom g;
-	int err;
-
-	if (vol_len < 512)
-		return bad(diag,
-			   "image is truncated: %llu bytes, no boot "
-			   "sector",
-			   (unsigned long long)vol_len);
-	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
-		return err;
-	vol->is_cut_ok = opts->is_cut_ok;
-	/* The family is chosen here, once; nothing else asks again. */
-	if (fk_exfat_detect(first) || opts->is_exfat_backup) {
-		vol->fam = &fk_exfat_family;
-		return fk_exfat_read_boot(vol, first, opts->is_exfat_backup,
-					  opts->is_exfat_main_only, diag);
-	}
-	vol->fam = &fk_fat_family;
-	/* A truncated dump: judge the boot sector as if it were whole. */
-	if ((err = fk_volume_parse(first, sizeof(first),
-				   opts->is_cut_ok ? UINT64_MAX : vol_len, &g,
-				   diag)))
-		return err;
-	if (g.total_secs > vol_len / g.sec_len)
-		vol->present_len = vol_len;
-	if (!(vol->boot = malloc(g.sec_len)))
-		return -ENOMEM;
-	if ((err = fk_device_read(vol->dev, 0, vol->boot, g.sec_len)))
-		return err;
-	vol->g = g;
-	return 0;
-}
-
-int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
-		   struct fk_diag *diag)
-{
-	struct fk_volume *vol = calloc(1, sizeof(*vol));
-	struct fk_cache_layout lay;
-	int err;
-
-	if (!vol)
-		return -ENOMEM;
-	if ((err = fk_device_open(&opts->dev, &vol->dev, diag)))
-		goto out_free;
-	if ((err = fk_window_choose(vol->dev, &opts->dev, diag)) ||
-	    (err = read_boot(vol, opts, diag))) {
-		/* No volume to measure: a writer is told first about a
-		 * mounted loop device anywhere in the window (the kernel's
-		 * file system is likely what is there). */
-		if (fk_device_claim(vol->dev, 0, fk_device_len(vol->dev), diag))
-			err = -EBUSY;
-		goto out_close;
-	}
-	if ((err = fk_device_claim(vol->dev, 0,
-				   vol->g.total_secs * vol->g.sec_len, diag)))
-		goto out_close;
-	lay.sec_len = vol->g.sec_len;
-	lay.fat_off = vol->g.fat_off;
-	lay.fat_secs = vol->g.fat_secs;
-	lay.nfats = vol->g.nfats;
-	lay.read_fat = vol->g.active_fat;
-	lay.is_mirrored = vol->g.is_mirrored;
-	lay.is_rarely_written = vol->exfat != NULL;
-	lay.read_len = vol->exfat ? opts->exfat_fat_read_len : 0;
-	if ((err = fk_cache_new(vol->dev, &lay, opts->batch_len,
-				opts->is_sync ? FK_CACHE_SYNC_BUDGET
-					      : FK_CACHE_NOSYNC,
-				&vol->fat)))
-		goto out_close;
-	if (vol->exfat && (err = fk_exfat_mount(vol, diag)))
-		goto out_cache;
-	*out = vol;
-	return 0;
-out_cache:
-	fk_cache_free(vol->fat);
-out_close:
-	fk_device_close(vol->dev);
-out_free:
-	fk_exfat_unmount(vol);
-	free(vol->boot);
-	free(vol);
-	return err;
-}
-
 void fk_volume_close(struct fk_volume *vol)
 {
 	if (!vol)
 		return;
 	fk_cache_free(vol->fat);
 	fk_device_close(vol->dev);
-	fk_exfat_unmount(vol);
+	if (vol->fam->unmount)
+		vol->fam->unmount(vol);
 	free(vol->boot);
 	free(vol);
 }

@@ -1,10 +1,11 @@
 /*
- * volume.h: a FAT volume: the checked boot sector (BPB), the FAT type
- * chosen by cluster count as the Microsoft FAT specification does, the
- * derived geometry, and the device and FAT cache the other modules use.
- * An exFAT volume ("EXFAT   " in the boot sector) is the second family:
- * exfat.c fills the same geometry and vol->exfat, and vol->fam says which
- * family's directory code reads it.
+ * volume.h: an open volume: the device, the FAT cache, and the geometry
+ * every module relies on, which the family's read_boot op (family.h)
+ * fills when the volume is opened (mount/mount.h) and vol->fam names.
+ * For the FAT family also the BPB's own rules: the checked boot sector,
+ * the FAT type chosen by cluster count as the Microsoft FAT
+ * specification does, the dirty flag and the boot-sector repair.  exFAT
+ * keeps its own facts in vol->exfat (exfat.h).
  */
 #ifndef FATKIT_VOLUME_H
 #define FATKIT_VOLUME_H
@@ -65,25 +66,29 @@ struct fk_geom {
 
 struct fk_volume_opts {
 	struct fk_device_opts dev;
-	size_t batch_len;    /* dirty FAT bytes held before a flush */
-	int is_sync;	     /* fsync after every flush the budget forces */
-	int is_exfat_backup; /* exFAT: take the geometry from the backup boot
-				region, whatever the main one holds (for a
-				checker that restores the main region) */
-	/* exFAT: read the main boot region alone, not the backup with it,
-	 * for a writer: it changes only the main VolumeFlags and
-	 * PercentInUse, which the backup does not follow (spec 3.1.13), and
+	size_t batch_len; /* dirty FAT bytes held before a flush */
+	int is_sync;	  /* fsync after every flush the budget forces */
+	/* Take the geometry from the backup boot region, whatever the main
+	 * one holds (for a checker that restores the main region): the
+	 * first family that keeps one (fk_family.can_open_backup, exFAT). */
+	int is_backup_boot;
+	/* Read the main boot region alone, not the backup with it, for a
+	 * writer (exFAT: it changes only the main VolumeFlags and
+	 * PercentInUse, which the backup does not follow, spec 3.1.13, and
 	 * judges only the main checksum; a lister warns about a backup that
-	 * differs, a checker judges it. */
-	int is_exfat_main_only;
+	 * differs, a checker judges it).  A family without such a backup
+	 * reads its boot sector alike either way. */
+	int is_main_boot_only;
 	/* A reader that lists what a truncated image (shorter than its
 	 * volume) holds: open it, with vol->present_len set, instead of
 	 * refusing.  Writers never set it. */
 	int is_cut_ok;
-	/* exFAT: bytes a FAT read takes at most (fk_cache_layout.read_len;
-	 * 0: the reader's large spans), for a writer that walks a few short
-	 * chains on a card, where each byte read costs time. */
-	uint32_t exfat_fat_read_len;
+	/* Bytes a FAT read takes at most (fk_cache_layout.read_len; 0: the
+	 * reader's large spans), for a writer that walks a few short chains
+	 * on a card, where each byte read costs time.  Only a family whose
+	 * FAT is rarely written (fk_family.is_fat_rarely_written, exFAT)
+	 * takes it: a FAT volume's every file has a chain to read. */
+	uint32_t fat_read_len;
 };
 
 struct fk_volume {
@@ -100,15 +105,7 @@ struct fk_volume {
 	int is_cut_ok; /* opened with opts->is_cut_ok */
 };
 
-/*
- * Open the device, read and check the boot sector, set up the FAT cache
- * (on exFAT also: the boot region's checksum, and the backup unless
- * opts->is_exfat_main_only, judged into vol->exfat->boot, the root's special entries and up-case table loaded).
- * Every defect gets its own reason in @diag and FK_ECORRUPT.  *@out is the
- * caller's; fk_volume_close() frees it (without flushing).  Reads only.
- */
-int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
-		   struct fk_diag *diag);
+/* Undo fk_volume_open() (mount.h), without flushing; accepts NULL. */
 void fk_volume_close(struct fk_volume *vol);
 
 /*

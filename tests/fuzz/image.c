@@ -13,6 +13,7 @@
 
 #include "engine/check.h"
 #include "lib/diag.h"
+#include "mount/mount.h"
 #include "volume/volume.h"
 
 static int image_fd = -1;

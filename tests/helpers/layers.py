@@ -28,7 +28,10 @@ import sys
 
 # The rooms, lowest first; each is a folder of src/.  A room's files may
 # include its own room and those before it, except that "fat" and
-# "exfat" are one level: neither includes the other.
+# "exfat" are one level: neither includes the other.  "mount" holds the
+# one list that names every family (families.c) and the opening that
+# walks it, so it sits above both; the engines and programs above it
+# reach a family only through the table the opening chose.
 ROOMS = [
     ("lib", "error detail, growable arrays, large arrays, names, UTF-8"),
     ("io", "the device, the sector cache, where the volume lies"),
@@ -37,6 +40,7 @@ ROOMS = [
     ("iface", "the tables a family fills in for the engines"),
     ("fat", "the FAT family"),
     ("exfat", "the exFAT family"),
+    ("mount", "the list of families, opening a volume by asking each"),
     ("engine", "the generic check and preallocation engines"),
     ("tools", "the programs, option parsing, JSON"),
 ]

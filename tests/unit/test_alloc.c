@@ -21,6 +21,7 @@
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "lib/testing.h"
+#include "mount/mount.h"
 #include "table/alloc.h"
 #include "table/fat.h"
 #include "volume/volume.h"

@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fat/fsinfo.h"
 #include "lib/bigmem.h"
 #include "lib/diag.h"
 #include "lib/testing.h"
 #include "table/alloc.h"
+#include "table/fsinfo.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 #define MAX_CLUS 256

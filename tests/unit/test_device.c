@@ -23,6 +23,8 @@
 #include "io/device.h"
 #include "io/window.h"
 #include "lib/diag.h"
+#include "mount/families.h"
+#include "volume/family.h"
 
 #define KIB	 1024u
 #define IMG_LEN	 (2048u * KIB) /* data 0..8K, hole, data 1M..1M+8K, hole */
@@ -96,7 +98,18 @@ static int open_dev(const char *path, int is_writer, struct fk_device **out,
 	return fk_device_open(&o, out, diag);
 }
 
-/* Open @o->path and narrow it to the window @o asks for, as volume.c does. */
+/* Does a registered family's volume start with @bs?  As mount.c asks. */
+static int is_boot(const unsigned char *bs, uint64_t vol_len)
+{
+	size_t i;
+
+	for (i = 0; fk_families[i]; i++)
+		if (fk_families[i]->probe(bs, vol_len))
+			return 1;
+	return 0;
+}
+
+/* Open @o->path and narrow it to the window @o asks for, as mount.c does. */
 static int open_window(const struct fk_device_opts *o, struct fk_device **out,
 		       struct fk_diag *diag)
 {
@@ -105,7 +118,7 @@ static int open_window(const struct fk_device_opts *o, struct fk_device **out,
 
 	if ((err = fk_device_open(o, &dev, diag)))
 		return err;
-	if ((err = fk_window_choose(dev, o, diag))) {
+	if ((err = fk_window_choose(dev, o, is_boot, diag))) {
 		fk_device_close(dev);
 		return err;
 	}

@@ -19,6 +19,7 @@
 #include "exfat/exfat.h"
 #include "io/device.h"
 #include "lib/diag.h"
+#include "mount/mount.h"
 #include "volume/volume.h"
 
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))

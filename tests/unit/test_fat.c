@@ -25,6 +25,7 @@
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "lib/testing.h"
+#include "mount/mount.h"
 #include "table/fat.h"
 #include "volume/volume.h"
 

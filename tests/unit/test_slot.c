@@ -139,15 +139,15 @@ static void test_e5_names(void)
 	unsigned char raw[11];
 
 	memcpy(raw, "\xe5XYZ    TXT", 11);
-	fk_slot_escape_name(raw);
-	OK(raw[0] == 0x05 && raw[1] == 'X', "fk_slot_escape_name: 0xE5 is "
+	fk_short_escape(raw);
+	OK(raw[0] == 0x05 && raw[1] == 'X', "fk_short_escape: 0xE5 is "
 					    "stored as 0x05");
-	OK(fk_slot_name_first(raw) == 0xe5,
-	   "fk_slot_name_first: 0x05 reads back as 0xE5");
+	OK(fk_short_first(raw) == 0xe5,
+	   "fk_short_first: 0x05 reads back as 0xE5");
 	memcpy(raw, "AXYZ    TXT", 11);
-	fk_slot_escape_name(raw);
-	OK(raw[0] == 'A' && fk_slot_name_first(raw) == 'A',
-	   "fk_slot_escape_name: other first bytes stay");
+	fk_short_escape(raw);
+	OK(raw[0] == 'A' && fk_short_first(raw) == 'A',
+	   "fk_short_escape: other first bytes stay");
 }
 
 static const struct label_row {
@@ -168,9 +168,9 @@ static void test_is_label(void)
 	size_t i;
 
 	for (i = 0; i < NROWS(label_rows); i++)
-		OK(fk_slot_is_label((uint8_t)label_rows[i].attr) ==
+		OK(fk_attr_is_label((uint8_t)label_rows[i].attr) ==
 			   label_rows[i].is_label,
-		   "fk_slot_is_label: %s", label_rows[i].edge);
+		   "fk_attr_is_label: %s", label_rows[i].edge);
 }
 
 /* ---- long-name slots ---------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* fsinfo.c: reading, checking and rewriting the FAT32 FSInfo sector. */
-#include "fat/fsinfo.h"
+#include "table/fsinfo.h"
 
 #include <errno.h>
 #include <stdlib.h>
