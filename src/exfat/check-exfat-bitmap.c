@@ -118,7 +118,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 				      &c)) ||
 	    (err = exck_judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
 		return err;
-	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
+	if ((c.why != FK_CUT_NONE && c.why != FK_CUT_LONG) ||
 	    c.nclus < fk_exfat_clus_needed(g, x->bm_need_len)) {
 		/* XXX: rebuilding a bitmap elsewhere needs free clusters
 		 * found without one; refused for now. */
@@ -258,7 +258,8 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
 	    (err = exck_judge_claim(x, &c, NULL, "up-case table: ", &idx)))
 		return err;
-	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
+	if ((c.why != FK_CUT_NONE && c.why != FK_CUT_LONG) ||
+	    !x->is_upcase_loaded ||
 	    x->vol->exfat->upcase->first_clus != s->first_clus) {
 		ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
 			  "up-case table at cluster %u (%llu bytes) cannot be "

@@ -11,6 +11,7 @@
 
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
+#include "iface/claim.h"
 #include "lib/endian.h"
 #include "lib/vec.h"
 #include "table/fat.h"
@@ -125,27 +126,19 @@ struct late_tail {
 	size_t fix;    /* its struct set_fix */
 };
 
-/* Why a claim stopped short of the stream's whole length. */
-enum cut {
-	CUT_NONE,  /* claimed it all (or the chain ended: see nclus) */
-	CUT_START, /* FirstCluster out of range */
-	CUT_LINK,  /* a free, bad, reserved or out-of-range link */
-	CUT_LOOP,  /* the chain runs into itself */
-	CUT_CROSS, /* the chain runs into another stream's cluster */
-	CUT_LONG,  /* more clusters than DataLength needs */
-	CUT_HEAP,  /* a NoFatChain run past the heap */
-};
-
+/* A claim of a stream: where it got to and why (struct fk_claim, read
+ * as c->why, c->nclus...), and for what. */
 struct claim {
+	union {
+		struct fk_claim cl;
+		struct {
+			FK_CLAIM_FIELDS
+		};
+	};
 	struct fk_exfat_check *x;
 	const struct fk_exfat_stream *s;
-	uint64_t need;	/* clusters wanted; 0: up to the end of chain */
 	uint64_t limit; /* most clusters accepted without a length */
-	uint32_t nclus; /* claimed */
-	uint32_t last;	/* last cluster claimed; 0: none */
-	uint32_t at;	/* the cluster a loop or cross-link reached */
 	uint32_t rec;	/* its struct owner_rec; NO_REC: none */
-	enum cut why;
 	int is_special; /* the bitmap or up-case table: a broken chain is
 			   left as it is (ending it makes it no more usable,
 			   only shorter); one too long is ended */

@@ -506,7 +506,7 @@ struct file_check {
 	int is_dir;
 	const char *what;	   /* "directory: " or "" */
 	struct fk_exfat_stream st; /* the stream as the repair leaves it */
-	struct claim c;		   /* its claim: nclus 0 and CUT_NONE until
+	struct claim c;		   /* its claim: nclus 0 and FK_CUT_NONE until
 				      exck_claim() fills it */
 	uint64_t need;		   /* clusters its DataLength needs */
 	uint64_t new_len;	   /* its DataLength after the repair */
@@ -706,9 +706,9 @@ static int claim_stream(struct fk_exfat_check *x, struct file_check *f)
 	    (err = exck_judge_claim(x, c, exck_cur_path(x), f->what, &idx)))
 		return err;
 	f->st.data_len = s->data_len;
-	if (head < f->need && c->why == CUT_NONE && c->nclus == head) {
+	if (head < f->need && c->why == FK_CUT_NONE && c->nclus == head) {
 		f->is_tail = 1;
-	} else if (c->why != CUT_NONE || c->nclus < f->need ||
+	} else if (c->why != FK_CUT_NONE || c->nclus < f->need ||
 		   (f->is_dir && !f->need)) {
 		f->new_len = (uint64_t)c->nclus * g->clus_len;
 		if (f->new_len > s->data_len && f->need)
@@ -795,7 +795,7 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 	size_t idx;
 	int err;
 
-	if (f->big_len && c->why == CUT_NONE && c->nclus == f->need)
+	if (f->big_len && c->why == FK_CUT_NONE && c->nclus == f->need)
 		f->new_len = f->big_len;
 	if (f->is_changed || f->st.first_clus != s->first_clus ||
 	    f->new_len != s->data_len) {
@@ -830,8 +830,9 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 		f->is_changed = 1;
 	}
 	if (f->is_dir && f->st.first_clus &&
-	    (c->why == CUT_START || c->why == CUT_LINK || c->why == CUT_CROSS ||
-	     (c->why == CUT_NONE && c->nclus < f->need)) &&
+	    (c->why == FK_CUT_START || c->why == FK_CUT_VALUE ||
+	     c->why == FK_CUT_CROSS ||
+	     (c->why == FK_CUT_NONE && c->nclus < f->need)) &&
 	    (err = exck_keep_bits(x, "a directory cannot be read to its end")))
 		return err;
 	return exck_claim_secondaries(x, s, &f->is_changed);
@@ -944,7 +945,7 @@ int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
 	f.what = f.is_dir ? "directory: " : "";
 	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
-	f.c.why = CUT_NONE;
+	f.c.why = FK_CUT_NONE;
 	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;
 	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
