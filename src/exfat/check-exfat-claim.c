@@ -69,18 +69,16 @@ int exck_own_entry(struct fk_exfat_check *x, const char *name)
 
 static int is_owned(const struct fk_exfat_check *x, uint32_t clus)
 {
-	uint32_t i = clus - FK_FIRST_CLUS;
-
-	return x->own[i / 8] >> (i % 8) & 1;
+	return (x->own[fk_exfat_bit_byte(clus)] & fk_exfat_bit_mask(clus)) != 0;
 }
 
 static void set_owned(struct fk_exfat_check *x, uint32_t clus)
 {
-	uint32_t i = clus - FK_FIRST_CLUS;
+	uint32_t at = (uint32_t)fk_exfat_bit_byte(clus);
 
-	x->own[i / 8] |= (uint8_t)(1u << (i % 8));
-	if (i / 8 >= x->own_end)
-		x->own_end = i / 8 + 1;
+	x->own[at] |= fk_exfat_bit_mask(clus);
+	if (at >= x->own_end)
+		x->own_end = at + 1;
 	x->nowned++;
 }
 
@@ -224,7 +222,7 @@ static int note_cross(void *arg, uint32_t clus, size_t idx, const char *later,
 static int plan_end(void *arg, uint32_t last)
 {
 	struct fk_exfat_check *x = arg;
-	struct fat_fix f = {last, FK_EXFAT_EOC};
+	struct fat_fix f = {last, fk_fat_eoc(x->g)};
 
 	return PUSH(x->fat_fixes, f);
 }
@@ -386,8 +384,9 @@ static int bm_find_run(void *arg, const struct fk_run *run)
 static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 		  uint64_t *sec_at, int *bit)
 {
-	uint32_t i = clus - FK_FIRST_CLUS, sec_len = x->g->sec_len;
-	struct bm_find f = {x->g, (uint64_t)i / 8 / sec_len * sec_len, 0, 0};
+	uint64_t at = fk_exfat_bit_byte(clus);
+	uint32_t sec_len = x->g->sec_len;
+	struct bm_find f = {x->g, at / sec_len * sec_len, 0, 0};
 	struct fk_chain_info info;
 	int err;
 
@@ -403,7 +402,7 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 			return err;
 		*sec_at = f.at;
 	}
-	*bit = sec[i / 8 - *sec_at] >> (i % 8) & 1;
+	*bit = (sec[at - *sec_at] & fk_exfat_bit_mask(clus)) != 0;
 	return 0;
 }
 

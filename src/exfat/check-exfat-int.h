@@ -25,10 +25,6 @@ struct fk_diag;
 #define OWNERS_LISTED 3		 /* owners a bitmap finding names */
 #define MISS_RUNS_MAX (1u << 16) /* runs of clusters marked free kept */
 
-/* Boot sector fields the repairs write (spec 3.1). */
-#define BS_VOL_FLAGS 106
-#define BS_PERCENT   112
-
 #define LIST(type, name)                                                       \
 	struct {                                                               \
 		type *v;                                                       \

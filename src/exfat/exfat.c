@@ -24,8 +24,6 @@
 #include "lib/endian.h"
 #include "volume/volume.h"
 
-#define UPCASE_MAX_LEN (65536u * 2)
-
 void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g)
 {
 	memset(g, 0, sizeof(*g));
@@ -552,7 +550,7 @@ static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
 	up->csum_stored = set->upcase_csum;
 	up->first_clus = set->first_clus;
 	up->raw_len = set->data_len;
-	if (!set->data_len || set->data_len > UPCASE_MAX_LEN ||
+	if (!set->data_len || set->data_len > FK_EXFAT_UPCASE_MAX_LEN ||
 	    set->data_len % 2 || !fk_clus_valid(&vol->g, set->first_clus)) {
 		up->defects |= FK_EXU_RANGE;
 		fk_exfat_upcase_fallback(up);
