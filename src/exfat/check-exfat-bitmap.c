@@ -38,7 +38,7 @@ static int judge_run_chain(struct fk_exfat_check *x, const struct claim *c,
 			   const char *code, const char *what, int is_sound)
 {
 	uint32_t i, val, want, bad = 0, bad_val = 0, nbad = 0;
-	struct fat_fix f;
+	struct fk_fat_fix f;
 	size_t idx;
 	int err;
 

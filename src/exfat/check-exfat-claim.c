@@ -222,7 +222,7 @@ static int note_cross(void *arg, uint32_t clus, size_t idx, const char *later,
 static int plan_end(void *arg, uint32_t last)
 {
 	struct fk_exfat_check *x = arg;
-	struct fat_fix f = {last, fk_fat_eoc(x->g)};
+	struct fk_fat_fix f = {last, fk_fat_eoc(x->g)};
 
 	return PUSH(x->fat_fixes, f);
 }

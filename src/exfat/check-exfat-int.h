@@ -36,10 +36,6 @@ struct fk_diag;
 		 ? -ENOMEM                                                     \
 		 : ((list).v[(list).n++] = (item), 0))
 
-struct fat_fix {
-	uint32_t clus, val;
-};
-
 /* Who a claim was made for (struct owner_rec). */
 enum own_kind {
 	OWN_ENTRY,  /* a file or directory: its name, in its directory */
@@ -170,7 +166,7 @@ struct fk_exfat_check {
 	struct fk_check_opts o;
 	struct fk_check *ck;	   /* where findings are recorded */
 	struct fk_check_stats *st; /* ck's counts */
-	LIST(struct fat_fix, fat_fixes);
+	LIST(struct fk_fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
 	LIST(struct late_tail, nfc_tails);

@@ -145,7 +145,7 @@ static int check_fat_reserved(struct fk_exfat_check *x)
 {
 	const unsigned char *sec0;
 	struct fk_fat_reserved r;
-	struct fat_fix f;
+	struct fk_fat_fix f;
 	uint32_t v0, v1, first, nsecs;
 	size_t idx;
 	int err;

@@ -53,12 +53,6 @@ struct fk_geom;
  */
 enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
 
-/* A FAT entry to rewrite (ending a chain). */
-struct fat_fix {
-	uint32_t clus;
-	uint32_t val;
-};
-
 enum ent_op {
 	EF_SET,	    /* new first cluster, size and/or attribute byte */
 	EF_DELETE,  /* mark slots [slot, slot + nslots) deleted */
@@ -218,7 +212,7 @@ struct fk_check {
 	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
-	LIST(struct fat_fix, fat_fixes);
+	LIST(struct fk_fat_fix, fat_fixes);
 	LIST(struct ent_fix, ent_fixes);
 	LIST(struct tail, tails);
 	LIST(struct shared, shared);
@@ -320,7 +314,7 @@ static inline const char *ck_path(const struct fk_check *ck)
 /* Plan FAT[@clus] = @val, written before any entry.  0 or -ENOMEM. */
 static inline int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
 {
-	struct fat_fix f = {clus, val};
+	struct fk_fat_fix f = {clus, val};
 
 	return PUSH(ck->fat_fixes, f);
 }

@@ -53,6 +53,11 @@ struct fk_claim {
 	enum fk_ent_class cls;                                                 \
 	uint64_t need;
 
+/* A FAT entry a repair rewrites: FAT[@clus] = @val (ending a chain). */
+struct fk_fat_fix {
+	uint32_t clus, val;
+};
+
 /* How a family words and plans what claim.c reports. */
 struct fk_claim_ops {
 	/* A claim takes every cluster its chain lists and judges the value
