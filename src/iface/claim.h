@@ -31,27 +31,24 @@ enum fk_cut {
 	FK_CUT_HEAP,  /* exFAT: a contiguous run from @at past the heap */
 };
 
-/* Where one claim got to, and why it stopped there. */
-struct fk_claim {
-	enum fk_cut why;
-	uint32_t nclus;	       /* clusters claimed */
-	uint32_t last;	       /* last cluster claimed; 0: none */
-	uint32_t at;	       /* the cluster it stopped at (see why) */
-	uint32_t val;	       /* FK_CUT_VALUE: what @at holds */
-	enum fk_ent_class cls; /* FK_CUT_VALUE: @val's class */
-	uint64_t need;	       /* clusters the length needs; 0: no length */
-};
-
-/* The fields of struct fk_claim, for a family's claim record that begins
- * with a union of struct fk_claim and them (as struct ck_record). */
+/*
+ * Where one claim got to, and why it stopped there.  The fields are
+ * spelt once, here, for struct fk_claim and for a family's claim record
+ * that begins with a union of the two (as struct ck_record does), so
+ * that its code reads c->why while claim.c takes &c->cl.
+ */
 #define FK_CLAIM_FIELDS                                                        \
 	enum fk_cut why;                                                       \
-	uint32_t nclus;                                                        \
-	uint32_t last;                                                         \
-	uint32_t at;                                                           \
-	uint32_t val;                                                          \
-	enum fk_ent_class cls;                                                 \
-	uint64_t need;
+	uint32_t nclus;	       /* clusters claimed */                          \
+	uint32_t last;	       /* last cluster claimed; 0: none */             \
+	uint32_t at;	       /* the cluster it stopped at (see why) */       \
+	uint32_t val;	       /* FK_CUT_VALUE: what @at holds */              \
+	enum fk_ent_class cls; /* FK_CUT_VALUE: @val's class */                \
+	uint64_t need;	       /* clusters the length needs; 0: no length */
+
+struct fk_claim {
+	FK_CLAIM_FIELDS
+};
 
 /* A FAT entry a repair rewrites: FAT[@clus] = @val (ending a chain). */
 struct fk_fat_fix {
