@@ -269,13 +269,25 @@ int exck_late_claims(struct fk_exfat_check *x);
 char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r, int *is_path);
 int exck_name_owners(struct fk_exfat_check *x);
 
+/* check-exfat-names.c: the names of the directory walked */
+/* A 64-bit hash of the @n units @u, up-cased, for the two below. */
+uint64_t exck_name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
+		       uint32_t n);
+/* Does @ns hold a name equal to the @n units @u (hashed to @key)? */
+int exck_has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
+		  uint64_t key, const uint16_t *u, uint32_t n);
+/* Add the name @u of @n units, unless an equal one is there already.  0 or
+ * -ENOMEM. */
+int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
+		  uint64_t key, const uint16_t *u, uint32_t n);
+void exck_free_names(struct name_set *ns);
+void exck_clear_names(struct name_set *ns);
+
 /* check-exfat-sets.c: entry sets */
 int exck_check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from);
 void exck_delete_set(struct fk_exfat_set *s);
 int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
-void exck_free_names(struct name_set *ns);
-void exck_clear_names(struct name_set *ns);
 int exck_hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s);
 void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
