@@ -18,8 +18,6 @@
 #include "table/fat.h"
 #include "volume/volume.h"
 
-#define UPCASE_MAX_LEN (128u << 10) /* 65536 units, uncompressed */
-
 /* Is the contiguous run of the clusters @len needs from @first in the heap? */
 static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
 {
@@ -40,13 +38,13 @@ static int judge_run_chain(struct fk_exfat_check *x, const struct claim *c,
 			   const char *code, const char *what, int is_sound)
 {
 	uint32_t i, val, want, bad = 0, bad_val = 0, nbad = 0;
-	struct fat_fix f;
+	struct fk_fat_fix f;
 	size_t idx;
 	int err;
 
 	for (i = 0; i < c->nclus; i++) {
 		f.clus = c->s->first_clus + i;
-		want = i + 1 < c->nclus ? f.clus + 1 : FK_EXFAT_EOC;
+		want = i + 1 < c->nclus ? f.clus + 1 : fk_fat_eoc(x->g);
 		if ((err = fk_fat_get(x->vol, f.clus, &val)))
 			return err;
 		if (val == want)
@@ -118,7 +116,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 				      &c)) ||
 	    (err = exck_judge_claim(x, &c, NULL, "allocation bitmap: ", &idx)))
 		return err;
-	if ((c.why != CUT_NONE && c.why != CUT_LONG) ||
+	if ((c.why != FK_CUT_NONE && c.why != FK_CUT_LONG) ||
 	    c.nclus < fk_exfat_clus_needed(g, x->bm_need_len)) {
 		/* XXX: rebuilding a bitmap elsewhere needs free clusters
 		 * found without one; refused for now. */
@@ -169,7 +167,7 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 	/* Read as Linux and fsck.exfat read it: the contiguous run from
 	 * FirstCluster, whatever the FAT says (check_upcase_entry() judges
 	 * the chain). */
-	if (!len || len > UPCASE_MAX_LEN || len % 2 ||
+	if (!len || len > FK_EXFAT_UPCASE_MAX_LEN || len % 2 ||
 	    !is_run_in_heap(x->g, first_clus, len))
 		return FK_ECORRUPT;
 	if (!(raw = malloc((size_t)len)))
@@ -258,7 +256,8 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		     x, &st, fk_exfat_clus_needed(x->g, s->data_len), &c)) ||
 	    (err = exck_judge_claim(x, &c, NULL, "up-case table: ", &idx)))
 		return err;
-	if ((c.why != CUT_NONE && c.why != CUT_LONG) || !x->is_upcase_loaded ||
+	if ((c.why != FK_CUT_NONE && c.why != FK_CUT_LONG) ||
+	    !x->is_upcase_loaded ||
 	    x->vol->exfat->upcase->first_clus != s->first_clus) {
 		ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
 			  "up-case table at cluster %u (%llu bytes) cannot be "
@@ -350,9 +349,9 @@ static int find_deleted(struct fk_exfat_check *x, uint8_t type,
 		      (uint64_t)get_le32(e + GEN_LEN + 4) << 32;
 		if (!fk_clus_valid(g, first) ||
 		    (type == FK_EXFAT_T_BITMAP &&
-		     len != ((uint64_t)g->nclus + 7) / 8) ||
+		     len != fk_exfat_bitmap_len(g->nclus)) ||
 		    (type == FK_EXFAT_T_UPCASE &&
-		     (!len || len > UPCASE_MAX_LEN)))
+		     (!len || len > FK_EXFAT_UPCASE_MAX_LEN)))
 			continue;
 		memset(s, 0, sizeof(*s));
 		s->kind = type == FK_EXFAT_T_BITMAP ? FK_EXK_BITMAP
@@ -804,7 +803,7 @@ int exck_check_bitmap(struct fk_exfat_check *x)
 		x->fix_percent = 1; /* keep the hint true after a repair */
 	}
 	/* A main region restored from the backup gets the backup's hint. */
-	if (x->restore_main && x->backup[BS_PERCENT] != want)
+	if (x->restore_main && x->backup[EB_PERCENT] != want)
 		x->fix_percent = 1;
 	x->percent_want = (uint8_t)want;
 	return 0;

@@ -2,7 +2,8 @@
  * check-exfat-claim.c: the exFAT checker's ownership map (one bit per
  * cluster) and its claims: a stream claimed cluster by cluster, a loop or
  * a second owner stopping it at the first shared cluster, the cut
- * reported and the FAT chain's end planned where it is cut; the paths
+ * reported and the FAT chain's end planned where it is cut (the words
+ * and the plan's fix are iface/claim.c's, shared with FAT); the paths
  * and owner records the claims are kept under; and the late claims of
  * NoFatChain runs whose length is in doubt, once every sound stream is
  * claimed.
@@ -68,18 +69,16 @@ int exck_own_entry(struct fk_exfat_check *x, const char *name)
 
 static int is_owned(const struct fk_exfat_check *x, uint32_t clus)
 {
-	uint32_t i = clus - FK_FIRST_CLUS;
-
-	return x->own[i / 8] >> (i % 8) & 1;
+	return (x->own[fk_exfat_bit_byte(clus)] & fk_exfat_bit_mask(clus)) != 0;
 }
 
 static void set_owned(struct fk_exfat_check *x, uint32_t clus)
 {
-	uint32_t i = clus - FK_FIRST_CLUS;
+	uint32_t at = (uint32_t)fk_exfat_bit_byte(clus);
 
-	x->own[i / 8] |= (uint8_t)(1u << (i % 8));
-	if (i / 8 >= x->own_end)
-		x->own_end = i / 8 + 1;
+	x->own[at] |= fk_exfat_bit_mask(clus);
+	if (at >= x->own_end)
+		x->own_end = at + 1;
 	x->nowned++;
 }
 
@@ -90,19 +89,13 @@ static void set_owned(struct fk_exfat_check *x, uint32_t clus)
 static int in_stream(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		     uint32_t n, uint32_t clus, int *err)
 {
-	uint32_t c = s->first_clus, i, val;
+	int yes;
 
 	*err = 0;
 	if (s->is_no_fat_chain)
-		return clus >= c && clus - c < n;
-	for (i = 0; i < n && fk_clus_valid(x->g, c); i++) {
-		if (c == clus)
-			return 1;
-		if ((*err = fk_fat_get(x->vol, c, &val)))
-			return 0;
-		c = val;
-	}
-	return 0;
+		return clus >= s->first_clus && clus - s->first_clus < n;
+	*err = fk_chain_holds(x->vol, s->first_clus, n, clus, &yes);
+	return !*err && yes;
 }
 
 static int claim_run(void *arg, const struct fk_run *run)
@@ -116,7 +109,7 @@ static int claim_run(void *arg, const struct fk_run *run)
 		clus = run->first + i;
 		if ((c->need && c->nclus >= c->need) ||
 		    (!c->need && c->nclus >= c->limit)) {
-			c->why = CUT_LONG;
+			c->why = FK_CUT_LONG;
 			return STOPPED;
 		}
 		if (is_owned(x, clus)) {
@@ -124,7 +117,7 @@ static int claim_run(void *arg, const struct fk_run *run)
 			if (err)
 				return err;
 			c->at = clus;
-			c->why = is_in ? CUT_LOOP : CUT_CROSS;
+			c->why = is_in ? FK_CUT_LOOP : FK_CUT_CROSS;
 			return STOPPED;
 		}
 		set_owned(x, clus);
@@ -165,7 +158,8 @@ int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	c->limit = limit;
 	c->rec = NO_REC;
 	if (!fk_clus_valid(x->g, s->first_clus)) {
-		c->why = CUT_START;
+		c->why = FK_CUT_START;
+		c->at = s->first_clus;
 		return 0;
 	}
 	err = fk_exfat_stream_walk(x->vol, s, claim_run, c, &c->info);
@@ -173,11 +167,19 @@ int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		return err;
 	if (c->nclus && log_owner(x, c))
 		return -ENOMEM;
-	if (err == STOPPED || c->why != CUT_NONE)
+	if (err == STOPPED || c->why != FK_CUT_NONE)
 		return 0;
 	if (c->info.end == FK_ENT_EOC)
 		return 0;
-	c->why = s->is_no_fat_chain ? CUT_HEAP : CUT_LINK;
+	if (s->is_no_fat_chain) {
+		c->why = FK_CUT_HEAP;
+		c->at = s->first_clus;
+		return 0;
+	}
+	c->why = FK_CUT_VALUE;
+	c->at = c->info.last;
+	c->val = c->info.end_val;
+	c->cls = c->info.end;
 	return 0;
 }
 
@@ -195,18 +197,18 @@ int exck_claim_special(struct fk_exfat_check *x,
 /* Does the repair end @c's FAT chain at its last claimed cluster? */
 int exck_is_fat_cut(const struct claim *c)
 {
-	return !c->s->is_no_fat_chain && c->nclus &&
-	       (c->why == CUT_LINK || c->why == CUT_LOOP ||
-		c->why == CUT_CROSS || c->why == CUT_LONG);
+	return !c->s->is_no_fat_chain && fk_claim_is_cut(&c->cl);
 }
 
 /* Remember cross-link finding @idx, so exck_name_owners() can name the first
  * owner of @clus.  0 or -ENOMEM. */
-static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
-		      const char *later)
+static int note_cross(void *arg, uint32_t clus, size_t idx, const char *later,
+		      const char *what)
 {
+	struct fk_exfat_check *x = arg;
 	struct cross cr = {clus, idx, NULL, NO_REC};
 
+	(void)what;
 	if (idx == NONE)
 		return 0;
 	if ((later && !(cr.later = strdup(later))) || PUSH(x->crosses, cr)) {
@@ -216,6 +218,24 @@ static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
 	return 0;
 }
 
+/* The FAT entry of @last becomes the end of chain. */
+static int plan_end(void *arg, uint32_t last)
+{
+	struct fk_exfat_check *x = arg;
+	struct fk_fat_fix f = {last, fk_fat_eoc(x->g)};
+
+	return PUSH(x->fat_fixes, f);
+}
+
+static const struct fk_claim_ops claim_ops = {
+	.is_value_judged = 1,
+	.cross_with = "another file or directory",
+	.long_why = " (exFAT cannot reserve space past it)",
+	.dir_max_len = FK_EXFAT_DIR_MAX_LEN,
+	.plan_end = plan_end,
+	.note_cross = note_cross,
+};
+
 /*
  * Report how @c fell short of @what (a stream of @path) and plan the FAT
  * end of chain where it is cut.  Returns the finding or NONE (nothing
@@ -224,76 +244,13 @@ static int note_cross(struct fk_exfat_check *x, uint32_t clus, size_t idx,
 int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
 		     const char *path, const char *what, size_t *idx)
 {
-	const struct fk_exfat_stream *s = c->s;
-	uint32_t max = fk_clus_max(x->g);
-	struct fat_fix f;
+	int err =
+		fk_claim_report(x->ck, &claim_ops, x, &c->cl, path, what, idx);
 
-	*idx = NONE;
-	switch (c->why) {
-	case CUT_NONE:
-		if (!c->need || c->nclus >= c->need)
-			return 0;
-		*idx = ck_report(x->ck, FK_SEV_ERROR, "short-chain", path,
-				 "%scluster chain of %u cluster%s is shorter "
-				 "than the %llu its length needs",
-				 what, c->nclus, ck_plural(c->nclus),
-				 (unsigned long long)c->need);
-		return 0;
-	case CUT_START:
-		*idx = ck_report(x->ck, FK_SEV_ERROR, "bad-start", path,
-				 "%sfirst cluster %u is out of range (2 to %u)",
-				 what, s->first_clus, max);
-		return 0;
-	case CUT_LINK:
-		*idx = ck_report(
-			x->ck, FK_SEV_ERROR, "bad-link", path,
-			"%scluster %u links to %s 0x%X", what, c->info.last,
-			c->info.end == FK_ENT_FREE  ? "a free entry"
-			: c->info.end == FK_ENT_BAD ? "a bad cluster"
-						    : "the invalid value",
-			c->info.end_val);
-		break;
-	case CUT_LOOP:
-		*idx = ck_report(x->ck, FK_SEV_ERROR, "loop", path,
-				 "%scluster chain loops: cluster %u links back "
-				 "to %u",
-				 what, c->last, c->at);
-		break;
-	case CUT_CROSS:
-		*idx = ck_report(x->ck, FK_SEV_ERROR, "cross-link", path,
-				 "%sshares cluster %u with another file or "
-				 "directory",
-				 what, c->at);
-		if (note_cross(x, c->at, *idx, path))
-			return -ENOMEM;
-		break;
-	case CUT_LONG:
-		if (c->need)
-			*idx = ck_report(
-				x->ck, FK_SEV_ERROR, "long-chain", path,
-				"%scluster chain is longer than the %llu "
-				"cluster%s its length needs (exFAT "
-				"cannot reserve space past it)",
-				what, (unsigned long long)c->need,
-				ck_plural(c->need));
-		else
-			*idx = ck_report(x->ck, FK_SEV_ERROR, "dir-size", path,
-					 "%sdirectory is over %u MiB", what,
-					 FK_EXFAT_DIR_MAX_LEN >> 20);
-		break;
-	case CUT_HEAP:
-		*idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap", path,
-				 "%scontiguous run from cluster %u runs past "
-				 "the last cluster %u",
-				 what, s->first_clus, max);
-		return 0;
-	}
-	if (!exck_is_fat_cut(c) || (c->is_special && c->why != CUT_LONG))
-		return 0;
-	ck_set_fix(x->ck, *idx, "chain ended at cluster %u", c->last);
-	f.clus = c->last;
-	f.val = FK_EXFAT_EOC;
-	return PUSH(x->fat_fixes, f);
+	if (err || !exck_is_fat_cut(c) ||
+	    (c->is_special && c->why != FK_CUT_LONG))
+		return err;
+	return fk_claim_end(x->ck, &claim_ops, x, *idx, c->last);
 }
 
 /* ---- allocations of the generic templates -------------------------------- */
@@ -357,7 +314,7 @@ int exck_claim_generic(struct fk_exfat_check *x, unsigned char *e,
 	if ((err = exck_claim(x, &st, need, 0, &c)) ||
 	    (err = exck_judge_claim(x, &c, exck_cur_path(x), what, &idx)))
 		return err;
-	if (c.why == CUT_NONE && c.nclus >= need)
+	if (c.why == FK_CUT_NONE && c.nclus >= need)
 		return 0;
 	new_len = (uint64_t)c.nclus * g->clus_len;
 	if (new_len > st.data_len)
@@ -427,8 +384,9 @@ static int bm_find_run(void *arg, const struct fk_run *run)
 static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 		  uint64_t *sec_at, int *bit)
 {
-	uint32_t i = clus - FK_FIRST_CLUS, sec_len = x->g->sec_len;
-	struct bm_find f = {x->g, (uint64_t)i / 8 / sec_len * sec_len, 0, 0};
+	uint64_t at = fk_exfat_bit_byte(clus);
+	uint32_t sec_len = x->g->sec_len;
+	struct bm_find f = {x->g, at / sec_len * sec_len, 0, 0};
 	struct fk_chain_info info;
 	int err;
 
@@ -444,7 +402,7 @@ static int bm_bit(struct fk_exfat_check *x, uint32_t clus, unsigned char *sec,
 			return err;
 		*sec_at = f.at;
 	}
-	*bit = sec[i / 8 - *sec_at] >> (i % 8) & 1;
+	*bit = (sec[at - *sec_at] & fk_exfat_bit_mask(clus)) != 0;
 	return 0;
 }
 
@@ -538,6 +496,7 @@ int exck_late_claims(struct fk_exfat_check *x)
 	uint32_t max = fk_clus_max(g), clus, n;
 	uint64_t sec_at = UINT64_MAX, new_len, vdl;
 	unsigned char *sec = NULL;
+	struct fk_claim heap = {.why = FK_CUT_HEAP};
 	struct fk_exfat_stream st;
 	struct claim c;
 	size_t i, idx;
@@ -568,11 +527,10 @@ int exck_late_claims(struct fk_exfat_check *x)
 		x->own_name = x->late.v[i].own_name;
 		if (n && (err = exck_claim(x, &st, n, 0, &c)))
 			goto out;
-		idx = ck_report(x->ck, FK_SEV_ERROR, "past-heap",
-				x->late.v[i].path,
-				"contiguous run from cluster %u runs past the "
-				"last cluster %u",
-				s->first_clus, max);
+		heap.at = s->first_clus;
+		if ((err = fk_claim_report(x->ck, &claim_ops, x, &heap,
+					   x->late.v[i].path, "", &idx)))
+			goto out;
 		if (n) {
 			ck_set_fix(x->ck, idx, "DataLength set to %llu",
 				   (unsigned long long)new_len);

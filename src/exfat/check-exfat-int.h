@@ -11,6 +11,7 @@
 
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
+#include "iface/claim.h"
 #include "lib/endian.h"
 #include "lib/vec.h"
 #include "table/fat.h"
@@ -24,10 +25,6 @@ struct fk_diag;
 #define OWNERS_LISTED 3		 /* owners a bitmap finding names */
 #define MISS_RUNS_MAX (1u << 16) /* runs of clusters marked free kept */
 
-/* Boot sector fields the repairs write (spec 3.1). */
-#define BS_VOL_FLAGS 106
-#define BS_PERCENT   112
-
 #define LIST(type, name)                                                       \
 	struct {                                                               \
 		type *v;                                                       \
@@ -38,10 +35,6 @@ struct fk_diag;
 	(FK_VEC_RESERVE((list).v, (list).cap, (list).n + 1)                    \
 		 ? -ENOMEM                                                     \
 		 : ((list).v[(list).n++] = (item), 0))
-
-struct fat_fix {
-	uint32_t clus, val;
-};
 
 /* Who a claim was made for (struct owner_rec). */
 enum own_kind {
@@ -125,27 +118,19 @@ struct late_tail {
 	size_t fix;    /* its struct set_fix */
 };
 
-/* Why a claim stopped short of the stream's whole length. */
-enum cut {
-	CUT_NONE,  /* claimed it all (or the chain ended: see nclus) */
-	CUT_START, /* FirstCluster out of range */
-	CUT_LINK,  /* a free, bad, reserved or out-of-range link */
-	CUT_LOOP,  /* the chain runs into itself */
-	CUT_CROSS, /* the chain runs into another stream's cluster */
-	CUT_LONG,  /* more clusters than DataLength needs */
-	CUT_HEAP,  /* a NoFatChain run past the heap */
-};
-
+/* A claim of a stream: where it got to and why (struct fk_claim, read
+ * as c->why, c->nclus...), and for what. */
 struct claim {
+	union {
+		struct fk_claim cl;
+		struct {
+			FK_CLAIM_FIELDS
+		};
+	};
 	struct fk_exfat_check *x;
 	const struct fk_exfat_stream *s;
-	uint64_t need;	/* clusters wanted; 0: up to the end of chain */
 	uint64_t limit; /* most clusters accepted without a length */
-	uint32_t nclus; /* claimed */
-	uint32_t last;	/* last cluster claimed; 0: none */
-	uint32_t at;	/* the cluster a loop or cross-link reached */
 	uint32_t rec;	/* its struct owner_rec; NO_REC: none */
-	enum cut why;
 	int is_special; /* the bitmap or up-case table: a broken chain is
 			   left as it is (ending it makes it no more usable,
 			   only shorter); one too long is ended */
@@ -181,7 +166,7 @@ struct fk_exfat_check {
 	struct fk_check_opts o;
 	struct fk_check *ck;	   /* where findings are recorded */
 	struct fk_check_stats *st; /* ck's counts */
-	LIST(struct fat_fix, fat_fixes);
+	LIST(struct fk_fat_fix, fat_fixes);
 	LIST(struct set_fix, set_fixes);
 	LIST(struct late_set, late);
 	LIST(struct late_tail, nfc_tails);
@@ -284,13 +269,25 @@ int exck_late_claims(struct fk_exfat_check *x);
 char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r, int *is_path);
 int exck_name_owners(struct fk_exfat_check *x);
 
+/* check-exfat-names.c: the names of the directory walked */
+/* A 64-bit hash of the @n units @u, up-cased, for the two below. */
+uint64_t exck_name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
+		       uint32_t n);
+/* Does @ns hold a name equal to the @n units @u (hashed to @key)? */
+int exck_has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
+		  uint64_t key, const uint16_t *u, uint32_t n);
+/* Add the name @u of @n units, unless an equal one is there already.  0 or
+ * -ENOMEM. */
+int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
+		  uint64_t key, const uint16_t *u, uint32_t n);
+void exck_free_names(struct name_set *ns);
+void exck_clear_names(struct name_set *ns);
+
 /* check-exfat-sets.c: entry sets */
 int exck_check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from);
 void exck_delete_set(struct fk_exfat_set *s);
 int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
-void exck_free_names(struct name_set *ns);
-void exck_clear_names(struct name_set *ns);
 int exck_hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s);
 void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,

@@ -1,7 +1,7 @@
 /*
  * check-exfat-sets.c: the exFAT checker's judgement of entry sets: a
  * file or directory set field by field, its stream claimed, its name
- * against the others of its directory; benign sets and the allocations
+ * against the others of its directory (check-exfat-names.c keeps them); benign sets and the allocations
  * of the generic templates; the rewrites planned as whole sets.
  */
 #include "exfat/check-exfat-int.h"
@@ -159,144 +159,6 @@ static uint16_t *name_units(struct fk_exfat_set *s, uint32_t n, int is_raw,
 	return out;
 }
 
-/* A 64-bit hash of the @n units @u, up-cased. */
-static uint64_t name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
-			 uint32_t n)
-{
-	uint64_t h = 14695981039346656037ull ^ n, w = 0;
-	uint32_t i;
-
-	/* Four units to a multiply: names are hashed once per entry. */
-	for (i = 0; i < n; i++) {
-		w = w << 16 | fk_exfat_upcase(up, u[i]);
-		if (i % 4 == 3) {
-			h = (h ^ w) * 0x100000001B3ull;
-			h ^= h >> 29;
-			w = 0;
-		}
-	}
-	h = (h ^ w) * 0x100000001B3ull;
-	return h ^ h >> 32;
-}
-
-static int has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
-		    uint64_t key, const uint16_t *u, uint32_t n)
-{
-	size_t i;
-
-	if (!ns->cap)
-		return 0;
-	key = key ? key : 1;
-	for (i = (size_t)key & (ns->cap - 1); ns->v[i];
-	     i = (i + 1) & (ns->cap - 1)) {
-		const uint16_t *t = &ns->text[ns->at[i]];
-
-		if (ns->v[i] == key &&
-		    !fk_exfat_name_cmp(up, t + 1, t[0], u, n))
-			return 1;
-	}
-	return 0;
-}
-
-static void put_slot(struct name_set *ns, uint64_t key, size_t at)
-{
-	size_t i;
-
-	for (i = (size_t)key & (ns->cap - 1); ns->v[i];
-	     i = (i + 1) & (ns->cap - 1))
-		;
-	ns->v[i] = key;
-	ns->at[i] = at;
-	ns->n++;
-}
-
-/* Add the name @u of @n units, unless an equal one is there already. */
-static int add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
-		    uint64_t key, const uint16_t *u, uint32_t n)
-{
-	uint16_t *dst;
-	uint32_t k;
-
-	if (has_name(ns, up, key, u, n))
-		return 0;
-	key = key ? key : 1;
-	if (2 * (ns->n + 1) > ns->cap) {
-		struct name_set big = *ns;
-		size_t i;
-
-		big.cap = ns->cap ? 2 * ns->cap : 64;
-		big.n = 0;
-		big.v = calloc(big.cap, sizeof(*big.v));
-		big.at = malloc(big.cap * sizeof(*big.at));
-		if (!big.v || !big.at) {
-			free(big.v);
-			free(big.at);
-			return -ENOMEM;
-		}
-		for (i = 0; i < ns->cap; i++)
-			if (ns->v[i])
-				put_slot(&big, ns->v[i], ns->at[i]);
-		free(ns->v);
-		free(ns->at);
-		*ns = big;
-	}
-	if (ns->text_cap - ns->text_len < (size_t)n + 1) {
-		size_t cap = ns->text_cap ? 2 * ns->text_cap : 1024;
-		uint16_t *t;
-
-		while (cap - ns->text_len < (size_t)n + 1)
-			cap *= 2;
-		if (!(t = realloc(ns->text, cap * sizeof(*t))))
-			return -ENOMEM;
-		ns->text = t;
-		ns->text_cap = cap;
-	}
-	put_slot(ns, key, ns->text_len);
-	dst = &ns->text[ns->text_len];
-	dst[0] = (uint16_t)n;
-	/* A loop: names are short, and memcpy of a length known only here
-	 * is a string instruction with a start-up cost of its own. */
-	for (k = 0; k < n; k++)
-		dst[k + 1] = u[k];
-	ns->text_len += (size_t)n + 1;
-	return 0;
-}
-
-void exck_free_names(struct name_set *ns)
-{
-	if (!ns)
-		return;
-	free(ns->v);
-	free(ns->at);
-	free(ns->text);
-	free(ns);
-}
-
-/*
- * Empty @ns for the next directory at its level.  Clearing costs its
- * capacity, so a table much larger than the directory just walked
- * needed (one huge directory among many small ones) is let go instead.
- */
-void exck_clear_names(struct name_set *ns)
-{
-	if (ns->cap > 1024 && ns->cap > 8 * ns->n) {
-		free(ns->v);
-		free(ns->at);
-		ns->v = NULL;
-		ns->at = NULL;
-		ns->cap = 0;
-	} else if (ns->cap) {
-		memset(ns->v, 0, ns->cap * sizeof(*ns->v));
-	}
-	if (ns->text_cap > 65536 && ns->text_cap > 16 * ns->text_len) {
-		free(ns->text);
-		ns->text = NULL;
-		ns->text_cap = 0;
-	}
-	ns->n = 0;
-	ns->text_len = 0;
-}
-
 /* Recompute NameHash and SetChecksum of a file set being rewritten. */
 void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
@@ -411,14 +273,14 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 
 	for (i = 0; i < sizeof(alt) - 1; i++) {
 		u[0] = (uint16_t)alt[i];
-		*key = name_key(x->ex->upcase, u, n);
-		if (!has_name(w->names, x->ex->upcase, *key, u, n)) {
+		*key = exck_name_key(x->ex->upcase, u, n);
+		if (!exck_has_name(w->names, x->ex->upcase, *key, u, n)) {
 			put_name_unit(s, 0, u[0]);
 			return 1;
 		}
 	}
 	u[0] = first;
-	*key = name_key(x->ex->upcase, u, n);
+	*key = exck_name_key(x->ex->upcase, u, n);
 	return 0;
 }
 
@@ -506,7 +368,7 @@ struct file_check {
 	int is_dir;
 	const char *what;	   /* "directory: " or "" */
 	struct fk_exfat_stream st; /* the stream as the repair leaves it */
-	struct claim c;		   /* its claim: nclus 0 and CUT_NONE until
+	struct claim c;		   /* its claim: nclus 0 and FK_CUT_NONE until
 				      exck_claim() fills it */
 	uint64_t need;		   /* clusters its DataLength needs */
 	uint64_t new_len;	   /* its DataLength after the repair */
@@ -706,9 +568,9 @@ static int claim_stream(struct fk_exfat_check *x, struct file_check *f)
 	    (err = exck_judge_claim(x, c, exck_cur_path(x), f->what, &idx)))
 		return err;
 	f->st.data_len = s->data_len;
-	if (head < f->need && c->why == CUT_NONE && c->nclus == head) {
+	if (head < f->need && c->why == FK_CUT_NONE && c->nclus == head) {
 		f->is_tail = 1;
-	} else if (c->why != CUT_NONE || c->nclus < f->need ||
+	} else if (c->why != FK_CUT_NONE || c->nclus < f->need ||
 		   (f->is_dir && !f->need)) {
 		f->new_len = (uint64_t)c->nclus * g->clus_len;
 		if (f->new_len > s->data_len && f->need)
@@ -795,7 +657,7 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 	size_t idx;
 	int err;
 
-	if (f->big_len && c->why == CUT_NONE && c->nclus == f->need)
+	if (f->big_len && c->why == FK_CUT_NONE && c->nclus == f->need)
 		f->new_len = f->big_len;
 	if (f->is_changed || f->st.first_clus != s->first_clus ||
 	    f->new_len != s->data_len) {
@@ -830,8 +692,9 @@ static int fix_lengths(struct fk_exfat_check *x, struct file_check *f)
 		f->is_changed = 1;
 	}
 	if (f->is_dir && f->st.first_clus &&
-	    (c->why == CUT_START || c->why == CUT_LINK || c->why == CUT_CROSS ||
-	     (c->why == CUT_NONE && c->nclus < f->need)) &&
+	    (c->why == FK_CUT_START || c->why == FK_CUT_VALUE ||
+	     c->why == FK_CUT_CROSS ||
+	     (c->why == FK_CUT_NONE && c->nclus < f->need)) &&
 	    (err = exck_keep_bits(x, "a directory cannot be read to its end")))
 		return err;
 	return exck_claim_secondaries(x, s, &f->is_changed);
@@ -848,8 +711,8 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 	size_t idx;
 
 	units = name_units(s, nlen, f->is_changed, buf);
-	key = name_key(x->ex->upcase, units, nlen);
-	if (has_name(w->names, x->ex->upcase, key, units, nlen)) {
+	key = exck_name_key(x->ex->upcase, units, nlen);
+	if (exck_has_name(w->names, x->ex->upcase, key, units, nlen)) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate",
 				exck_cur_path(x),
 				"another entry of the directory has the same "
@@ -861,7 +724,7 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 			f->is_changed = 1;
 		}
 	}
-	return add_name(w->names, x->ex->upcase, key, units, nlen);
+	return exck_add_name(w->names, x->ex->upcase, key, units, nlen);
 }
 
 /* List the file, plan its set's rewrite, walk it if it is a directory. */
@@ -944,7 +807,7 @@ int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
 	f.what = f.is_dir ? "directory: " : "";
 	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
-	f.c.why = CUT_NONE;
+	f.c.why = FK_CUT_NONE;
 	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
 		return err;
 	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exfat/exfat-boot.h"
+#include "exfat/exfat-layout.h"
 #include "exfat/exfat.h"
 #include "io/cache.h"
 #include "io/device.h"
@@ -140,7 +142,8 @@ static int check_boot(struct fk_exfat_check *x)
 static int check_fat_reserved(struct fk_exfat_check *x)
 {
 	const unsigned char *sec0;
-	struct fat_fix f;
+	struct fk_fat_reserved r;
+	struct fk_fat_fix f;
 	uint32_t v0, v1, first, nsecs;
 	size_t idx;
 	int err;
@@ -152,21 +155,24 @@ static int check_fat_reserved(struct fk_exfat_check *x)
 		return err == FK_ECORRUPT ? 0 : err;
 	v0 = get_le32(sec0);
 	v1 = get_le32(sec0 + 4);
+	fk_fat_reserved_judge(x->g, v0, v1, &r);
 	if (v0 >> 8 != 0xFFFFFF) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "fat0", NULL,
-				"FatEntry[0] is 0x%08X, not 0xFFFFFFF8", v0);
-		ck_set_fix(x->ck, idx, "set to 0xFFFFFFF8");
+				"FatEntry[0] is 0x%08X, not 0x%08X", v0,
+				r.want0);
+		ck_set_fix(x->ck, idx, "set to 0x%08X", r.want0);
 		f.clus = 0;
-		f.val = 0xFFFFFFF8u;
+		f.val = r.want0;
 		if ((err = PUSH(x->fat_fixes, f)))
 			return err;
 	}
-	if (v1 != FK_EXFAT_EOC) {
+	if (v1 != r.want1) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "fat0", NULL,
-				"FatEntry[1] is 0x%08X, not 0xFFFFFFFF", v1);
-		ck_set_fix(x->ck, idx, "set to 0xFFFFFFFF");
+				"FatEntry[1] is 0x%08X, not 0x%08X", v1,
+				r.want1);
+		ck_set_fix(x->ck, idx, "set to 0x%08X", r.want1);
 		f.clus = 1;
-		f.val = FK_EXFAT_EOC;
+		f.val = r.want1;
 		return PUSH(x->fat_fixes, f);
 	}
 	return 0;
@@ -267,13 +273,9 @@ static int run(void *state, struct fk_diag *diag)
 /* Write VolumeFlags (with @is_dirty) and PercentInUse into sector 0. */
 static int write_flags(struct fk_exfat_check *x, int is_dirty)
 {
-	uint16_t f = get_le16(x->sec0 + BS_VOL_FLAGS);
-
-	f = is_dirty ? (uint16_t)(f | FK_EXFAT_FLAG_DIRTY)
-		     : (uint16_t)(f & ~FK_EXFAT_FLAG_DIRTY);
-	put_le16(x->sec0 + BS_VOL_FLAGS, f);
+	fk_exfat_set_dirty(x->sec0, is_dirty);
 	if (x->fix_percent)
-		x->sec0[BS_PERCENT] = x->percent_want;
+		x->sec0[EB_PERCENT] = x->percent_want;
 	return fk_device_write(x->vol->dev, 0, x->sec0, x->g->sec_len);
 }
 
@@ -346,9 +348,9 @@ static int repair_boot(struct fk_exfat_check *x)
 		uint16_t f;
 
 		memcpy(r, x->backup, len);
-		f = (uint16_t)((get_le16(r + BS_VOL_FLAGS) & ~kept) |
-			       (get_le16(x->sec0 + BS_VOL_FLAGS) & kept));
-		put_le16(r + BS_VOL_FLAGS, f);
+		f = (uint16_t)((get_le16(r + EB_FLAGS) & ~kept) |
+			       (get_le16(x->sec0 + EB_FLAGS) & kept));
+		put_le16(r + EB_FLAGS, f);
 		memcpy(x->sec0, r, sec_len);
 		err = fk_device_write(x->vol->dev, 0, r, len);
 	} else if ((err = fk_device_read(x->vol->dev, 0, r, len))) {
@@ -365,9 +367,7 @@ static int repair_boot(struct fk_exfat_check *x)
 				r + FK_EXFAT_CSUM_SEC * sec_len, sec_len);
 		if (!err && x->fix_backup) {
 			/* The backup keeps no dirty flag of ours. */
-			put_le16(r + BS_VOL_FLAGS,
-				 (uint16_t)(get_le16(r + BS_VOL_FLAGS) &
-					    ~FK_EXFAT_FLAG_DIRTY));
+			fk_exfat_set_dirty(r, 0);
 			err = fk_device_write(x->vol->dev,
 					      (uint64_t)FK_EXFAT_BACKUP_SEC *
 						      sec_len,

@@ -23,6 +23,15 @@ int fk_exfat_detect(const unsigned char *bs)
 	return !memcmp(bs + EB_NAME, "EXFAT   ", 8);
 }
 
+void fk_exfat_set_dirty(unsigned char *bs, int is_dirty)
+{
+	uint16_t f = get_le16(bs + EB_FLAGS);
+
+	f = is_dirty ? (uint16_t)(f | FK_EXFAT_FLAG_DIRTY)
+		     : (uint16_t)(f & ~FK_EXFAT_FLAG_DIRTY);
+	put_le16(bs + EB_FLAGS, f);
+}
+
 /* fk_exfat_ror32_add() of bytes [@from, @to) of @p into @sum. */
 static uint32_t sum_bytes(uint32_t sum, const unsigned char *p, uint64_t from,
 			  uint64_t to)

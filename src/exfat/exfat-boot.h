@@ -120,6 +120,13 @@ int fk_exfat_boot_parse(const unsigned char *region, size_t len,
 /* One clause for the lowest defect bit in @defects ("" when none). */
 const char *fk_exfat_boot_reason(uint32_t defect);
 
+/*
+ * Set (@is_dirty) or clear VolumeDirty in the VolumeFlags of the boot
+ * sector @bs (spec 3.1.13.3), in memory: the one place the bit is
+ * written, by the writer around its writes and by the checker's repair.
+ */
+void fk_exfat_set_dirty(unsigned char *bs, int is_dirty);
+
 /* Is the 512-byte @bs an exFAT boot sector ("EXFAT   " at offset 3)? */
 int fk_exfat_detect(const unsigned char *bs);
 

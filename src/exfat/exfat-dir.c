@@ -732,53 +732,6 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 	return 1;
 }
 
-static const struct {
-	uint32_t bit;
-	const char *why;
-} set_reasons[] = {
-	{FK_EXS_TRUNCATED, "entry set is cut short (SecondaryCount says more)"},
-	{FK_EXS_TYPE, "an entry's type byte is damaged (the SetChecksum "
-		      "verifies with the type expected there)"},
-	{FK_EXS_COUNT, "entry set's SecondaryCount is too small"},
-	{FK_EXS_NO_STREAM, "file entry has no stream extension"},
-	{FK_EXS_NAME_ENTRY, "file name entries are missing or out of place"},
-	{FK_EXS_CHECKSUM, "entry set checksum mismatch"},
-	{FK_EXS_HASH, "name hash mismatch"},
-	{FK_EXS_NAME_LEN, "file name is empty"},
-	{FK_EXS_NAME_CHARS, "file name holds a forbidden character"},
-	{FK_EXS_VDL, "ValidDataLength exceeds DataLength (on a "
-		     "directory: differs from it)"},
-	{FK_EXS_CRITICAL, "unknown critical entry"},
-	{FK_EXS_NO_FIRST, "first cluster 0 with a non-zero length"},
-	{FK_EXS_ALLOC, "first cluster and AllocationPossible disagree"},
-	{FK_EXS_BIG_DIR, "directory length is 0, not whole clusters, or over "
-			 "256 MiB"},
-	{FK_EXS_CROSSES_END, "entry set after the end marker"},
-	{FK_EXS_ROOT_ONLY, "root-only entry outside the root"},
-	{FK_EXS_BAD_SPECIAL, "volume label is over 11 characters"},
-};
-
-const char *fk_exfat_set_reason(uint32_t defects)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(set_reasons) / sizeof(set_reasons[0]); i++)
-		if (defects & set_reasons[i].bit)
-			return set_reasons[i].why;
-	return "";
-}
-
-const char *fk_exfat_set_damage(const struct fk_exfat_set *set)
-{
-	if (set->kind == FK_EXK_ORPHAN)
-		return "secondary entries without a file entry";
-	if (set->kind == FK_EXK_CRITICAL)
-		return "unknown critical entry";
-	if (set->defects & FK_EXFAT_SET_DAMAGED)
-		return fk_exfat_set_reason(set->defects & FK_EXFAT_SET_DAMAGED);
-	return NULL;
-}
-
 /* ---- the family: entry sets as struct fk_dirent --------------------------- */
 
 struct lister {

@@ -21,10 +21,6 @@ struct fk_prealloc_opts;
 struct fk_prealloc_result;
 struct fk_volume;
 
-/* Boot sector fields rewritten here (spec 3.1.13, 3.1.16). */
-#define EB_VOL_FLAGS 106
-#define EB_PERCENT   112
-
 #define ATTR_DIR     0x10
 #define ATTR_ARCHIVE 0x20
 #define NBUCKETS     4096 /* name index buckets per directory */

@@ -87,7 +87,7 @@ static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
 	d->s.is_no_fat_chain = 1;
 	memset(&nm, 0, sizeof(nm));
 	nm.len = len16;
-	nm.nents = 2 + (len16 + FN_UNITS - 1) / FN_UNITS;
+	nm.nents = 2 + fk_exfat_name_nents(len16);
 	nm.attr = ATTR_DIR;
 	nm.tag = NO_TAG;
 	nm.s = d->s;

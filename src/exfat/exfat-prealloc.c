@@ -33,6 +33,7 @@
  * exfat-prealloc-sets.c (paths, sizes, entry sets) and
  * exfat-prealloc-own.c (the ownership walk before the first write).
  */
+#include "exfat/exfat-boot.h"
 #include "exfat/exfat-layout.h"
 #include "exfat/exfat.h"
 
@@ -140,7 +141,7 @@ static int resolve(struct fk_prun *run, size_t r,
 	} else if (is_dir_form) {
 		return -ENOENT;
 	} else {
-		uint32_t nents = 2 + (len16 + FN_UNITS - 1) / FN_UNITS;
+		uint32_t nents = 2 + fk_exfat_name_nents(len16);
 
 		memset(&nm, 0, sizeof(nm));
 		if ((err = xp_take_slots(op, d, nents, &nm.idx, diag)))
@@ -173,16 +174,6 @@ static int write_boot(struct xop *op)
 {
 	return fk_device_write(op->vol->dev, 0, op->vol->boot,
 			       op->vol->g.sec_len);
-}
-
-static void set_flags(struct xop *op, int is_dirty)
-{
-	unsigned char *b = op->vol->boot;
-	uint16_t flags = get_le16(b + EB_VOL_FLAGS);
-
-	flags = is_dirty ? (uint16_t)(flags | FK_EXFAT_FLAG_DIRTY)
-			 : (uint16_t)(flags & ~FK_EXFAT_FLAG_DIRTY);
-	put_le16(b + EB_VOL_FLAGS, flags);
 }
 
 /* Set or clear bits of @nclus clusters from @first in the bitmap cache. */
@@ -463,7 +454,7 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 	if (is_stopping(op))
 		return -EINTR;
 	if (!op->was_dirty) {
-		set_flags(op, 1);
+		fk_exfat_set_dirty(op->vol->boot, 1);
 		op->set_dirty = 1;
 		if ((err = write_boot(op)) || (err = fk_prun_barrier(op->run)))
 			return err;
@@ -499,7 +490,7 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 	if (percent >= 0)
 		b[EB_PERCENT] = (unsigned char)percent;
 	if (op->set_dirty)
-		set_flags(op, 0);
+		fk_exfat_set_dirty(op->vol->boot, 0);
 	if ((err = write_boot(op)))
 		return err;
 	if (op->o->sync != FK_SYNC_NEVER)
@@ -526,7 +517,7 @@ static int rollback(struct fk_prun *run)
 	    (err = fk_device_sync(op->vol->dev)))
 		return err;
 	if (op->set_dirty) {
-		set_flags(op, 0);
+		fk_exfat_set_dirty(op->vol->boot, 0);
 		if ((err = write_boot(op)))
 			return err;
 		if (op->o->sync != FK_SYNC_NEVER)
@@ -696,7 +687,7 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    "untouched");
 		return -EOPNOTSUPP;
 	}
-	if ((get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY) &&
+	if ((get_le16(vol->boot + EB_FLAGS) & FK_EXFAT_FLAG_DIRTY) &&
 	    !o->force) {
 		/* After an unclean removal the bitmap may lack the bits of
 		 * clusters a file owns (a recording cut short): the run
@@ -792,7 +783,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	op->files = run->files;
 	make_stamp(op, run->o->now, run->o->now_is_utc);
 	op->was_dirty =
-		!!(get_le16(vol->boot + EB_VOL_FLAGS) & FK_EXFAT_FLAG_DIRTY);
+		!!(get_le16(vol->boot + EB_FLAGS) & FK_EXFAT_FLAG_DIRTY);
 	if ((err = open_bitmap(op, run->o->batch_len, diag)) ||
 	    (err = judge_specials(op, diag)))
 		goto out;

@@ -5,7 +5,8 @@
  * up-case table (7.2), the allocation bitmap (7.1), streams as runs of
  * clusters, and the special entries of the root found at mount.  Damage
  * is recorded as defect bits, never acted on here: the checker reports
- * it, the listing paths refuse with one reason.
+ * it, the listing paths refuse with one reason (an entry set's, as
+ * exfat-dir.c finds them, worded here with the set's checksums).
  */
 #include "exfat/exfat.h"
 
@@ -23,8 +24,6 @@
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "volume/volume.h"
-
-#define UPCASE_MAX_LEN (65536u * 2)
 
 void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g)
 {
@@ -490,6 +489,54 @@ void fk_exfat_set_sums(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 	*hash = h;
 }
 
+/* What each defect bit of a set is called, in the order judged. */
+static const struct {
+	uint32_t bit;
+	const char *why;
+} set_reasons[] = {
+	{FK_EXS_TRUNCATED, "entry set is cut short (SecondaryCount says more)"},
+	{FK_EXS_TYPE, "an entry's type byte is damaged (the SetChecksum "
+		      "verifies with the type expected there)"},
+	{FK_EXS_COUNT, "entry set's SecondaryCount is too small"},
+	{FK_EXS_NO_STREAM, "file entry has no stream extension"},
+	{FK_EXS_NAME_ENTRY, "file name entries are missing or out of place"},
+	{FK_EXS_CHECKSUM, "entry set checksum mismatch"},
+	{FK_EXS_HASH, "name hash mismatch"},
+	{FK_EXS_NAME_LEN, "file name is empty"},
+	{FK_EXS_NAME_CHARS, "file name holds a forbidden character"},
+	{FK_EXS_VDL, "ValidDataLength exceeds DataLength (on a "
+		     "directory: differs from it)"},
+	{FK_EXS_CRITICAL, "unknown critical entry"},
+	{FK_EXS_NO_FIRST, "first cluster 0 with a non-zero length"},
+	{FK_EXS_ALLOC, "first cluster and AllocationPossible disagree"},
+	{FK_EXS_BIG_DIR, "directory length is 0, not whole clusters, or over "
+			 "256 MiB"},
+	{FK_EXS_CROSSES_END, "entry set after the end marker"},
+	{FK_EXS_ROOT_ONLY, "root-only entry outside the root"},
+	{FK_EXS_BAD_SPECIAL, "volume label is over 11 characters"},
+};
+
+const char *fk_exfat_set_reason(uint32_t defects)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(set_reasons) / sizeof(set_reasons[0]); i++)
+		if (defects & set_reasons[i].bit)
+			return set_reasons[i].why;
+	return "";
+}
+
+const char *fk_exfat_set_damage(const struct fk_exfat_set *set)
+{
+	if (set->kind == FK_EXK_ORPHAN)
+		return "secondary entries without a file entry";
+	if (set->kind == FK_EXK_CRITICAL)
+		return "unknown critical entry";
+	if (set->defects & FK_EXFAT_SET_DAMAGED)
+		return fk_exfat_set_reason(set->defects & FK_EXFAT_SET_DAMAGED);
+	return NULL;
+}
+
 int fk_exfat_name_cmp(const struct fk_exfat_upcase *up, const uint16_t *a,
 		      uint32_t alen, const uint16_t *b, uint32_t blen)
 {
@@ -554,7 +601,7 @@ static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
 	up->csum_stored = set->upcase_csum;
 	up->first_clus = set->first_clus;
 	up->raw_len = set->data_len;
-	if (!set->data_len || set->data_len > UPCASE_MAX_LEN ||
+	if (!set->data_len || set->data_len > FK_EXFAT_UPCASE_MAX_LEN ||
 	    set->data_len % 2 || !fk_clus_valid(&vol->g, set->first_clus)) {
 		up->defects |= FK_EXU_RANGE;
 		fk_exfat_upcase_fallback(up);

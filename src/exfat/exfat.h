@@ -27,6 +27,7 @@
 
 #include "exfat/exfat-boot.h"
 #include "table/fat.h"
+#include "volume/volume.h"
 
 struct fk_device;
 struct fk_diag;
@@ -37,9 +38,6 @@ struct fk_volume_opts;
 
 /* ---- Boot region (exfat-boot.h) ---- */
 
-#define FK_EXFAT_EOC 0xFFFFFFFFu
-#define FK_EXFAT_BAD 0xFFFFFFF7u
-
 /* Fill the shared geometry (type FK_EXFAT) from a parsed boot sector. */
 void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g);
 
@@ -49,6 +47,9 @@ void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g);
 #define FK_EXFAT_NAME_MAX    255 /* UTF-16 units in a file name */
 #define FK_EXFAT_SET_MAX     256 /* a primary and up to 255 secondaries */
 #define FK_EXFAT_DIR_MAX_LEN (256u << 20) /* spec 6.2.1: 256 MiB */
+/* The longest up-case table: a unit for each of the 65536, uncompressed
+ * (spec 7.2.5). */
+#define FK_EXFAT_UPCASE_MAX_LEN (65536u * 2)
 
 /* Is @len a directory's length: whole clusters of @clus_len bytes, at
  * least one, up to the limit (spec 6.2)? */
@@ -353,6 +354,18 @@ struct fk_exfat_bitmap {
 static inline uint64_t fk_exfat_bitmap_len(uint32_t nclus)
 {
 	return ((uint64_t)nclus + 7) / 8;
+}
+
+/* The bitmap's byte that holds the bit of @clus (spec 7.1.5: bit
+ * (@clus - 2) % 8 of byte (@clus - 2) / 8), and that bit's mask. */
+static inline uint64_t fk_exfat_bit_byte(uint32_t clus)
+{
+	return ((uint64_t)clus - FK_FIRST_CLUS) / 8;
+}
+
+static inline uint8_t fk_exfat_bit_mask(uint32_t clus)
+{
+	return (uint8_t)(1u << (clus - FK_FIRST_CLUS) % 8);
 }
 
 /*

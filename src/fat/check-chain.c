@@ -3,7 +3,8 @@
  * bits per cluster, so a loop or a second owner shows at the first shared
  * cluster, and keeps what it claimed as a run (16 bytes).  Owners are not
  * stored per cluster: after a cross-link one explicit step follows the
- * runs again to name the first owner of each shared cluster.  Also here:
+ * runs again to name the first owner of each shared cluster.  A cut is
+ * reported as the exFAT checker's are (iface/claim.c).  Also here:
  * preallocated tails, claimed after the tree, and the lost clusters that
  * nothing claimed.
  */
@@ -61,26 +62,6 @@ static void keep_alloc_only(struct fk_check *ck)
 
 /* ---- claiming chains ----------------------------------------------------- */
 
-/* Is @clus among the first @n clusters of the chain from @start? */
-static int in_chain(struct fk_check *ck, uint32_t start, uint32_t n,
-		    uint32_t clus, int *yes)
-{
-	uint32_t c = start, i, val;
-	int err;
-
-	*yes = 0;
-	for (i = 0; i < n; i++) {
-		if (c == clus) {
-			*yes = 1;
-			return 0;
-		}
-		if ((err = fk_fat_get(ck->vol, c, &val)))
-			return err;
-		c = val;
-	}
-	return 0;
-}
-
 /* Count @k more claimed clusters, calling the progress hook at each
  * multiple of PROGRESS_STEP passed (@k is below it). */
 static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
@@ -100,26 +81,28 @@ static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
  */
 static int claim_one(struct fk_check *ck, uint32_t start,
 		     const struct run_before *before, uint32_t clus,
-		     uint32_t val, struct claim *c)
+		     uint32_t val, struct fk_claim *c)
 {
 	enum fk_ent_class cls = ck_class(ck, val);
 	unsigned s = get_cs(ck, clus);
 	int err, is_own;
 
 	if (cls == FK_ENT_FREE || cls == FK_ENT_BAD) {
-		c->why = cls == FK_ENT_FREE ? STOP_FREE : STOP_BAD;
-		return 1; /* @c->next is @clus already */
+		c->why = cls == FK_ENT_FREE ? FK_CUT_FREE : FK_CUT_BAD;
+		return 1; /* @c->at is @clus already */
 	}
 	/* Take @clus unless a claim (this one or another) has it. */
 	if (s == CS_OWNED || s == CS_SHARED) {
-		c->why = STOP_CROSS;
-		err = before ? in_chain(ck, before->first,
-					before->nclus + c->nclus, clus, &is_own)
-			     : in_chain(ck, start, c->nclus, clus, &is_own);
+		c->why = FK_CUT_CROSS;
+		err = before ? fk_chain_holds(ck->vol, before->first,
+					      before->nclus + c->nclus, clus,
+					      &is_own)
+			     : fk_chain_holds(ck->vol, start, c->nclus, clus,
+					      &is_own);
 		if (err)
 			return err;
 		if (is_own)
-			c->why = STOP_LOOP;
+			c->why = FK_CUT_LOOP;
 		else
 			set_cs(ck, clus, CS_SHARED);
 		return 1;
@@ -128,10 +111,16 @@ static int claim_one(struct fk_check *ck, uint32_t start,
 	ck->claimed = count_claimed(ck, ck->claimed, 1);
 	c->nclus++;
 	c->last = clus;
-	c->next = val;
+	c->at = val;
 	if (cls == FK_ENT_NEXT)
 		return 0;
-	c->why = cls == FK_ENT_EOC ? STOP_EOC : STOP_VALUE;
+	c->why = FK_CUT_NONE;
+	if (cls == FK_ENT_EOC)
+		return 1;
+	c->why = FK_CUT_VALUE;
+	c->at = clus;
+	c->val = val;
+	c->cls = cls;
 	return 1;
 }
 
@@ -164,23 +153,22 @@ static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
  * SHARED).  Bounded: each step claims a new cluster.
  */
 static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
-		       const struct run_before *before, struct claim *c)
+		       const struct run_before *before, struct fk_claim *c)
 {
 	struct fk_links_span span;
 	struct fk_links_end end;
 	uint32_t clus = start, k, want;
 	int held, err; /* held: @clus's entry is whole in the span */
 
-	c->nclus = c->last = 0;
-	c->next = start;
-	c->why = STOP_EOC; /* as left on an error */
+	*c = (struct fk_claim){FK_CUT_NONE, 0, 0, start, 0, FK_ENT_FREE, 0};
+	/* (FK_CUT_NONE as left on an error) */
 	if (!fk_clus_valid(ck->g, start)) {
-		c->why = STOP_START;
+		c->why = FK_CUT_START;
 		return 0;
 	}
 	for (;;) {
 		if (c->nclus == limit) {
-			c->why = STOP_LIMIT;
+			c->why = FK_CUT_LIMIT;
 			return 0;
 		}
 		if ((held = fk_fat_links_span(ck->vol, clus, &span)) < 0)
@@ -203,7 +191,7 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 			ck->claimed = count_claimed(ck, ck->claimed, k);
 			c->nclus += k;
 			c->last = end.prev;
-			c->next = end.clus;
+			c->at = end.clus;
 			if (k == want) { /* the limit, or another batch */
 				clus = end.clus;
 				continue;
@@ -236,7 +224,7 @@ static int log_run(struct run_log *log, const struct run *r)
  * for the owners step. */
 int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	     const struct entry_ref *who, const struct run_before *before,
-	     struct claim *c)
+	     struct fk_claim *c)
 {
 	int err = claim_chain(ck, start, limit, before, c);
 	struct run r = {start, c->nclus, *who};
@@ -279,6 +267,36 @@ static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
 	return 0;
 }
 
+/* The claim being reported on, for claim_ops. */
+struct judged {
+	struct fk_check *ck;
+	int is_dir; /* the chain is a directory's */
+};
+
+static int plan_end(void *arg, uint32_t last)
+{
+	struct judged *j = arg;
+
+	return ck_plan_fat(j->ck, last, fk_fat_eoc(j->ck->g));
+}
+
+static int note_cross(void *arg, uint32_t clus, size_t idx, const char *path,
+		      const char *what)
+{
+	struct judged *j = arg;
+
+	return note_shared(j->ck, clus, idx, j->is_dir, path, what);
+}
+
+static const struct fk_claim_ops claim_ops = {
+	.is_value_judged = 0,
+	.cross_with = "another chain",
+	.long_why = "",
+	.dir_max_len = 0,
+	.plan_end = plan_end,
+	.note_cross = note_cross,
+};
+
 /*
  * Report why the claim @c of the chain of the entry being checked
  * stopped short, and plan the cut: the chain ends at its last good
@@ -286,69 +304,15 @@ static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
  * With nothing claimed, the caller decides (first cluster 0, or removal).
  * Returns the finding's index through @idx.
  */
-int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
+int ck_chain_problem(struct fk_check *ck, const struct fk_claim *c, int is_dir,
 		     const char *path, const char *what, size_t *idx)
 {
-	const struct fk_geom *g = ck->g;
-	int err;
+	struct judged j = {ck, is_dir};
+	int err = fk_claim_report(ck, &claim_ops, &j, c, path, what, idx);
 
-	*idx = NONE;
-	switch (c->why) {
-	case STOP_EOC:
-	case STOP_LIMIT:
-		return 0;
-	case STOP_START:
-		*idx = ck_report(ck, FK_SEV_ERROR, "bad-start", path,
-				 "%sfirst cluster %u is out of range (2 to %u)",
-				 what, c->next, fk_clus_max(g));
-		return 0;
-	case STOP_FREE:
-	case STOP_BAD:
-		if (!c->last)
-			*idx = ck_report(
-				ck, FK_SEV_ERROR, "bad-link", path,
-				"%sfirst cluster %u is %s", what, c->next,
-				c->why == STOP_FREE ? "free" : "marked bad");
-		else
-			*idx = ck_report(ck, FK_SEV_ERROR, "bad-link", path,
-					 "%scluster %u links to %s cluster %u",
-					 what, c->last,
-					 c->why == STOP_FREE ? "free" : "bad",
-					 c->next);
-		break;
-	case STOP_VALUE:
-		if (fk_fat_class(g, c->next) == FK_ENT_RANGE)
-			*idx = ck_report(
-				ck, FK_SEV_ERROR, "bad-link", path,
-				"%scluster %u links to %u, past the last "
-				"cluster %u",
-				what, c->last, c->next, fk_clus_max(g));
-		else
-			*idx = ck_report(
-				ck, FK_SEV_ERROR, "bad-link", path,
-				"%scluster %u holds the reserved value "
-				"0x%X",
-				what, c->last, c->next);
-		break;
-	case STOP_LOOP:
-		*idx = ck_report(ck, FK_SEV_ERROR, "loop", path,
-				 "%scluster chain loops: cluster %u links back "
-				 "to %u",
-				 what, c->last, c->next);
-		break;
-	case STOP_CROSS:
-		/* The owners step names the first owner in the message. */
-		*idx = ck_report(ck, FK_SEV_ERROR, "cross-link", path,
-				 "%sshares cluster %u with another chain", what,
-				 c->next);
-		if ((err = note_shared(ck, c->next, *idx, is_dir, path, what)))
-			return err;
-		break;
-	}
-	if (!c->nclus)
-		return 0;
-	ck_set_fix(ck, *idx, "chain ended at cluster %u", c->last);
-	return ck_plan_fat(ck, c->last, fk_fat_eoc(g));
+	if (err || !fk_claim_is_cut(c))
+		return err;
+	return fk_claim_end(ck, &claim_ops, &j, *idx, c->last);
 }
 
 /* ---- preallocated tails ----------------------------------------------- */
@@ -357,12 +321,11 @@ int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
 static int cut_before_tail(struct fk_check *ck, const struct tail *t,
 			   size_t idx)
 {
+	struct judged j = {ck, 0};
 	struct ent_fix fix;
 
-	if (t->last) {
-		ck_set_fix(ck, idx, "chain ended at cluster %u", t->last);
-		return ck_plan_fat(ck, t->last, fk_fat_eoc(ck->g));
-	}
+	if (t->last)
+		return fk_claim_end(ck, &claim_ops, &j, idx, t->last);
 	ck_set_fix(ck, idx, "first cluster set to 0");
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_SET;
@@ -373,14 +336,14 @@ static int cut_before_tail(struct fk_check *ck, const struct tail *t,
 }
 
 static int check_tail(struct fk_check *ck, struct tail *t,
-		      const struct claim *c)
+		      const struct fk_claim *c)
 {
 	uint64_t len = (uint64_t)c->nclus * ck->g->clus_len;
 	size_t idx;
 	int err;
 
-	if (c->why != STOP_EOC) {
-		struct claim m = *c;
+	if (c->why != FK_CUT_NONE) {
+		struct fk_claim m = *c;
 
 		if (!m.nclus) /* the link that failed is the file's last */
 			m.last = t->last;
@@ -418,7 +381,7 @@ int ck_walk_tails(struct fk_check *ck)
 
 	for (i = 0; i < ck->tails.n; i++) {
 		struct tail *t = &ck->tails.v[i];
-		struct claim c;
+		struct fk_claim c;
 
 		struct run_before before = {t->start, t->need};
 

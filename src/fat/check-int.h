@@ -32,6 +32,7 @@
 #include "fat/dir.h"
 #include "fat/slot.h"
 #include "iface/check-family.h"
+#include "iface/claim.h"
 #include "iface/findings.h"
 #include "io/cache.h"
 #include "lib/vec.h"
@@ -51,31 +52,6 @@ struct fk_geom;
  * predecessor).
  */
 enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
-
-/* How a claiming walk of a chain ended. */
-enum stop {
-	STOP_EOC,   /* end of chain */
-	STOP_LIMIT, /* claimed what was asked; @next continues the chain */
-	STOP_START, /* the first cluster is out of range */
-	STOP_FREE,  /* reached a free cluster (@next) */
-	STOP_BAD,   /* reached a cluster marked bad (@next) */
-	STOP_VALUE, /* @last holds a reserved or out-of-range value (@next) */
-	STOP_LOOP,  /* @last links back into the chain (@next) */
-	STOP_CROSS, /* @last links into another owner's cluster (@next) */
-};
-
-struct claim {
-	uint32_t nclus; /* clusters claimed */
-	uint32_t last;	/* last cluster claimed; 0: none */
-	uint32_t next;	/* the link (or first cluster) not followed */
-	enum stop why;
-};
-
-/* A FAT entry to rewrite (ending a chain). */
-struct fat_fix {
-	uint32_t clus;
-	uint32_t val;
-};
 
 enum ent_op {
 	EF_SET,	    /* new first cluster, size and/or attribute byte */
@@ -236,7 +212,7 @@ struct fk_check {
 	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
-	LIST(struct fat_fix, fat_fixes);
+	LIST(struct fk_fat_fix, fat_fixes);
 	LIST(struct ent_fix, ent_fixes);
 	LIST(struct tail, tails);
 	LIST(struct shared, shared);
@@ -338,7 +314,7 @@ static inline const char *ck_path(const struct fk_check *ck)
 /* Plan FAT[@clus] = @val, written before any entry.  0 or -ENOMEM. */
 static inline int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
 {
-	struct fat_fix f = {clus, val};
+	struct fk_fat_fix f = {clus, val};
 
 	return PUSH(ck->fat_fixes, f);
 }
@@ -396,7 +372,7 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
  */
 int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	     const struct entry_ref *who, const struct run_before *before,
-	     struct claim *c);
+	     struct fk_claim *c);
 
 /*
  * Does the chain from @start, up to @limit clusters, hold only clusters
@@ -410,7 +386,7 @@ int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit);
  * @what prefixes the message ("", "directory ", "root directory ").
  * Returns the finding's index through @idx.
  */
-int ck_chain_problem(struct fk_check *ck, const struct claim *c, int is_dir,
+int ck_chain_problem(struct fk_check *ck, const struct fk_claim *c, int is_dir,
 		     const char *path, const char *what, size_t *idx);
 
 /* After the tree: claim, report and plan the preallocated tails. */

@@ -42,7 +42,7 @@ static int walk_file(struct fk_check *ck, struct dirctx *d,
 	uint32_t clus_len = ck->g->clus_len;
 	uint32_t need = ent->size ? (ent->size - 1) / clus_len + 1 : 0;
 	struct ent_fix fix;
-	struct claim c;
+	struct fk_claim c;
 	size_t idx;
 	int err;
 
@@ -64,9 +64,9 @@ static int walk_file(struct fk_check *ck, struct dirctx *d,
 	if ((err = ck_claim(ck, ent->first_clus, need, &who, NULL, &c)))
 		return err;
 	visit(d, c.nclus);
-	if (c.why == STOP_EOC && c.nclus == need)
+	if (c.why == FK_CUT_NONE && c.nclus == need)
 		return 0; /* the chain its size needs, ending there */
-	if (c.why == STOP_LIMIT) {
+	if (c.why == FK_CUT_LIMIT) {
 		struct tail t = {strdup(ck_ent_path(d)),
 				 who,
 				 d->first,
@@ -74,7 +74,7 @@ static int walk_file(struct fk_check *ck, struct dirctx *d,
 				 ent->first_clus,
 				 need,
 				 c.last,
-				 c.next,
+				 c.at,
 				 0,
 				 0};
 
@@ -113,7 +113,7 @@ static int walk_subdir(struct fk_check *ck, struct dirctx *d,
 	struct entry_ref who = {d->run, ent->slot};
 	struct dirctx child;
 	struct ent_fix fix;
-	struct claim c;
+	struct fk_claim c;
 	const char *path;
 	size_t idx;
 	int err;
@@ -578,7 +578,7 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 	static const struct entry_ref root_self = {NO_DIR, 0};
 	uint32_t root = fk_dir_resolve(ck->vol, 0);
 	struct dirctx d;
-	struct claim c;
+	struct fk_claim c;
 	size_t idx, i;
 	int err;
 
@@ -592,7 +592,7 @@ int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
 		if ((err = ck_chain_problem(ck, &c, 1, "/", "root directory ",
 					    &idx)))
 			return err;
-		ck->is_root_cut = c.why != STOP_EOC;
+		ck->is_root_cut = c.why != FK_CUT_NONE;
 		if (!c.nclus) {
 			ck->is_tree_incomplete = 1;
 			return 0;

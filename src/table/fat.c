@@ -456,6 +456,24 @@ static int describe_loop(struct fk_volume *vol, uint32_t start, uint32_t lam,
 	return 0;
 }
 
+int fk_chain_holds(struct fk_volume *vol, uint32_t start, uint32_t n,
+		   uint32_t clus, int *yes)
+{
+	uint32_t c = start, i;
+	int err;
+
+	*yes = 0;
+	for (i = 0; i < n && fk_clus_valid(&vol->g, c); i++) {
+		if (c == clus) {
+			*yes = 1;
+			return 0;
+		}
+		if ((err = fk_fat_get(vol, c, &c)))
+			return err;
+	}
+	return 0;
+}
+
 int fk_chain_walk(struct fk_volume *vol, uint32_t start,
 		  int (*fn)(void *arg, const struct fk_run *run), void *arg,
 		  struct fk_chain_info *info)

@@ -176,6 +176,15 @@ int fk_fat_fill(struct fk_volume *vol, uint32_t first, uint32_t nclus,
 		uint32_t val);
 
 /*
+ * Is @clus among the first @n clusters of the chain from @start (which
+ * stops early at a link out of range)?  Sets *@yes; returns 0 or -errno.
+ * For a checker's claim that meets a cluster claimed already: its own
+ * (a loop) or another owner's (a cross-link).
+ */
+int fk_chain_holds(struct fk_volume *vol, uint32_t start, uint32_t n,
+		   uint32_t clus, int *yes);
+
+/*
  * Walk the chain from @start, calling @fn (if not NULL) once per run, in
  * order, until end of chain, a bad link, or a loop.  A loop is found in
  * time proportional to the chain's distinct part (mu + lam clusters, for a

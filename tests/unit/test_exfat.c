@@ -444,7 +444,7 @@ static unsigned char *build_volume(unsigned flags)
 	}
 	fat_put(img, 0, 0xfffffff8u);
 	for (i = 1; i <= 8; i++)
-		fat_put(img, i, FK_EXFAT_EOC);
+		fat_put(img, i, 0xFFFFFFFFu); /* end of chain */
 	fat_put(img, 4, (flags & V_ROOT_FREE) ? 0 : 6);
 	if (flags & V_ROOT_LOOP)
 		fat_put(img, 6, 4);
