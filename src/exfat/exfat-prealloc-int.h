@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "exfat/exfat.h"
+#include "iface/dirent.h"
 #include "iface/prealloc-int.h"
 #include "table/alloc.h"
 
@@ -21,11 +22,9 @@ struct fk_prealloc_opts;
 struct fk_prealloc_result;
 struct fk_volume;
 
-#define ATTR_DIR     0x10
-#define ATTR_ARCHIVE 0x20
-#define NBUCKETS     4096 /* name index buckets per directory */
-#define NO_TAG	     UINT32_MAX
-#define PAGE_LEN     4096u /* a page of a buffered block device */
+#define NBUCKETS 4096 /* name index buckets per directory */
+#define NO_TAG	 UINT32_MAX
+#define PAGE_LEN 4096u /* a page of a buffered block device */
 
 /* A name in a directory, for lookups and duplicates. */
 struct xname {

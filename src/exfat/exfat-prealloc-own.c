@@ -417,7 +417,7 @@ static int scan_dir(struct xop *op, const struct pending *p, struct walk *w,
 		if (err)
 			break;
 		if (set->kind != FK_EXK_FILE || !s.first_clus ||
-		    !(set->attr & ATTR_DIR) ||
+		    !(set->attr & FK_ATTR_DIR) ||
 		    (r = seen_add(&w->sn, s.first_clus)) == 1)
 			continue;
 		if (r < 0 || (err = push_dir(w, &s, set->name, p->node))) {

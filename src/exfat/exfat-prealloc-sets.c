@@ -88,7 +88,7 @@ static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
 	memset(&nm, 0, sizeof(nm));
 	nm.len = len16;
 	nm.nents = 2 + fk_exfat_name_nents(len16);
-	nm.attr = ATTR_DIR;
+	nm.attr = FK_ATTR_DIR;
 	nm.tag = NO_TAG;
 	nm.s = d->s;
 	nm.valid_len = g->clus_len;
@@ -192,7 +192,7 @@ int xp_resolve_parent(struct xop *op, const char *path, struct xdir **dp,
 			fk_diag_set(diag, where, NULL);
 			return err;
 		}
-		if (!((*dp)->names[i].attr & ATTR_DIR))
+		if (!((*dp)->names[i].attr & FK_ATTR_DIR))
 			return -ENOTDIR;
 		cur = (*dp)->names[i].s;
 		at = &cur;
@@ -330,7 +330,7 @@ static void build_set(struct xop *op, struct xfile *fp)
 		new_set(op, d, nm);
 	} else {
 		put_le16(e + FE_ATTR,
-			 (uint16_t)(get_le16(e + FE_ATTR) | ATTR_ARCHIVE));
+			 (uint16_t)(get_le16(e + FE_ATTR) | FK_ATTR_ARCHIVE));
 		put_stamps(op, e, 0);
 	}
 	se[SE_FLAGS] = (uint8_t)((se[SE_FLAGS] & ~FK_EXFAT_GSF_NO_FAT_CHAIN) |

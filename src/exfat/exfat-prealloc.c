@@ -120,7 +120,7 @@ static int resolve(struct fk_prun *run, size_t r,
 
 		if ((err = xp_judge_set(found, diag)))
 			return err;
-		if (found->attr & ATTR_DIR)
+		if (found->attr & FK_ATTR_DIR)
 			return -EISDIR;
 		if (is_dir_form)
 			return -ENOTDIR;
@@ -148,7 +148,7 @@ static int resolve(struct fk_prun *run, size_t r,
 			return err;
 		nm.len = len16;
 		nm.nents = nents;
-		nm.attr = ATTR_ARCHIVE;
+		nm.attr = FK_ATTR_ARCHIVE;
 		if (!(nm.name16 = calloc(len16 + 1, sizeof(uint16_t))))
 			return -ENOMEM;
 		memcpy(nm.name16, leaf, len16 * sizeof(uint16_t));
