@@ -249,6 +249,52 @@ fsck_silent()
 	[ "$(mtype -i img ::D/K.TXT)" = keep ]
 }
 
+# first_clus IMG NAME11: the first cluster the short slot NAME11 names
+# (bytes 26-27; FAT12 and FAT16).
+first_clus()
+{
+	od -An -tu2 -j $(($(slot_of "$1" "$2") + 26)) -N2 "$1" | tr -d ' '
+}
+
+@test "fatcheck -r: a volume label in a subdirectory that names a cluster of another file's chain owns nothing: it is deleted, the file kept whole" {
+	mkimg fat16 8M img -s 1
+	head -c 8192 /dev/urandom >BIG.BIN
+	head -c 4096 /dev/urandom >HEAD.BIN
+	mcopy -i img HEAD.BIN ::
+	mmd -i img ::SUB
+	mmd -i img ::A
+	mcopy -i img BIG.BIN ::A/
+	printf 'a\n' >L.TXT
+	printf 'b\n' >M.TXT
+	mcopy -i img L.TXT M.TXT ::SUB/
+	# L.TXT: a label naming BIG.BIN's fifth cluster, which its fourth
+	# links to (/SUB is walked before /A); M.TXT: a label naming
+	# HEAD.BIN's first cluster, claimed before /SUB is walked.
+	big=$(first_clus img 'BIG     BIN')
+	hd=$(first_clus img 'HEAD    BIN')
+	mid=$((big + 4))
+	l=$(slot_of img 'L       TXT')
+	m=$(slot_of img 'M       TXT')
+	poke img $((l + 11)) '\x08'
+	poke img $((l + 26)) "$(printf '\\x%02x\\x%02x' $((mid & 255)) $((mid >> 8)))"
+	poke img $((m + 11)) '\x08'
+	poke img $((m + 26)) "$(printf '\\x%02x\\x%02x' $((hd & 255)) $((hd >> 8)))"
+	# Their own clusters, the labels' files once, are lost now.
+	run -4 --separate-stderr fatcheck img
+	assert_line --partial "error: img: 2 lost clusters"
+	assert_line "warning: /SUB/L.TXT: a volume label entry in a subdirectory (only the root directory holds the label)"
+	assert_line "warning: /SUB/M.TXT: a volume label entry in a subdirectory (only the root directory holds the label)"
+	refute_output --partial "cross-linked"
+	run -1 --separate-stderr fatcheck -r img
+	assert_line "warning: /SUB/L.TXT: a volume label entry in a subdirectory (only the root directory holds the label) (repair: entry deleted)"
+	[ "$(byte_at img "$l")" = e5 ]
+	[ "$(byte_at img "$m")" = e5 ]
+	fsck_silent img
+	cmp BIG.BIN <(mtype -i img ::A/BIG.BIN)
+	cmp HEAD.BIN <(mtype -i img ::HEAD.BIN)
+	run -0 --separate-stderr fatcheck img
+}
+
 @test "fatcheck -r: a subdirectory of garbage entries, volume labels among them (past its end marker too), ends clean to fsck.fat" {
 	local t seed sha
 	for t in 12 16 32; do

@@ -208,8 +208,10 @@ struct fk_check {
 		};
 	};
 	const struct fk_geom *g;
-	uint8_t *map;	/* 2 bits per cluster, enum cstate */
-	uint32_t nlink; /* values from FK_FIRST_CLUS on that are links */
+	uint8_t *map;	  /* 2 bits per cluster, enum cstate */
+	uint64_t *linked; /* a bit per cluster another links to; made by
+			     check-tree.c's first retype() that asks */
+	uint32_t nlink;	  /* values from FK_FIRST_CLUS on that are links */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
 	LIST(struct fk_fat_fix, fat_fixes);

@@ -84,6 +84,7 @@ void ck_fat_free_state(void *state)
 	fk_alloc_close(ck->alloc);
 	free(ck->path);
 	free(ck->map);
+	free(ck->linked);
 	free(ck->diffs);
 }
 

@@ -237,6 +237,40 @@ static int plan_unend(struct fk_check *ck, const struct dirctx *d,
 /* ---- entries whose attribute byte says what they are not ------------------ */
 
 /* Do @ent's clusters begin a chain in the FAT (1), or has it none? */
+/* Set the bit of every cluster an in-use cluster links to. */
+static int mark_linked_to(void *arg, uint32_t first, const uint32_t *vals,
+			  uint32_t n)
+{
+	struct fk_check *ck = arg;
+	uint32_t i;
+
+	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n; i++)
+		if (ck_class(ck, vals[i]) == FK_ENT_NEXT)
+			ck->linked[vals[i] / 64] |= 1ull << (vals[i] % 64);
+	return 0;
+}
+
+/*
+ * Does another cluster link to @clus: is it inside some chain rather than
+ * at its head?  The active FAT is scanned once, the first time it is
+ * asked (only a damaged volume asks), into a bit per cluster.
+ */
+static int is_linked_to(struct fk_check *ck, uint32_t clus)
+{
+	int err;
+
+	if (!ck->linked) {
+		size_t words = (size_t)fk_clus_max(ck->g) / 64 + 1;
+
+		if (!(ck->linked = calloc(words, sizeof(*ck->linked))))
+			return -ENOMEM;
+		if ((err = fk_fat_scan(ck->vol, ck->g->active_fat,
+				       mark_linked_to, ck)))
+			return err;
+	}
+	return (ck->linked[clus / 64] >> (clus % 64)) & 1;
+}
+
 static int owns_clusters(struct fk_check *ck, const struct fk_dirent *ent)
 {
 	enum fk_ent_class cls;
@@ -301,7 +335,11 @@ static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
  *   clusters: fsck.fat checks its chain as a file's already, and says
  *   nothing of it unless its name is not valid and most entries of the
  *   directory are bad ones, so it is a warning.  Deleting it would lose
- *   the clusters.  One that owns none is deleted (walk_entry()).
+ *   the clusters.  One that owns none is deleted (walk_entry()), and so
+ *   is one whose first cluster another entry has claimed or another
+ *   cluster links to: those clusters are another chain's, and a writer
+ *   may give the free cluster such a label names to a new file at any
+ *   time (read as a file, the label cut that file at a cross-link).
  */
 static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
 		  int is_hidden)
@@ -318,6 +356,10 @@ static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
 		return 0;
 	if ((r = owns_clusters(ck, ent)) <= 0)
 		return r;
+	if (is_sub_label &&
+	    ((r = ck_chain_unclaimed(ck, ent->first_clus, 1)) <= 0 ||
+	     (r = is_linked_to(ck, ent->first_clus))))
+		return r < 0 ? r : 0; /* another entry's: it owns none */
 	if (is_sub_label) {
 		idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ck_ent_path(d),
 				"a volume label entry in a subdirectory (only "
