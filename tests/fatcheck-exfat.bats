@@ -1262,7 +1262,9 @@ prealloc_safe()
 # bytes and print its contiguous run's bitmap bits as "FIRST N BITS" (taken
 # before the damage: the run Linux and fsck.exfat read).  WHAT: "bad" marks
 # the table's first cluster bad in the FAT, "free" frees its last link,
-# "first" flips the high byte of its FirstCluster, "bitmap" frees the
+# "first" flips the high byte of its FirstCluster, "first-free" points it
+# at cluster 100 (free), "first-root" at the root's cluster, "table"
+# changes a byte of the table itself, "bitmap" frees the
 # allocation bitmap's FAT entry, "bits" only prints
 # (the run from FIRST, when given, as FirstCluster may be damaged).
 upcase_poke()
@@ -1298,6 +1300,12 @@ elif what == "bitmap":
     f.seek(fat + 4 * u32(bm, 20)); f.write(struct.pack("<I", 0))
 elif what == "first":
     f.seek(off(root) + 32 * up + 23); f.write(bytes([0x20]))
+elif what == "first-free":
+    f.seek(off(root) + 32 * up + 20); f.write(struct.pack("<I", 100))
+elif what == "first-root":
+    f.seek(off(root) + 32 * up + 20); f.write(struct.pack("<I", root))
+elif what == "table":
+    f.seek(off(first) + 2); f.write(bytes([0x41]))
 PY
 }
 
@@ -1332,12 +1340,38 @@ PY
 	done
 }
 
-@test "fatcheck -r exFAT: an up-case table whose FirstCluster is out of range frees none of the clusters it may hold" {
+@test "fatcheck -r exFAT: an up-case table whose FirstCluster was damaged is found again by its TableChecksum, and FirstCluster mended" {
+	# Differential: out of range, a free cluster, another structure's
+	# cluster: the table was kept unread (exit 4), its clusters as lost.
+	local what before sum
+	rm -f base.img
+	truncate -s 4M base.img
+	mkfs.exfat -c 4K base.img >/dev/null
+	ref put base.img /a.bin --size 9000
+	sum=$(img_sha base.img)
+	for what in first first-free first-root; do
+		cp base.img u.img
+		before=$(upcase_poke u.img $what)
+		[[ $before == "3 2 11" ]]
+		run -1 ref verify u.img
+		run -1 fatcheck -r u.img
+		assert_line --regexp "^error: u.img: up-case table: FirstCluster [0-9]+ holds no table with its TableChecksum 0x[0-9A-F]{8}; the run from cluster 3 does \(repair: FirstCluster set to 3\)\$"
+		refute_output --partial "cleared"
+		refute_output --partial "freed"
+		[ "$(img_sha u.img)" = "$sum" ] # the entry as mkfs.exfat wrote it
+		fsck_exfat_clean u.img
+		run -0 ref verify -W u.img
+		run -0 fatcheck u.img
+	done
+}
+
+@test "fatcheck -r exFAT: an up-case table whose FirstCluster is out of range and whose bytes changed too frees none of the clusters it may hold" {
 	local before sum
 	rm -f u.img
 	truncate -s 4M u.img
 	mkfs.exfat -c 4K u.img >/dev/null
-	before=$(upcase_poke u.img first)
+	upcase_poke u.img table >/dev/null
+	before=$(upcase_poke u.img first 3)
 	[[ $before == "3 2 11" ]]
 	sum=$(img_sha u.img)
 	run -4 fatcheck -r u.img
@@ -1349,9 +1383,9 @@ PY
 	[ "$(img_sha u.img)" = "$sum" ] # nothing it could mend
 }
 
-@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten, then another -r, leaves every judge clean" {
+@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten or of a FirstCluster mended, then another -r, leaves every judge clean" {
 	local what n crashed before
-	for what in bad bitmap; do
+	for what in bad bitmap first-free; do
 		rm -f dmg.img
 		truncate -s 4M dmg.img
 		mkfs.exfat -c 512 dmg.img >/dev/null
