@@ -521,7 +521,9 @@ FSCK_FAT_SUMMARY = re.compile(r"^.*: \d+ files, \d+/\d+ clusters$")
 FSCK_HARMLESS = re.compile(
     r"^(Free cluster summary uninitialized|There are differences between "
     r"boot sector and its backup|This is mostly harmless|"
-    r"\s+\d+:[0-9a-f]{2}/[0-9a-f]{2}$|\s+Not automatically fixing this)")
+    # the differences, as many to a line as fit in 78 columns
+    r"\s+(, )?\d+:[0-9a-f]{2}/[0-9a-f]{2}(, \d+:[0-9a-f]{2}/[0-9a-f]{2})*$|"
+    r"\s+Not automatically fixing this)")
 FSCK_EXFAT_SUMMARY = re.compile(r": (clean|corrupted)\. directories \d+")
 
 
