@@ -304,11 +304,20 @@ def mdir_list(img):
         lst.ok = False
         lst.why = "mdir exit %s" % r.rc
     comps_of = {"/": []}
+    # mdir -/ heads a directory whose short name holds a space (and that
+    # has no long name) with the name cut at the space ("DATA   0" as
+    # "::/DATA"); Linux and fatls keep the space, as the FAT
+    # specification does.  Headings are mapped back.
+    cut = {}
     cur = None
     for line in r.out.decode("utf-8", "replace").splitlines():
         m = MDIR_DIR.match(line)
         if m:
             cur = m.group(1)
+            for k in sorted(cut, key=len, reverse=True):
+                if cur not in comps_of and (cur == k or
+                                            cur.startswith(k + "/")):
+                    cur = cut[k] + cur[len(k):]
             if cur not in comps_of:
                 # mdir names each directory before listing it.
                 comps_of[cur] = comps_of.get(
@@ -328,6 +337,9 @@ def mdir_list(img):
         is_dir = m.group(3) == "<DIR>"
         if is_dir:
             comps_of[path] = comps
+            if not m.group(6) and " " in base:
+                cut[cur.rstrip("/") + "/" + base.split(" ")[0] + (
+                    "." + ext if ext else "")] = path
         lst.items[path] = Item(path, is_dir,
                                None if is_dir else int(m.group(3)), comps)
     return lst
@@ -669,6 +681,13 @@ FAT_FSCK_ONLY = [
 ]
 # fatcheck errors fsck.fat does not report (fatcheck(1), NOTES).
 FAT_CHECK_ONLY = {"hidden-entry"}
+# fatkit's refusals of a volume fsck.fat reads (fatkit(7)): a FAT32
+# version (BPB_FSVer) other than 0.0, which the Microsoft specification
+# asks disk utilities not to touch and FreeBSD's fsck_msdosfs refuses;
+# fsck.fat, mtools and Linux do not read the field.
+FAT_CHECK_REFUSES = [
+    ("fat32-version", re.compile(r"FAT32 version \d+\.\d+ is not 0\.0")),
+]
 # fsck.exfat 1.2.0's known false positive and what the reference checker
 # then says: a Vendor Allocation (or other benign) secondary entry.
 EXFAT_FSCK_ONLY = [
@@ -714,6 +733,9 @@ def classify_verdict(exfat, fsck, check, refv):
         errs = check.codes("error")
         if errs and errs <= FAT_CHECK_ONLY:
             return "known", "fatcheck-only: " + "+".join(sorted(errs)), ""
+        for code, pat in FAT_CHECK_REFUSES:
+            if check.verdict == "refused" and pat.search(check.error or ""):
+                return "known", "fatcheck-only: refused, " + code, ""
         return "disagree", "verdict: fatcheck %s, fsck.fat clean" % (
             check.verdict), "fatcheck: %s" % (
             check.error or sorted(errs))
