@@ -628,6 +628,29 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 	return note_diff(ck, sec);
 }
 
+/*
+ * A BPB media byte Linux refuses to mount (and mtools, below 0xF0, to
+ * read), which fsck.fat does not look at: set from FAT[0]'s low byte,
+ * which formatters write the same, when that is one Linux takes, else
+ * 0xF8 (a fixed disk, what every card is formatted as).  *@media: the byte FAT[0] is then
+ * judged against.
+ */
+static void check_media(struct fk_check *ck, uint8_t *media)
+{
+	unsigned low = ck->fat0 & 0xFF;
+	size_t idx;
+
+	if (fk_media_is_valid(*media))
+		return;
+	*media = fk_media_is_valid(low) ? (uint8_t)low : 0xF8;
+	idx = ck_report(ck, FK_SEV_ERROR, "media", NULL,
+			"the boot sector's media byte 0x%02X is not one Linux "
+			"mounts (0xF0, 0xF8 to 0xFF); FAT[0] is 0x%X",
+			ck->g->media, ck->fat0);
+	ck_set_fix(ck, idx, "media byte set to 0x%02X", *media);
+	ck->fix_media = *media;
+}
+
 /* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
  * end-of-chain mark whose two top bits on FAT16/32 say "cleanly unmounted"
  * and "no disk errors".  fsck.fat takes a copy whose FAT[0] lacks those
@@ -636,10 +659,12 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
  * a media byte that differs from the boot sector's, nor does any reader. */
 static void check_reserved(struct fk_check *ck)
 {
-	const struct fk_geom *g = ck->g;
+	struct fk_geom gm = *ck->g; /* with the media byte -r writes */
+	const struct fk_geom *g = &gm;
 	struct fk_fat_reserved r;
 	size_t idx;
 
+	check_media(ck, &gm.media);
 	fk_fat_reserved_judge(g, ck->fat0, ck->fat1, &r);
 	if (!r.is_fat0_ones) {
 		idx = ck_report(
