@@ -707,8 +707,9 @@ FAT_FSCK_ONLY = [
     ("label-8bit", re.compile(r"Volume label .* is not valid|"
                               r"Auto-removing label")),
 ]
-# fatcheck errors fsck.fat does not report (fatcheck(1), NOTES).
-FAT_CHECK_ONLY = {"hidden-entry"}
+# fatcheck errors fsck.fat does not report (fatcheck(1), NOTES; Errors:
+# a boot sector media byte Linux does not mount).
+FAT_CHECK_ONLY = {"hidden-entry", "media"}
 # fatkit's refusals of a volume fsck.fat reads (fatkit(7)): a FAT32
 # version (BPB_FSVer) other than 0.0, which the Microsoft specification
 # asks disk utilities not to touch and FreeBSD's fsck_msdosfs refuses;
