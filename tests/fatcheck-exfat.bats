@@ -1416,3 +1416,97 @@ PY
 		((n > 2))
 	done
 }
+
+# set_poke IMG NAME OFF BYTE [stale]: byte OFF of the root's entry set
+# named NAME becomes BYTE (hex); its SetChecksum made right unless "stale".
+set_poke()
+{
+	"$FK_PYTHON" - "$@" <<'PY'
+import struct, sys
+img, name, off, byte = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4], 16)
+stale = len(sys.argv) > 5
+f = open(img, "r+b")
+bs = f.read(512)
+u32 = lambda b, o: struct.unpack_from("<I", b, o)[0]
+bps, spc = 1 << bs[108], 1 << bs[109]
+clen = bps * spc
+at = u32(bs, 88) * bps + (u32(bs, 96) - 2) * clen
+f.seek(at)
+d = f.read(clen)
+for i in range(0, clen, 32):
+    if d[i] != 0x85:
+        continue
+    n = d[i + 1] + 1
+    s = bytearray(d[i:i + 32 * n])
+    units = b"".join(s[32 * k + 2:32 * k + 32] for k in range(2, n))
+    if units.decode("utf-16-le")[:s[35]] != name:
+        continue
+    s[off] = byte
+    if not stale:
+        c = 0
+        for k, b in enumerate(s):
+            if k not in (2, 3):
+                c = ((c >> 1) | ((c & 1) << 15)) + b & 0xFFFF
+        struct.pack_into("<H", s, 2, c)
+    f.seek(at + i)
+    f.write(s)
+    sys.exit(0)
+sys.exit("set_poke: no set named " + name)
+PY
+}
+
+@test "fatcheck -r exFAT: a NameLength cut short is restored where NameHash matches the longer name; units past a name are cleared on a rewrite" {
+	# Differential: NameLength 14 became 10 with SetChecksum made right:
+	# -r rewrote NameHash for "half valid" and fsck.exfat still called
+	# the name length wrong (the units ".bin" remained past it).
+	local want
+	mkexfat x.img 4M 4K
+	ref put x.img "/half valid.bin" --size 3000
+	want=$(csums x.img "/half valid.bin")
+	set_poke x.img "half valid.bin" 35 0a
+	run -4 fatcheck x.img
+	assert_line --regexp "^error: /half valid: NameLength 10, but the name runs on to 14 characters, which NameHash 0x[0-9A-F]{4} matches\$"
+	run -1 fatcheck -r x.img
+	assert_output --partial "(repair: NameLength set to 14)"
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	[ "$(csums x.img "/half valid.bin")" = "$want" ]
+	run -0 fatcheck x.img
+	# A unit past the name changed, SetChecksum left stale (the set is
+	# rewritten for its checksum): the unit is cleared too.
+	set_poke x.img "half valid.bin" 95 0e stale
+	run -1 fatcheck -r x.img
+	assert_output --partial "(repair: checksum rewritten)"
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	[ "$(csums x.img "/half valid.bin")" = "$want" ]
+}
+
+@test "fatcheck -r exFAT: a crash or a failed write at any write of a NameLength restored, then another -r, leaves the name whole" {
+	local n crashed want
+	mkexfat dmg.img 4M 4K
+	ref put dmg.img "/half valid.bin" --size 3000
+	want=$(csums dmg.img "/half valid.bin")
+	set_poke dmg.img "half valid.bin" 35 0a
+	for ((n = 1; n <= 10; n++)); do
+		cp dmg.img x.img
+		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 99 || $status -eq 1 ]]
+		crashed=$status
+		((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck x.img
+		fsck_exfat_clean x.img
+		[ "$(csums x.img "/half valid.bin")" = "$want" ]
+		cp dmg.img x.img
+		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 12 || $status -eq 1 ]]
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck x.img
+		[ "$(csums x.img "/half valid.bin")" = "$want" ]
+		((crashed == 99)) || break
+	done
+	((n > 1))
+}
