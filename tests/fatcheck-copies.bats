@@ -125,6 +125,25 @@ settled()
 	done
 }
 
+@test "fatcheck -r: each copy damaged in one sector, in another entry: a link into free space counts against its copy, and no file is lost (FAT12/16/32)" {
+	# Differential (fat32 base, two flips): copy 1 broke the end mark of
+	# a directory, copy 2 linked a file's first cluster into free space.
+	# The fault of copy 2 was blamed on the free cluster's entry, outside
+	# the differing sector: copy 2 was kept and the file cut to a cluster.
+	local t
+	for t in 12 16 32; do
+		use $t
+		"$FK_PYTHON" "$CORRUPT" img fat-copies-both /DCIM "$FILE" >/dev/null
+		run -1 fatcheck -r img
+		assert_line "note: img: FAT copy 1 kept for sectors 0-0: neither copy agrees better with the directory tree there, so the one read"
+		assert_line --regexp "^error: /DCIM: directory cluster [0-9]+ links to [0-9]+, past the last cluster [0-9]+ \(repair: chain ended at cluster [0-9]+\)\$"
+		refute_output --partial "$FILE"
+		refute_output --partial "lost"
+		file_intact
+		settled
+	done
+}
+
 @test "fatcheck: copies that differ where no file's chain runs: copy 1 kept, and the note says neither is better" {
 	use 16
 	# A lost cluster's entry in copy 2 only: no chain of the tree reads it.

@@ -101,11 +101,28 @@ repaired()
 	mlabel -i img ::ROOTLABEL
 	poke img 43 'BOOTLABEL  '
 	run -4 --separate-stderr fatcheck img
-	assert_line "error: img: the boot sector's label is 'BOOTLABEL' but the root directory's is 'ROOTLABEL'"
+	assert_line "error: img: the boot sector's label is 'BOOTLABEL' but the root directory's is 'ROOTLABEL' (byte 0: 0x42, not 0x52)"
 	repaired img
 	[ "$(dd if=img bs=1 skip=43 count=11 status=none)" = 'ROOTLABEL  ' ]
 	run -0 mlabel -s -i img ::
 	assert_output --partial 'ROOTLABEL'
+}
+
+@test "fatcheck: a NUL in the boot sector label's padding is a difference from the root's, as fsck.fat says; -r copies the root's" {
+	# Differential: fsck.fat compares the 11 bytes ("... and different"),
+	# fatcheck compared the names with their padding cut.
+	local t off
+	for t in 16 32; do
+		mkimg fat$t 40M img
+		mlabel -i img ::CARD
+		off=$(( t == 32 ? 71 : 43 ))
+		poke img $((off + 6)) '\x00'
+		run ! fsck.fat -n img
+		run -4 --separate-stderr fatcheck img
+		assert_line "error: img: the boot sector's label is 'CARD  ?' but the root directory's is 'CARD' (byte 6: 0x00, not 0x20)"
+		repaired img
+		[ "$(dd if=img bs=1 skip=$off count=11 status=none)" = 'CARD       ' ]
+	done
 }
 
 @test "fatcheck: two duplicate names and two cross-links in one run: each reported, -r settles the links" {

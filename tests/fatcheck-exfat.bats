@@ -1262,7 +1262,9 @@ prealloc_safe()
 # bytes and print its contiguous run's bitmap bits as "FIRST N BITS" (taken
 # before the damage: the run Linux and fsck.exfat read).  WHAT: "bad" marks
 # the table's first cluster bad in the FAT, "free" frees its last link,
-# "first" flips the high byte of its FirstCluster, "bitmap" frees the
+# "first" flips the high byte of its FirstCluster, "first-free" points it
+# at cluster 100 (free), "first-root" at the root's cluster, "table"
+# changes a byte of the table itself, "bitmap" frees the
 # allocation bitmap's FAT entry, "bits" only prints
 # (the run from FIRST, when given, as FirstCluster may be damaged).
 upcase_poke()
@@ -1298,6 +1300,12 @@ elif what == "bitmap":
     f.seek(fat + 4 * u32(bm, 20)); f.write(struct.pack("<I", 0))
 elif what == "first":
     f.seek(off(root) + 32 * up + 23); f.write(bytes([0x20]))
+elif what == "first-free":
+    f.seek(off(root) + 32 * up + 20); f.write(struct.pack("<I", 100))
+elif what == "first-root":
+    f.seek(off(root) + 32 * up + 20); f.write(struct.pack("<I", root))
+elif what == "table":
+    f.seek(off(first) + 2); f.write(bytes([0x41]))
 PY
 }
 
@@ -1332,12 +1340,38 @@ PY
 	done
 }
 
-@test "fatcheck -r exFAT: an up-case table whose FirstCluster is out of range frees none of the clusters it may hold" {
+@test "fatcheck -r exFAT: an up-case table whose FirstCluster was damaged is found again by its TableChecksum, and FirstCluster mended" {
+	# Differential: out of range, a free cluster, another structure's
+	# cluster: the table was kept unread (exit 4), its clusters as lost.
+	local what before sum
+	rm -f base.img
+	truncate -s 4M base.img
+	mkfs.exfat -c 4K base.img >/dev/null
+	ref put base.img /a.bin --size 9000
+	sum=$(img_sha base.img)
+	for what in first first-free first-root; do
+		cp base.img u.img
+		before=$(upcase_poke u.img $what)
+		[[ $before == "3 2 11" ]]
+		run -1 ref verify u.img
+		run -1 fatcheck -r u.img
+		assert_line --regexp "^error: u.img: up-case table: FirstCluster [0-9]+ holds no table with its TableChecksum 0x[0-9A-F]{8}; the run from cluster 3 does \(repair: FirstCluster set to 3\)\$"
+		refute_output --partial "cleared"
+		refute_output --partial "freed"
+		[ "$(img_sha u.img)" = "$sum" ] # the entry as mkfs.exfat wrote it
+		fsck_exfat_clean u.img
+		run -0 ref verify -W u.img
+		run -0 fatcheck u.img
+	done
+}
+
+@test "fatcheck -r exFAT: an up-case table whose FirstCluster is out of range and whose bytes changed too frees none of the clusters it may hold" {
 	local before sum
 	rm -f u.img
 	truncate -s 4M u.img
 	mkfs.exfat -c 4K u.img >/dev/null
-	before=$(upcase_poke u.img first)
+	upcase_poke u.img table >/dev/null
+	before=$(upcase_poke u.img first 3)
 	[[ $before == "3 2 11" ]]
 	sum=$(img_sha u.img)
 	run -4 fatcheck -r u.img
@@ -1349,9 +1383,9 @@ PY
 	[ "$(img_sha u.img)" = "$sum" ] # nothing it could mend
 }
 
-@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten, then another -r, leaves every judge clean" {
+@test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten or of a FirstCluster mended, then another -r, leaves every judge clean" {
 	local what n crashed before
-	for what in bad bitmap; do
+	for what in bad bitmap first-free; do
 		rm -f dmg.img
 		truncate -s 4M dmg.img
 		mkfs.exfat -c 512 dmg.img >/dev/null
@@ -1381,4 +1415,98 @@ PY
 		done
 		((n > 2))
 	done
+}
+
+# set_poke IMG NAME OFF BYTE [stale]: byte OFF of the root's entry set
+# named NAME becomes BYTE (hex); its SetChecksum made right unless "stale".
+set_poke()
+{
+	"$FK_PYTHON" - "$@" <<'PY'
+import struct, sys
+img, name, off, byte = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4], 16)
+stale = len(sys.argv) > 5
+f = open(img, "r+b")
+bs = f.read(512)
+u32 = lambda b, o: struct.unpack_from("<I", b, o)[0]
+bps, spc = 1 << bs[108], 1 << bs[109]
+clen = bps * spc
+at = u32(bs, 88) * bps + (u32(bs, 96) - 2) * clen
+f.seek(at)
+d = f.read(clen)
+for i in range(0, clen, 32):
+    if d[i] != 0x85:
+        continue
+    n = d[i + 1] + 1
+    s = bytearray(d[i:i + 32 * n])
+    units = b"".join(s[32 * k + 2:32 * k + 32] for k in range(2, n))
+    if units.decode("utf-16-le")[:s[35]] != name:
+        continue
+    s[off] = byte
+    if not stale:
+        c = 0
+        for k, b in enumerate(s):
+            if k not in (2, 3):
+                c = ((c >> 1) | ((c & 1) << 15)) + b & 0xFFFF
+        struct.pack_into("<H", s, 2, c)
+    f.seek(at + i)
+    f.write(s)
+    sys.exit(0)
+sys.exit("set_poke: no set named " + name)
+PY
+}
+
+@test "fatcheck -r exFAT: a NameLength cut short is restored where NameHash matches the longer name; units past a name are cleared on a rewrite" {
+	# Differential: NameLength 14 became 10 with SetChecksum made right:
+	# -r rewrote NameHash for "half valid" and fsck.exfat still called
+	# the name length wrong (the units ".bin" remained past it).
+	local want
+	mkexfat x.img 4M 4K
+	ref put x.img "/half valid.bin" --size 3000
+	want=$(csums x.img "/half valid.bin")
+	set_poke x.img "half valid.bin" 35 0a
+	run -4 fatcheck x.img
+	assert_line --regexp "^error: /half valid: NameLength 10, but the name runs on to 14 characters, which NameHash 0x[0-9A-F]{4} matches\$"
+	run -1 fatcheck -r x.img
+	assert_output --partial "(repair: NameLength set to 14)"
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	[ "$(csums x.img "/half valid.bin")" = "$want" ]
+	run -0 fatcheck x.img
+	# A unit past the name changed, SetChecksum left stale (the set is
+	# rewritten for its checksum): the unit is cleared too.
+	set_poke x.img "half valid.bin" 95 0e stale
+	run -1 fatcheck -r x.img
+	assert_output --partial "(repair: checksum rewritten)"
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	[ "$(csums x.img "/half valid.bin")" = "$want" ]
+}
+
+@test "fatcheck -r exFAT: a crash or a failed write at any write of a NameLength restored, then another -r, leaves the name whole" {
+	local n crashed want
+	mkexfat dmg.img 4M 4K
+	ref put dmg.img "/half valid.bin" --size 3000
+	want=$(csums dmg.img "/half valid.bin")
+	set_poke dmg.img "half valid.bin" 35 0a
+	for ((n = 1; n <= 10; n++)); do
+		cp dmg.img x.img
+		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 99 || $status -eq 1 ]]
+		crashed=$status
+		((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck x.img
+		fsck_exfat_clean x.img
+		[ "$(csums x.img "/half valid.bin")" = "$want" ]
+		cp dmg.img x.img
+		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 12 || $status -eq 1 ]]
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck x.img
+		[ "$(csums x.img "/half valid.bin")" = "$want" ]
+		((crashed == 99)) || break
+	done
+	((n > 1))
 }

@@ -657,6 +657,85 @@ PY
 	done
 }
 
+# set_media BYTE: the boot sector's media byte (and the FAT32 backup's)
+# becomes BYTE (two hex digits), FAT[0] left.
+set_media()
+{
+	local off
+	for off in 21 $((6 * 512 + 21)); do
+		printf "\\x$1" | dd of=img bs=1 seek=$off conv=notrunc status=none
+		[ "$(fat_type img)" = fat32 ] || break
+	done
+}
+
+# media_is BYTE: the boot sector's media byte (and the FAT32 backup's) and
+# FAT[0]'s low byte in every copy are BYTE (two hex digits).
+media_is()
+{
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corrupt
+vol = corrupt.Volume(sys.argv[2])
+want = int(sys.argv[3], 16)
+assert vol.read(21, 1)[0] == want, vol.read(21, 1).hex()
+if vol.backup_sec:
+    assert vol.read(vol.backup_sec * vol.bps + 21, 1)[0] == want
+for c in range(vol.nfats):
+    assert vol.get(0, c) & 0xFF == want, (c, hex(vol.get(0, c)))
+PY
+}
+
+@test "fatcheck -r: a boot sector media byte Linux does not mount (0x00, 0x7F, 0xF1) is an error, set from FAT[0]; mtools reads the volume again (FAT12/16/32)" {
+	# Differential: fsck.fat does not look at it, fatcheck said nothing,
+	# and mdir (as Linux's fat_valid_media()) refused the volume.
+	local t m
+	for t in 12 16 32; do
+		for m in 00 7F F1; do
+			use $t
+			set_media $m
+			# (mtools refuses one below 0xF0 even with
+			# MTOOLS_SKIP_CHECK)
+			[[ $m == F1 ]] || run ! mdir -/ -i img ::
+			run -4 fatcheck img
+			assert_line --regexp "^error: img: the boot sector's media byte 0x$m is not one Linux mounts \(0xF0, 0xF8 to 0xFF\); FAT\[0\] is 0x[0-9A-F]+F8\$"
+			run -1 fatcheck -r img
+			assert_line --partial "(repair: media byte set to 0xF8)"
+			media_is F8
+			settled
+			files_intact
+		done
+	done
+}
+
+@test "fatcheck -r: a crash or a failed write at any write of a media byte mended (with FAT[0] damaged too), then another -r, leaves it mended" {
+	local n crashed
+	for n in $(seq 1 10); do
+		use 32
+		set_media 00
+		damage fat0-high 1
+		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r img
+		[[ $status -eq 99 || $status -eq 1 ]]
+		crashed=$status
+		run fatcheck -r img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		media_is F8
+		settled
+		files_intact
+		use 32
+		set_media 00
+		damage fat0-high 1
+		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r img
+		[[ $status -eq 12 || $status -eq 1 ]]
+		run fatcheck -r img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		media_is F8
+		settled
+		[ "$crashed" -eq 99 ] || break
+	done
+	((n > 3)) || skip "not a fault-injection build"
+}
+
 # label_is TEXT: the root's label entry and the boot sector's label are
 # TEXT (padded); "" for none, which the boot sector says as NO NAME.
 label_is()

@@ -18,6 +18,8 @@
 #include "table/fat.h"
 #include "volume/volume.h"
 
+#define UPCASE_SEARCH 4096u /* clusters from the heap's start */
+
 /* Is the contiguous run of the clusters @len needs from @first in the heap? */
 static int is_run_in_heap(const struct fk_geom *g, uint32_t first, uint64_t len)
 {
@@ -229,14 +231,87 @@ static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 	return 0;
 }
 
+/*
+ * Where is the up-case table of @len bytes whose TableChecksum is @csum,
+ * when FirstCluster (@skip) holds something else?  Every formatter puts it
+ * near the heap's start, after the bitmap, so the first UPCASE_SEARCH
+ * clusters are searched (a bounded cost on any card): a run starts where
+ * a table may (unit 0 maps to 0, or a compressed table opens with an
+ * identity run), and its bytes must hash to @csum.  *@at: the one run
+ * found; two or more are no answer (a copy in a file).  Returns 1 when
+ * found, 0 when not, or -errno.
+ */
+static int find_upcase(struct fk_exfat_check *x, uint32_t skip, uint64_t len,
+		       uint32_t csum, uint32_t *at)
+{
+	const struct fk_geom *g = x->g;
+	uint32_t c, last = fk_clus_max(g), nfound = 0;
+	uint64_t n = fk_exfat_clus_needed(g, len);
+	unsigned char *raw;
+	int err = 0;
+
+	if (!len || len > FK_EXFAT_UPCASE_MAX_LEN || len % 2 || n > last)
+		return 0;
+	if (!(raw = malloc((size_t)len)))
+		return -ENOMEM;
+	last -= (uint32_t)(n - 1);
+	if (last - FK_FIRST_CLUS >= UPCASE_SEARCH)
+		last = FK_FIRST_CLUS + UPCASE_SEARCH - 1;
+	for (c = FK_FIRST_CLUS; c <= last && nfound < 2; c++) {
+		struct fk_exfat_stream st = {c, len, 1};
+		uint32_t u0;
+
+		if (c == skip)
+			continue;
+		if ((err = fk_device_read(x->vol->dev, fk_clus_off(g, c), raw,
+					  2)))
+			break;
+		u0 = get_le16(raw);
+		if (u0 != 0 && u0 != 0xFFFF)
+			continue;
+		if ((err = fk_exfat_stream_read(x->vol, &st, raw, len, NULL)))
+			break;
+		if (fk_exfat_upcase_checksum(raw, (size_t)len) == csum &&
+		    !nfound++)
+			*at = c;
+	}
+	free(raw);
+	if (err)
+		return err;
+	return nfound == 1;
+}
+
+/*
+ * The table at FirstCluster @first does not hash to the entry's
+ * TableChecksum @csum, even mended, or cannot be read: a damaged
+ * FirstCluster is found out by a run that does, which is then loaded in
+ * its place.  Returns 0 or -errno.
+ */
+static int find_moved_upcase(struct fk_exfat_check *x, uint32_t first,
+			     uint64_t len, uint32_t csum)
+{
+	uint32_t at = 0;
+	int found;
+
+	if ((found = find_upcase(x, first, len, csum, &at)) <= 0)
+		return found;
+	free(x->upcase_raw);
+	x->upcase_raw = NULL;
+	x->upcase_nfix = 0;
+	x->upcase_lost_at = first;
+	x->upcase_found_at = at;
+	found = load_upcase(x, at, len);
+	return found == FK_ECORRUPT ? 0 : found;
+}
+
 /* The up-case table entry (spec 7.2). */
 static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
 	struct fk_exfat_stream st;
 	struct claim c;
-	size_t idx;
+	size_t idx, moved = 0;
 	uint32_t want;
-	int err;
+	int err, is_moved = 0;
 
 	x->own_kind = OWN_UPCASE;
 	if (x->has_upcase) {
@@ -247,6 +322,17 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return exck_plan_set(x, s);
 	}
 	x->has_upcase = 1;
+	if (x->upcase_found_at && s->first_clus == x->upcase_lost_at) {
+		/* The table this check loaded, found by its checksum. */
+		moved = ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
+				  "up-case table: FirstCluster %u holds no "
+				  "table with its TableChecksum 0x%08X; the "
+				  "run from cluster %u does",
+				  s->first_clus, s->upcase_csum,
+				  x->upcase_found_at);
+		s->first_clus = x->upcase_found_at;
+		is_moved = 1;
+	}
 	st.first_clus = s->first_clus;
 	st.data_len = s->data_len;
 	/* Claimed as Linux and fsck.exfat read it: the contiguous run, when
@@ -266,6 +352,11 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		/* Its clusters, wherever they are, are not known: none is
 		 * freed (the rule for structures not understood). */
 		return exck_keep_bits(x, "the up-case table cannot be read");
+	}
+	if (is_moved) {
+		ck_set_fix(x->ck, moved, "FirstCluster set to %u",
+			   s->first_clus);
+		put_le32(&s->raw[0][GEN_FIRST], s->first_clus);
 	}
 	if ((err = judge_run_chain(x, &c, "upcase-chain", "up-case table",
 				   s->upcase_csum == x->upcase_csum)) < 0)
@@ -308,11 +399,10 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 					     "does not match")))
 			return err;
 	}
-	if (s->upcase_csum != want) {
+	if (s->upcase_csum != want)
 		put_le32(&s->raw[0][UC_CHECKSUM], want);
-		if ((err = exck_plan_set(x, s)))
-			return err;
-	}
+	if ((s->upcase_csum != want || is_moved) && (err = exck_plan_set(x, s)))
+		return err;
 	return 0;
 }
 
@@ -383,8 +473,17 @@ int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 	int err, found;
 
 	if (!(up->defects & FK_EXU_MISSING) && up->raw_len) {
-		err = load_upcase(x, up->first_clus, up->raw_len);
+		uint32_t first = up->first_clus, csum = up->csum_stored;
+		uint64_t len = up->raw_len;
+
+		err = load_upcase(x, first, len);
 		if (err && err != FK_ECORRUPT)
+			return err;
+		if ((err ||
+		     (x->upcase_csum != csum &&
+		      (!x->upcase_nfix || x->upcase_csum_fixed != csum))) &&
+		    !(up->defects & FK_EXU_DUPLICATE) &&
+		    (err = find_moved_upcase(x, first, len, csum)))
 			return err;
 	} else {
 		if ((found = find_deleted(x, FK_EXFAT_T_UPCASE, s)) < 0)

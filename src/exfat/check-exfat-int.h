@@ -228,6 +228,8 @@ struct fk_exfat_check {
 	struct fk_exfat_stream upcase_stream;
 	uint32_t upcase_csum_fixed; /* computed over the mended table */
 	int fix_upcase_table;
+	uint32_t upcase_lost_at;  /* FirstCluster that holds no table; 0: */
+	uint32_t upcase_found_at; /* the run found by its checksum instead */
 };
 
 /* The passes over the on-disk bitmap (see struct bm_walk). */

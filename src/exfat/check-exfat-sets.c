@@ -399,6 +399,39 @@ static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
 	return 0;
 }
 
+/* A set being rewritten keeps no unit past its name: fsck.exfat 1.2.0
+ * calls a name whose File Name entries run on past NameLength the wrong
+ * length, and those units mean nothing once the set is sealed again. */
+static void clear_past_name(struct fk_exfat_set *s)
+{
+	uint32_t room = name_room(s), i;
+
+	for (i = s->raw[1][SE_NAME_LEN]; i < room; i++)
+		put_name_unit(s, i, 0);
+}
+
+/*
+ * A NameHash that does not match the name may mean NameLength lost a bit:
+ * the units after it, up to the first 0 in the File Name entries, then
+ * complete a name the stored hash matches.  That longer length, or 0.
+ */
+static uint32_t hashed_length(const struct fk_exfat_check *x,
+			      const struct fk_exfat_set *s)
+{
+	uint16_t units[FK_EXFAT_NAME_MAX];
+	uint32_t room = name_room(s), n = s->raw[1][SE_NAME_LEN], i;
+
+	if (room > FK_EXFAT_NAME_MAX)
+		room = FK_EXFAT_NAME_MAX;
+	for (i = 0; i < room && (units[i] = name_unit(s, i)); i++)
+		if (i >= n && !fk_exfat_name_unit_ok(units[i]))
+			return 0;
+	if (i <= n ||
+	    fk_exfat_name_hash(x->ex->upcase, units, i) != s->hash_stored)
+		return 0;
+	return i;
+}
+
 /* The set's own fields: SetChecksum, the name, NameHash, and whether
  * AllocationPossible agrees with FirstCluster. */
 static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
@@ -420,13 +453,32 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 		return 0;
 	}
 	if ((s->defects & FK_EXS_HASH) && x->is_upcase_loaded) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "name-hash",
+		uint32_t len = hashed_length(x, s);
+
+		if (len) {
+			/* Cut, the name would lose what the hash still
+			 * vouches for (and fsck.exfat calls a name with
+			 * units past its length wrong). */
+			idx = ck_report(
+				x->ck, FK_SEV_ERROR, "name-length",
 				exck_cur_path(x),
-				"NameHash 0x%04X, computed 0x%04X",
-				s->hash_stored, s->hash_computed);
-		ck_set_fix(x->ck, idx, "hash rewritten");
+				"NameLength %u, but the name runs on to "
+				"%u characters, which NameHash 0x%04X "
+				"matches",
+				s->raw[1][SE_NAME_LEN], len, s->hash_stored);
+			ck_set_fix(x->ck, idx, "NameLength set to %u", len);
+			s->raw[1][SE_NAME_LEN] = (uint8_t)len;
+		} else {
+			idx = ck_report(x->ck, FK_SEV_ERROR, "name-hash",
+					exck_cur_path(x),
+					"NameHash 0x%04X, computed 0x%04X",
+					s->hash_stored, s->hash_computed);
+			ck_set_fix(x->ck, idx, "hash rewritten");
+		}
 		f->is_changed = 1;
 	}
+	if (f->is_changed)
+		clear_past_name(s);
 	if ((s->defects & FK_EXS_ALLOC) && s->is_alloc_possible) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag",
 				exck_cur_path(x),

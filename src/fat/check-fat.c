@@ -122,7 +122,8 @@ struct chain_walk {
 	uint32_t need;	    /* clusters the size needs; 0: none (a
 			       directory, or an empty file) */
 	uint32_t nclus;	    /* taken so far */
-	uint32_t prev;	    /* the cluster before; 0: none */
+	uint32_t prev;	    /* the cluster taken last; 0: none */
+	uint32_t before;    /* the one taken before it; 0: none */
 	uint32_t need_last; /* the need-th cluster; 0: not reached */
 	int is_cross;	    /* stopped at a cluster already taken */
 };
@@ -195,6 +196,30 @@ static void blame(struct judge *j, uint32_t clus, enum fault f)
 	}
 }
 
+/* A fault that lies in the entry of @link (0: none, the first cluster
+ * came from the directory entry) or of @clus: counted once per run. */
+static void blame_pair(struct judge *j, uint32_t link, uint32_t clus,
+		       enum fault f)
+{
+	uint32_t secs[4], r, runs[4], i, k, n = 0;
+
+	fk_fat_entry_secs(j->ck->g, clus, &secs[0], &secs[1]);
+	secs[2] = secs[3] = secs[0];
+	if (link)
+		fk_fat_entry_secs(j->ck->g, link, &secs[2], &secs[3]);
+	for (i = 0; i < 4; i++) {
+		if ((r = run_of(j->ck, secs[i])) == NO_RUN)
+			continue;
+		for (k = 0; k < n && runs[k] != r; k++)
+			;
+		if (k < n)
+			continue;
+		runs[n++] = r;
+		if (!j->nbad[r]++)
+			j->why[r] = say_fault(f, j->path_len ? j->path : "/");
+	}
+}
+
 static int take_run(void *arg, const struct fk_run *run)
 {
 	struct chain_walk *w = arg;
@@ -209,6 +234,7 @@ static int take_run(void *arg, const struct fk_run *run)
 		seen[c / 64] |= (uint64_t)1 << (c % 64);
 		if (++w->nclus == w->need)
 			w->need_last = c;
+		w->before = w->prev;
 		w->prev = c;
 	}
 	return 0;
@@ -220,7 +246,7 @@ static int take_run(void *arg, const struct fk_run *run)
 static int judge_chain(struct judge *j, uint32_t start, uint32_t need,
 		       uint32_t *nclus)
 {
-	struct chain_walk w = {j, need, 0, 0, 0, 0};
+	struct chain_walk w = {j, need, 0, 0, 0, 0, 0};
 	struct fk_chain_info info;
 	int err;
 
@@ -245,7 +271,11 @@ static int judge_chain(struct judge *j, uint32_t start, uint32_t need,
 			blame(j, w.need_last, RUNS_PAST);
 		return 0;
 	case FK_ENT_FREE:
-		blame(j, info.last, FREE_INSIDE);
+		/* The free entry is one copy's fault, or the link to it is:
+		 * a flipped link into free space (differing in one copy only)
+		 * lies in the entry before, which may sit in another run or
+		 * the only run where the copies differ. */
+		blame_pair(j, w.before, info.last, FREE_INSIDE);
 		return 0;
 	default:
 		blame(j, info.last, BREAKS);
@@ -598,6 +628,29 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 	return note_diff(ck, sec);
 }
 
+/*
+ * A BPB media byte Linux refuses to mount (and mtools, below 0xF0, to
+ * read), which fsck.fat does not look at: set from FAT[0]'s low byte,
+ * which formatters write the same, when that is one Linux takes, else
+ * 0xF8 (a fixed disk, what every card is formatted as).  *@media: the byte FAT[0] is then
+ * judged against.
+ */
+static void check_media(struct fk_check *ck, uint8_t *media)
+{
+	unsigned low = ck->fat0 & 0xFF;
+	size_t idx;
+
+	if (fk_media_is_valid(*media))
+		return;
+	*media = fk_media_is_valid(low) ? (uint8_t)low : 0xF8;
+	idx = ck_report(ck, FK_SEV_ERROR, "media", NULL,
+			"the boot sector's media byte 0x%02X is not one Linux "
+			"mounts (0xF0, 0xF8 to 0xFF); FAT[0] is 0x%X",
+			ck->g->media, ck->fat0);
+	ck_set_fix(ck, idx, "media byte set to 0x%02X", *media);
+	ck->fix_media = *media;
+}
+
 /* FAT[0] holds the media byte under bits that are all ones, FAT[1] an
  * end-of-chain mark whose two top bits on FAT16/32 say "cleanly unmounted"
  * and "no disk errors".  fsck.fat takes a copy whose FAT[0] lacks those
@@ -606,10 +659,12 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
  * a media byte that differs from the boot sector's, nor does any reader. */
 static void check_reserved(struct fk_check *ck)
 {
-	const struct fk_geom *g = ck->g;
+	struct fk_geom gm = *ck->g; /* with the media byte -r writes */
+	const struct fk_geom *g = &gm;
 	struct fk_fat_reserved r;
 	size_t idx;
 
+	check_media(ck, &gm.media);
 	fk_fat_reserved_judge(g, ck->fat0, ck->fat1, &r);
 	if (!r.is_fat0_ones) {
 		idx = ck_report(

@@ -234,6 +234,7 @@ struct fk_check {
 	size_t npatches;
 	int fix_copies;
 	int fix_fat0, fix_fat1;
+	uint8_t fix_media; /* the BPB media byte -r writes; 0: none */
 	/* boot sector and FSInfo */
 	int fix_dirty, fix_backup, fix_label;
 	uint32_t fix_new_backup; /* write a backup boot sector here; 0: no */

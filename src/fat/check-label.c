@@ -237,22 +237,25 @@ void ck_check_label(struct fk_check *ck)
 		/* As the boot sector holds it: a directory entry stores a
 		 * first byte 0xE5 as 0x05, a boot sector does not. */
 		unsigned char want[11];
-		char held[12];
+		char boot[12];
 		size_t n;
 
 		memcpy(want, ck->root_label, 11);
 		want[0] = fk_short_first(want);
-		memcpy(held, want, 11);
-		for (n = 11; n > 0 && (held[n - 1] == ' ' || !held[n - 1]); n--)
-			;
-		held[n] = '\0';
-		if (!strcmp(held, g->label))
+		/* Byte for byte, as fsck.fat compares them: a NUL in the
+		 * padding is a difference too (fsck.fat: "... and
+		 * different"), which the shown names may not tell. */
+		if (!memcmp(want, g->label_raw, 11))
 			return;
 		show_label(want, root);
+		show_label(g->label_raw, boot);
+		for (n = 0; want[n] == g->label_raw[n]; n++)
+			;
 		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
-				"directory's is '%s'",
-				g->label, root);
+				"directory's is '%s' (byte %zu: 0x%02X, not "
+				"0x%02X)",
+				boot, root, n, g->label_raw[n], want[n]);
 		memcpy(ck->label, want, 11);
 	}
 	ck_set_fix(ck, idx, "boot sector label set to '%.11s'",

@@ -112,6 +112,11 @@ static int repair_fat(struct fk_check *ck)
 	size_t i;
 	int err;
 
+	/* FAT[0] is written against the media byte the boot sector gets
+	 * last (repair_boot()): after a crash in between, FAT[0] holds a
+	 * valid one, which the next run copies to the boot sector. */
+	if (ck->fix_media)
+		fk_volume_set_media(ck->vol, ck->fix_media);
 	if ((err = fk_fat_fix_reserved(ck->vol, ck->fix_fat0, ck->fix_fat1)))
 		return err;
 	for (i = 0; i < ck->fat_fixes.n; i++)
@@ -554,7 +559,7 @@ static int repair_boot(struct fk_check *ck)
 	int err;
 
 	if (!ck->fix_dirty && !ck->fix_label && !ck->fix_backup &&
-	    !ck->fix_new_backup)
+	    !ck->fix_new_backup && !ck->fix_media)
 		return 0;
 	if ((err = repair_new_backup(ck)))
 		return err;

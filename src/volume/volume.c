@@ -392,6 +392,12 @@ int fk_volume_is_dirty(const struct fk_volume *vol)
 	return vol->boot[fk_volume_dirty_off(vol)] & FK_BOOT_DIRTY;
 }
 
+void fk_volume_set_media(struct fk_volume *vol, uint8_t media)
+{
+	vol->boot[BPB_MEDIA] = media;
+	vol->g.media = media;
+}
+
 int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
 		       const unsigned char *label, int sync_backup)
 {

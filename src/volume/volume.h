@@ -153,6 +153,20 @@ unsigned fk_volume_dirty_off(const struct fk_volume *vol);
 int fk_volume_fix_boot(struct fk_volume *vol, int clear_dirty,
 		       const unsigned char *label, int sync_backup);
 
+/*
+ * Set the BPB media byte to @media in vol->boot and the geometry, in
+ * memory only: FAT[0] is then judged and written against it, and the next
+ * fk_volume_fix_boot() writes the boot sector.
+ */
+void fk_volume_set_media(struct fk_volume *vol, uint8_t media);
+
+/* A media byte Linux mounts (fat_valid_media(): 0xF0, 0xF8 to 0xFF);
+ * mtools refuses the others too. */
+static inline int fk_media_is_valid(unsigned media)
+{
+	return media == 0xF0 || (media >= 0xF8 && media <= 0xFF);
+}
+
 /* Byte offset of data cluster @clus (which must be in range). */
 static inline uint64_t fk_clus_off(const struct fk_geom *g, uint32_t clus)
 {

@@ -16,6 +16,12 @@ Cases (PATH is absolute inside the volume):
                            sector 0 (with "last": of its last but one;
                            sector 0 if none is past it) all zeros, the
                            other copy intact
+  fat-copies-both PATH1 PATH2
+                           each FAT copy damaged in the same sector, in
+                           another entry: in copy 0, the end mark of
+                           PATH1's chain points past the last cluster; in
+                           copy 1, PATH2's first link points to a free
+                           cluster far off (a differential finding)
   media                    FAT[0] media byte differs from the BPB (every copy)
   fat0-zero [COPY]         FAT[0] all zero (every copy, or copy COPY
                            only, counted from 0)
@@ -363,6 +369,20 @@ def case_fat_sector_zero(vol, copy, path, which="first"):
     base = vol.fat_off + int(copy) * vol.fat_secs * vol.bps
     vol.write(base + sec * vol.bps, bytes(vol.bps))
     return [path]
+
+
+def case_fat_copies_both(vol, path1, path2):
+    if vol.nfats < 2:
+        die("one FAT copy only")
+    _, ch1 = file_chain(vol, path1)
+    _, ch2 = file_chain(vol, path2, 2)
+    per = {12: 1.5, 16: 2, 32: 4}[vol.bits]
+    if int(ch1[-1] * per) // vol.bps != int(ch2[0] * per) // vol.bps:
+        die("the two entries lie in different FAT sectors")
+    vol.put(ch1[-1], vol.nclus + 2 + 3, copies=[0])
+    vol.put(ch2[0], vol.free_clusters(1, after=(vol.nclus + 2) // 2)[0],
+            copies=[1])
+    return [path1, path2]
 
 
 def case_media(vol):
@@ -929,7 +949,7 @@ CASES = {
     "dot-name": case_dot_name, "dot-swap": case_dot_swap,
     "dot-entries": case_dot_entries, "dots-removed": case_dots_removed,
     "lower-short": case_lower_short, "long-is": case_long_is,
-    "dir-loop": case_dir_loop,
+    "dir-loop": case_dir_loop, "fat-copies-both": case_fat_copies_both,
     "dir-size": case_dir_size, "dup": case_dup, "lfn-sum": case_lfn_sum,
     "lfn-seq": case_lfn_seq, "lfn-unfinished": case_lfn_unfinished, "orphan-lfn": case_orphan_lfn,
     "lfn-empty": case_lfn_empty, "bad-char": case_bad_char,
