@@ -8,8 +8,6 @@
 
 load helpers/common
 
-EXREF=$FATKIT_HELPERS/exfatref.py
-
 # dev_off IMAGE[@@OFF] PATH FAMILY: byte offset in IMAGE of PATH's first
 # cluster, and on a second line its run count, from mtools or exfatref.
 dev_off()
@@ -18,10 +16,10 @@ dev_off()
 	[[ $img == *@@* ]] && base=${img#*@@}
 	if [[ $fam == exfat ]]; then
 		local line info
-		line=$("$FK_PYTHON" "$EXREF" ls "$img" "$path")
+		line=$(ref ls "$img" "$path")
 		first=$(sed 's/.*\tfirst=\([0-9]*\).*/\1/' <<<"$line")
 		runs=$(sed 's/.*\truns=\([^\t]*\).*/\1/' <<<"$line")
-		info=$("$FK_PYTHON" "$EXREF" info "$img")
+		info=$(ref info "$img")
 		local heap ss cs
 		heap=$(sed -n 's/^cluster_heap_offset=//p' <<<"$info")
 		ss=$(sed -n 's/^sector_size=//p' <<<"$info")
@@ -55,7 +53,7 @@ judge()
 	fi
 	if [[ $2 == exfat ]]; then
 		fsck.exfat -n "$f"
-		"$FK_PYTHON" "$EXREF" verify "$f"
+		ref verify "$f"
 	else
 		fsck_clean "$f"
 	fi

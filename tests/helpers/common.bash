@@ -11,9 +11,11 @@
 #   mkpartimg FILE SIZE FATTYPE                  populate FILE    populate_big_dir FILE DIR N
 #   mkimg_dcim T FILE [SRC DEST]...
 #   gen_bytes N [SEED]                           check_sums FILE
+#   tree_sums_ok TREE WHO <MANIFEST
 #   img_sha FILE     fsck_clean FILE             fat_copies_equal FILE
 #   fat_type FILE    fat_geometry FILE           count_free_clusters FILE
 #   fsinfo_free FILE fsinfo_next FILE            size_kib SIZE
+#   py_run SCRIPT ARGS... (a python helper)      ref ARGS... (exfatref.py)
 # and $FK_PYTHON, a fast-starting python3 for parsing --json output.
 # FILE may be IMAGE@@OFFSET wherever mtools or fatimg.py reads it (not for
 # img_sha, fsck_clean).
@@ -39,6 +41,31 @@ if [[ -z ${FK_PYTHON:-} ]]; then
 	fi
 fi
 export FK_PYTHON
+
+# The helpers' bytecode is cached for the run, outside the tree, even where
+# PYTHONDONTWRITEBYTECODE is set: exfatref.py takes 20 ms of CPU to compile,
+# more than most of its runs take after that, and the tests start it
+# thousands of times (each bats run compiles it once).
+if [[ -n ${BATS_RUN_TMPDIR:-} ]]; then
+	export PYTHONPYCACHEPREFIX=$BATS_RUN_TMPDIR/pycache
+	unset PYTHONDONTWRITEBYTECODE
+fi
+
+# py_run SCRIPT ARGS...: "$FK_PYTHON" SCRIPT ARGS..., with SCRIPT's bytecode
+# from that cache too (a script run by name is compiled at every start; this
+# loads it as __main__ the way an import would, so the cache applies).
+py_run()
+{
+	"$FK_PYTHON" -c '
+import importlib.util, os, sys
+path = sys.argv.pop(1)
+sys.argv[0] = path
+sys.path[0] = os.path.dirname(path)
+spec = importlib.util.spec_from_file_location("__main__", path)
+sys.modules["__main__"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sys.modules["__main__"])
+' "$@"
+}
 
 # mtools: no drive-geometry sanity checks on images, no user config
 # (MTOOLSRC replaces ~/.mtoolsrc), VFAT long names on. UTF-8 so Unicode
@@ -337,6 +364,34 @@ check_sums()
 	rm -f "$tmp"
 }
 
+# tree_sums_ok TREE WHO: every "SHA256  /PATH" line on stdin (a manifest's
+# form, as populate writes it) names a file TREE/PATH with that SHA-256, all
+# hashed by one sha256sum; otherwise says (as WHO) which path is gone or
+# changed, and fails.
+tree_sums_ok()
+{
+	local tree=$1 who=$2 line path got i=0
+	local -a sums=() paths=()
+	while IFS= read -r line; do
+		path=${line#*  }
+		if [[ ! -f $tree$path ]]; then
+			echo "$who: $path is gone" >&2
+			return 1
+		fi
+		sums+=("${line%%  *}")
+		paths+=("$tree$path")
+	done
+	((${#paths[@]})) || return 0
+	while IFS= read -r -d '' got; do
+		if [[ ${got%% *} != "${sums[i]}" ]]; then
+			echo "$who: ${paths[i]#"$tree"} changed" >&2
+			return 1
+		fi
+		i=$((i + 1))
+	done < <(sha256sum --zero -- "${paths[@]}")
+	[[ $i -eq ${#paths[@]} ]] || { echo "$who: sha256sum failed" >&2; return 1; }
+}
+
 # populate_big_dir FILE DIR N: N files f0001.txt... (each holding its own
 # name, so one cluster each) in directory DIR (created with its parents if
 # missing), in one mcopy call. 1100 files of one 32-byte slot each span
@@ -519,7 +574,7 @@ signal_repair_ok()
 # ref ARGS...: the exFAT reference reader, writer and corruptor.
 ref()
 {
-	"$FK_PYTHON" "$FATKIT_HELPERS/exfatref.py" "$@"
+	py_run "$FATKIT_HELPERS/exfatref.py" "$@"
 }
 
 # release_held: what a test left held, for teardown(): the lock holder
