@@ -48,7 +48,9 @@ static unsigned char *map_aligned(size_t map_len)
 	return p + head;
 }
 
-void *fk_bigmem_alloc(size_t n, size_t size)
+/* @n * @size bytes of zeros: calloc()'d when small, else mapped and
+ * given @advice (advice only: a kernel without THP ignores it). */
+static void *alloc_advised(size_t n, size_t size, int advice)
 {
 	size_t map_len;
 	unsigned char *p;
@@ -57,25 +59,20 @@ void *fk_bigmem_alloc(size_t n, size_t size)
 		return NULL;
 	if (!(map_len = mapped_len(n * size)))
 		return calloc(n, size);
-	/* Advice only: without it (THP off) the pages are ordinary ones. */
 	if ((p = map_aligned(map_len)))
-		madvise(p, map_len, MADV_HUGEPAGE);
+		madvise(p, map_len, advice);
 	return p;
+}
+
+void *fk_bigmem_alloc(size_t n, size_t size)
+{
+	return alloc_advised(n, size, MADV_HUGEPAGE);
 }
 
 void *fk_bigmem_alloc_lazy(size_t n, size_t size)
 {
-	size_t map_len;
-	unsigned char *p;
-
-	if (size && n > SIZE_MAX / size)
-		return NULL;
-	if (!(map_len = mapped_len(n * size)))
-		return calloc(n, size);
 	/* Where THP is "always", a first touch would clear a huge page. */
-	if ((p = map_aligned(map_len)))
-		madvise(p, map_len, MADV_NOHUGEPAGE);
-	return p;
+	return alloc_advised(n, size, MADV_NOHUGEPAGE);
 }
 
 void fk_bigmem_will_fill(void *p, size_t n, size_t size, size_t off, size_t len)
