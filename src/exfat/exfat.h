@@ -640,9 +640,10 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * into vol->exfat->boot and fills vol->g.  Only FK_EXFAT_BOOT_FATAL
  * defects fail it (FK_ECORRUPT, one reason); a bad checksum or a
  * differing backup is left in the defect bits for the program to warn
- * about.  fk_exfat_mount() runs once the FAT cache exists: it scans the
- * root for its special entries and loads the up-case table (a damaged
- * one: the fallback, with its defects kept).  A root that cannot be read
+ * about.  fk_exfat_mount() (exfat-mount.c) runs once the FAT cache
+ * exists: it scans the root for its special entries and loads the
+ * up-case table (a damaged one: the fallback, with its defects kept).  A
+ * root that cannot be read
  * to its end (a broken or looping chain) is not a failure:
  * vol->exfat->root_err says so and the listing reports it.  Returns 0,
  * -ENOMEM or -errno.
