@@ -1,8 +1,9 @@
 /*
  * check-exfat-sets.c: the exFAT checker's judgement of entry sets: a
  * file or directory set field by field, its stream claimed, its name
- * against the others of its directory (check-exfat-names.c keeps them); benign sets and the allocations
- * of the generic templates; the rewrites planned as whole sets.
+ * against the others of its directory (check-exfat-names.c keeps them);
+ * benign sets and the allocations of the generic templates.  The rewrites
+ * are planned as whole sets by check-exfat-rewrite.c.
  */
 #include "exfat/check-exfat-int.h"
 
@@ -89,49 +90,6 @@ int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from)
 	return 0;
 }
 
-/* ---- entry sets ---------------------------------------------------------- */
-
-/* Mark every entry of @s unused, keeping 0x00 (end of directory) away. */
-void exck_delete_set(struct fk_exfat_set *s)
-{
-	uint32_t i;
-
-	for (i = 0; i < s->nents; i++) {
-		uint8_t t = s->raw[i][GEN_TYPE] & 0x7F;
-
-		s->raw[i][GEN_TYPE] = t ? t : 0x01;
-	}
-}
-
-/* Keep @s as it now is in the list of sets to rewrite. */
-int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
-{
-	struct set_fix f;
-
-	f.is_idle = 0;
-	f.nents = s->nents;
-	f.off = calloc(s->nents, sizeof(*f.off));
-	f.raw = calloc(s->nents, sizeof(*f.raw));
-	if (!f.off || !f.raw || PUSH(x->set_fixes, f)) {
-		free(f.off);
-		free(f.raw);
-		return -ENOMEM;
-	}
-	memcpy(f.off, s->off, s->nents * sizeof(*f.off));
-	memcpy(f.raw, s->raw, s->nents * sizeof(*f.raw));
-	return 0;
-}
-
-static uint16_t name_unit(const struct fk_exfat_set *s, uint32_t i)
-{
-	return get_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2]);
-}
-
-static void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
-{
-	put_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2], u);
-}
-
 /* Name units the set's File Name entries hold (after its stream). */
 static uint32_t name_room(const struct fk_exfat_set *s)
 {
@@ -157,21 +115,6 @@ static uint16_t *name_units(struct fk_exfat_set *s, uint32_t n, int is_raw,
 	for (i = 0; i < n; i++)
 		out[i] = name_unit(s, i);
 	return out;
-}
-
-/* Recompute NameHash and SetChecksum of a file set being rewritten. */
-void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
-{
-	uint16_t units[FK_EXFAT_NAME_MAX];
-	uint32_t i, n = s->raw[1][SE_NAME_LEN];
-
-	for (i = 0; i < n; i++)
-		units[i] = name_unit(s, i);
-	put_le16(&s->raw[1][SE_NAME_HASH],
-		 fk_exfat_name_hash(x->ex->upcase, units, n));
-	put_le16(&s->raw[0][GEN_CHECKSUM],
-		 fk_exfat_set_checksum((const unsigned char(*)[32])s->raw,
-				       s->nents));
 }
 
 static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
