@@ -160,6 +160,25 @@ struct dirwalk {
 	int depth;
 };
 
+/*
+ * A file or directory set being judged (exck_check_file()): what the parts of
+ * the judgement share, in the order they fill it.
+ */
+struct file_check {
+	struct fk_exfat_set *s;
+	int is_dir;
+	const char *what;	   /* "directory: " or "" */
+	struct fk_exfat_stream st; /* the stream as the repair leaves it */
+	struct claim c;		   /* its claim: nclus 0 and FK_CUT_NONE until
+				      exck_claim() fills it */
+	uint64_t need;		   /* clusters its DataLength needs */
+	uint64_t new_len;	   /* its DataLength after the repair */
+	uint64_t big_len; /* a directory run's length cut to whole clusters;
+			     0: none */
+	int is_changed, is_gone, is_late, is_tail;
+	int is_walked; /* a directory exck_check_file() walks next */
+};
+
 struct fk_exfat_check {
 	struct fk_volume *vol;
 	const struct fk_geom *g;
@@ -307,10 +326,14 @@ void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from);
 int exck_hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s);
-int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		    struct fk_exfat_set *s, struct fk_diag *diag);
+/* The judgement of @f once the path names its set: sets f->is_gone when
+ * the set is to be removed, f->is_walked when it is a directory to walk. */
+int exck_judge_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct file_check *f);
 
 /* check-exfat-walk.c: the walk of the tree */
+int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct fk_exfat_set *s, struct fk_diag *diag);
 int exck_walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		  uint32_t nclus, int depth, struct fk_diag *diag);
 int exck_walk_tails(struct fk_exfat_check *x);

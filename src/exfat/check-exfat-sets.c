@@ -302,24 +302,6 @@ static int is_name_short(const struct fk_exfat_set *s)
 	return s->raw[1][SE_NAME_LEN] > name_room(s);
 }
 
-/*
- * A file or directory set being judged (exck_check_file()): what the parts of
- * the judgement share, in the order they fill it.
- */
-struct file_check {
-	struct fk_exfat_set *s;
-	int is_dir;
-	const char *what;	   /* "directory: " or "" */
-	struct fk_exfat_stream st; /* the stream as the repair leaves it */
-	struct claim c;		   /* its claim: nclus 0 and FK_CUT_NONE until
-				      exck_claim() fills it */
-	uint64_t need;		   /* clusters its DataLength needs */
-	uint64_t new_len;	   /* its DataLength after the repair */
-	uint64_t big_len; /* a directory run's length cut to whole clusters;
-			     0: none */
-	int is_changed, is_gone, is_late, is_tail;
-};
-
 /* A set damaged past mending (@dead of its defects): removed. */
 static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
 			  uint32_t dead)
@@ -700,7 +682,8 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 			   struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
-	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
+	/* zeroed: GCC 12, inlining this, cannot see name_units() fill it */
+	uint16_t buf[FK_EXFAT_NAME_MAX] = {0}, *units;
 	uint32_t nlen = s->raw[1][SE_NAME_LEN];
 	uint64_t key;
 	size_t idx;
@@ -722,9 +705,11 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 	return exck_add_name(w->names, x->ex->upcase, key, units, nlen);
 }
 
-/* List the file, plan its set's rewrite, walk it if it is a directory. */
-static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
-		       struct file_check *f, struct fk_diag *diag)
+/*
+ * List the file, plan its set's rewrite, and mark it to be walked if it is
+ * a directory (exck_check_file() walks it).
+ */
+static int finish_file(struct fk_exfat_check *x, struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
 	int err = 0;
@@ -743,21 +728,13 @@ static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
 		if (f->is_changed)
 			x->st->has_repairs = 1;
 	}
-	if (f->is_dir && f->st.first_clus) {
-		uint32_t parent = x->own_parent;
-
-		f->st.data_len = f->new_len;
-		x->own_parent = f->c.rec; /* the owner of what it holds */
-		err = exck_walk_dir(x, &f->st, f->c.nclus, w->depth + 1, diag);
-		x->own_parent = parent;
-	}
+	if (f->is_dir && f->st.first_clus)
+		f->is_walked = 1;
 	return err;
 }
 
-/* exck_check_file() once the path names the set; sets f->is_gone when the set
- * is to be removed. */
-static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
-		      struct file_check *f, struct fk_diag *diag)
+int exck_judge_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
 	uint32_t dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
@@ -786,41 +763,7 @@ static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 		return err;
 	if ((err = fix_lengths(x, f)) || (err = judge_duplicate(x, w, f)))
 		return err;
-	return finish_file(x, w, f, diag);
-}
-
-/* Judge one file or directory set; claim its stream; recurse. */
-int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		    struct fk_exfat_set *s, struct fk_diag *diag)
-{
-	struct file_check f;
-	size_t old;
-	int err;
-
-	memset(&f, 0, sizeof(f));
-	f.s = s;
-	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
-	f.what = f.is_dir ? "directory: " : "";
-	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
-	f.c.why = FK_CUT_NONE;
-	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
-		return err;
-	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
-		exck_pop_name(x, old);
-		return err;
-	}
-	if (f.is_dir)
-		x->st->dirs++;
-	else
-		x->st->files++;
-	err = judge_file(x, w, &f, diag);
-	if (!err && f.is_gone) {
-		exck_delete_set(s);
-		err = exck_plan_set(x, s);
-		x->st->has_repairs = 1;
-	}
-	exck_pop_name(x, old);
-	return err;
+	return finish_file(x, f);
 }
 
 /*
