@@ -625,8 +625,9 @@ const char *fk_exfat_set_reason(uint32_t defects);
  * set.  The one judgement of a damaged set: a writer refuses to write in
  * (or to go through) a directory that holds one, since slots inside or
  * after it may belong to it for another reader; the checker reports every
- * such set (check-exfat.c: check_file(), check_benign(), check_critical(),
- * the orphans and hidden sets in walk_dir()) and -r mends or removes it.
+ * such set (check-exfat-sets.c judges file and benign sets and hidden
+ * ones; check-exfat-walk.c unknown critical primaries and orphans) and -r
+ * mends or removes it.
  */
 const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 
