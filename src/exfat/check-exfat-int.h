@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exfat/exfat-layout.h"
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
 #include "iface/claim.h"
@@ -159,6 +160,25 @@ struct dirwalk {
 	int depth;
 };
 
+/*
+ * A file or directory set being judged (exck_check_file()): what the parts of
+ * the judgement share, in the order they fill it.
+ */
+struct file_check {
+	struct fk_exfat_set *s;
+	int is_dir;
+	const char *what;	   /* "directory: " or "" */
+	struct fk_exfat_stream st; /* the stream as the repair leaves it */
+	struct claim c;		   /* its claim: nclus 0 and FK_CUT_NONE until
+				      exck_claim() fills it */
+	uint64_t need;		   /* clusters its DataLength needs */
+	uint64_t new_len;	   /* its DataLength after the repair */
+	uint64_t big_len; /* a directory run's length cut to whole clusters;
+			     0: none */
+	int is_changed, is_gone, is_late, is_tail;
+	int is_walked; /* a directory exck_check_file() walks next */
+};
+
 struct fk_exfat_check {
 	struct fk_volume *vol;
 	const struct fk_geom *g;
@@ -246,6 +266,18 @@ static inline uint64_t get_u64le(const unsigned char *p)
 	return (uint64_t)get_le32(p + 4) << 32 | get_le32(p);
 }
 
+/* Unit @i of a file set's name, in its File Name entries (after its
+ * stream). */
+static inline uint16_t name_unit(const struct fk_exfat_set *s, uint32_t i)
+{
+	return get_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2]);
+}
+
+static inline void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
+{
+	put_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2], u);
+}
+
 /* check-exfat-claim.c: paths, the ownership map, claims and their cuts,
  * late claims */
 const char *exck_cur_path(const struct fk_exfat_check *x);
@@ -285,26 +317,34 @@ int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
 void exck_free_names(struct name_set *ns);
 void exck_clear_names(struct name_set *ns);
 
+/* check-exfat-rewrite.c: entry sets planned for the repair's rewrite */
+void exck_delete_set(struct fk_exfat_set *s);
+int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
+void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s);
+
 /* check-exfat-sets.c: entry sets */
 int exck_check_benign(struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from);
-void exck_delete_set(struct fk_exfat_set *s);
-int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s);
 int exck_hidden_set(struct fk_exfat_check *x, struct fk_exfat_set *s);
-void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s);
-int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		    struct fk_exfat_set *s, struct fk_diag *diag);
+/* The judgement of @f once the path names its set: sets f->is_gone when
+ * the set is to be removed, f->is_walked when it is a directory to walk. */
+int exck_judge_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct file_check *f);
 
 /* check-exfat-walk.c: the walk of the tree */
+int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct fk_exfat_set *s, struct fk_diag *diag);
 int exck_walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		  uint32_t nclus, int depth, struct fk_diag *diag);
 int exck_walk_tails(struct fk_exfat_check *x);
 int exck_walk_root(struct fk_exfat_check *x, struct fk_diag *diag);
 
-/* check-exfat-bitmap.c: the root's volume entries, the allocation bitmap */
+/* check-exfat-root.c: the root's volume entries */
 int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s);
 int exck_check_special(struct fk_exfat_check *x, struct fk_exfat_set *s,
 		       int is_root);
+
+/* check-exfat-bitmap.c: the allocation bitmap */
 int exck_check_bitmap(struct fk_exfat_check *x);
 int exck_repair_bitmap(struct fk_exfat_check *x, enum bm_pass pass);
 

@@ -1,8 +1,9 @@
 /*
  * check-exfat-sets.c: the exFAT checker's judgement of entry sets: a
  * file or directory set field by field, its stream claimed, its name
- * against the others of its directory (check-exfat-names.c keeps them); benign sets and the allocations
- * of the generic templates; the rewrites planned as whole sets.
+ * against the others of its directory (check-exfat-names.c keeps them);
+ * benign sets and the allocations of the generic templates.  The rewrites
+ * are planned as whole sets by check-exfat-rewrite.c.
  */
 #include "exfat/check-exfat-int.h"
 
@@ -89,49 +90,6 @@ int exck_may_hold_clusters(const struct fk_exfat_set *s, uint32_t from)
 	return 0;
 }
 
-/* ---- entry sets ---------------------------------------------------------- */
-
-/* Mark every entry of @s unused, keeping 0x00 (end of directory) away. */
-void exck_delete_set(struct fk_exfat_set *s)
-{
-	uint32_t i;
-
-	for (i = 0; i < s->nents; i++) {
-		uint8_t t = s->raw[i][GEN_TYPE] & 0x7F;
-
-		s->raw[i][GEN_TYPE] = t ? t : 0x01;
-	}
-}
-
-/* Keep @s as it now is in the list of sets to rewrite. */
-int exck_plan_set(struct fk_exfat_check *x, const struct fk_exfat_set *s)
-{
-	struct set_fix f;
-
-	f.is_idle = 0;
-	f.nents = s->nents;
-	f.off = calloc(s->nents, sizeof(*f.off));
-	f.raw = calloc(s->nents, sizeof(*f.raw));
-	if (!f.off || !f.raw || PUSH(x->set_fixes, f)) {
-		free(f.off);
-		free(f.raw);
-		return -ENOMEM;
-	}
-	memcpy(f.off, s->off, s->nents * sizeof(*f.off));
-	memcpy(f.raw, s->raw, s->nents * sizeof(*f.raw));
-	return 0;
-}
-
-static uint16_t name_unit(const struct fk_exfat_set *s, uint32_t i)
-{
-	return get_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2]);
-}
-
-static void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
-{
-	put_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2], u);
-}
-
 /* Name units the set's File Name entries hold (after its stream). */
 static uint32_t name_room(const struct fk_exfat_set *s)
 {
@@ -157,21 +115,6 @@ static uint16_t *name_units(struct fk_exfat_set *s, uint32_t n, int is_raw,
 	for (i = 0; i < n; i++)
 		out[i] = name_unit(s, i);
 	return out;
-}
-
-/* Recompute NameHash and SetChecksum of a file set being rewritten. */
-void exck_reseal(const struct fk_exfat_check *x, struct fk_exfat_set *s)
-{
-	uint16_t units[FK_EXFAT_NAME_MAX];
-	uint32_t i, n = s->raw[1][SE_NAME_LEN];
-
-	for (i = 0; i < n; i++)
-		units[i] = name_unit(s, i);
-	put_le16(&s->raw[1][SE_NAME_HASH],
-		 fk_exfat_name_hash(x->ex->upcase, units, n));
-	put_le16(&s->raw[0][GEN_CHECKSUM],
-		 fk_exfat_set_checksum((const unsigned char(*)[32])s->raw,
-				       s->nents));
 }
 
 static void visit(struct fk_exfat_check *x, const struct fk_exfat_set *s,
@@ -358,24 +301,6 @@ static int is_name_short(const struct fk_exfat_set *s)
 			return 0;
 	return s->raw[1][SE_NAME_LEN] > name_room(s);
 }
-
-/*
- * A file or directory set being judged (exck_check_file()): what the parts of
- * the judgement share, in the order they fill it.
- */
-struct file_check {
-	struct fk_exfat_set *s;
-	int is_dir;
-	const char *what;	   /* "directory: " or "" */
-	struct fk_exfat_stream st; /* the stream as the repair leaves it */
-	struct claim c;		   /* its claim: nclus 0 and FK_CUT_NONE until
-				      exck_claim() fills it */
-	uint64_t need;		   /* clusters its DataLength needs */
-	uint64_t new_len;	   /* its DataLength after the repair */
-	uint64_t big_len; /* a directory run's length cut to whole clusters;
-			     0: none */
-	int is_changed, is_gone, is_late, is_tail;
-};
 
 /* A set damaged past mending (@dead of its defects): removed. */
 static int remove_damaged(struct fk_exfat_check *x, struct file_check *f,
@@ -757,7 +682,8 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 			   struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
-	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
+	/* zeroed: GCC 12, inlining this, cannot see name_units() fill it */
+	uint16_t buf[FK_EXFAT_NAME_MAX] = {0}, *units;
 	uint32_t nlen = s->raw[1][SE_NAME_LEN];
 	uint64_t key;
 	size_t idx;
@@ -779,9 +705,11 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 	return exck_add_name(w->names, x->ex->upcase, key, units, nlen);
 }
 
-/* List the file, plan its set's rewrite, walk it if it is a directory. */
-static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
-		       struct file_check *f, struct fk_diag *diag)
+/*
+ * List the file, plan its set's rewrite, and mark it to be walked if it is
+ * a directory (exck_check_file() walks it).
+ */
+static int finish_file(struct fk_exfat_check *x, struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
 	int err = 0;
@@ -800,21 +728,13 @@ static int finish_file(struct fk_exfat_check *x, const struct dirwalk *w,
 		if (f->is_changed)
 			x->st->has_repairs = 1;
 	}
-	if (f->is_dir && f->st.first_clus) {
-		uint32_t parent = x->own_parent;
-
-		f->st.data_len = f->new_len;
-		x->own_parent = f->c.rec; /* the owner of what it holds */
-		err = exck_walk_dir(x, &f->st, f->c.nclus, w->depth + 1, diag);
-		x->own_parent = parent;
-	}
+	if (f->is_dir && f->st.first_clus)
+		f->is_walked = 1;
 	return err;
 }
 
-/* exck_check_file() once the path names the set; sets f->is_gone when the set
- * is to be removed. */
-static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
-		      struct file_check *f, struct fk_diag *diag)
+int exck_judge_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
 	uint32_t dead = FK_EXS_TRUNCATED | FK_EXS_NO_STREAM | FK_EXS_CRITICAL;
@@ -843,41 +763,7 @@ static int judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 		return err;
 	if ((err = fix_lengths(x, f)) || (err = judge_duplicate(x, w, f)))
 		return err;
-	return finish_file(x, w, f, diag);
-}
-
-/* Judge one file or directory set; claim its stream; recurse. */
-int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		    struct fk_exfat_set *s, struct fk_diag *diag)
-{
-	struct file_check f;
-	size_t old;
-	int err;
-
-	memset(&f, 0, sizeof(f));
-	f.s = s;
-	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
-	f.what = f.is_dir ? "directory: " : "";
-	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
-	f.c.why = FK_CUT_NONE;
-	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
-		return err;
-	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
-		exck_pop_name(x, old);
-		return err;
-	}
-	if (f.is_dir)
-		x->st->dirs++;
-	else
-		x->st->files++;
-	err = judge_file(x, w, &f, diag);
-	if (!err && f.is_gone) {
-		exck_delete_set(s);
-		err = exck_plan_set(x, s);
-		x->st->has_repairs = 1;
-	}
-	exck_pop_name(x, old);
-	return err;
+	return finish_file(x, f);
 }
 
 /*

@@ -1,7 +1,9 @@
 /*
  * check-exfat-walk.c: the exFAT checker's walk of the directory tree,
- * from the root's claim down, each set handed to its judge by kind, and
- * the directories read past their end markers when there is a reason to.
+ * from the root's claim down, each set handed to its judge by kind, a
+ * directory's set judged (check-exfat-sets.c) before the walk descends
+ * into it, and the directories read past their end markers when there is
+ * a reason to.
  */
 #include "exfat/check-exfat-int.h"
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "exfat/exfat.h"
+#include "iface/dirent.h"
 #include "lib/diag.h"
 #include "lib/vec.h"
 
@@ -90,6 +93,48 @@ static int add_tail(struct fk_exfat_check *x, const struct fk_exfat_dir *dir,
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* Judge one file or directory set; claim its stream; recurse. */
+int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
+		    struct fk_exfat_set *s, struct fk_diag *diag)
+{
+	struct file_check f;
+	size_t old;
+	int err;
+
+	memset(&f, 0, sizeof(f));
+	f.s = s;
+	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
+	f.what = f.is_dir ? "directory: " : "";
+	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
+	f.c.why = FK_CUT_NONE;
+	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
+		return err;
+	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
+		exck_pop_name(x, old);
+		return err;
+	}
+	if (f.is_dir)
+		x->st->dirs++;
+	else
+		x->st->files++;
+	err = exck_judge_file(x, w, &f);
+	if (f.is_walked) {
+		uint32_t parent = x->own_parent;
+
+		f.st.data_len = f.new_len;
+		x->own_parent = f.c.rec; /* the owner of what it holds */
+		err = exck_walk_dir(x, &f.st, f.c.nclus, w->depth + 1, diag);
+		x->own_parent = parent;
+	}
+	if (!err && f.is_gone) {
+		exck_delete_set(s);
+		err = exck_plan_set(x, s);
+		x->st->has_repairs = 1;
+	}
+	exck_pop_name(x, old);
+	return err;
 }
 
 /*

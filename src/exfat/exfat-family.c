@@ -1,8 +1,8 @@
 /*
  * exfat-family.c: the exFAT family's table, the one thing of src/exfat/
  * that the opening, the engines and the programs reach: opening (exfat.c,
- * exfat-boot.c), directories (exfat-dir.c), its checker (check-exfat.c
- * and the check-exfat-*.c files), its preallocation steps
+ * exfat-boot.c, exfat-mount.c), directories (exfat-dir.c), its checker
+ * (check-exfat.c and the check-exfat-*.c files), its preallocation steps
  * (exfat-prealloc.c), and what the programs show and accept differently.
  * Nothing in the family refers back to it.
  */

@@ -2,8 +2,8 @@
  * exfat.c: the exFAT family's volume-level facts: the boot region read at
  * open (exfat-boot.c judges it field by field: Microsoft's exFAT
  * specification, section 3), the shared geometry derived from it, the
- * up-case table (7.2), the allocation bitmap (7.1), streams as runs of
- * clusters, and the special entries of the root found at mount.  Damage
+ * up-case table (7.2), the allocation bitmap (7.1) and streams as runs
+ * of clusters (exfat-mount.c finds the root's special entries).  Damage
  * is recorded as defect bits, never acted on here: the checker reports
  * it, the listing paths refuse with one reason (an entry set's, as
  * exfat-dir.c finds them, worded here with the set's checksums).
@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "exfat/exfat-layout.h"
-#include "io/cache.h"
 #include "io/device.h"
 #include "lib/bigmem.h"
 #include "lib/diag.h"
@@ -559,73 +558,6 @@ unsigned fk_exfat_percent(uint32_t nused, uint32_t nclus)
 	return nclus ? (unsigned)((uint64_t)nused * 100 / nclus) : 0;
 }
 
-/*
- * Formatters put the bitmap, the up-case table and the root side by side at
- * the heap's start (mkfs.exfat, Windows): their links are read in one
- * request, as far as a span holds, where a writer's small FAT reads would
- * take two or three on a card of 512-byte clusters (a 1.2 MiB bitmap's
- * links fill 9 KiB of FAT).
- */
-static void want_specials(struct fk_volume *vol, uint32_t up_clus,
-			  uint64_t up_len)
-{
-	const struct fk_geom *g = &vol->g;
-	const struct fk_exfat *ex = vol->exfat;
-	uint64_t lo = up_clus, hi = up_clus + fk_exfat_clus_needed(g, up_len);
-
-	if (fk_clus_valid(g, g->root_clus)) {
-		lo = g->root_clus < lo ? g->root_clus : lo;
-		hi = g->root_clus + 1 > hi ? g->root_clus + 1 : hi;
-	}
-	if (ex->nbitmaps && fk_clus_valid(g, ex->bitmap_clus[0])) {
-		uint64_t end = ex->bitmap_clus[0] +
-			       fk_exfat_clus_needed(g, ex->bitmap_len[0]);
-
-		lo = ex->bitmap_clus[0] < lo ? ex->bitmap_clus[0] : lo;
-		hi = end > hi ? end : hi;
-	}
-	lo = lo * 4 / g->sec_len;
-	hi = (hi * 4 + g->sec_len - 1) / g->sec_len;
-	if (hi - lo <= g->fat_secs)
-		fk_cache_want_span(vol->fat, (uint32_t)lo, (uint32_t)(hi - lo));
-}
-
-/* Load the table @set describes; on damage, the fallback with defects. */
-static int load_upcase(struct fk_volume *vol, const struct fk_exfat_set *set,
-		       struct fk_exfat_upcase *up)
-{
-	struct fk_exfat_stream s = {set->first_clus, set->data_len, 0};
-	unsigned char *raw;
-	int err;
-
-	up->csum_stored = set->upcase_csum;
-	up->first_clus = set->first_clus;
-	up->raw_len = set->data_len;
-	if (!set->data_len || set->data_len > FK_EXFAT_UPCASE_MAX_LEN ||
-	    set->data_len % 2 || !fk_clus_valid(&vol->g, set->first_clus)) {
-		up->defects |= FK_EXU_RANGE;
-		fk_exfat_upcase_fallback(up);
-		return 0;
-	}
-	if (!(raw = malloc((size_t)set->data_len)))
-		return -ENOMEM;
-	want_specials(vol, set->first_clus, set->data_len);
-	err = fk_exfat_stream_read(vol, &s, raw, set->data_len, NULL);
-	if (err == FK_ECORRUPT) {
-		up->defects |= FK_EXU_CHAIN;
-		fk_exfat_upcase_fallback(up);
-		err = 0;
-	} else if (!err) {
-		up->csum_computed =
-			fk_exfat_upcase_checksum(raw, (size_t)set->data_len);
-		if (up->csum_computed != up->csum_stored)
-			up->defects |= FK_EXU_CHECKSUM;
-		fk_exfat_upcase_expand(raw, (size_t)set->data_len, up);
-	}
-	free(raw);
-	return err;
-}
-
 /* ---- allocation bitmap ---------------------------------------------------- */
 
 int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
@@ -744,97 +676,4 @@ uint32_t fk_exfat_bitmap_count(const struct fk_exfat_bitmap *bm, uint32_t first,
 		i += m;
 	}
 	return count;
-}
-
-/* ---- mount ---------------------------------------------------------------- */
-
-static void take_special(struct fk_exfat *ex, const struct fk_exfat_set *set)
-{
-	switch (set->kind) {
-	case FK_EXK_BITMAP:
-		if (ex->nbitmaps < 2) {
-			ex->bitmap_clus[ex->nbitmaps] = set->first_clus;
-			ex->bitmap_len[ex->nbitmaps] = set->data_len;
-			ex->bitmap_flags[ex->nbitmaps] = set->bitmap_flags;
-		}
-		ex->nbitmaps++;
-		break;
-	case FK_EXK_LABEL:
-		if (!ex->has_label) {
-			ex->has_label = 1;
-			ex->label_len = set->label_len;
-			memcpy(ex->label16, set->label16, sizeof(ex->label16));
-			memcpy(ex->label, set->label, sizeof(ex->label));
-		}
-		break;
-	case FK_EXK_GUID:
-		if (!ex->has_guid) {
-			ex->has_guid = 1;
-			memcpy(ex->guid, set->guid, sizeof(ex->guid));
-		}
-		break;
-	default:
-		break;
-	}
-}
-
-int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag)
-{
-	struct fk_exfat *ex = vol->exfat;
-	struct fk_exfat_set *set = malloc(sizeof(*set));
-	struct fk_exfat_upcase *up = calloc(1, sizeof(*up));
-	struct fk_exfat_dir *dir = NULL;
-	int err, nup = 0;
-
-	if (!set || !up) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if ((err = fk_exfat_dir_open(vol, NULL, &dir)))
-		goto out;
-	/* The special entries come first in practice, but the spec does not
-	 * say so: the whole root is read (names hashed later, once the table
-	 * is known). */
-	while ((err = fk_exfat_dir_next(dir, set, diag)) == 1) {
-		if (set->kind == FK_EXK_UPCASE) {
-			if (nup++) {
-				up->defects |= FK_EXU_DUPLICATE;
-				continue;
-			}
-			if ((err = load_upcase(vol, set, up)))
-				break;
-		}
-		take_special(ex, set);
-	}
-	/* A broken root is the listing's error and the checker's finding,
-	 * not a volume that cannot be opened. */
-	if (err == FK_ECORRUPT) {
-		ex->root_err = err;
-		if (diag)
-			diag->reason[0] = '\0';
-	} else if (err < 0) {
-		goto out;
-	}
-	err = 0;
-	if (!nup) {
-		up->defects |= FK_EXU_MISSING;
-		fk_exfat_upcase_fallback(up);
-	}
-	ex->root_defects = up->defects;
-	ex->upcase = up;
-	up = NULL;
-out:
-	fk_exfat_dir_close(dir);
-	free(set);
-	free(up);
-	return err;
-}
-
-void fk_exfat_unmount(struct fk_volume *vol)
-{
-	if (!vol->exfat)
-		return;
-	free(vol->exfat->upcase);
-	free(vol->exfat);
-	vol->exfat = NULL;
 }

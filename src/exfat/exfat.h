@@ -625,8 +625,9 @@ const char *fk_exfat_set_reason(uint32_t defects);
  * set.  The one judgement of a damaged set: a writer refuses to write in
  * (or to go through) a directory that holds one, since slots inside or
  * after it may belong to it for another reader; the checker reports every
- * such set (check-exfat.c: check_file(), check_benign(), check_critical(),
- * the orphans and hidden sets in walk_dir()) and -r mends or removes it.
+ * such set (check-exfat-sets.c judges file and benign sets and hidden
+ * ones; check-exfat-walk.c unknown critical primaries and orphans) and -r
+ * mends or removes it.
  */
 const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 
@@ -640,9 +641,10 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * into vol->exfat->boot and fills vol->g.  Only FK_EXFAT_BOOT_FATAL
  * defects fail it (FK_ECORRUPT, one reason); a bad checksum or a
  * differing backup is left in the defect bits for the program to warn
- * about.  fk_exfat_mount() runs once the FAT cache exists: it scans the
- * root for its special entries and loads the up-case table (a damaged
- * one: the fallback, with its defects kept).  A root that cannot be read
+ * about.  fk_exfat_mount() (exfat-mount.c) runs once the FAT cache
+ * exists: it scans the root for its special entries and loads the
+ * up-case table (a damaged one: the fallback, with its defects kept).  A
+ * root that cannot be read
  * to its end (a broken or looping chain) is not a failure:
  * vol->exfat->root_err says so and the listing reports it.  Returns 0,
  * -ENOMEM or -errno.
