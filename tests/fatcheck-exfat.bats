@@ -1384,6 +1384,31 @@ PY
 	[ "$(img_sha u.img)" = "$sum" ] # nothing it could mend
 }
 
+@test "fatcheck exFAT: an up-case DataLength of the whole heap and one cluster more, on a volume whose ClusterCount shrank, is a finding, not an end of the check" {
+	mkexfat u.img 8M 4K
+	# ClusterCount 31 (boot checksum redone), the up-case table's
+	# DataLength 31 clusters and 2 bytes: the search for the table by its
+	# checksum counted from cluster 2 - 31 and read past the volume.
+	"$FK_PYTHON" - "$FATKIT_HELPERS" u.img <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+v.write(92, struct.pack("<I", 31))
+r.fix_boot_checksum(v, 0)
+bs = v.read(0, 512)
+heap, root = struct.unpack_from("<I", bs, 88)[0] * 512, struct.unpack_from("<I", bs, 96)[0]
+at = heap + (root - 2) * 4096
+d = v.read(at, 4096)
+up = next(i for i in range(0, 4096, 32) if d[i] == 0x82)
+v.write(at + up + 24, struct.pack("<Q", 31 * 4096 + 2))
+PY
+	run -4 --separate-stderr fatcheck -n u.img
+	assert_line --partial "up-case table at cluster"
+	refute_output --partial "Structure needs cleaning"
+	[ -z "$stderr" ]
+}
+
 @test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten or of a FirstCluster mended, then another -r, leaves every judge clean" {
 	local what n crashed before
 	for what in bad bitmap first-free; do

@@ -249,8 +249,8 @@ static int find_upcase(struct fk_exfat_check *x, uint32_t skip, uint64_t len,
 	unsigned char *raw;
 	int err = 0;
 
-	if (!len || len > FK_EXFAT_UPCASE_MAX_LEN || len % 2 || n > last)
-		return 0;
+	if (!len || len > FK_EXFAT_UPCASE_MAX_LEN || len % 2 || n > g->nclus)
+		return 0; /* a run of @n clusters must fit the heap */
 	if (!(raw = malloc((size_t)len)))
 		return -ENOMEM;
 	last -= (uint32_t)(n - 1);
@@ -264,15 +264,20 @@ static int find_upcase(struct fk_exfat_check *x, uint32_t skip, uint64_t len,
 			continue;
 		if ((err = fk_device_read(x->vol->dev, fk_clus_off(g, c), raw,
 					  2)))
-			break;
+			goto unread;
 		u0 = get_le16(raw);
 		if (u0 != 0 && u0 != 0xFFFF)
 			continue;
 		if ((err = fk_exfat_stream_read(x->vol, &st, raw, len, NULL)))
-			break;
+			goto unread;
 		if (fk_exfat_upcase_checksum(raw, (size_t)len) == csum &&
 		    !nfound++)
 			*at = c;
+		continue;
+	unread: /* a cut image: no table here */
+		if (err != FK_ECORRUPT)
+			break;
+		err = 0;
 	}
 	free(raw);
 	if (err)
@@ -297,10 +302,11 @@ static int find_moved_upcase(struct fk_exfat_check *x, uint32_t first,
 	free(x->upcase_raw);
 	x->upcase_raw = NULL;
 	x->upcase_nfix = 0;
+	if ((found = load_upcase(x, at, len)))
+		return found == FK_ECORRUPT ? 0 : found;
 	x->upcase_lost_at = first;
 	x->upcase_found_at = at;
-	found = load_upcase(x, at, len);
-	return found == FK_ECORRUPT ? 0 : found;
+	return 0;
 }
 
 /* The up-case table entry (spec 7.2). */
