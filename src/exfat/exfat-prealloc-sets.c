@@ -71,10 +71,11 @@ static int dir_create(struct xop *op, struct xdir *pd, const uint16_t *name16,
 	 * a dry run's 128 KiB cluster was cleared whole for one entry. */
 	if (!(d->path = strndup(path, path_len)) ||
 	    !(d->clus = malloc(sizeof(*d->clus))) ||
-	    !(d->buf = fk_bigmem_alloc_sparse(1, g->clus_len)) ||
-	    !(d->is_dirty = calloc(g->clus_secs, 1)))
+	    !(d->buf = fk_bigmem_alloc_sparse(1, g->clus_len)))
 		return -ENOMEM;
-	d->buf_mapped = g->clus_len;
+	d->buf_mapped = g->clus_len; /* how xp_dir_free() frees it */
+	if (!(d->is_dirty = calloc(g->clus_secs, 1)))
+		return -ENOMEM;
 	if ((err = fk_alloc_plan(op->alloc, 0, 1, 0, &d->growth, diag)))
 		return err;
 	d->clus[0] = d->growth.runs[0].first;

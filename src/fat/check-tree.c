@@ -236,7 +236,6 @@ static int plan_unend(struct fk_check *ck, const struct dirctx *d,
 
 /* ---- entries whose attribute byte says what they are not ------------------ */
 
-/* Do @ent's clusters begin a chain in the FAT (1), or has it none? */
 /* Set the bit of every cluster an in-use cluster links to. */
 static int mark_linked_to(void *arg, uint32_t first, const uint32_t *vals,
 			  uint32_t n)
@@ -271,6 +270,7 @@ static int is_linked_to(struct fk_check *ck, uint32_t clus)
 	return (ck->linked[clus / 64] >> (clus % 64)) & 1;
 }
 
+/* Do @ent's clusters begin a chain in the FAT (1), or has it none? */
 static int owns_clusters(struct fk_check *ck, const struct fk_dirent *ent)
 {
 	enum fk_ent_class cls;
@@ -340,6 +340,10 @@ static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
  *   cluster links to: those clusters are another chain's, and a writer
  *   may give the free cluster such a label names to a new file at any
  *   time (read as a file, the label cut that file at a cross-link).
+ *   Claims are seen as the walk makes them: a label walked before the
+ *   entry whose chain head it names still becomes a file, and the
+ *   cross-link then leaves it empty (its first cluster set to 0), the
+ *   other entry whole.
  */
 static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
 		  int is_hidden)
