@@ -1508,6 +1508,21 @@ PY
 	[ "$(csums x.img "/half valid.bin")" = "$want" ]
 }
 
+@test "fatcheck -r exFAT: a set rewritten for its stream alone keeps no name unit past NameLength" {
+	mkexfat x.img 4M 4K
+	ref put x.img "/abc" --size 0
+	# 'Z' after "abc" in the File Name entry: the hash of "abc" still
+	# matches; then FirstCluster 5 with DataLength 0, which -r clears.
+	set_poke x.img abc 72 5a
+	set_poke x.img abc 52 05
+	run -4 --separate-stderr fatcheck x.img
+	run -1 --separate-stderr fatcheck -r x.img
+	fsck_exfat_clean x.img
+	run -0 ref verify -W x.img
+	run -0 --separate-stderr fatcheck x.img
+	[ "$(ref cat x.img /abc | wc -c)" -eq 0 ]
+}
+
 @test "fatcheck -r exFAT: a crash or a failed write at any write of a NameLength restored, then another -r, leaves the name whole" {
 	local n crashed want
 	mkexfat dmg.img 4M 4K

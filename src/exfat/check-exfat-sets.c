@@ -402,8 +402,6 @@ static int judge_fields(struct fk_exfat_check *x, struct file_check *f)
 		}
 		f->is_changed = 1;
 	}
-	if (f->is_changed)
-		clear_past_name(s);
 	if ((s->defects & FK_EXS_ALLOC) && s->is_alloc_possible) {
 		idx = ck_report(x->ck, FK_SEV_ERROR, "alloc-flag",
 				exck_cur_path(x),
@@ -719,8 +717,10 @@ static int finish_file(struct fk_exfat_check *x, struct file_check *f)
 	if (f->is_late) {
 		err = add_late(x, s);
 	} else if (f->is_changed || f->is_tail) {
-		if (f->is_changed)
+		if (f->is_changed) {
+			clear_past_name(s); /* whatever changed it */
 			exck_reseal(x, s);
+		}
 		if ((err = exck_plan_set(x, s)) ||
 		    (f->is_tail &&
 		     (err = add_nfc_tail(x, &f->c, f->need, f->is_changed))))
