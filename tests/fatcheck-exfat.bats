@@ -1409,37 +1409,57 @@ PY
 	[ -z "$stderr" ]
 }
 
+# crash_fail_repairs DMG MAX JUDGE: at each write number N up to MAX, a
+# copy of DMG whose -r crashes after write N, then one whose write N
+# fails, each followed by a second -r after which fatcheck calls it
+# clean; then JUDGE IMG crash|fail judges it.  Stops at the first N that
+# -r does not reach; REACHED is that N.
+crash_fail_repairs()
+{
+	local dmg=$1 max=$2 judge=$3 n crashed
+	for ((n = 1; n <= max; n++)); do
+		cp "$dmg" x.img
+		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 99 || $status -eq 1 ]]
+		crashed=$status
+		((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck x.img
+		"$judge" x.img crash
+		cp "$dmg" x.img
+		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 12 || $status -eq 1 ]]
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 ]]
+		run -0 fatcheck x.img
+		"$judge" x.img fail
+		((crashed == 99)) || break
+	done
+	REACHED=$n
+}
+
+# upcase_judged IMG crash|fail: the tables' bitmap bits are as before
+# ($before); after a crash every judge calls IMG clean too.
+upcase_judged()
+{
+	if [ "$2" = crash ]; then
+		fsck_exfat_clean "$1"
+		run -0 ref verify -W "$1"
+	fi
+	run -0 upcase_poke "$1" bits
+	assert_output "$before"
+}
+
 @test "fatcheck -r exFAT: a crash or a failed write at any write of an up-case or bitmap chain rewritten or of a FirstCluster mended, then another -r, leaves every judge clean" {
-	local what n crashed before
+	local what before
 	for what in bad bitmap first-free; do
 		rm -f dmg.img
 		truncate -s 4M dmg.img
 		mkfs.exfat -c 512 dmg.img >/dev/null
 		before=$(upcase_poke dmg.img $what)
-		for ((n = 1; n <= 20; n++)); do
-			cp dmg.img u.img
-			run env FK_CRASH_AFTER_WRITE=$n fatcheck -r u.img
-			[[ $status -eq 99 || $status -eq 1 ]]
-			crashed=$status
-			((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
-			run fatcheck -r u.img
-			[[ $status -eq 0 || $status -eq 1 ]]
-			run -0 fatcheck u.img
-			fsck_exfat_clean u.img
-			run -0 ref verify -W u.img
-			run -0 upcase_poke u.img bits
-			assert_output "$before"
-			cp dmg.img u.img
-			run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r u.img
-			[[ $status -eq 12 || $status -eq 1 ]]
-			run fatcheck -r u.img
-			[[ $status -eq 0 || $status -eq 1 ]]
-			run -0 fatcheck u.img
-			run -0 upcase_poke u.img bits
-			assert_output "$before"
-			((crashed == 99)) || break
-		done
-		((n > 2))
+		crash_fail_repairs dmg.img 20 upcase_judged
+		((REACHED > 2))
 	done
 }
 
@@ -1523,31 +1543,20 @@ PY
 	[ "$(ref cat x.img /abc | wc -c)" -eq 0 ]
 }
 
+# name_judged IMG crash|fail: /half valid.bin reads as before ($want);
+# after a crash fsck.exfat calls IMG clean too.
+name_judged()
+{
+	[ "$2" = fail ] || fsck_exfat_clean "$1"
+	[ "$(csums "$1" "/half valid.bin")" = "$want" ]
+}
+
 @test "fatcheck -r exFAT: a crash or a failed write at any write of a NameLength restored, then another -r, leaves the name whole" {
-	local n crashed want
+	local want
 	mkexfat dmg.img 4M 4K
 	ref put dmg.img "/half valid.bin" --size 3000
 	want=$(csums dmg.img "/half valid.bin")
 	set_poke dmg.img "half valid.bin" 35 0a
-	for ((n = 1; n <= 10; n++)); do
-		cp dmg.img x.img
-		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r x.img
-		[[ $status -eq 99 || $status -eq 1 ]]
-		crashed=$status
-		((crashed == 99 || n > 1)) || skip "fatcheck built without -DFK_FAULT_INJECTION"
-		run fatcheck -r x.img
-		[[ $status -eq 0 || $status -eq 1 ]]
-		run -0 fatcheck x.img
-		fsck_exfat_clean x.img
-		[ "$(csums x.img "/half valid.bin")" = "$want" ]
-		cp dmg.img x.img
-		run --separate-stderr env FK_FAIL_WRITE=$n fatcheck -r x.img
-		[[ $status -eq 12 || $status -eq 1 ]]
-		run fatcheck -r x.img
-		[[ $status -eq 0 || $status -eq 1 ]]
-		run -0 fatcheck x.img
-		[ "$(csums x.img "/half valid.bin")" = "$want" ]
-		((crashed == 99)) || break
-	done
-	((n > 1))
+	crash_fail_repairs dmg.img 10 name_judged
+	((REACHED > 1))
 }
