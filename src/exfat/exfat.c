@@ -108,8 +108,15 @@ static int read_backup(struct fk_volume *vol, uint64_t dev_len,
 	return err;
 }
 
+size_t fk_exfat_head_len(const struct fk_volume_opts *opts)
+{
+	return (size_t)(opts->is_main_boot_only ? 1 : 2) *
+	       FK_EXFAT_REGION_SECS * 512;
+}
+
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       const struct fk_volume_opts *opts, struct fk_diag *diag)
+		       size_t head_len, const struct fk_volume_opts *opts,
+		       struct fk_diag *diag)
 {
 	int is_backup = opts->is_backup_boot;
 	int is_main_only = opts->is_main_boot_only;
@@ -137,7 +144,13 @@ int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		len = 512;
 	if (!(region = calloc(1, len)))
 		return -ENOMEM;
-	if ((err = fk_device_read(vol->dev, 0, region, len)))
+	/* The opening read the start already: only what lies past it. */
+	if (head_len > len)
+		head_len = len;
+	memcpy(region, first, head_len);
+	if (len > head_len &&
+	    (err = fk_device_read(vol->dev, head_len, region + head_len,
+				  len - head_len)))
 		goto out;
 	/* A truncated dump a reader asked for: judged as if whole. */
 	if ((err = fk_exfat_boot_parse(region, len,

@@ -643,7 +643,8 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 /*
  * The exFAT side of fk_volume_open() (fk_exfat_family's read_boot, mount
  * and unmount), in two steps.  fk_exfat_read_boot() runs when the open
- * found "EXFAT   " in @first (the first 512 bytes): it reads both boot
+ * found "EXFAT   " in @first (the first @head_len bytes, at least 512,
+ * which it reads no more): it reads both boot
  * regions (the main one alone with opts->is_main_boot_only), judges them
  * into fk_exfat_of(vol)->boot and fills vol->g.  Only FK_EXFAT_BOOT_FATAL
  * defects fail it (FK_ECORRUPT, one reason); a bad checksum or a
@@ -664,7 +665,12 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * fk_exfat_boot_parse().
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       const struct fk_volume_opts *opts, struct fk_diag *diag);
+		       size_t head_len, const struct fk_volume_opts *opts,
+		       struct fk_diag *diag);
+
+/* Bytes of the boot regions fk_exfat_read_boot() reads for @opts with
+ * 512-byte sectors (the main region alone for a writer). */
+size_t fk_exfat_head_len(const struct fk_volume_opts *opts);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

@@ -439,15 +439,16 @@ int fk_fat_probe(const unsigned char *bs, uint64_t vol_len)
 	return !fk_fat_bpb_parse(bs, 512, vol_len, &g, NULL);
 }
 
-int fk_fat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		     const struct fk_volume_opts *opts, struct fk_diag *diag)
+int fk_fat_read_boot(struct fk_volume *vol, const unsigned char *head,
+		     size_t head_len, const struct fk_volume_opts *opts,
+		     struct fk_diag *diag)
 {
 	uint64_t vol_len = fk_device_len(vol->dev);
 	struct fk_geom g;
 	int err;
 
 	/* A truncated dump: judge the boot sector as if it were whole. */
-	if ((err = fk_fat_bpb_parse(first, 512,
+	if ((err = fk_fat_bpb_parse(head, 512,
 				    opts->is_cut_ok ? UINT64_MAX : vol_len, &g,
 				    diag)))
 		return err;
@@ -455,7 +456,9 @@ int fk_fat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		vol->present_len = vol_len;
 	if (!(vol->boot = malloc(g.sec_len)))
 		return -ENOMEM;
-	if ((err = fk_device_read(vol->dev, 0, vol->boot, g.sec_len)))
+	if (g.sec_len <= head_len)
+		memcpy(vol->boot, head, g.sec_len);
+	else if ((err = fk_device_read(vol->dev, 0, vol->boot, g.sec_len)))
 		return err;
 	vol->g = g;
 	return 0;

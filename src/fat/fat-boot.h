@@ -48,13 +48,15 @@ static inline int fk_fat_is_32(const struct fk_geom *g)
 int fk_fat_probe(const unsigned char *bs, uint64_t vol_len);
 
 /*
- * Parse the BPB of @first (the first 512 bytes; a dump opened with
- * opts->is_cut_ok judged as if whole, vol->present_len set) into vol->g
- * and read the whole boot sector into vol->boot.  Returns 0, FK_ECORRUPT
+ * Parse the BPB in @head (the first @head_len bytes of the volume, at
+ * least 512; a dump opened with opts->is_cut_ok judged as if whole,
+ * vol->present_len set) into vol->g and keep the whole boot sector in
+ * vol->boot (read when longer than @head_len).  Returns 0, FK_ECORRUPT
  * with the reason in @diag, -ENOMEM or -errno.  Reads only.
  */
-int fk_fat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		     const struct fk_volume_opts *opts, struct fk_diag *diag);
+int fk_fat_read_boot(struct fk_volume *vol, const unsigned char *head,
+		     size_t head_len, const struct fk_volume_opts *opts,
+		     struct fk_diag *diag);
 
 /*
  * Check a boot sector image @bs of @len bytes (>= 512) against a volume

@@ -171,7 +171,7 @@ static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
 	uint64_t off = ops->entry_off(clus);
-	/* volume.c takes only a power of two: no division per entry. */
+	/* Sector sizes are powers of two: no division per entry. */
 	unsigned shift = (unsigned)__builtin_ctz(vol->g.sec_len);
 	uint32_t sec = (uint32_t)(off >> shift);
 	uint32_t in = (uint32_t)(off & (vol->g.sec_len - 1));
