@@ -1,5 +1,5 @@
 /*
- * test_volume.c: fk_fat_bpb_parse() on synthetic boot sectors.  The FAT type
+ * test_fat_boot.c: fk_fat_bpb_parse() on synthetic boot sectors.  The FAT type
  * comes from the cluster count alone (Microsoft FAT specification, "FAT
  * Type Determination"), so the layouts here yield exactly 4084/4085/4086
  * and 65524/65525/65526 clusters; every damaged field must be refused with
@@ -444,7 +444,7 @@ static void test_judge(void)
 	}
 }
 
-void suite_volume(void)
+void suite_fat_boot(void)
 {
 	test_type_edges();
 	test_damage();
