@@ -158,7 +158,7 @@ static int check_bitmap_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 static int load_upcase(struct fk_exfat_check *x, uint32_t first_clus,
 		       uint64_t len)
 {
-	struct fk_exfat_upcase *up = x->vol->exfat->upcase;
+	struct fk_exfat_upcase *up = fk_exfat_of(x->vol)->upcase;
 	struct fk_exfat_stream st = {first_clus, len, 1};
 	unsigned char *raw;
 	uint32_t at = 0, nfix = 0;
@@ -349,7 +349,7 @@ static int check_upcase_entry(struct fk_exfat_check *x, struct fk_exfat_set *s)
 		return err;
 	if ((c.why != FK_CUT_NONE && c.why != FK_CUT_LONG) ||
 	    !x->is_upcase_loaded ||
-	    x->vol->exfat->upcase->first_clus != s->first_clus) {
+	    fk_exfat_of(x->vol)->upcase->first_clus != s->first_clus) {
 		ck_report(x->ck, FK_SEV_ERROR, "upcase", NULL,
 			  "up-case table at cluster %u (%llu bytes) cannot be "
 			  "read; names are compared through ASCII only",
@@ -473,7 +473,7 @@ static int find_deleted(struct fk_exfat_check *x, uint8_t type,
  */
 int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 {
-	const struct fk_exfat_upcase *up = x->vol->exfat->upcase;
+	const struct fk_exfat_upcase *up = fk_exfat_of(x->vol)->upcase;
 	size_t idx;
 	int err, found;
 
@@ -509,7 +509,7 @@ int exck_prepare_root(struct fk_exfat_check *x, struct fk_exfat_set *s)
 			x->is_upcase_loaded = 0;
 		}
 	}
-	if (x->vol->exfat->nbitmaps)
+	if (fk_exfat_of(x->vol)->nbitmaps)
 		return 0;
 	if ((found = find_deleted(x, FK_EXFAT_T_BITMAP, s)) <= 0)
 		return found;

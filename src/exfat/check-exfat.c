@@ -191,7 +191,7 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	x->st = ck_stats(ck);
 	x->vol = vol;
 	x->g = &vol->g;
-	x->ex = vol->exfat;
+	x->ex = fk_exfat_of(vol);
 	x->o = *opts;
 	/* Whole words, for the bitmap passes; pages are touched only where
 	   clusters are owned, and read up to own_end only. */
@@ -404,7 +404,7 @@ static int repair(void *state, struct fk_diag *diag)
  * the backup describes, which the repair restores. */
 static int wants_backup(const struct fk_volume *vol)
 {
-	return (vol->exfat->boot.defects & ~BOOT_MINOR) != 0;
+	return (fk_exfat_of(vol)->boot.defects & ~BOOT_MINOR) != 0;
 }
 
 const struct fk_check_family fk_check_exfat_family = {

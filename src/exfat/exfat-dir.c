@@ -351,7 +351,7 @@ static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		       uint32_t names, int bad)
 {
 	const struct fk_exfat_upcase *up =
-		dir->vol->exfat ? dir->vol->exfat->upcase : NULL;
+		fk_exfat_of(dir->vol) ? fk_exfat_of(dir->vol)->upcase : NULL;
 	uint32_t need;
 
 	need = fk_exfat_name_nents(set->name_len);
@@ -869,7 +869,7 @@ int fk_exfat_fam_match(const struct fk_volume *vol, const char *name,
 	if (fk_utf8_to_utf16(name, a, FK_EXFAT_NAME_MAX, &na) ||
 	    fk_utf8_to_utf16(ent->name, b, FK_EXFAT_NAME_MAX, &nb))
 		return 0;
-	return !fk_exfat_name_cmp(vol->exfat->upcase, a, (uint32_t)na, b,
+	return !fk_exfat_name_cmp(fk_exfat_of(vol)->upcase, a, (uint32_t)na, b,
 				  (uint32_t)nb);
 }
 
@@ -892,7 +892,7 @@ int fk_exfat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 		      struct fk_diag *diag)
 {
 	const struct fk_geom *g = &vol->g;
-	const struct fk_exfat *ex = vol->exfat;
+	const struct fk_exfat *ex = fk_exfat_of(vol);
 	const struct fk_exfat_boot *b = &ex->boot;
 	struct fk_exfat_bitmap bm;
 	uint32_t nused, nfree;
@@ -903,7 +903,7 @@ int fk_exfat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 	nused = fk_exfat_bitmap_count(&bm, FK_FIRST_CLUS, g->nclus);
 	nfree = g->nclus - nused;
 	fk_exfat_bitmap_free(&bm);
-	STR("fat type", "%s", fk_fat_type_name(g->type));
+	STR("fat type", "%s", g->type_name);
 	STR("revision", "%u.%02u", b->revision >> 8, b->revision & 0xffu);
 	NUM("sector size", g->sec_len);
 	NUM("cluster size", g->clus_len);
@@ -943,7 +943,7 @@ int fk_exfat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 int fk_exfat_fam_boot_warning(const struct fk_volume *vol, char *out,
 			      size_t len)
 {
-	const struct fk_exfat_boot *b = &vol->exfat->boot;
+	const struct fk_exfat_boot *b = &fk_exfat_of(vol)->boot;
 
 	if (!b->defects)
 		return 0;

@@ -9,6 +9,8 @@
 #include "exfat/exfat-family.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
@@ -23,9 +25,22 @@ static int probe(const unsigned char *bs, uint64_t vol_len)
 	return fk_exfat_detect(bs);
 }
 
+/* libblkid's exfat prober (SDXC cards), shown by that name. */
+static int is_blkid_type(const char *type, const char *ver, char *name,
+			 size_t len)
+{
+	(void)ver;
+	if (strcmp(type, "exfat"))
+		return 0;
+	snprintf(name, len, "%s", type);
+	return 1;
+}
+
 const struct fk_family fk_exfat_family = {
 	.name = "exFAT",
 	.probe = probe,
+	.is_blkid_type = is_blkid_type,
+	.head_len = fk_exfat_head_len,
 	.read_boot = fk_exfat_read_boot,
 	.mount = fk_exfat_mount,
 	.unmount = fk_exfat_unmount,

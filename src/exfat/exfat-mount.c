@@ -26,7 +26,7 @@ static void want_specials(struct fk_volume *vol, uint32_t up_clus,
 			  uint64_t up_len)
 {
 	const struct fk_geom *g = &vol->g;
-	const struct fk_exfat *ex = vol->exfat;
+	const struct fk_exfat *ex = fk_exfat_of(vol);
 	uint64_t lo = up_clus, hi = up_clus + fk_exfat_clus_needed(g, up_len);
 
 	if (fk_clus_valid(g, g->root_clus)) {
@@ -114,7 +114,7 @@ static void take_special(struct fk_exfat *ex, const struct fk_exfat_set *set)
 
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag)
 {
-	struct fk_exfat *ex = vol->exfat;
+	struct fk_exfat *ex = fk_exfat_of(vol);
 	struct fk_exfat_set *set = malloc(sizeof(*set));
 	struct fk_exfat_upcase *up = calloc(1, sizeof(*up));
 	struct fk_exfat_dir *dir = NULL;
@@ -166,9 +166,11 @@ out:
 
 void fk_exfat_unmount(struct fk_volume *vol)
 {
-	if (!vol->exfat)
+	struct fk_exfat *ex = fk_exfat_of(vol);
+
+	if (!ex)
 		return;
-	free(vol->exfat->upcase);
-	free(vol->exfat);
-	vol->exfat = NULL;
+	free(ex->upcase);
+	free(ex);
+	vol->fam_priv = NULL;
 }

@@ -263,8 +263,8 @@ void xp_name_index(struct xop *op, struct xdir *d, uint32_t i)
 	struct xname *nm = &d->names[i];
 	uint32_t b;
 
-	nm->hash =
-		fk_exfat_name_hash(op->vol->exfat->upcase, nm->name16, nm->len);
+	nm->hash = fk_exfat_name_hash(fk_exfat_of(op->vol)->upcase, nm->name16,
+				      nm->len);
 	b = bucket_of(nm->hash);
 	nm->next = d->bucket[b];
 	d->bucket[b] = i;
@@ -274,7 +274,7 @@ void xp_name_index(struct xop *op, struct xdir *d, uint32_t i)
 uint32_t xp_name_find(const struct xop *op, const struct xdir *d,
 		      const uint16_t *name16, uint32_t len)
 {
-	const struct fk_exfat_upcase *up = op->vol->exfat->upcase;
+	const struct fk_exfat_upcase *up = fk_exfat_of(op->vol)->upcase;
 	uint16_t hash = fk_exfat_name_hash(up, name16, len);
 	uint32_t i = d->bucket[bucket_of(hash)];
 

@@ -301,8 +301,9 @@ static void new_set(struct xop *op, struct xdir *d, const struct xname *nm)
 	put_le16(e + FE_ATTR, nm->attr);
 	se[0] = FK_EXFAT_T_STREAM;
 	se[SE_NAME_LEN] = (uint8_t)nm->len;
-	put_le16(se + SE_NAME_HASH, fk_exfat_name_hash(op->vol->exfat->upcase,
-						       nm->name16, nm->len));
+	put_le16(se + SE_NAME_HASH,
+		 fk_exfat_name_hash(fk_exfat_of(op->vol)->upcase, nm->name16,
+				    nm->len));
 	for (k = 2; k < nm->nents; k++) {
 		unsigned char *fn = e + (size_t)k * FK_EXFAT_ENT_LEN;
 

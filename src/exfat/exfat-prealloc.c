@@ -555,7 +555,7 @@ static int fill_dirs(struct fk_prun *run, struct fk_prealloc_result *res)
 static int open_bitmap(struct xop *op, size_t batch_len, struct fk_diag *diag)
 {
 	const struct fk_geom *g = &op->vol->g;
-	const struct fk_exfat *ex = op->vol->exfat;
+	const struct fk_exfat *ex = fk_exfat_of(op->vol);
 	uint32_t pick = fk_exfat_active_bitmap(op->vol);
 	struct fk_exfat_stream s;
 	struct fk_cache_layout lay;
@@ -698,24 +698,24 @@ static int refuse(const struct fk_volume *vol, const struct fk_prealloc_opts *o,
 			    "what the files own (--force writes anyway)");
 		return FK_ECORRUPT;
 	}
-	if (vol->exfat->boot.defects & FK_EXB_CHECKSUM) {
+	if (fk_exfat_of(vol)->boot.defects & FK_EXB_CHECKSUM) {
 		/* Linux refuses to mount it: writing would hide the damage. */
 		fk_diag_set(diag, NULL, "%s",
 			    fk_exfat_boot_reason(FK_EXB_CHECKSUM));
 		return FK_ECORRUPT;
 	}
-	if (vol->exfat->upcase->is_fallback) {
+	if (fk_exfat_of(vol)->upcase->is_fallback) {
 		/* New names would be hashed through ASCII folding, not the
 		 * volume's table, and its clusters (where a broken chain
 		 * runs into free ones) could not be judged. */
 		fk_diag_set(diag, NULL, "%s",
-			    vol->exfat->upcase->defects & FK_EXU_MISSING
+			    fk_exfat_of(vol)->upcase->defects & FK_EXU_MISSING
 				    ? "the root holds no up-case table"
 				    : "the up-case table cannot be read (its "
 				      "location or cluster chain is damaged)");
 		return FK_ECORRUPT;
 	}
-	if (!fk_exfat_upcase_maps_ascii(vol->exfat->upcase)) {
+	if (!fk_exfat_upcase_maps_ascii(fk_exfat_of(vol)->upcase)) {
 		/* Names hash through it: a new name's hash would be damage. */
 		fk_diag_set(diag, NULL,
 			    "the up-case table breaks the mandatory ASCII "
@@ -736,7 +736,7 @@ static int judge_specials(struct xop *op, struct fk_diag *diag)
 	static const char *const names[] = {"the up-case table",
 					    "the allocation bitmap",
 					    "the second allocation bitmap"};
-	const struct fk_exfat *ex = op->vol->exfat;
+	const struct fk_exfat *ex = fk_exfat_of(op->vol);
 	struct fk_exfat_stream s[3];
 	const char *owner[3];
 	struct fk_plan runs = {NULL, 0, 0, 0};

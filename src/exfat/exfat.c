@@ -27,7 +27,13 @@
 void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g)
 {
 	memset(g, 0, sizeof(*g));
-	g->type = FK_EXFAT;
+	strcpy(g->type_name, "exFAT");
+	/* 32-bit entries, all of them the value: 0xFFFFFFFF alone ends a
+	 * chain, 0xFFFFFFF8 to 0xFFFFFFFE are neither link nor end (spec
+	 * 4.1). */
+	g->ent_bits = 32;
+	g->ent_mask = 0xffffffffu;
+	g->ent_eoc = 0xffffffffu;
 	g->sec_len = 1u << b->sec_shift;
 	g->clus_secs = 1u << b->clus_shift;
 	g->clus_len = g->sec_len * g->clus_secs;
@@ -40,8 +46,7 @@ void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g)
 	g->data_off = (uint64_t)b->heap_off * g->sec_len;
 	g->root_off = g->data_off;
 	g->root_clus = b->root_clus;
-	/* A root cluster and 32-bit cluster numbers, as the FAT32 BPB. */
-	g->has_bpb32 = 1;
+	g->is_root_chain = 1;
 	g->active_fat = b->nfats == 2 ? (b->vol_flags & 1) : 0;
 	g->is_mirrored = 0; /* TexFAT keeps the FATs apart */
 	g->media = 0xF8;    /* FAT[0] holds F8FFFFFF (spec 4.1) */
@@ -75,7 +80,7 @@ static int find_backup(struct fk_volume *vol, uint64_t dev_len,
 static int read_backup(struct fk_volume *vol, uint64_t dev_len,
 		       struct fk_diag *diag)
 {
-	struct fk_exfat *ex = vol->exfat;
+	struct fk_exfat *ex = fk_exfat_of(vol);
 	unsigned char bs[512], *region;
 	uint32_t sec_len;
 	size_t len;
@@ -103,8 +108,15 @@ static int read_backup(struct fk_volume *vol, uint64_t dev_len,
 	return err;
 }
 
+size_t fk_exfat_head_len(const struct fk_volume_opts *opts)
+{
+	return (size_t)(opts->is_main_boot_only ? 1 : 2) *
+	       FK_EXFAT_REGION_SECS * 512;
+}
+
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       const struct fk_volume_opts *opts, struct fk_diag *diag)
+		       size_t head_len, const struct fk_volume_opts *opts,
+		       struct fk_diag *diag)
 {
 	int is_backup = opts->is_backup_boot;
 	int is_main_only = opts->is_main_boot_only;
@@ -117,7 +129,7 @@ int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 
 	if (!ex)
 		return -ENOMEM;
-	vol->exfat = ex;
+	vol->fam_priv = ex;
 	if (is_backup)
 		return read_backup(vol, dev_len, diag);
 	/* The shift decides how much to read; judged again below. */
@@ -132,7 +144,13 @@ int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
 		len = 512;
 	if (!(region = calloc(1, len)))
 		return -ENOMEM;
-	if ((err = fk_device_read(vol->dev, 0, region, len)))
+	/* The opening read the start already: only what lies past it. */
+	if (head_len > len)
+		head_len = len;
+	memcpy(region, first, head_len);
+	if (len > head_len &&
+	    (err = fk_device_read(vol->dev, head_len, region + head_len,
+				  len - head_len)))
 		goto out;
 	/* A truncated dump a reader asked for: judged as if whole. */
 	if ((err = fk_exfat_boot_parse(region, len,
@@ -612,7 +630,7 @@ int fk_exfat_bitmap_load(struct fk_volume *vol, uint32_t first_clus,
 
 uint32_t fk_exfat_active_bitmap(const struct fk_volume *vol)
 {
-	const struct fk_exfat *ex = vol->exfat;
+	const struct fk_exfat *ex = fk_exfat_of(vol);
 	uint32_t i, n = ex->nbitmaps < 2 ? ex->nbitmaps : 2;
 
 	if (vol->g.nfats < 2)
@@ -627,7 +645,7 @@ int fk_exfat_bitmap_load_active(struct fk_volume *vol,
 				struct fk_exfat_bitmap *bm,
 				struct fk_diag *diag)
 {
-	const struct fk_exfat *ex = vol->exfat;
+	const struct fk_exfat *ex = fk_exfat_of(vol);
 	uint32_t pick = fk_exfat_active_bitmap(vol);
 
 	if (!ex->nbitmaps) {

@@ -10,7 +10,7 @@
  * and listing paths (dir.c through the family table) turn a defect into
  * one FK_ECORRUPT with one reason.
  *
- * The shared geometry (struct fk_geom, type FK_EXFAT) is filled from the
+ * The shared geometry (struct fk_geom, named "exFAT") is filled from the
  * boot sector so fk_clus_off(), fk_chain_walk() and fk_fat_scan() work
  * unchanged: data_off is the cluster heap, fat_off the first FAT and
  * fat_secs the length of each, active_fat the one that is read and
@@ -38,7 +38,7 @@ struct fk_volume_opts;
 
 /* ---- Boot region (exfat-boot.h) ---- */
 
-/* Fill the shared geometry (type FK_EXFAT) from a parsed boot sector. */
+/* Fill the shared geometry (named "exFAT", 32-bit entries) from a parsed boot sector. */
 void fk_exfat_boot_geom(const struct fk_exfat_boot *b, struct fk_geom *g);
 
 /* ---- Entries (spec 6, 7) ---- */
@@ -419,7 +419,7 @@ static inline int fk_exfat_bitmap_test(const struct fk_exfat_bitmap *bm,
 uint32_t fk_exfat_bitmap_count(const struct fk_exfat_bitmap *bm, uint32_t first,
 			       uint32_t n);
 
-/* ---- The mounted exFAT facts (vol->exfat) ---- */
+/* ---- The mounted exFAT facts (fk_exfat_of()) ---- */
 
 /* What fk_volume_open() found in an exFAT root, kept on the volume. */
 struct fk_exfat {
@@ -441,6 +441,13 @@ struct fk_exfat {
 				  missing); 0 otherwise */
 	int is_backup_boot;    /* geometry taken from the backup region */
 };
+
+/* The exFAT facts of @vol, kept as the family's own (vol->fam_priv, set
+ * by fk_exfat_read_boot()); NULL before it ran. */
+static inline struct fk_exfat *fk_exfat_of(const struct fk_volume *vol)
+{
+	return (struct fk_exfat *)vol->fam_priv;
+}
 
 /*
  * A stream (file, directory, bitmap, up-case table): where its clusters
@@ -636,9 +643,10 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
 /*
  * The exFAT side of fk_volume_open() (fk_exfat_family's read_boot, mount
  * and unmount), in two steps.  fk_exfat_read_boot() runs when the open
- * found "EXFAT   " in @first (the first 512 bytes): it reads both boot
+ * found "EXFAT   " in @first (the first @head_len bytes, at least 512,
+ * which it reads no more): it reads both boot
  * regions (the main one alone with opts->is_main_boot_only), judges them
- * into vol->exfat->boot and fills vol->g.  Only FK_EXFAT_BOOT_FATAL
+ * into fk_exfat_of(vol)->boot and fills vol->g.  Only FK_EXFAT_BOOT_FATAL
  * defects fail it (FK_ECORRUPT, one reason); a bad checksum or a
  * differing backup is left in the defect bits for the program to warn
  * about.  fk_exfat_mount() (exfat-mount.c) runs once the FAT cache
@@ -646,18 +654,23 @@ const char *fk_exfat_set_damage(const struct fk_exfat_set *set);
  * up-case table (a damaged one: the fallback, with its defects kept).  A
  * root that cannot be read
  * to its end (a broken or looping chain) is not a failure:
- * vol->exfat->root_err says so and the listing reports it.  Returns 0,
+ * fk_exfat_of(vol)->root_err says so and the listing reports it.  Returns 0,
  * -ENOMEM or -errno.
  *
  * With opts->is_backup_boot, the geometry comes from the backup boot
  * region (sectors 12-23 of whichever sector size holds an exFAT boot
- * sector there) and vol->exfat->is_backup_boot is set; vol->exfat->boot
+ * sector there) and fk_exfat_of(vol)->is_backup_boot is set; fk_exfat_of(vol)->boot
  * then describes the backup (no backup comparison), and
  * the main region is the caller's to read and judge with
  * fk_exfat_boot_parse().
  */
 int fk_exfat_read_boot(struct fk_volume *vol, const unsigned char *first,
-		       const struct fk_volume_opts *opts, struct fk_diag *diag);
+		       size_t head_len, const struct fk_volume_opts *opts,
+		       struct fk_diag *diag);
+
+/* Bytes of the boot regions fk_exfat_read_boot() reads for @opts with
+ * 512-byte sectors (the main region alone for a writer). */
+size_t fk_exfat_head_len(const struct fk_volume_opts *opts);
 int fk_exfat_mount(struct fk_volume *vol, struct fk_diag *diag);
 void fk_exfat_unmount(struct fk_volume *vol);
 

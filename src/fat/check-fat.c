@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fat/dir.h"
+#include "fat/fat-boot.h"
 #include "io/cache.h"
 #include "lib/diag.h"
 #include "table/fat.h"
@@ -33,8 +34,8 @@ int ck_check_boot(struct fk_check *ck)
 	const struct fk_geom *g = ck->g;
 	unsigned char *bak;
 	size_t idx, i, ndiff = 0, first = 0;
-	size_t dirty_off = fk_volume_dirty_off(ck->vol);
-	int err, is_dirty = fk_volume_is_dirty(ck->vol);
+	size_t dirty_off = fk_fat_dirty_off(ck->vol);
+	int err, is_dirty = fk_fat_is_dirty(ck->vol);
 
 	/* A warning, as VolumeDirty on exFAT, though fsck.fat -n flags it:
 	 * it records how the card was removed, not damage, and every check
@@ -46,7 +47,7 @@ int ck_check_boot(struct fk_check *ck)
 		ck_set_fix(ck, idx, "flag cleared");
 		ck->fix_dirty = 1;
 	}
-	if (!g->has_bpb32)
+	if (!fk_fat_is_32(g))
 		return 0;
 	if (!g->backup_sec) {
 		/* fsck.fat counts this as damage (it creates one). */
@@ -64,7 +65,7 @@ int ck_check_boot(struct fk_check *ck)
 	}
 	if (!(bak = malloc(g->sec_len)))
 		return -ENOMEM;
-	if ((err = fk_volume_read_backup(ck->vol, bak))) {
+	if ((err = fk_fat_read_backup(ck->vol, bak))) {
 		free(bak);
 		return err;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fat/dir.h"
+#include "fat/fat-boot.h"
 #include "fat/slot.h"
 #include "lib/names.h"
 #include "volume/volume.h"
@@ -164,7 +165,7 @@ static int judge_root_label(struct fk_check *ck)
 		return 0;
 	case FK_LABEL_LOWER:
 		idx = mend_case(ck, l);
-		if (!ck->g->has_ext_bpb || strcmp(shown, ck->g->label))
+		if (!ck->g->has_ext_boot || strcmp(shown, ck->g->label))
 			return 0; /* compared as mended, with the boot's */
 		ck_set_fix(ck, idx,
 			   "stored in upper case, in the boot sector too");
@@ -186,7 +187,7 @@ static int judge_root_label(struct fk_check *ck)
 static void check_no_ext_bpb(struct fk_check *ck)
 {
 	/* BS_BootSig: byte 38, on FAT32 byte 66 */
-	unsigned sig_off = ck->g->type == FK_FAT32 ? 66 : 38;
+	unsigned sig_off = fk_fat_is_32(ck->g) ? 66 : 38;
 	char root[12];
 	size_t idx;
 
@@ -218,7 +219,7 @@ void ck_check_label(struct fk_check *ck)
 
 	if (judge_root_label(ck))
 		return;
-	if (!g->has_ext_bpb) {
+	if (!g->has_ext_boot) {
 		check_no_ext_bpb(ck);
 		return;
 	}

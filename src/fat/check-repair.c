@@ -13,6 +13,7 @@
 
 #include "fat/dir.h"
 #include "fat/dirplan.h"
+#include "fat/fat-boot.h"
 #include "fat/slot.h"
 #include "iface/check-family.h"
 #include "io/cache.h"
@@ -116,7 +117,7 @@ static int repair_fat(struct fk_check *ck)
 	 * last (repair_boot()): after a crash in between, FAT[0] holds a
 	 * valid one, which the next run copies to the boot sector. */
 	if (ck->fix_media)
-		fk_volume_set_media(ck->vol, ck->fix_media);
+		fk_fat_set_media(ck->vol, ck->fix_media);
 	if ((err = fk_fat_fix_reserved(ck->vol, ck->fix_fat0, ck->fix_fat1)))
 		return err;
 	for (i = 0; i < ck->fat_fixes.n; i++)
@@ -563,8 +564,8 @@ static int repair_boot(struct fk_check *ck)
 		return 0;
 	if ((err = repair_new_backup(ck)))
 		return err;
-	return fk_volume_fix_boot(ck->vol, ck->fix_dirty,
-				  ck->fix_label ? ck->label : NULL, 1);
+	return fk_fat_fix_boot(ck->vol, ck->fix_dirty,
+			       ck->fix_label ? ck->label : NULL, 1);
 }
 
 static int repair_fsinfo(struct fk_check *ck)

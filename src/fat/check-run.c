@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "fat/dir.h"
+#include "fat/fat-boot.h"
 #include "iface/check-family.h"
 #include "table/alloc.h"
 #include "table/fat.h"
@@ -98,7 +99,7 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 	/* A layout that does not hold together is read as nonsense (a
 	 * third "FAT" over the root), and every repair planned from that
 	 * would destroy what it mends: no finding, no plan, nothing. */
-	if ((err = fk_fat_judge_layout(ck->vol, diag)))
+	if ((err = fk_fat_judge_boot(ck->vol, diag)))
 		return err;
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))

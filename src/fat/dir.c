@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fat/fat-boot.h"
 #include "fat/slot.h"
 #include "io/device.h"
 #include "lib/diag.h"
@@ -503,14 +504,14 @@ int fk_fat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 	if ((err = fk_fat_count_free(vol, g->active_fat, &nfree)) ||
 	    (err = fk_fsinfo_read(vol, &fsi)))
 		return err;
-	STR("fat type", "%s", fk_fat_type_name(g->type));
+	STR("fat type", "%s", g->type_name);
 	NUM("sector size", g->sec_len);
 	NUM("cluster size", g->clus_len);
 	NUM("sectors per cluster", g->clus_secs);
 	NUM("reserved sectors", g->rsvd_secs);
 	NUM("fat copies", g->nfats);
 	NUM("sectors per fat", g->fat_secs);
-	if (g->has_bpb32)
+	if (fk_fat_is_32(g))
 		NUM("root cluster", g->root_clus);
 	else
 		NUM("root entries", g->root_ents);
@@ -522,12 +523,12 @@ int fk_fat_fam_info(struct fk_volume *vol, struct fk_info_item *it,
 		NUM("fsinfo free count", fsi.free_count);
 		NUM("fsinfo next free", fsi.next_free);
 	}
-	if (g->has_bpb32)
+	if (fk_fat_is_32(g))
 		STR("fat mirroring", "%s", g->is_mirrored ? "on" : "off");
-	STR("label", "%s", g->has_ext_bpb ? g->label : "");
+	STR("label", "%s", g->has_ext_boot ? g->label : "");
 	root_label(vol, it[n].str, sizeof(it[0].str));
 	it[n++].key = "root label";
-	if (g->has_ext_bpb)
+	if (g->has_ext_boot)
 		STR("serial", "%04X-%04X", g->serial >> 16, g->serial & 0xffff);
 	STR("oem", "%s", g->oem);
 	STR("media", "0x%02x", g->media);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fat/fat-boot.h"
 #include "fat/dir.h"
 #include "fat/dirplan.h"
 #include "iface/prealloc-int.h"
@@ -648,7 +649,7 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 			    "valid data length)");
 		return -EINVAL;
 	}
-	if ((err = fk_fat_judge_layout(run->vol, diag)))
+	if ((err = fk_fat_judge_boot(run->vol, diag)))
 		return err;
 	if ((err = fk_fat_judge_read_copy(run->vol, diag))) {
 		if (err == FK_ECORRUPT)

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "fat/fat-boot.h"
 #include "iface/dirent.h"
 #include "lib/endian.h"
 #include "lib/names.h"
@@ -71,7 +72,7 @@ void fk_slot_unpack(const struct fk_volume *vol, const unsigned char *e,
 	ent->attr = e[DIR_ATTR];
 	ent->nt = e[DIR_NTRES];
 	ent->first_clus = get_le16(e + DIR_FST_CLUS_LO);
-	if (vol->g.has_bpb32)
+	if (fk_fat_is_32(&vol->g))
 		ent->first_clus |= get_le16(e + DIR_FST_CLUS_HI) << 16;
 	ent->size = get_le32(e + DIR_FILE_SIZE);
 	/* FAT has no ValidDataLength, NoFatChain or exFAT time fields */
@@ -98,7 +99,7 @@ void fk_slot_pack_fields(const struct fk_volume *vol,
 	put_le16(e + DIR_CRT_DATE, ent->cdate);
 	put_le16(e + DIR_LST_ACC_DATE, ent->adate);
 	/* FAT12/16 keep EA handles here; only FAT32 owns the high word. */
-	if (vol->g.has_bpb32)
+	if (fk_fat_is_32(&vol->g))
 		put_le16(e + DIR_FST_CLUS_HI, ent->first_clus >> 16);
 	put_le16(e + DIR_WRT_TIME, ent->mtime);
 	put_le16(e + DIR_WRT_DATE, ent->mdate);

@@ -41,8 +41,4 @@ struct fk_check_family {
 	int (*wants_backup)(const struct fk_volume *vol);
 };
 
-/* The FAT checker (check-fat.c) and the exFAT one (check-exfat.c). */
-extern const struct fk_check_family fk_check_fat_family;
-extern const struct fk_check_family fk_check_exfat_family;
-
 #endif

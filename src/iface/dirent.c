@@ -23,7 +23,7 @@ int fk_attr_is_label(uint8_t attr)
 
 uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus)
 {
-	if (clus == 0 && vol->g.has_bpb32)
+	if (clus == 0 && vol->g.is_root_chain)
 		return vol->g.root_clus;
 	return clus;
 }
@@ -31,8 +31,8 @@ uint32_t fk_dir_resolve(const struct fk_volume *vol, uint32_t clus)
 uint32_t fk_dirent_dir_clus(const struct fk_volume *vol,
 			    const struct fk_dirent *ent)
 {
-	/* ".." of a first-level directory says 0 for the root, even on
-	 * FAT32 whose root is a chain. */
+	/* ".." of a first-level directory says 0 for the root, even where
+	 * the root is a chain. */
 	return fk_dir_resolve(vol, ent->first_clus);
 }
 

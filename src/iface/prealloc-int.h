@@ -103,10 +103,6 @@ struct fk_prealloc_family {
 	void (*end)(struct fk_prun *run);
 };
 
-/* The FAT family's (fat-prealloc.c) and exFAT's (exfat-prealloc.c). */
-extern const struct fk_prealloc_family fk_fat_prealloc_family;
-extern const struct fk_prealloc_family fk_exfat_prealloc_family;
-
 static inline struct fk_pfile *fk_prun_file(const struct fk_prun *run, size_t i)
 {
 	return (struct fk_pfile *)((char *)run->files + i * run->file_len);

@@ -103,28 +103,41 @@ static int load_blkid(void)
 #endif
 
 /*
- * Does a FAT or exFAT volume start at @off?  @is_boot (the families'
- * probes, which the opening passes) decides, so the boot sector's rules
- * live with each family alone.  The window reads the whole image until
- * it is chosen, so window offsets here are image offsets.
+ * Does a volume this program reads start at @off?  @fs->is_boot (the
+ * families' probes, which the opening passes) decides, so the boot
+ * sector's rules live with each family alone.  What is read is left in
+ * @fs->head for the opening, which reads the volume's start only once.
+ * The window reads the whole image until it is chosen, so window offsets
+ * here are image offsets.
  */
 static int boot_parses(struct fk_device *dev, uint64_t off, uint64_t img_len,
-		       fk_window_is_boot *is_boot)
+		       struct fk_window_fs *fs)
 {
-	unsigned char bs[512];
+	unsigned char bs[512], *head = fs->head ? fs->head : bs;
+	size_t len = fs->head ? fs->head_len : sizeof(bs);
 
-	if (off >= img_len || img_len - off < sizeof(bs) ||
-	    fk_device_read(dev, off, bs, sizeof(bs)))
+	fs->head_got = 0;
+	if (off >= img_len || img_len - off < sizeof(bs))
 		return 0;
-	return is_boot(bs, img_len - off);
+	if (img_len - off < len)
+		len = (size_t)(img_len - off);
+	if (fk_device_read(dev, off, head, len))
+		return 0;
+	if (fs->head) {
+		fs->head_got = len;
+		fs->head_off = off;
+	}
+	return fs->is_boot(head, img_len - off);
 }
 
 /*
- * What libblkid finds in [@off, @off + @len): @type gets "FAT32" (from the
- * vfat prober's VERSION), "ext4"..., or "" when it finds nothing.
+ * What libblkid finds in [@off, @off + @len): @type gets the name
+ * @fs->is_type() gives a file system this program reads, libblkid's
+ * ("ext4"...) for another, or "" when it finds nothing.  Returns 1 for
+ * one this program reads.
  */
-static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
-		     size_t type_len)
+static int probe_fs(int fd, uint64_t off, uint64_t len,
+		    const struct fk_window_fs *fs, char *type, size_t type_len)
 {
 	/* libblkid 2.38's OCFS (version 1) prober copies a mount name of the
 	 * length the disk gives out of a 128-byte buffer on its stack: a
@@ -133,10 +146,11 @@ static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
 	char *skip[] = {ocfs, NULL};
 	blkid_probe pr;
 	const char *t = NULL, *ver = NULL;
+	int is_ours = 0;
 
 	type[0] = '\0';
 	if (load_blkid() || !(pr = blkid_new_probe()))
-		return; /* nothing known to be there */
+		return 0; /* nothing known to be there */
 	if (!blkid_probe_set_device(pr, fd, (blkid_loff_t)off,
 				    (blkid_loff_t)len)) {
 		blkid_probe_enable_superblocks(pr, 1);
@@ -145,22 +159,16 @@ static void probe_fs(int fd, uint64_t off, uint64_t len, char *type,
 		blkid_probe_filter_superblocks_type(pr, BLKID_FLTR_NOTIN, skip);
 		if (!blkid_do_safeprobe(pr) &&
 		    !blkid_probe_lookup_value(pr, "TYPE", &t, NULL)) {
-			if (!strcmp(t, "vfat") || !strcmp(t, "msdos"))
-				t = blkid_probe_lookup_value(pr, "VERSION",
-							     &ver, NULL) ||
-						    strncmp(ver, "FAT", 3)
-					    ? "FAT"
-					    : ver;
-			snprintf(type, type_len, "%s", t);
+			if (blkid_probe_lookup_value(pr, "VERSION", &ver, NULL))
+				ver = NULL;
+			is_ours = fs->is_type &&
+				  fs->is_type(t, ver, type, type_len);
+			if (!is_ours)
+				snprintf(type, type_len, "%s", t);
 		}
 	}
 	blkid_free_probe(pr);
-}
-
-/* FAT12/16/32 (from the vfat prober's VERSION) or exFAT (SDXC cards). */
-static int is_fat_type(const char *type)
-{
-	return !strncmp(type, "FAT", 3) || !strcmp(type, "exfat");
+	return is_ours;
 }
 
 /* "4 MiB", "512 KiB" or "1000000 bytes": offsets as people read them. */
@@ -185,7 +193,8 @@ struct part {
  * Read the partition table; *@parts is the caller's, *@table says which
  * kind with its article ("an MBR", "a GPT").  Returns the count.
  */
-static int list_partitions(int fd, uint64_t img_len, struct part **parts,
+static int list_partitions(int fd, uint64_t img_len,
+			   const struct fk_window_fs *fs, struct part **parts,
 			   const char **table)
 {
 	blkid_probe pr;
@@ -227,11 +236,11 @@ static int list_partitions(int fd, uint64_t img_len, struct part **parts,
 		/* Probe only what the image holds: a partition cut short
 		 * is still found, and the volume then says it is truncated. */
 		if (q->off < img_len)
-			probe_fs(fd, q->off,
-				 q->len < img_len - q->off ? q->len
-							   : img_len - q->off,
-				 q->type, sizeof(q->type));
-		q->is_fat = is_fat_type(q->type);
+			q->is_fat = probe_fs(fd, q->off,
+					     q->len < img_len - q->off
+						     ? q->len
+						     : img_len - q->off,
+					     fs, q->type, sizeof(q->type));
 	}
 out:
 	blkid_free_probe(pr);
@@ -260,18 +269,18 @@ static void describe_partitions(const struct part *parts, int n, char *buf,
 /*
  * @off (IMAGE@@OFFSET) holds no FAT boot sector: say what is there
  * instead, from libblkid, and where the partitions start.  Returns
- * -EINVAL with @diag set, or 0 to leave the verdict to volume.c (nothing
+ * -EINVAL with @diag set, or 0 to leave the verdict to the family (nothing
  * known there: a damaged FAT volume gets its own reasons).
  */
 static int explain_offset(struct fk_device *dev, uint64_t off, uint64_t img_len,
-			  fk_window_is_boot *is_boot, struct fk_diag *diag)
+			  struct fk_window_fs *fs, struct fk_diag *diag)
 {
 	char type[32], at[32], list[512], subject[1024];
 	const char *table = "a";
 	struct part *parts = NULL;
 	int n, i, nfat = 0, pick = 0;
 
-	if (off >= img_len || boot_parses(dev, off, img_len, is_boot))
+	if (off >= img_len || boot_parses(dev, off, img_len, fs))
 		return 0;
 	offset_text(off, at, sizeof(at));
 	/* IMAGE@@OFFSET as it was probably typed: 1M, 512K or bytes */
@@ -282,16 +291,16 @@ static int explain_offset(struct fk_device *dev, uint64_t off, uint64_t img_len,
 		 off && !(off % (1u << 20)) ? "M"
 		 : off && !(off % 1024)	    ? "K"
 					    : "");
-	probe_fs(fk_device_fd(dev), off, img_len - off, type, sizeof(type));
-	if (is_fat_type(type))
-		return 0; /* damaged, perhaps: volume.c says how */
+	if (probe_fs(fk_device_fd(dev), off, img_len - off, fs, type,
+		     sizeof(type)))
+		return 0; /* damaged, perhaps: the family says how */
 	if (type[0]) {
 		fk_diag_set(diag, subject,
 			    "offset %s holds %s, not a FAT volume", at, type);
 		return -EINVAL;
 	}
-	if ((n = list_partitions(fk_device_fd(dev), img_len, &parts, &table)) <=
-	    0)
+	if ((n = list_partitions(fk_device_fd(dev), img_len, fs, &parts,
+				 &table)) <= 0)
 		return n;
 	describe_partitions(parts, n, list, sizeof(list));
 	for (i = 0; i < n; i++)
@@ -327,21 +336,20 @@ static int explain_partition(const struct part *p, struct fk_diag *diag)
 /*
  * A volume at offset 0 wins even when libblkid also sees a partition
  * table in its boot sector; a damaged one that libblkid still calls FAT
- * wins too, so that volume.c says what is wrong with it.
+ * wins too, so that its family says what is wrong with it.
  */
 static int fat_at_start(struct fk_device *dev, uint64_t img_len,
-			fk_window_is_boot *is_boot)
+			struct fk_window_fs *fs)
 {
 	char type[32];
 
-	if (boot_parses(dev, 0, img_len, is_boot))
+	if (boot_parses(dev, 0, img_len, fs))
 		return 1;
-	probe_fs(fk_device_fd(dev), 0, img_len, type, sizeof(type));
-	return is_fat_type(type);
+	return probe_fs(fk_device_fd(dev), 0, img_len, fs, type, sizeof(type));
 }
 
 int fk_window_choose(struct fk_device *dev, const struct fk_device_opts *opts,
-		     fk_window_is_boot *is_boot, struct fk_diag *diag)
+		     struct fk_window_fs *fs, struct fk_diag *diag)
 {
 	uint64_t img_len = fk_device_image_len(dev), base = 0;
 	struct part *parts, *pick = NULL;
@@ -351,15 +359,14 @@ int fk_window_choose(struct fk_device *dev, const struct fk_device_opts *opts,
 
 	if (opts->has_off) {
 		base = opts->off;
-		if ((err = explain_offset(dev, opts->off, img_len, is_boot,
-					  diag)))
+		if ((err = explain_offset(dev, opts->off, img_len, fs, diag)))
 			return err;
 		goto bounds;
 	}
-	if (!opts->partition && img_len && fat_at_start(dev, img_len, is_boot))
+	if (!opts->partition && img_len && fat_at_start(dev, img_len, fs))
 		goto bounds;
-	if ((n = list_partitions(fk_device_fd(dev), img_len, &parts, &table)) <
-	    0)
+	if ((n = list_partitions(fk_device_fd(dev), img_len, fs, &parts,
+				 &table)) < 0)
 		return n;
 	for (i = 0; i < n; i++) {
 		if (opts->partition && parts[i].partno == opts->partition)
@@ -390,15 +397,16 @@ int fk_window_choose(struct fk_device *dev, const struct fk_device_opts *opts,
 		return err;
 	if (!n && img_len) {
 		/* No table and no FAT at 0: name what is there, if known. */
-		probe_fs(fk_device_fd(dev), 0, img_len, type, sizeof(type));
-		if (type[0] && !is_fat_type(type)) {
+		if (!probe_fs(fk_device_fd(dev), 0, img_len, fs, type,
+			      sizeof(type)) &&
+		    type[0]) {
 			fk_diag_set(diag, NULL, "holds %s, not a FAT volume",
 				    type);
 			return -EINVAL;
 		}
 	}
 bounds:
-	/* An empty image gets an empty window: volume.c then says it holds
+	/* An empty image gets an empty window: the opening then says it holds
 	 * no boot sector, which is the useful news. */
 	if (base > img_len || (base == img_len && img_len)) {
 		fk_diag_set(diag, NULL,

@@ -11,17 +11,37 @@ struct fk_device;
 struct fk_device_opts;
 struct fk_diag;
 
+#include <stddef.h>
+
 /*
- * Does a volume this program reads start with @bs (512 bytes), @vol_len
- * bytes before the image ends?  The opening's answer (every registered
- * family's probe), since the window knows no file system.
+ * What the opening tells the window about the volumes this program reads
+ * (every registered family's answer), since the window knows no file
+ * system, and where the window leaves what it read of one's start.
  */
-typedef int fk_window_is_boot(const unsigned char *bs, uint64_t vol_len);
+struct fk_window_fs {
+	/* Does a volume start with @bs (512 bytes), @vol_len bytes before
+	 * the image ends? */
+	int (*is_boot)(const unsigned char *bs, uint64_t vol_len);
+	/* Is the file system libblkid calls @type (VERSION @ver, or NULL)
+	 * one of them?  Then 1, with the name to show for it in @name (@len
+	 * bytes); else 0.  May be NULL: none is. */
+	int (*is_type)(const char *type, const char *ver, char *name,
+		       size_t len);
+	/* The start of a candidate volume, as read to ask is_boot(): up to
+	 * @head_len bytes (at least 512) into @head (NULL: 512 bytes of the
+	 * window's own); the window sets @head_got (0: nothing read) and
+	 * @head_off, the image offset they came from.  The opening takes
+	 * them from there instead of reading them again. */
+	unsigned char *head;
+	size_t head_len;
+	size_t head_got;
+	uint64_t head_off;
+};
 
 /*
  * Narrow @dev, freshly opened on the whole image, to the volume window
  * @opts asks for (off and has_off, or partition), or, when it asks for
- * none, to a FAT volume (one @is_boot accepts) at offset 0 or else the
+ * none, to a FAT volume (one @fs->is_boot accepts) at offset 0 or else the
  * one FAT partition.
  * Reads the image (the partition table, the candidate boot sector) and
  * writes nothing.  Returns 0; -EINVAL when the chosen place holds no FAT
@@ -29,6 +49,6 @@ typedef int fk_window_is_boot(const unsigned char *bs, uint64_t vol_len);
  * past the end of the image; or -errno.  @diag says why.
  */
 int fk_window_choose(struct fk_device *dev, const struct fk_device_opts *opts,
-		     fk_window_is_boot *is_boot, struct fk_diag *diag);
+		     struct fk_window_fs *fs, struct fk_diag *diag);
 
 #endif

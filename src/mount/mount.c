@@ -29,6 +29,28 @@ static int is_boot(const unsigned char *bs, uint64_t vol_len)
 	return 0;
 }
 
+/* Is libblkid's @type a registered family's?  For the window. */
+static int is_type(const char *type, const char *ver, char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; fk_families[i]; i++)
+		if (fk_families[i]->is_blkid_type(type, ver, name, len))
+			return 1;
+	return 0;
+}
+
+/* Bytes of the volume's start read at once: the most a family reads. */
+static size_t head_len(const struct fk_volume_opts *opts)
+{
+	size_t i, len = 512, n;
+
+	for (i = 0; fk_families[i]; i++)
+		if ((n = fk_families[i]->head_len(opts)) > len)
+			len = n;
+	return len;
+}
+
 /*
  * The family of the boot sector @first: the first that claims it, else
  * the last, whose reasons say what is wrong.  A caller that asks for a
@@ -48,11 +70,16 @@ static const struct fk_family *choose(const unsigned char *first,
 	return fk_families[i - 1];
 }
 
+/*
+ * The volume's start, read once: the window read it already when it
+ * asked the probes whether a volume starts there (it did at the offset
+ * it chose, unless a partition was chosen by its table).
+ */
 static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
-		     struct fk_diag *diag)
+		     struct fk_window_fs *fs, struct fk_diag *diag)
 {
 	uint64_t vol_len = fk_device_len(vol->dev);
-	unsigned char first[512];
+	size_t len = fs->head_len;
 	int err;
 
 	if (vol_len < 512) {
@@ -61,11 +88,31 @@ static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
 			    (unsigned long long)vol_len);
 		return FK_ECORRUPT;
 	}
-	if ((err = fk_device_read(vol->dev, 0, first, sizeof(first))))
+	if (len > vol_len)
+		len = (size_t)vol_len;
+	if ((fs->head_got < len || fs->head_off != fk_device_base(vol->dev)) &&
+	    (err = fk_device_read(vol->dev, 0, fs->head, len)))
 		return err;
 	vol->is_cut_ok = opts->is_cut_ok;
-	vol->fam = choose(first, opts->is_cut_ok ? UINT64_MAX : vol_len, opts);
-	return vol->fam->read_boot(vol, first, opts, diag);
+	vol->fam =
+		choose(fs->head, opts->is_cut_ok ? UINT64_MAX : vol_len, opts);
+	return vol->fam->read_boot(vol, fs->head, len, opts, diag);
+}
+
+/* The window, then the boot region, as one request where they meet. */
+static int find_volume(struct fk_volume *vol, const struct fk_volume_opts *opts,
+		       struct fk_diag *diag)
+{
+	struct fk_window_fs fs = {is_boot, is_type, NULL, 0, 0, 0};
+	int err;
+
+	fs.head_len = head_len(opts);
+	if (!(fs.head = malloc(fs.head_len)))
+		return -ENOMEM;
+	if (!(err = fk_window_choose(vol->dev, &opts->dev, &fs, diag)))
+		err = read_boot(vol, opts, &fs, diag);
+	free(fs.head);
+	return err;
 }
 
 int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
@@ -79,8 +126,7 @@ int fk_volume_open(const struct fk_volume_opts *opts, struct fk_volume **out,
 		return -ENOMEM;
 	if ((err = fk_device_open(&opts->dev, &vol->dev, diag)))
 		goto out_free;
-	if ((err = fk_window_choose(vol->dev, &opts->dev, is_boot, diag)) ||
-	    (err = read_boot(vol, opts, diag))) {
+	if ((err = find_volume(vol, opts, diag))) {
 		/* No volume to measure: a writer is told first about a
 		 * mounted loop device anywhere in the window (the kernel's
 		 * file system is likely what is there). */

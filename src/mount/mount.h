@@ -15,7 +15,7 @@ struct fk_volume_opts;
 /*
  * Open the device, read and check the boot sector, set up the FAT cache
  * (on exFAT also: the boot region's checksum, and the backup unless
- * opts->is_main_boot_only, judged into vol->exfat->boot, the root's
+ * opts->is_main_boot_only, judged into the family's own facts, the root's
  * special entries and up-case table loaded).  Every defect gets its own
  * reason in @diag and FK_ECORRUPT.  *@out is the caller's;
  * fk_volume_close() frees it (without flushing).  Reads only.

@@ -18,37 +18,37 @@
 #include "volume/volume.h"
 
 /* FAT32 entries are 28 bits; the top 4 are reserved and preserved. */
-#define FAT32_MASK 0x0fffffffu
+#define W28_MASK 0x0fffffffu
 
 /* Offset of entry @clus in one FAT copy. */
-static inline uint64_t fat12_off(uint32_t clus)
+static inline uint64_t w12_off(uint32_t clus)
 {
 	return (uint64_t)clus + clus / 2;
 }
 
-static inline uint64_t fat16_off(uint32_t clus)
+static inline uint64_t w16_off(uint32_t clus)
 {
 	return (uint64_t)clus * 2;
 }
 
-static inline uint64_t fat32_off(uint32_t clus)
+static inline uint64_t w32_off(uint32_t clus)
 {
 	return (uint64_t)clus * 4;
 }
 
 /* Two FAT12 entries share a byte: odd ones hold the high 12 bits. */
-static inline uint32_t fat12_decode(uint32_t raw, uint32_t clus)
+static inline uint32_t w12_decode(uint32_t raw, uint32_t clus)
 {
 	return clus & 1 ? raw >> 4 : raw & 0x0fff;
 }
 
 /* Entry @clus, whose bytes start at @p. */
-static inline uint32_t fat12_get(const unsigned char *p, uint32_t clus)
+static inline uint32_t w12_get(const unsigned char *p, uint32_t clus)
 {
-	return fat12_decode(get_le16(p), clus);
+	return w12_decode(get_le16(p), clus);
 }
 
-static inline uint32_t fat16_get(const unsigned char *p, uint32_t clus)
+static inline uint32_t w16_get(const unsigned char *p, uint32_t clus)
 {
 	(void)clus;
 	return get_le16(p);
@@ -56,7 +56,7 @@ static inline uint32_t fat16_get(const unsigned char *p, uint32_t clus)
 
 /* A 32-bit entry as stored, FAT32's reserved top 4 bits too, which
  * fk_links_walk() masks off (its @mask). */
-static inline uint32_t fat32_raw(const unsigned char *p, uint32_t clus)
+static inline uint32_t w32_get(const unsigned char *p, uint32_t clus)
 {
 	(void)clus;
 	return get_le32(p);
@@ -74,7 +74,7 @@ struct fk_links_span {
 	 * fk_fat_class() to judge): one comparison says if a walk goes on
 	 * to a value. */
 	uint32_t lo, n;
-	enum fk_fat_type type;
+	uint32_t bits, mask; /* the geometry's ent_bits and ent_mask */
 };
 
 /*
@@ -150,21 +150,18 @@ static inline uint32_t fk_links_follow(const struct fk_links_span *s,
 				       fk_links_take *take, void *arg,
 				       struct fk_links_end *end)
 {
-	switch (s->type) {
-	case FK_FAT12:
-		return fk_links_walk(s, clus, max, take, arg, end, fat12_off,
-				     fat12_get, UINT32_MAX);
-	case FK_FAT16:
-		return fk_links_walk(s, clus, max, take, arg, end, fat16_off,
-				     fat16_get, UINT32_MAX);
-	case FK_EXFAT:
-		return fk_links_walk(s, clus, max, take, arg, end, fat32_off,
-				     fat32_raw, UINT32_MAX);
-	case FK_FAT32:
-		break;
-	}
-	return fk_links_walk(s, clus, max, take, arg, end, fat32_off, fat32_raw,
-			     FAT32_MASK);
+	/* Each width its own loop, with a constant mask. */
+	if (s->bits == 12)
+		return fk_links_walk(s, clus, max, take, arg, end, w12_off,
+				     w12_get, UINT32_MAX);
+	if (s->bits == 16)
+		return fk_links_walk(s, clus, max, take, arg, end, w16_off,
+				     w16_get, UINT32_MAX);
+	if (s->mask == UINT32_MAX)
+		return fk_links_walk(s, clus, max, take, arg, end, w32_off,
+				     w32_get, UINT32_MAX);
+	return fk_links_walk(s, clus, max, take, arg, end, w32_off, w32_get,
+			     W28_MASK);
 }
 
 #endif

@@ -10,48 +10,49 @@
 #include "lib/endian.h"
 #include "table/fat-links.h"
 
-/* The reserved top 4 bits of a FAT32 entry (FAT32_MASK: the others). */
-#define FAT32_KEEP 0xf0000000u
+/* The reserved top 4 bits of a 28-bit entry in 32 (W28_MASK: the
+ * others; FAT32's). */
+#define W28_KEEP 0xf0000000u
 
 /* Keep the neighbour's nibble. */
-static uint32_t fat12_encode(uint32_t raw, uint32_t clus, uint32_t val)
+static uint32_t w12_encode(uint32_t raw, uint32_t clus, uint32_t val)
 {
 	return clus & 1 ? (raw & 0x000f) | val << 4 : (raw & 0xf000) | val;
 }
 
-static uint32_t fat16_decode(uint32_t raw, uint32_t clus)
+static uint32_t w16_decode(uint32_t raw, uint32_t clus)
 {
 	(void)clus;
 	return raw;
 }
 
-static uint32_t fat16_encode(uint32_t raw, uint32_t clus, uint32_t val)
+static uint32_t w16_encode(uint32_t raw, uint32_t clus, uint32_t val)
 {
 	(void)raw;
 	(void)clus;
 	return val;
 }
 
-static uint32_t fat32_decode(uint32_t raw, uint32_t clus)
+static uint32_t w28_decode(uint32_t raw, uint32_t clus)
 {
 	(void)clus;
-	return raw & FAT32_MASK;
+	return raw & W28_MASK;
 }
 
-static uint32_t fat32_encode(uint32_t raw, uint32_t clus, uint32_t val)
+static uint32_t w28_encode(uint32_t raw, uint32_t clus, uint32_t val)
 {
 	(void)clus;
-	return (raw & FAT32_KEEP) | (val & FAT32_MASK);
+	return (raw & W28_KEEP) | (val & W28_MASK);
 }
 
 /* exFAT entries are all 32 bits: nothing reserved, nothing kept. */
-static uint32_t exfat_decode(uint32_t raw, uint32_t clus)
+static uint32_t w32_decode(uint32_t raw, uint32_t clus)
 {
 	(void)clus;
 	return raw;
 }
 
-static uint32_t exfat_encode(uint32_t raw, uint32_t clus, uint32_t val)
+static uint32_t w32_encode(uint32_t raw, uint32_t clus, uint32_t val)
 {
 	(void)raw;
 	(void)clus;
@@ -61,19 +62,19 @@ static uint32_t exfat_encode(uint32_t raw, uint32_t clus, uint32_t val)
 /* ---- whole blocks ---------------------------------------------------------- */
 
 /* Entry @i of a FAT12 block that starts at an even cluster. */
-static uint32_t fat12_at(const unsigned char *p, uint32_t i)
+static uint32_t w12_at(const unsigned char *p, uint32_t i)
 {
-	return fat12_decode(get_le16(p + i + i / 2), i);
+	return w12_decode(get_le16(p + i + i / 2), i);
 }
 
-static void fat12_decode_block(const unsigned char *p, uint32_t first,
-			       uint32_t n, uint32_t *vals)
+static void w12_decode_block(const unsigned char *p, uint32_t first, uint32_t n,
+			     uint32_t *vals)
 {
 	uint32_t i;
 
 	(void)first;
 	for (i = 0; i < n; i++)
-		vals[i] = fat12_at(p, i);
+		vals[i] = w12_at(p, i);
 }
 
 /*
@@ -98,47 +99,47 @@ static inline void decode_groups(const unsigned char *restrict p, uint32_t n,
 		*vals++ = get(p);
 }
 
-static uint32_t fat32_ent(const unsigned char *p)
+static uint32_t w28_ent(const unsigned char *p)
 {
-	return fat32_decode(get_le32(p), 0);
+	return w28_decode(get_le32(p), 0);
 }
 
-static void fat16_decode_block(const unsigned char *restrict p, uint32_t first,
-			       uint32_t n, uint32_t *restrict vals)
+static void w16_decode_block(const unsigned char *restrict p, uint32_t first,
+			     uint32_t n, uint32_t *restrict vals)
 {
 	(void)first;
 	decode_groups(p, n, vals, 2, get_le16);
 }
 
-static void fat32_decode_block(const unsigned char *restrict p, uint32_t first,
-			       uint32_t n, uint32_t *restrict vals)
+static void w28_decode_block(const unsigned char *restrict p, uint32_t first,
+			     uint32_t n, uint32_t *restrict vals)
 {
 	(void)first;
-	decode_groups(p, n, vals, 4, fat32_ent);
+	decode_groups(p, n, vals, 4, w28_ent);
 }
 
-static void exfat_decode_block(const unsigned char *restrict p, uint32_t first,
-			       uint32_t n, uint32_t *restrict vals)
+static void w32_decode_block(const unsigned char *restrict p, uint32_t first,
+			     uint32_t n, uint32_t *restrict vals)
 {
 	(void)first;
 	decode_groups(p, n, vals, 4, get_le32);
 }
 
 /* Free bits of the @m (at most 64) entries held in @p, one width each. */
-static uint64_t fat12_free_word(const unsigned char *p, uint32_t m,
-				uint32_t *kept)
+static uint64_t w12_free_word(const unsigned char *p, uint32_t m,
+			      uint32_t *kept)
 {
 	uint64_t word = 0;
 	uint32_t j;
 
 	(void)kept;
 	for (j = 0; j < m; j++)
-		word |= (uint64_t)(fat12_at(p, j) == 0) << j;
+		word |= (uint64_t)(w12_at(p, j) == 0) << j;
 	return word;
 }
 
-static uint64_t fat16_free_word(const unsigned char *p, uint32_t m,
-				uint32_t *kept)
+static uint64_t w16_free_word(const unsigned char *p, uint32_t m,
+			      uint32_t *kept)
 {
 	uint64_t word = 0;
 	uint32_t j;
@@ -152,8 +153,8 @@ static uint64_t fat16_free_word(const unsigned char *p, uint32_t m,
 	return word;
 }
 
-static uint64_t fat32_free_word(const unsigned char *p, uint32_t m,
-				uint32_t *kept)
+static uint64_t w28_free_word(const unsigned char *p, uint32_t m,
+			      uint32_t *kept)
 {
 	uint64_t word = 0;
 	uint32_t j;
@@ -162,7 +163,7 @@ static uint64_t fat32_free_word(const unsigned char *p, uint32_t m,
 		return all_bits(m);
 	for (j = 0; j < m; j++) {
 		uint32_t raw = get_le32(p + 4 * j);
-		uint32_t is_free = (raw & FAT32_MASK) == 0;
+		uint32_t is_free = (raw & W28_MASK) == 0;
 
 		word |= (uint64_t)is_free << j;
 		*kept |= is_free ? raw : 0;
@@ -196,26 +197,26 @@ free_groups(const unsigned char *p, uint32_t first, uint32_t n, uint64_t *map,
 	return nfree;
 }
 
-static uint32_t fat12_free_block(const unsigned char *p, uint32_t first,
-				 uint32_t n, uint64_t *map, uint32_t *kept)
+static uint32_t w12_free_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint64_t *map, uint32_t *kept)
 {
-	return free_groups(p, first, n, map, kept, 96, fat12_free_word);
+	return free_groups(p, first, n, map, kept, 96, w12_free_word);
 }
 
-static uint32_t fat16_free_block(const unsigned char *p, uint32_t first,
-				 uint32_t n, uint64_t *map, uint32_t *kept)
+static uint32_t w16_free_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint64_t *map, uint32_t *kept)
 {
-	return free_groups(p, first, n, map, kept, 128, fat16_free_word);
+	return free_groups(p, first, n, map, kept, 128, w16_free_word);
 }
 
-static uint32_t fat32_free_block(const unsigned char *p, uint32_t first,
-				 uint32_t n, uint64_t *map, uint32_t *kept)
+static uint32_t w28_free_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint64_t *map, uint32_t *kept)
 {
-	return free_groups(p, first, n, map, kept, 256, fat32_free_word);
+	return free_groups(p, first, n, map, kept, 256, w28_free_word);
 }
 
-static uint64_t exfat_free_word(const unsigned char *p, uint32_t m,
-				uint32_t *kept)
+static uint64_t w32_free_word(const unsigned char *p, uint32_t m,
+			      uint32_t *kept)
 {
 	uint64_t word = 0;
 	uint32_t j;
@@ -228,14 +229,14 @@ static uint64_t exfat_free_word(const unsigned char *p, uint32_t m,
 	return word;
 }
 
-static uint32_t exfat_free_block(const unsigned char *p, uint32_t first,
-				 uint32_t n, uint64_t *map, uint32_t *kept)
+static uint32_t w32_free_block(const unsigned char *p, uint32_t first,
+			       uint32_t n, uint64_t *map, uint32_t *kept)
 {
-	return free_groups(p, first, n, map, kept, 256, exfat_free_word);
+	return free_groups(p, first, n, map, kept, 256, w32_free_word);
 }
 
-static void fat16_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
-			      uint32_t step, int is_fresh)
+static void w16_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
+			    uint32_t step, int is_fresh)
 {
 	uint32_t k;
 
@@ -244,8 +245,8 @@ static void fat16_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
 		put_le16(p, val);
 }
 
-static void fat32_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
-			      uint32_t step, int is_fresh)
+static void w28_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
+			    uint32_t step, int is_fresh)
 {
 	uint32_t k;
 
@@ -255,11 +256,11 @@ static void fat32_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
 		return;
 	}
 	for (k = 0; k < cnt; k++, p += 4, val += step)
-		put_le32(p, (get_le32(p) & FAT32_KEEP) | val);
+		put_le32(p, (get_le32(p) & W28_KEEP) | val);
 }
 
-static void exfat_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
-			      uint32_t step, int is_fresh)
+static void w32_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
+			    uint32_t step, int is_fresh)
 {
 	uint32_t k;
 
@@ -268,52 +269,49 @@ static void exfat_store_block(unsigned char *p, uint32_t cnt, uint32_t val,
 		put_le32(p, val);
 }
 
-const struct fat_ops fk_fat12_ops = {
-	.entry_off = fat12_off,
+const struct fat_ops fk_ops_w12 = {
+	.entry_off = w12_off,
 	.bits = 12,
 	.load_len = 2,
-	.decode = fat12_decode,
-	.encode = fat12_encode,
-	.decode_block = fat12_decode_block,
-	.free_block = fat12_free_block,
+	.decode = w12_decode,
+	.encode = w12_encode,
+	.decode_block = w12_decode_block,
+	.free_block = w12_free_block,
 	.store_block = NULL, /* entries straddle sectors; runs are short */
 	.is_streamed = 0,    /* at most 6 KiB */
-	.eoc_min = 0xff8,
 	.bad = 0xff7,
 	.mask = 0xfff,
 };
 
-const struct fat_ops fk_fat16_ops = {
-	.entry_off = fat16_off,
+const struct fat_ops fk_ops_w16 = {
+	.entry_off = w16_off,
 	.bits = 16,
 	.load_len = 2,
-	.decode = fat16_decode,
-	.encode = fat16_encode,
-	.decode_block = fat16_decode_block,
-	.free_block = fat16_free_block,
-	.store_block = fat16_store_block,
+	.decode = w16_decode,
+	.encode = w16_encode,
+	.decode_block = w16_decode_block,
+	.free_block = w16_free_block,
+	.store_block = w16_store_block,
 	.is_streamed = 1,
-	.eoc_min = 0xfff8,
 	.bad = 0xfff7,
 	.mask = 0xffff,
 	.clean = 0x8000,
 	.noerr = 0x4000,
 };
 
-const struct fat_ops fk_fat32_ops = {
-	.entry_off = fat32_off,
+const struct fat_ops fk_ops_w28 = {
+	.entry_off = w32_off,
 	.bits = 32,
 	.load_len = 4,
-	.decode = fat32_decode,
-	.encode = fat32_encode,
-	.decode_block = fat32_decode_block,
-	.free_block = fat32_free_block,
-	.store_block = fat32_store_block,
+	.decode = w28_decode,
+	.encode = w28_encode,
+	.decode_block = w28_decode_block,
+	.free_block = w28_free_block,
+	.store_block = w28_store_block,
 	.is_streamed = 1,
-	.eoc_min = 0x0ffffff8,
 	.bad = 0x0ffffff7,
-	.mask = FAT32_MASK,
-	.keep = FAT32_KEEP,
+	.mask = W28_MASK,
+	.keep = W28_KEEP,
 	.clean = 0x08000000,
 	.noerr = 0x04000000,
 };
@@ -324,17 +322,16 @@ const struct fat_ops fk_fat32_ops = {
  * bits.  The free state of a cluster is the allocation bitmap's, not the
  * FAT's: a zero entry is "free" here only as a chain link.
  */
-const struct fat_ops fk_exfat_ops = {
-	.entry_off = fat32_off,
+const struct fat_ops fk_ops_w32 = {
+	.entry_off = w32_off,
 	.bits = 32,
 	.load_len = 4,
-	.decode = exfat_decode,
-	.encode = exfat_encode,
-	.decode_block = exfat_decode_block,
-	.free_block = exfat_free_block,
-	.store_block = exfat_store_block,
+	.decode = w32_decode,
+	.encode = w32_encode,
+	.decode_block = w32_decode_block,
+	.free_block = w32_free_block,
+	.store_block = w32_store_block,
 	.is_streamed = 1,
-	.eoc_min = 0xffffffff,
 	.bad = 0xfffffff7,
 	.mask = 0xffffffff,
 };

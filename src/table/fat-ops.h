@@ -33,24 +33,24 @@ struct fat_ops {
 	 * bits unless @is_fresh; NULL where entries straddle sectors. */
 	void (*store_block)(unsigned char *p, uint32_t cnt, uint32_t val,
 			    uint32_t step, int is_fresh);
-	int is_streamed;  /* large: scans skip holes and map the FAT */
-	uint32_t eoc_min; /* values from here on end a chain */
+	int is_streamed; /* large: scans skip holes and map the FAT */
 	uint32_t bad;
 	uint32_t mask;
 	uint32_t keep;	       /* reserved bits a write keeps */
 	uint32_t clean, noerr; /* FAT[1]: cleanly unmounted, no disk error */
 };
 
-extern const struct fat_ops fk_fat12_ops, fk_fat16_ops, fk_fat32_ops,
-	fk_exfat_ops;
+/* 12 and 16 bits; 28 bits of 32 (the top 4 reserved); all 32 bits. */
+extern const struct fat_ops fk_ops_w12, fk_ops_w16, fk_ops_w28, fk_ops_w32;
 
-/* The only place that looks at the width. */
+/* The only place that looks at the width: the geometry's entry width
+ * and mask (the end-of-chain value, g->ent_eoc, is read where needed). */
 static inline const struct fat_ops *ops_of(const struct fk_geom *g)
 {
-	return g->type == FK_FAT12   ? &fk_fat12_ops
-	       : g->type == FK_FAT16 ? &fk_fat16_ops
-	       : g->type == FK_EXFAT ? &fk_exfat_ops
-				     : &fk_fat32_ops;
+	return g->ent_bits == 12	   ? &fk_ops_w12
+	       : g->ent_bits == 16	   ? &fk_ops_w16
+	       : g->ent_mask != UINT32_MAX ? &fk_ops_w28
+					   : &fk_ops_w32;
 }
 
 /* Are the @len bytes at @p all zero?  The first is, and each equals the

@@ -24,7 +24,7 @@ enum fk_ent_class fk_fat_class(const struct fk_geom *g, uint32_t val)
 
 	if (val == 0)
 		return FK_ENT_FREE;
-	if (val >= ops->eoc_min)
+	if (val >= g->ent_eoc)
 		return FK_ENT_EOC;
 	if (val == ops->bad)
 		return FK_ENT_BAD;
@@ -98,49 +98,52 @@ static int read_fat0(struct fk_volume *vol, uint32_t copy, uint32_t *fat0)
 	return 0;
 }
 
+void fk_fat_note_unwritable(struct fk_diag *diag, int err)
+{
+	if (err == FK_ECORRUPT)
+		fk_diag_append(diag, err,
+			       "; nothing is written to it (fsck.fat refuses "
+			       "it too): copy the files off with mtools, or "
+			       "restore the boot sector");
+}
+
 int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag)
 {
 	struct fk_fat_reserved r;
 	uint32_t c, fat0[2];
 	int err;
 
+	/*
+	 * One copy with its mark is a FAT with a damaged first entry
+	 * (fsck.fat then uses that copy: a repair); none is FATs that are
+	 * not where the boot sector puts them, or not FATs at all.  The
+	 * family's judge of its boot sector comes first and allows two
+	 * copies at most (the bound is kept anyway).
+	 */
 	fk_fat_reserved_judge(&vol->g, 0, 0, &r); /* r.want0 for the line */
-	if (!(err = fk_volume_judge(&vol->g, diag))) {
-		/*
-		 * One copy with its mark is a FAT with a damaged first entry
-		 * (fsck.fat then uses that copy: a repair); none is FATs
-		 * that are not where the BPB puts them, or not FATs at all.
-		 * fk_volume_judge() allows two copies at most.
-		 */
-		for (c = 0; c < vol->g.nfats; c++) {
-			if ((err = read_fat0(vol, c, &fat0[c])))
-				return err;
-			fk_fat_reserved_judge(&vol->g, fat0[c], 0, &r);
-			if (r.is_fat0_ones)
-				return 0;
-		}
-		err = FK_ECORRUPT;
-		if (vol->g.nfats == 1)
-			fk_diag_set(diag, NULL,
-				    "implausible geometry: the FAT does not "
-				    "begin with a media mark (FAT[0] is 0x%X, "
-				    "expected 0x%X): it is not where the boot "
-				    "sector puts it, or it is damaged",
-				    fat0[0], r.want0);
-		else
-			fk_diag_set(diag, NULL,
-				    "implausible geometry: no FAT copy begins "
-				    "with a media mark (FAT[0] is 0x%X and "
-				    "0x%X, expected 0x%X): the FATs are not "
-				    "where the boot sector puts them, or both "
-				    "are damaged",
-				    fat0[0], fat0[1], r.want0);
+	for (c = 0; c < vol->g.nfats && c < 2; c++) {
+		if ((err = read_fat0(vol, c, &fat0[c])))
+			return err;
+		fk_fat_reserved_judge(&vol->g, fat0[c], 0, &r);
+		if (r.is_fat0_ones)
+			return 0;
 	}
-	if (err == FK_ECORRUPT)
-		fk_diag_append(diag, err,
-			       "; nothing is written to it (fsck.fat refuses "
-			       "it too): copy the files off with mtools, or "
-			       "restore the boot sector");
+	err = FK_ECORRUPT;
+	if (vol->g.nfats == 1)
+		fk_diag_set(diag, NULL,
+			    "implausible geometry: the FAT does not begin "
+			    "with a media mark (FAT[0] is 0x%X, expected "
+			    "0x%X): it is not where the boot sector puts it, "
+			    "or it is damaged",
+			    fat0[0], r.want0);
+	else
+		fk_diag_set(diag, NULL,
+			    "implausible geometry: no FAT copy begins with a "
+			    "media mark (FAT[0] is 0x%X and 0x%X, expected "
+			    "0x%X): the FATs are not where the boot sector "
+			    "puts them, or both are damaged",
+			    fat0[0], fat0[1], r.want0);
+	fk_fat_note_unwritable(diag, err);
 	return err;
 }
 
@@ -168,7 +171,7 @@ static int load_raw(struct fk_volume *vol, uint32_t clus, uint32_t *raw)
 {
 	const struct fat_ops *ops = ops_of(&vol->g);
 	uint64_t off = ops->entry_off(clus);
-	/* volume.c takes only a power of two: no division per entry. */
+	/* Sector sizes are powers of two: no division per entry. */
 	unsigned shift = (unsigned)__builtin_ctz(vol->g.sec_len);
 	uint32_t sec = (uint32_t)(off >> shift);
 	uint32_t in = (uint32_t)(off & (vol->g.sec_len - 1));
@@ -245,7 +248,8 @@ int fk_fat_links_span(struct fk_volume *vol, uint32_t clus,
 	lo = (uint64_t)first << shift;
 	hi = lo + ((uint64_t)nsecs << shift);
 	s->base = (uintptr_t)data - (uintptr_t)lo;
-	s->type = vol->g.type;
+	s->mask = vol->g.ent_mask;
+	s->bits = vol->g.ent_bits;
 	/* The clusters from 2 to @top whose entries lie whole in [lo, hi). */
 	c_lo = clus_from(ops, lo);
 	c_end = clus_from(ops, hi - ops->load_len + 1);

@@ -106,8 +106,9 @@ void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
 			   uint32_t fat1, struct fk_fat_reserved *r);
 
 /*
- * Is the layout of @vol one a repair or a writer may act on: the BPB as
- * fk_volume_judge() wants it, and at least one FAT copy whose FAT[0]
+ * Is the layout of @vol one a repair or a writer may act on, once the
+ * family has judged its boot sector's (at most two copies): at least one
+ * FAT copy whose FAT[0]
  * carries the mark fk_fat_reserved_judge() calls is_fat0_ones (fsck.fat
  * gives up on a volume where no copy does)?  Readers may go on without
  * it; writers must not write then.  Reads FAT[0] of each copy from the
@@ -115,6 +116,10 @@ void fk_fat_reserved_judge(const struct fk_geom *g, uint32_t fat0,
  * nothing is written) or -errno.
  */
 int fk_fat_judge_layout(struct fk_volume *vol, struct fk_diag *diag);
+
+/* On FK_ECORRUPT (@err) from a judge of the layout: append to @diag that
+ * nothing is written to the volume, and what to do instead. */
+void fk_fat_note_unwritable(struct fk_diag *diag, int err);
 
 /*
  * For a writer, after fk_fat_judge_layout(): does the copy that is read

@@ -470,7 +470,7 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 
 	if (r->o.is_json) {
 		fk_json_object(&r->js, "summary");
-		fk_json_str(&r->js, "fat_type", fk_fat_type_name(g->type));
+		fk_json_str(&r->js, "fat_type", g->type_name);
 		fk_json_u64(&r->js, "files", now->files);
 		fk_json_u64(&r->js, "directories", now->dirs);
 		fk_json_u64(&r->js, "clusters", g->nclus);
@@ -494,7 +494,7 @@ static void print_summary(struct run *r, const struct fk_volume *vol,
 	}
 	if (r->o.is_quiet)
 		return;
-	printf("%s: %s, ", r->image, fk_fat_type_name(g->type));
+	printf("%s: %s, ", r->image, g->type_name);
 	count(now->files, "file", "files");
 	printf(", ");
 	count(now->dirs, "directory", "directories");
@@ -579,7 +579,7 @@ static int report_cut(struct run *r, const struct fk_volume *vol)
 		printf("error: %s: %s\n", r->image, msg);
 		if (!r->o.is_quiet)
 			printf("%s: %s, 1 error (not checked further)\n",
-			       r->image, fk_fat_type_name(vol->g.type));
+			       r->image, vol->g.type_name);
 		return FK_FSCK_UNCORRECTED;
 	}
 	fk_cli_json_begun();
@@ -596,7 +596,7 @@ static int report_cut(struct run *r, const struct fk_volume *vol)
 	fk_json_end(&r->js);
 	fk_json_end(&r->js);
 	fk_json_object(&r->js, "summary");
-	fk_json_str(&r->js, "fat_type", fk_fat_type_name(vol->g.type));
+	fk_json_str(&r->js, "fat_type", vol->g.type_name);
 	fk_json_u64(&r->js, "errors", 1);
 	fk_json_u64(&r->js, "exit_status", FK_FSCK_UNCORRECTED);
 	fk_json_end(&r->js);

@@ -49,12 +49,26 @@ struct fk_family {
 	 */
 	int (*probe)(const unsigned char *bs, uint64_t vol_len);
 	/*
-	 * Read and judge the boot region (@first: its first 512 bytes),
-	 * fill vol->g, vol->boot and the family's own facts; reads only.
+	 * Is the file system libblkid calls @type (with its VERSION @ver, or
+	 * NULL) this family's?  Then 1, with the name a list of partitions
+	 * shows for it in @name (@len bytes); else 0.
+	 */
+	int (*is_blkid_type)(const char *type, const char *ver, char *name,
+			     size_t len);
+	/*
+	 * Bytes at the volume's start that read_boot() reads for @opts when
+	 * sectors are 512 bytes: the opening reads as many (the most any
+	 * family wants) in one request, which the probes are asked of too.
+	 */
+	size_t (*head_len)(const struct fk_volume_opts *opts);
+	/*
+	 * Read and judge the boot region (@head: the first @head_len bytes
+	 * of the volume, at least 512; what more it needs it reads), fill
+	 * vol->g, vol->boot and the family's own facts; reads only.
 	 * Returns 0, or FK_ECORRUPT with one reason in @diag, or -errno.
 	 */
-	int (*read_boot)(struct fk_volume *vol, const unsigned char *first,
-			 const struct fk_volume_opts *opts,
+	int (*read_boot)(struct fk_volume *vol, const unsigned char *head,
+			 size_t head_len, const struct fk_volume_opts *opts,
 			 struct fk_diag *diag);
 	/* Once the FAT cache exists (may be NULL): load what the family
 	   keeps from the volume's own structures.  0 or -errno. */

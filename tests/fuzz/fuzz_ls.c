@@ -177,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	w.seen = calloc(((size_t)fk_clus_max(&w.vol->g) + 8) / 8, 1);
 	if (w.seen && !fk_dir_lookup(w.vol, "/", &root, NULL))
 		list_dir(&w, &root, "", 0);
-	if (w.vol->exfat)
+	if (fk_exfat_of(w.vol))
 		list_exfat(&w);
 	else
 		list_hidden(&w);

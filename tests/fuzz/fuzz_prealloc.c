@@ -182,7 +182,7 @@ static void find_marked_free(struct fk_volume *vol,
 	struct hit_walk w;
 	size_t i;
 
-	if (!before || !vol->exfat || !has_error(before, "bitmap-free") ||
+	if (!before || !fk_exfat_of(vol) || !has_error(before, "bitmap-free") ||
 	    fk_exfat_bitmap_load_active(vol, &bm, NULL))
 		return;
 	nmarked = vol->g.nclus;
@@ -352,7 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	/* A truncated dump is read as far as it goes; writers refuse it. */
 	is_cut = vol->present_len != 0;
 	memset(&co, 0, sizeof(co));
-	co.visit = vol->exfat ? on_visit : NULL;
+	co.visit = fk_exfat_of(vol) ? on_visit : NULL;
 	if (vol->g.nclus <= FUZZ_CHECK_MAX_CLUS)
 		before = fuzz_check(vol, &co);
 	find_marked_free(vol, before);

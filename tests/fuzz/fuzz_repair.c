@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine/check.h"
+#include "exfat/exfat.h"
 #include "image.h"
 #include "io/device.h"
 #include "lib/diag.h"
@@ -154,10 +155,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	co.salvage = len && (data[len - 1] & 1);
 	/* Another bit forces FAT copy 2 where the copies differ (fatcheck
 	 * --fat-copy 2), else each run of sectors is judged. */
-	if (!vol->exfat && vol->g.nfats == 2 && len && (data[len - 1] & 2))
+	if (!fk_exfat_of(vol) && vol->g.nfats == 2 && len &&
+	    (data[len - 1] & 2))
 		co.fat_copy = 2;
 	co.is_thorough = 1; /* as fatcheck -r */
-	is_odd = !vol->exfat && is_implausible(data, len);
+	is_odd = !fk_exfat_of(vol) && is_implausible(data, len);
 	ck = check_or_refuse(vol, &co, &diag);
 	if (ck && is_odd) {
 		fuzz_print_findings("check", ck);
@@ -165,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 				"gives up on, and may repair it\n");
 		abort();
 	}
-	if (!ck && !is_odd && !vol->exfat &&
+	if (!ck && !is_odd && !fk_exfat_of(vol) &&
 	    strstr(diag.reason, "implausible geometry")) {
 		fprintf(stderr, "fuzz: refused a plausible layout: %s\n",
 			diag.reason);

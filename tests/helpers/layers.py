@@ -13,7 +13,10 @@ own room and of rooms below it, never of a room above.  The two families
 sit side by side and never include each other, and the rooms above them
 (the generic engines and the programs) see a family only through the
 family interface, never by including a family's own files.  Modules must
-not use each other in a circle.
+not use each other in a circle.  No code outside the family folders
+names a family: no identifier there (comments and string literals left
+out) holds "exfat", "fat12", "fat16", "fat32" or "bpb", in any case;
+only the list of families (FAMILY_LIST) names them.
 
 The tree does not keep these rules everywhere yet (issue 21 moves it
 there).  KNOWN_FILE lists the breaks that exist, one per line; the check
@@ -49,6 +52,13 @@ FAMILIES = ("fat", "exfat")
 # in "volume" and "iface".
 UPPER = {"engine", "tools"}
 NAMES = [r for r, _ in ROOMS]
+# The one file outside the family folders that names each family.
+FAMILY_LIST = os.path.join("mount", "families.c")
+# An identifier that names a family (FAT12/16/32, its BPB, or exFAT).
+FAMILY_WORD = re.compile(r"\b\w*(?:exfat|fat12|fat16|fat32|bpb)\w*\b", re.I)
+# Comments and string or character literals, which may name a format.
+NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"'
+                      r"|'(?:\\.|[^'\\\n])*'", re.S)
 
 
 def level(room):
@@ -82,6 +92,31 @@ def modules(src):
             problems.append(f"{mod}: in no room (src/{room}/ is not one of "
                             f"ROOMS in tests/helpers/layers.py)")
     return mods, problems
+
+
+def family_names(src, mods):
+    """An identifier naming a family outside the family folders."""
+    found = []
+    for mod, (room, paths) in sorted(mods.items()):
+        if room in FAMILIES:
+            continue
+        for path in paths:
+            if path == FAMILY_LIST:
+                continue
+            with open(os.path.join(src, path), encoding="utf-8") as f:
+                code = NOT_CODE.sub(
+                    lambda m: re.sub(r"[^\n]", " ", m.group(0)), f.read())
+            seen = set()
+            for ln in code.splitlines():
+                if re.match(r"\s*#\s*include\b", ln):
+                    continue
+                for word in FAMILY_WORD.findall(ln):
+                    if word not in seen:
+                        seen.add(word)
+                        found.append(f"{path}: names a family ({word}); "
+                                     f"only src/{{{','.join(FAMILIES)}}}/ "
+                                     f"and {FAMILY_LIST} may")
+    return found
 
 
 def uses(src, obj, mods):
@@ -142,6 +177,7 @@ def breaks(src, obj):
                 continue
             found.append(f"{mod} -> {there_mod}: {why} ({how})")
     found += cycles(edges)
+    found += family_names(src, mods)
     return found
 
 

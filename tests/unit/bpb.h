@@ -1,7 +1,7 @@
 /*
  * bpb.h: synthetic boot sectors for the unit tests, laid out so the data
  * area holds exactly a chosen number of clusters.  Defined in
- * test_volume.c; test_fat.c builds whole images from them.
+ * test_fat_boot.c; test_fat.c builds whole images from them.
  */
 #ifndef FATKIT_TEST_BPB_H
 #define FATKIT_TEST_BPB_H

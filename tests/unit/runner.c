@@ -26,7 +26,7 @@ int main(void)
 {
 	suite_cli();
 	suite_names();
-	suite_volume();
+	suite_fat_boot();
 	suite_fat();
 	suite_bigmem();
 	suite_json();

@@ -15,7 +15,7 @@ void tap_ok(int is_ok, const char *file, int line, const char *fmt, ...)
 /* Suites: each test_<module>.c defines one, runner.c calls them all. */
 void suite_cli(void);
 void suite_names(void);
-void suite_volume(void);
+void suite_fat_boot(void);
 void suite_fat(void);
 void suite_bigmem(void);
 void suite_json(void);

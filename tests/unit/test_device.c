@@ -109,16 +109,28 @@ static int is_boot(const unsigned char *bs, uint64_t vol_len)
 	return 0;
 }
 
+/* Is libblkid's @type a registered family's?  As mount.c asks. */
+static int is_type(const char *type, const char *ver, char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; fk_families[i]; i++)
+		if (fk_families[i]->is_blkid_type(type, ver, name, len))
+			return 1;
+	return 0;
+}
+
 /* Open @o->path and narrow it to the window @o asks for, as mount.c does. */
 static int open_window(const struct fk_device_opts *o, struct fk_device **out,
 		       struct fk_diag *diag)
 {
+	struct fk_window_fs fs = {is_boot, is_type, NULL, 0, 0, 0};
 	struct fk_device *dev;
 	int err;
 
 	if ((err = fk_device_open(o, &dev, diag)))
 		return err;
-	if ((err = fk_window_choose(dev, o, is_boot, diag))) {
+	if ((err = fk_window_choose(dev, o, &fs, diag))) {
 		fk_device_close(dev);
 		return err;
 	}

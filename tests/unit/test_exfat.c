@@ -93,7 +93,9 @@ static void test_sound(void)
 	   "sound region: no defect (0x%x)", b.defects);
 	OK(b.csum_stored == b.csum_computed, "sound region: checksum agrees");
 	fk_exfat_boot_geom(&b, &g);
-	OK(g.type == FK_EXFAT && g.sec_len == 512 && g.clus_len == 4096 &&
+	OK(!strcmp(g.type_name, "exFAT") && g.ent_bits == 32 &&
+		   g.ent_mask == 0xffffffffu && g.ent_eoc == 0xffffffffu &&
+		   g.sec_len == 512 && g.clus_len == 4096 &&
 		   g.fat_off == 2048 * 512 && g.data_off == 4096u * 512 &&
 		   g.nclus == 15872 && g.root_clus == 5,
 	   "geometry from the boot sector");

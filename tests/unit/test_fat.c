@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bpb.h"
+#include "fat/fat-boot.h"
 #include "io/cache.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
@@ -916,7 +917,7 @@ static void suite_fat12(void)
 		img_close(&im);
 		return;
 	}
-	OK(im.vol->g.type == FK_FAT12 && im.vol->g.nclus == 4084,
+	OK(im.vol->g.ent_bits == FK_FAT12 && im.vol->g.nclus == 4084,
 	   "FAT12: the image is FAT12 with 4084 clusters");
 	OK(fk_fat_eoc(&im.vol->g) == 0xfff && fk_fat_bad(&im.vol->g) == 0xff7,
 	   "FAT12: EOC 0xFFF, bad 0xFF7");
@@ -1017,7 +1018,7 @@ static void suite_fat16(void)
 		img_close(&im);
 		return;
 	}
-	OK(im.vol->g.type == FK_FAT16 && fk_fat_eoc(&im.vol->g) == 0xffff &&
+	OK(im.vol->g.ent_bits == FK_FAT16 && fk_fat_eoc(&im.vol->g) == 0xffff &&
 		   fk_fat_bad(&im.vol->g) == 0xfff7,
 	   "FAT16: the image is FAT16; EOC 0xFFFF, bad 0xFFF7");
 	check_classes(&im, "FAT16", fat16_classes, NROWS(fat16_classes));
@@ -1108,7 +1109,8 @@ static void suite_fat32(void)
 		img_close(&im);
 		return;
 	}
-	OK(im.vol->g.type == FK_FAT32 && fk_fat_eoc(&im.vol->g) == 0x0fffffff &&
+	OK(im.vol->g.ent_bits == FK_FAT32 &&
+		   fk_fat_eoc(&im.vol->g) == 0x0fffffff &&
 		   fk_fat_bad(&im.vol->g) == 0x0ffffff7,
 	   "FAT32: the image is FAT32; EOC 0x0FFFFFFF, bad 0x0FFFFFF7");
 	check_classes(&im, "FAT32", fat32_classes, NROWS(fat32_classes));

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fat/fat-boot.h"
 #include "table/fat.h"
 #include "volume/volume.h"
 
@@ -58,7 +59,7 @@ void suite_fat_reserved(void)
 		struct fk_fat_reserved got;
 
 		memset(&g, 0, sizeof(g));
-		g.type = r->type;
+		fk_fat_geom_type(&g, r->type);
 		g.media = r->media;
 		g.nclus = 100;
 		fk_fat_reserved_judge(&g, r->fat0, r->fat1, &got);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "fat/dir.h"
+#include "fat/fat-boot.h"
 #include "fat/slot.h"
 #include "volume/volume.h"
 
@@ -21,8 +22,7 @@ static struct fk_volume vol_of(enum fk_fat_type type)
 	struct fk_volume vol;
 
 	memset(&vol, 0, sizeof(vol));
-	vol.g.type = type;
-	vol.g.has_bpb32 = type == FK_FAT32; /* as volume.c sets it */
+	fk_fat_geom_type(&vol.g, type); /* as the BPB parser sets it */
 	return vol;
 }
 

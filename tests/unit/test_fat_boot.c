@@ -1,5 +1,5 @@
 /*
- * test_volume.c: fk_volume_parse() on synthetic boot sectors.  The FAT type
+ * test_fat_boot.c: fk_fat_bpb_parse() on synthetic boot sectors.  The FAT type
  * comes from the cluster count alone (Microsoft FAT specification, "FAT
  * Type Determination"), so the layouts here yield exactly 4084/4085/4086
  * and 65524/65525/65526 clusters; every damaged field must be refused with
@@ -14,6 +14,7 @@
 #include "bpb.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
+#include "fat/fat-boot.h"
 #include "volume/volume.h"
 
 #define NROWS(t)  (sizeof(t) / sizeof((t)[0]))
@@ -161,19 +162,20 @@ static void test_type_edges(void)
 		b.spare_secs = r->spare_secs;
 		memset(bs, 0, sizeof(bs));
 		test_bpb_write(&b, bs);
-		err = fk_volume_parse(bs, r->sec_len,
-				      test_bpb_total(&b) * r->sec_len, &g,
-				      &diag);
+		err = fk_fat_bpb_parse(bs, r->sec_len,
+				       test_bpb_total(&b) * r->sec_len, &g,
+				       &diag);
 		if (r->type)
-			OK(!err && g.type == r->type && geom_matches(&b, &g),
-			   "fk_volume_parse: %s (err %d, FAT%u, %u clusters)",
-			   r->edge, err, err ? 0 : (unsigned)g.type,
+			OK(!err && g.ent_bits == (uint32_t)r->type &&
+				   geom_matches(&b, &g),
+			   "fk_fat_bpb_parse: %s (err %d, FAT%u, %u clusters)",
+			   r->edge, err, err ? 0 : g.ent_bits,
 			   err ? 0 : g.nclus);
 		else
 			OK(err == FK_ECORRUPT &&
 				   strstr(diag.reason, "contradicts the BPB"),
-			   "fk_volume_parse: %s (err %d, \"%s\")", r->edge, err,
-			   diag.reason);
+			   "fk_fat_bpb_parse: %s (err %d, \"%s\")", r->edge,
+			   err, diag.reason);
 	}
 }
 
@@ -304,15 +306,15 @@ static void test_damage(void)
 		apply(bs, &r->poke[1]);
 		memset(&g, 0x5a, sizeof(g));
 		before = g;
-		err = fk_volume_parse(bs, 512, AMPLE_LEN, &g, &diag);
+		err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, &diag);
 		if (r->needle)
 			OK(err == FK_ECORRUPT &&
 				   strstr(diag.reason, r->needle) &&
 				   !memcmp(&g, &before, sizeof(g)),
-			   "fk_volume_parse: %s is refused (err %d, \"%s\")",
+			   "fk_fat_bpb_parse: %s is refused (err %d, \"%s\")",
 			   r->edge, err, diag.reason);
 		else
-			OK(!err, "fk_volume_parse: %s (err %d, \"%s\")",
+			OK(!err, "fk_fat_bpb_parse: %s (err %d, \"%s\")",
 			   r->edge, err, diag.reason);
 	}
 }
@@ -348,13 +350,13 @@ static void test_truncated(void)
 
 		make_base(B16, &b, bs);
 		len = test_bpb_total(&b) * 512 + (uint64_t)r->delta;
-		err = fk_volume_parse(bs, r->bs_len, len, &g, &diag);
+		err = fk_fat_bpb_parse(bs, r->bs_len, len, &g, &diag);
 		if (r->needle)
 			OK(err == FK_ECORRUPT && strstr(diag.reason, r->needle),
-			   "fk_volume_parse: %s is refused (err %d, \"%s\")",
+			   "fk_fat_bpb_parse: %s is refused (err %d, \"%s\")",
 			   r->edge, err, diag.reason);
 		else
-			OK(!err, "fk_volume_parse: %s (err %d, \"%s\")",
+			OK(!err, "fk_fat_bpb_parse: %s (err %d, \"%s\")",
 			   r->edge, err, diag.reason);
 	}
 }
@@ -369,33 +371,33 @@ static void test_ids(void)
 	int err;
 
 	make_base(B16, &b, bs);
-	err = fk_volume_parse(bs, 512, AMPLE_LEN, &g, NULL);
-	OK(!err && g.has_ext_bpb && g.serial == 0x1234ABCD &&
+	err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL);
+	OK(!err && g.has_ext_boot && g.serial == 0x1234ABCD &&
 		   !strcmp(g.label, "TESTVOL") && !strcmp(g.oem, "FATKITTS") &&
 		   g.media == 0xF8 && g.root_ents == 512 && !g.fsinfo_sec,
-	   "fk_volume_parse: FAT16 label, serial, OEM name and media");
+	   "fk_fat_bpb_parse: FAT16 label, serial, OEM name and media");
 	make_base(B32, &b, bs);
-	err = fk_volume_parse(bs, 512, AMPLE_LEN, &g, NULL);
-	OK(!err && g.has_ext_bpb && g.serial == 0x1234ABCD &&
+	err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL);
+	OK(!err && g.has_ext_boot && g.serial == 0x1234ABCD &&
 		   !strcmp(g.label, "TESTVOL") && g.root_clus == 2 &&
 		   g.fsinfo_sec == 1 && g.backup_sec == 6 && g.is_mirrored &&
 		   !g.active_fat,
-	   "fk_volume_parse: FAT32 label, root cluster, FSInfo, backup");
+	   "fk_fat_bpb_parse: FAT32 label, root cluster, FSInfo, backup");
 	bs[66] = 0;
-	err = fk_volume_parse(bs, 512, AMPLE_LEN, &g, NULL);
-	OK(!err && !g.has_ext_bpb && !g.label[0],
-	   "fk_volume_parse: no extended boot signature, no label");
+	err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL);
+	OK(!err && !g.has_ext_boot && !g.label[0],
+	   "fk_fat_bpb_parse: no extended boot signature, no label");
 	put_le16(bs + 40, 0x81);
-	err = fk_volume_parse(bs, 512, AMPLE_LEN, &g, NULL);
+	err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL);
 	OK(!err && !g.is_mirrored && g.active_fat == 1,
-	   "fk_volume_parse: mirroring off, FAT 1 active");
+	   "fk_fat_bpb_parse: mirroring off, FAT 1 active");
 	bs[0] = 0;
 	put_le16(bs + 11, 0);
-	OK(fk_volume_parse(bs, 512, AMPLE_LEN, &g, NULL) == FK_ECORRUPT,
-	   "fk_volume_parse: a NULL diag is allowed on a refusal");
+	OK(fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL) == FK_ECORRUPT,
+	   "fk_fat_bpb_parse: a NULL diag is allowed on a refusal");
 }
 
-/* ---- what a writer may act on: fk_volume_judge() ------------------------ */
+/* ---- what a writer may act on: fk_fat_bpb_judge() ------------------------ */
 
 static const struct judge_row {
 	const char *edge;
@@ -428,21 +430,21 @@ static void test_judge(void)
 		g.nfats = r->nfats;
 		g.root_ents = r->root_ents;
 		g.sec_len = r->sec_len;
-		err = fk_volume_judge(&g, &diag);
+		err = fk_fat_bpb_judge(&g, &diag);
 		if (r->why)
 			OK(err == FK_ECORRUPT &&
 				   !strncmp(diag.reason,
 					    "implausible geometry: ", 22) &&
 				   strstr(diag.reason, r->why),
-			   "fk_volume_judge: %s is refused (err %d, \"%s\")",
+			   "fk_fat_bpb_judge: %s is refused (err %d, \"%s\")",
 			   r->edge, err, diag.reason);
 		else
-			OK(!err, "fk_volume_judge: %s is plausible (\"%s\")",
+			OK(!err, "fk_fat_bpb_judge: %s is plausible (\"%s\")",
 			   r->edge, diag.reason);
 	}
 }
 
-void suite_volume(void)
+void suite_fat_boot(void)
 {
 	test_type_edges();
 	test_damage();
