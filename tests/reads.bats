@@ -335,6 +335,63 @@ teardown()
 		<(mdir -b -i img "::/A dir" | sed 's|^::/A dir/||' | sort)
 }
 
+# anon_maps TRACE PATH: anonymous mappings a program made after it opened
+# PATH, from strace -f -e trace=openat,mmap output.
+anon_maps()
+{
+	awk -v path="\"$2\"" '
+		index($0, "openat(") && index($0, path ", ") { on = 1 }
+		on && index($0, "MAP_ANONYMOUS") { n++ }
+		END { print n + 0 }
+	' "$1"
+}
+
+@test "reads: start-up on an empty card maps no buffer it leaves unused, and a dry run reads no time zone" {
+	local n
+	# AddressSanitizer's allocator maps memory its own way.
+	! ldd "$FATKIT_BUILD/fatls" | grep -q libasan || skip "sanitizer build"
+	truncate -s 64G ex.img
+	mkfs.exfat ex.img >/dev/null
+	truncate -s 4G fat.img
+	mkfs.fat -F 32 fat.img >/dev/null
+	# Each mapping costs two system calls and at least one page fault,
+	# the main cost of a start-up.  Left on the exFAT card: the up-case
+	# map (128 KiB), the checker's cluster map and the writer's free map
+	# (sparse), the writer's copy of the root and of the new directory.
+	# Before: 4, 5 and 7 (the FAT cache's slots and spans, a whole
+	# cluster for the root's first page), and on FAT32 2 and 4 (a scan
+	# buffer of 1 MiB, never touched in an image file).
+	strace -f -qq -o t.log -e trace=openat,mmap fatls ex.img >/dev/null
+	n=$(anon_maps t.log ex.img)
+	echo "# exFAT fatls: $n"
+	((n <= 1))
+	strace -f -qq -o t.log -e trace=openat,mmap fatcheck -n ex.img >/dev/null
+	n=$(anon_maps t.log ex.img)
+	echo "# exFAT fatcheck -n: $n"
+	((n <= 2))
+	strace -f -qq -o t.log -e trace=openat,mmap \
+		fatprealloc --dry-run -p ex.img /VIDEO/clip.mp4 256M >/dev/null
+	n=$(anon_maps t.log ex.img)
+	echo "# exFAT fatprealloc --dry-run: $n"
+	((n <= 4))
+	# The time goes into the entry sets a commit writes, not a plan.
+	run -1 grep -c localtime t.log
+	strace -f -qq -o t.log -e trace=openat,mmap fatls fat.img >/dev/null
+	n=$(anon_maps t.log fat.img)
+	echo "# FAT32 fatls: $n"
+	((n == 0))
+	strace -f -qq -o t.log -e trace=openat,mmap \
+		fatprealloc --dry-run -p fat.img /VIDEO/clip.mp4 256M >/dev/null
+	n=$(anon_maps t.log fat.img)
+	echo "# FAT32 fatprealloc --dry-run: $n"
+	((n <= 2))
+	# The dry run's plan is what a run then does.
+	run -0 fatprealloc -p ex.img /VIDEO/clip.mp4 256M
+	run -0 fsck.exfat -n ex.img
+	run -0 fatprealloc -p fat.img /VIDEO/clip.mp4 256M
+	run -0 fsck.fat -n fat.img
+}
+
 @test "reads: fatls and fatcheck read an exFAT directory of 128 KiB clusters only in pieces up to its end marker" {
 	local calls bytes n long_dir
 	truncate -s 1G img

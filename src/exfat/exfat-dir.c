@@ -38,6 +38,7 @@ struct fk_exfat_dir {
 	uint64_t max_clus;  /* clusters the stream may span */
 	uint32_t limit;	    /* fk_exfat_dir_set_limit(); 0: none */
 	unsigned char *buf; /* one cluster, or its first bytes (piece) */
+	uint32_t buf_cap;   /* bytes buf holds: the longest piece so far */
 	uint64_t buf_off;   /* volume offset of the buffer */
 	uint32_t clus_done; /* bytes of the cluster read so far */
 	uint32_t piece;	    /* bytes the next read of a cluster takes */
@@ -58,10 +59,6 @@ int fk_exfat_dir_open(struct fk_volume *vol, const struct fk_exfat_stream *s,
 
 	if (!dir)
 		return -ENOMEM;
-	if (!(dir->buf = malloc(g->clus_len))) {
-		free(dir);
-		return -ENOMEM;
-	}
 	dir->vol = vol;
 	if (s) {
 		dir->s = *s;
@@ -202,6 +199,17 @@ static int load_piece(struct fk_exfat_dir *dir)
 
 	if (!dir->keep_going && dir->piece < len)
 		len = dir->piece;
+	if (len > dir->buf_cap) {
+		/* The buffer grows with the pieces: a card's root is one
+		 * page, where a whole 128 KiB cluster was a fresh mapping
+		 * (its system calls and faults) at every open. */
+		free(dir->buf);
+		if (!(dir->buf = malloc(len))) {
+			dir->buf_cap = dir->buf_ents = dir->pos = 0;
+			return -ENOMEM;
+		}
+		dir->buf_cap = len;
+	}
 	dir->buf_off = fk_clus_off(g, dir->clus) + dir->clus_done;
 	if ((err = fk_device_read(dir->vol->dev, dir->buf_off, dir->buf, len)))
 		return err;

@@ -453,6 +453,9 @@ static int commit_steps(struct xop *op, struct fk_prealloc_result *res)
 
 	if (is_stopping(op))
 		return -EINTR;
+	/* Only the entry sets a commit writes carry the time: a dry run
+	 * does not read /etc/localtime (seven system calls and a parse). */
+	make_stamp(op, op->o->now, op->o->now_is_utc);
 	if (!op->was_dirty) {
 		fk_exfat_set_dirty(op->vol->boot, 1);
 		op->set_dirty = 1;
@@ -781,7 +784,6 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	op->vol = vol;
 	op->o = run->o;
 	op->files = run->files;
-	make_stamp(op, run->o->now, run->o->now_is_utc);
 	op->was_dirty =
 		!!(get_le16(vol->boot + EB_FLAGS) & FK_EXFAT_FLAG_DIRTY);
 	if ((err = open_bitmap(op, run->o->batch_len, diag)) ||

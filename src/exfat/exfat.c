@@ -372,7 +372,9 @@ void fk_exfat_upcase_clear(struct fk_exfat_upcase *up)
 	up->is_fallback = 0;
 }
 
-void fk_exfat_upcase_put(struct fk_exfat_upcase *up, uint16_t c, uint16_t v)
+/* fk_exfat_upcase_put(), inlined into the expansion of a table (a few
+ * thousand units at every open). */
+static inline void put_unit(struct fk_exfat_upcase *up, uint16_t c, uint16_t v)
 {
 	unsigned pg = c >> 8;
 
@@ -386,6 +388,11 @@ void fk_exfat_upcase_put(struct fk_exfat_upcase *up, uint16_t c, uint16_t v)
 		memset(up->pool[up->idx[pg]], 0, sizeof(up->pool[0]));
 	}
 	up->pool[up->idx[pg]][c & 0xFF] = (uint16_t)(v - c);
+}
+
+void fk_exfat_upcase_put(struct fk_exfat_upcase *up, uint16_t c, uint16_t v)
+{
+	put_unit(up, c, v);
 }
 
 void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
@@ -413,7 +420,7 @@ void fk_exfat_upcase_expand(const unsigned char *raw, size_t len,
 		}
 		if (at < 128 && v != fk_exfat_upcase_ascii(at))
 			up->nbad_ascii++;
-		fk_exfat_upcase_put(up, (uint16_t)at++, v);
+		put_unit(up, (uint16_t)at++, v);
 	}
 }
 

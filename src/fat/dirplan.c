@@ -64,6 +64,7 @@ struct fk_dirplan {
 	uint32_t nold;	     /* blocks that exist on disk */
 	uint32_t nslots;     /* slots the blocks hold */
 	uint8_t *used;	     /* per slot (at most FK_DIR_MAX_ENTS) */
+	uint32_t used_cap;   /* slots used[] holds: past nslots by one */
 	uint32_t first_free; /* no free slot below this */
 	uint32_t end_slot;   /* one past the last slot in use */
 	int is_keep;	     /* fk_dirplan_open_keep() */
@@ -228,12 +229,34 @@ static struct fk_dirplan *dp_new(struct fk_volume *vol, uint32_t clus)
 	dp->is_fixed_root = clus == 0;
 	dp->block_len = dp->is_fixed_root ? vol->g.sec_len : vol->g.clus_len;
 	dp->per_block = dp->block_len / FK_DIRENT_LEN;
-	dp->used = calloc(FK_DIR_MAX_ENTS, 1);
-	if (!dp->used) {
-		free(dp);
-		return NULL;
-	}
 	return dp;
+}
+
+/*
+ * used[] as far as the slots go, and one more (keep_orphans() marks the
+ * slot after a run, which may be the first of a block yet to be added):
+ * a directory of one cluster clears its few pages, where the whole 64 KiB
+ * a directory may take was cleared, a page fault per page, for each
+ * directory a run opens.
+ */
+static int grow_used(struct fk_dirplan *dp)
+{
+	uint32_t want =
+		dp->nslots < FK_DIR_MAX_ENTS ? dp->nslots + 1 : FK_DIR_MAX_ENTS;
+	uint32_t cap = dp->used_cap ? dp->used_cap : 1024;
+	uint8_t *p;
+
+	if (want <= dp->used_cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	cap = cap < FK_DIR_MAX_ENTS ? cap : FK_DIR_MAX_ENTS;
+	if (!(p = realloc(dp->used, cap)))
+		return -ENOMEM;
+	memset(p + dp->used_cap, 0, cap - dp->used_cap);
+	dp->used = p;
+	dp->used_cap = cap;
+	return 0;
 }
 
 static int add_block(struct fk_dirplan *dp, uint32_t clus)
@@ -242,7 +265,7 @@ static int add_block(struct fk_dirplan *dp, uint32_t clus)
 		return -ENOMEM;
 	dp->clus[dp->nblocks++] = clus;
 	dp->nslots += dp->per_block;
-	return 0;
+	return grow_used(dp);
 }
 
 /* -E2BIG: the chain holds more slots than FAT allows a directory. */
@@ -277,7 +300,7 @@ static int load_blocks(struct fk_dirplan *dp, struct fk_diag *diag)
 	if (dp->is_fixed_root) {
 		dp->nslots = vol->g.root_ents;
 		dp->nblocks = vol->g.root_secs;
-		return 0;
+		return grow_used(dp);
 	}
 	err = fk_chain_walk(vol, dp->first_clus, add_run_blocks, dp, &info);
 	if (err == -E2BIG) {

@@ -65,7 +65,8 @@ struct fk_cache {
 	uint32_t hand;	    /* clock position */
 	uint32_t last;	    /* slot found last (a hint); NO_SLOT: none */
 	uint32_t hash_mask; /* table size - 1 */
-	unsigned char *mem; /* the arrays below, in one allocation */
+	unsigned char *mem; /* the arrays below, in one allocation; NULL
+			     * until a slot is first used (need_mem()) */
 	size_t mem_len;
 	int is_dense;	 /* mem from fk_bigmem_alloc() */
 	uint32_t *table; /* slot index + 1, or TABLE_EMPTY */
@@ -75,9 +76,9 @@ struct fk_cache {
 	unsigned char *arena; /* nslots * sec_len */
 	struct fk_cache_stats stats;
 	struct span spans[NSPANS];
-	unsigned char *span_mem; /* NSPANS spans; NULL until first used */
-	uint32_t span_secs;	 /* sectors a span holds */
-	uint32_t ra_secs;	 /* sectors a miss reads at most */
+	unsigned char *span_buf[NSPANS]; /* each NULL until first used */
+	uint32_t span_secs;		 /* sectors a span holds */
+	uint32_t ra_secs;		 /* sectors a miss reads at most */
 	/* With layout.read_len: a span read is that long, and twice the last
 	 * one when it starts where the last one ended (a walk going on). */
 	uint32_t span_min, span_cur; /* sectors; span_min 0: fixed spans */
@@ -105,6 +106,8 @@ static uint32_t lookup(const struct fk_cache *c, uint32_t sec)
 {
 	uint32_t h = hash_sec(c, sec);
 
+	if (!c->mem)
+		return NO_SLOT; /* no slot was ever used */
 	for (; c->table[h] != TABLE_EMPTY; h = (h + 1) & c->hash_mask)
 		if (c->slots[c->table[h] - 1].sec == sec)
 			return c->table[h] - 1;
@@ -154,8 +157,9 @@ static size_t align64(size_t len)
  * (bigmem.h); a reader touches a few clean slots, so it gets calloc()'s
  * lazily mapped pages.
  */
-static int carve(struct fk_cache *c, uint32_t tsize)
+static int carve(struct fk_cache *c)
 {
+	uint32_t tsize = c->hash_mask + 1;
 	size_t table_len = align64(tsize * sizeof(*c->table));
 	size_t slots_len = align64(c->nslots * sizeof(*c->slots));
 	size_t order_len = align64(c->max_dirty * sizeof(*c->order));
@@ -178,6 +182,18 @@ static int carve(struct fk_cache *c, uint32_t tsize)
 	c->iov = (struct iovec *)(void *)(p += order_len);
 	c->arena = c->mem + c->mem_len - (size_t)c->nslots * c->lay.sec_len;
 	return 0;
+}
+
+/*
+ * The slot arrays, made when a slot is first used: an exFAT reader reads
+ * its FAT through spans only, and a dry run or a run whose files are all
+ * contiguous writes no FAT sector, so the cache's megabyte or more was
+ * mapped and unmapped for nothing (two system calls and a page fault, on
+ * every start-up).
+ */
+static int need_mem(struct fk_cache *c)
+{
+	return c->mem || !carve(c) ? 0 : -ENOMEM;
 }
 
 /* The disk changed under the spans (a flush wrote), or none was read. */
@@ -227,23 +243,22 @@ int fk_cache_new(struct fk_device *dev, const struct fk_cache_layout *layout,
 	}
 	forget_spans(c);
 	c->bad_span = NO_SEC;
-	if (carve(c, tsize)) {
-		free(c);
-		return -ENOMEM;
-	}
 	*out = c;
 	return 0;
 }
 
 void fk_cache_free(struct fk_cache *c)
 {
+	uint32_t i;
+
 	if (!c)
 		return;
 	if (c->is_dense)
 		fk_bigmem_free(c->mem, 1, c->mem_len);
 	else
 		free(c->mem);
-	free(c->span_mem);
+	for (i = 0; i < NSPANS; i++)
+		free(c->span_buf[i]);
 	free(c);
 }
 
@@ -322,6 +337,8 @@ static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 	uint32_t n = 1, i;
 	int err;
 
+	if ((err = need_mem(c)))
+		return err;
 	/* With layout.read_len, the read ends at a multiple of it: a
 	 * sector changed is read with its page, not into the next one. */
 	while (n < c->ra_secs && sec + n < c->lay.fat_secs &&
@@ -365,12 +382,12 @@ static const unsigned char *in_span(const struct fk_cache *c, uint32_t sec)
 {
 	uint32_t i;
 
-	for (i = 0; !c->ndirty && c->span_mem && i < NSPANS; i++)
+	for (i = 0; !c->ndirty && i < NSPANS; i++)
 		if (c->spans[i].first != NO_SEC &&
 		    sec - c->spans[i].first < c->spans[i].nsecs)
-			return c->span_mem + ((size_t)i * c->span_secs + sec -
-					      c->spans[i].first) *
-						     c->lay.sec_len;
+			return c->span_buf[i] +
+			       (size_t)(sec - c->spans[i].first) *
+				       c->lay.sec_len;
 	return NULL;
 }
 
@@ -468,9 +485,11 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	}
 	if (first == c->bad_span)
 		return NO_SLOT;
-	if (!c->span_mem &&
-	    !(c->span_mem =
-		      malloc((size_t)NSPANS * c->span_secs * c->lay.sec_len)))
+	/* Each span on its own, made when first needed: an empty card's
+	 * walks fit one, and 64 KiB comes from the heap where NSPANS of them
+	 * at once were a fresh mapping, its system calls and faults. */
+	if (!c->span_buf[old] &&
+	    !(c->span_buf[old] = malloc((size_t)c->span_secs * c->lay.sec_len)))
 		return NO_SLOT;
 	s = &c->spans[old];
 	s->first = NO_SEC;
@@ -479,12 +498,10 @@ static uint32_t span_of(struct fk_cache *c, uint32_t sec)
 	/* A span past the end of a short image is no error of the sectors
 	 * asked for: those are then read as fk_cache_get() reads them. */
 	if (fk_device_read(c->dev, fat_off + (uint64_t)first * c->lay.sec_len,
-			   c->span_mem +
-				   (size_t)old * c->span_secs * c->lay.sec_len,
+			   c->span_buf[old],
 			   (size_t)s->nsecs * c->lay.sec_len) ||
 	    fk_cache_patch_read(c, (uint64_t)first * c->lay.sec_len,
-				c->span_mem + (size_t)old * c->span_secs *
-						      c->lay.sec_len,
+				c->span_buf[old],
 				(size_t)s->nsecs * c->lay.sec_len)) {
 		c->bad_span = first;
 		return NO_SLOT;
@@ -526,7 +543,7 @@ int fk_cache_get_span(struct fk_cache *c, uint32_t sec,
 	}
 	c->span_last = i;
 	c->spans[i].used = ++c->span_clock;
-	*data = c->span_mem + (size_t)i * c->span_secs * c->lay.sec_len;
+	*data = c->span_buf[i];
 	*first = c->spans[i].first;
 	*nsecs = c->spans[i].nsecs;
 	return 0;
@@ -572,6 +589,8 @@ int fk_cache_get_fresh(struct fk_cache *c, uint32_t sec, unsigned char **data)
 	if (lookup(c, sec) != NO_SLOT)
 		return fk_cache_get_dirty(c, sec, data);
 	if (c->ndirty == c->max_dirty && (err = flush_budget(c)))
+		return err;
+	if ((err = need_mem(c)))
 		return err;
 	i = victim(c);
 	c->slots[i].sec = sec;
@@ -672,7 +691,7 @@ void fk_cache_discard(struct fk_cache *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < c->nslots; i++) {
+	for (i = 0; c->mem && i < c->nslots; i++) {
 		if (c->slots[i].state != SLOT_DIRTY)
 			continue;
 		hash_remove(c, i);
@@ -687,7 +706,7 @@ void fk_cache_set_patches(struct fk_cache *c,
 	uint32_t i;
 
 	/* What was read came from another mix of copies. */
-	for (i = 0; i < c->nslots; i++) {
+	for (i = 0; c->mem && i < c->nslots; i++) {
 		if (c->slots[i].state != SLOT_CLEAN)
 			continue;
 		hash_remove(c, i);

@@ -36,6 +36,15 @@ static unsigned char *map_aligned(size_t map_len)
 	size_t head;
 	unsigned char *p;
 
+	/* Linux 6.7 and later place an anonymous mapping of whole huge
+	 * pages on a huge page boundary: then one system call does. */
+	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (!((uintptr_t)p % HUGE_LEN))
+		return p;
+	munmap(p, map_len);
 	/* One huge page more, so that an aligned start can be cut out. */
 	p = mmap(NULL, map_len + HUGE_LEN, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

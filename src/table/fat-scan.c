@@ -104,12 +104,10 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy, uint32_t first,
 			 fk_cache_is_patched(vol->fat);
 	int is_fast = fns->hole && ops->is_streamed && !is_patched;
 	int is_mapped = fns->can_map && ops->is_streamed && !is_patched;
-	unsigned char *buf = malloc(scan_buf_len(vol));
+	unsigned char *buf = NULL; /* made at the first block read */
 	uint64_t data_end = 0; /* the FAT is known to hold data up to here */
 	int err = 0;
 
-	if (!buf)
-		return -ENOMEM;
 	while (first < total && !err) {
 		uint32_t n =
 			total - first < SCAN_ENTS ? total - first : SCAN_ENTS;
@@ -149,6 +147,12 @@ static int scan_raw(struct fk_volume *vol, uint32_t copy, uint32_t first,
 			fk_device_unmap(mapped, len);
 			first += n;
 			continue;
+		}
+		/* A mapped image never needs the buffer: its megabyte was a
+		 * fresh mapping (or heap) at every scan. */
+		if (!buf && !(buf = malloc(scan_buf_len(vol)))) {
+			err = -ENOMEM;
+			break;
 		}
 		/* Only the bytes past the read can be stale. */
 		memset(buf + len, 0, 4);
@@ -395,6 +399,10 @@ static int copies_block(void *arg, uint32_t first, uint32_t n,
 			fk_device_unmap(ds->maps[c], len);
 	if (is_mapped)
 		return err;
+	/* The other copy's buffer only where it cannot be mapped. */
+	if (ds->diff && !ds->other &&
+	    !(ds->other = malloc(scan_buf_len(ds->vol))))
+		return -ENOMEM;
 	for (c = 0; c < g->nfats && ds->diff; c++) {
 		uint64_t off = g->fat_off + c * copy_len + from;
 
@@ -429,10 +437,9 @@ int fk_fat_scan_copies(struct fk_volume *vol, uint32_t copy,
 	int err = -ENOMEM;
 
 	ds.vals = malloc(decode_ents(vol) * sizeof(*ds.vals));
-	ds.other = malloc(scan_buf_len(vol));
 	ds.next_sec = calloc(vol->g.nfats, sizeof(*ds.next_sec));
 	ds.maps = calloc(vol->g.nfats, sizeof(*ds.maps));
-	if (ds.vals && ds.other && ds.next_sec && ds.maps)
+	if (ds.vals && ds.next_sec && ds.maps)
 		err = scan_raw(vol, copy, 0, fk_clus_max(&vol->g) + 1, &fns,
 			       &ds);
 	free(ds.vals);
@@ -538,6 +545,36 @@ differ:
 	return 1;
 }
 
+/*
+ * Compare sectors @lo .. @lo + @nsecs - 1 of the copy at @copy_off with
+ * the read copy: in place from an image file's page cache, else read
+ * into *@buf (made at its first use).  The 256 KiB a writer checks for a
+ * 256 MiB file were copied into a fresh buffer, a page fault per page.
+ */
+static int compare_copy(struct fk_volume *vol, uint64_t copy_off, uint32_t lo,
+			uint32_t nsecs, unsigned char **buf,
+			const struct sec_range *fresh, size_t nfresh, size_t *f,
+			uint32_t *bad)
+{
+	uint64_t off = copy_off + (uint64_t)lo * vol->g.sec_len;
+	size_t len = (size_t)nsecs * vol->g.sec_len;
+	const unsigned char *map;
+	int err;
+
+	if (!fk_device_map(vol->dev, off, len, &map)) {
+		err = compare_secs(vol, map, lo, nsecs, fresh, nfresh, f, bad);
+		fk_device_unmap(map, len);
+		return err;
+	}
+	if (!*buf &&
+	    !(*buf = malloc(MIRROR_READ_LEN > vol->g.sec_len ? MIRROR_READ_LEN
+							     : vol->g.sec_len)))
+		return -ENOMEM;
+	if ((err = fk_device_read(vol->dev, off, *buf, len)))
+		return err;
+	return compare_secs(vol, *buf, lo, nsecs, fresh, nfresh, f, bad);
+}
+
 int fk_fat_judge_mirror(struct fk_volume *vol, const struct fk_fat_span *spans,
 			size_t n, int is_blank, struct fk_diag *diag)
 {
@@ -568,13 +605,7 @@ int fk_fat_judge_mirror(struct fk_volume *vol, const struct fk_fat_span *spans,
 	nall = merge_sec_ranges(all, nall);
 	nfresh = merge_sec_ranges(fresh, nfresh);
 	err = 0;
-	if (!nall)
-		goto out;
-	if (!(buf = malloc((size_t)max_secs * g->sec_len))) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (c = 0; c < g->nfats && !err; c++) {
+	for (c = 0; c < g->nfats && nall && !err; c++) {
 		if (c == g->active_fat)
 			continue;
 		f = 0;
@@ -586,15 +617,9 @@ int fk_fat_judge_mirror(struct fk_volume *vol, const struct fk_fat_span *spans,
 						       ? all[i].hi - lo + 1
 						       : max_secs;
 
-				err = fk_device_read(
-					vol->dev,
-					g->fat_off + c * copy_len +
-						(uint64_t)lo * g->sec_len,
-					buf, (size_t)cnt * g->sec_len);
-				if (!err)
-					err = compare_secs(vol, buf, lo, cnt,
-							   fresh, nfresh, &f,
-							   &bad);
+				err = compare_copy(
+					vol, g->fat_off + c * copy_len, lo, cnt,
+					&buf, fresh, nfresh, &f, &bad);
 				lo += cnt;
 			}
 		}
