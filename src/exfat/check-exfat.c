@@ -408,7 +408,6 @@ static int wants_backup(const struct fk_volume *vol)
 }
 
 const struct fk_check_family fk_check_exfat_family = {
-	.ck_size = sizeof(struct ck_record),
 	.new_state = new_state,
 	.free_state = free_state,
 	.run = run,

@@ -35,7 +35,7 @@ struct owner_name {
 /* ---- cluster map ------------------------------------------------------ */
 
 /* The map's words (whole: see fk_check_new()). */
-static size_t map_words(const struct fk_check *ck)
+static size_t map_words(const struct fat_check *ck)
 {
 	return ((size_t)fk_clus_max(ck->g) + 32) / 32;
 }
@@ -48,7 +48,7 @@ static uint64_t alloc_bits(uint64_t w)
 }
 
 /* Keep only the clusters in state ALLOC (the lost ones). */
-static void keep_alloc_only(struct fk_check *ck)
+static void keep_alloc_only(struct fat_check *ck)
 {
 	size_t i, n = map_words(ck);
 	uint64_t w;
@@ -64,12 +64,13 @@ static void keep_alloc_only(struct fk_check *ck)
 
 /* Count @k more claimed clusters, calling the progress hook at each
  * multiple of PROGRESS_STEP passed (@k is below it). */
-static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
+static uint64_t count_claimed(struct fat_check *ck, uint64_t claimed,
+			      uint32_t k)
 {
 	if ((claimed + k) / PROGRESS_STEP != claimed / PROGRESS_STEP)
-		ck_progress(ck, "files",
+		ck_progress(ck->rec, "files",
 			    (claimed + k) / PROGRESS_STEP * PROGRESS_STEP,
-			    ck->st.used_clus);
+			    ck->st->used_clus);
 	return claimed + k;
 }
 
@@ -79,7 +80,7 @@ static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
  * of a link, wherever the fast loop of claim_chain() stops.  0 (go on), 1
  * (stopped: @c says why) or -errno.
  */
-static int claim_one(struct fk_check *ck, uint32_t start,
+static int claim_one(struct fat_check *ck, uint32_t start,
 		     const struct run_before *before, uint32_t clus,
 		     uint32_t val, struct fk_claim *c)
 {
@@ -152,7 +153,7 @@ static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
  * (its own: a loop; another's: a cross-link, which marks the cluster
  * SHARED).  Bounded: each step claims a new cluster.
  */
-static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
+static int claim_chain(struct fat_check *ck, uint32_t start, uint32_t limit,
 		       const struct run_before *before, struct fk_claim *c)
 {
 	struct fk_links_span span;
@@ -222,7 +223,7 @@ static int log_run(struct run_log *log, const struct run *r)
 
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who
  * for the owners step. */
-int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+int ck_claim(struct fat_check *ck, uint32_t start, uint32_t limit,
 	     const struct entry_ref *who, const struct run_before *before,
 	     struct fk_claim *c)
 {
@@ -234,7 +235,7 @@ int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	return log_run(&ck->runs, &r);
 }
 
-int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit)
+int ck_chain_unclaimed(struct fat_check *ck, uint32_t start, uint32_t limit)
 {
 	uint32_t clus = start, n, val, max = fk_clus_max(ck->g);
 	int err;
@@ -255,7 +256,7 @@ int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit)
 }
 
 /* Remember a cross-link, so the owners step can name the first owner. */
-static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
+static int note_shared(struct fat_check *ck, uint32_t clus, size_t finding,
 		       int is_dir, const char *path, const char *what)
 {
 	struct shared s = {clus, finding, is_dir, what, strdup(path), NO_RUN};
@@ -269,7 +270,7 @@ static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
 
 /* The claim being reported on, for claim_ops. */
 struct judged {
-	struct fk_check *ck;
+	struct fat_check *ck;
 	int is_dir; /* the chain is a directory's */
 };
 
@@ -304,29 +305,29 @@ static const struct fk_claim_ops claim_ops = {
  * With nothing claimed, the caller decides (first cluster 0, or removal).
  * Returns the finding's index through @idx.
  */
-int ck_chain_problem(struct fk_check *ck, const struct fk_claim *c, int is_dir,
+int ck_chain_problem(struct fat_check *ck, const struct fk_claim *c, int is_dir,
 		     const char *path, const char *what, size_t *idx)
 {
 	struct judged j = {ck, is_dir};
-	int err = fk_claim_report(ck, &claim_ops, &j, c, path, what, idx);
+	int err = fk_claim_report(ck->rec, &claim_ops, &j, c, path, what, idx);
 
 	if (err || !fk_claim_is_cut(c))
 		return err;
-	return fk_claim_end(ck, &claim_ops, &j, *idx, c->last);
+	return fk_claim_end(ck->rec, &claim_ops, &j, *idx, c->last);
 }
 
 /* ---- preallocated tails ----------------------------------------------- */
 
 /* End @t's file where its size ends: FAT[last] = EOC, or first cluster 0. */
-static int cut_before_tail(struct fk_check *ck, const struct tail *t,
+static int cut_before_tail(struct fat_check *ck, const struct tail *t,
 			   size_t idx)
 {
 	struct judged j = {ck, 0};
 	struct ent_fix fix;
 
 	if (t->last)
-		return fk_claim_end(ck, &claim_ops, &j, idx, t->last);
-	ck_set_fix(ck, idx, "first cluster set to 0");
+		return fk_claim_end(ck->rec, &claim_ops, &j, idx, t->last);
+	ck_set_fix(ck->rec, idx, "first cluster set to 0");
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_SET;
 	fix.dir_clus = t->dir_clus;
@@ -335,7 +336,7 @@ static int cut_before_tail(struct fk_check *ck, const struct tail *t,
 	return ck_plan_entry(ck, &fix);
 }
 
-static int check_tail(struct fk_check *ck, struct tail *t,
+static int check_tail(struct fat_check *ck, struct tail *t,
 		      const struct fk_claim *c)
 {
 	uint64_t len = (uint64_t)c->nclus * ck->g->clus_len;
@@ -354,7 +355,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
 	}
 	if (!c->nclus)
 		return 0;
-	idx = ck_report(ck, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
+	idx = ck_report(ck->rec, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
 			"prealloc-tail", t->path,
 			"%u cluster%s (%llu bytes) %s chained past the end of "
 			"the file (a preallocated tail)",
@@ -365,7 +366,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
 	t->is_trimmed = 1;
 	if ((err = cut_before_tail(ck, t, idx)))
 		return err;
-	ck_set_fix(ck, idx, "tail freed");
+	ck_set_fix(ck->rec, idx, "tail freed");
 	return 0;
 }
 
@@ -374,7 +375,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
  * needed part, so a tail that runs into another file's data loses, not
  * the file; report them and plan trimming.
  */
-int ck_walk_tails(struct fk_check *ck)
+int ck_walk_tails(struct fat_check *ck)
 {
 	size_t i;
 	int err;
@@ -389,7 +390,7 @@ int ck_walk_tails(struct fk_check *ck)
 				    &c)))
 			return err;
 		t->nclus = c.nclus;
-		ck->st.tail_clus += c.nclus;
+		ck->st->tail_clus += c.nclus;
 		if ((err = check_tail(ck, t, &c)))
 			return err;
 	}
@@ -425,7 +426,7 @@ static int cmp_shared(const void *a, const void *b)
 }
 
 /* Run @r claimed shared cluster @clus before any later run. */
-static void set_owner(struct fk_check *ck, uint32_t clus, uint32_t r)
+static void set_owner(struct fat_check *ck, uint32_t clus, uint32_t r)
 {
 	size_t lo = 0, hi = ck->shared.n;
 
@@ -443,7 +444,7 @@ static void set_owner(struct fk_check *ck, uint32_t clus, uint32_t r)
 }
 
 /* Follow every run again, in claim order, to the shared clusters. */
-static int follow_runs(struct fk_check *ck)
+static int follow_runs(struct fat_check *ck)
 {
 	size_t i;
 
@@ -466,7 +467,7 @@ static int follow_runs(struct fk_check *ck)
 }
 
 /* The run of the directory holding run @r's entry; NO_RUN: the root. */
-static uint32_t parent_run(const struct fk_check *ck, uint32_t r)
+static uint32_t parent_run(const struct fat_check *ck, uint32_t r)
 {
 	uint32_t dir = run_at(ck, r)->who.dir;
 
@@ -501,7 +502,7 @@ static struct owner_name *find_name(struct owner_name *v, size_t n, uint32_t r)
 
 /* Add @r to the names wanted (sorted by run, @n of them, @cap room). */
 static int want_name(struct owner_name **v, size_t *n, size_t *cap,
-		     const struct fk_check *ck, uint32_t r)
+		     const struct fat_check *ck, uint32_t r)
 {
 	struct owner_name o = {r, run_at(ck, r)->who, NULL, NULL};
 
@@ -528,7 +529,7 @@ static void unique_names(struct owner_name *v, size_t *n)
  * The names of the entries @v[0..@n) of one directory, sorted by slot, in
  * one read of it, with the limit the walk used.
  */
-static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
+static int read_names(struct fat_check *ck, struct owner_name *v, size_t n)
 {
 	uint32_t dir = v[0].who.dir;
 	uint32_t first = 0, nclus = 0; /* the fixed root */
@@ -565,7 +566,7 @@ out:
 }
 
 /* The path of each owner in @v (sorted by run), parents first. */
-static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
+static int build_paths(struct fat_check *ck, struct owner_name *v, size_t n)
 {
 	size_t i, j;
 	int err;
@@ -596,7 +597,7 @@ static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
 }
 
 /* Rewrite each cross-link finding to name the first owner. */
-static int name_owners(struct fk_check *ck)
+static int name_owners(struct fat_check *ck)
 {
 	LIST(struct owner_name, names) = {NULL, 0, 0};
 	size_t i, from;
@@ -639,7 +640,7 @@ static int name_owners(struct fk_check *ck)
 			if (!o || !(owner = o->path))
 				continue;
 		}
-		f = &ck->finds.v[s->finding];
+		f = &ck->rec->finds.v[s->finding];
 		if (s->is_dir && is_ancestor(owner, s->later))
 			msg = ck_format(
 				"directory loop: shares cluster %u with "
@@ -655,8 +656,8 @@ static int name_owners(struct fk_check *ck)
 		}
 		free(f->msg);
 		f->msg = msg;
-		ck_add_path(ck, s->finding, owner);
-		ck_add_path(ck, s->finding, s->later);
+		ck_add_path(ck->rec, s->finding, owner);
+		ck_add_path(ck->rec, s->finding, s->later);
 	}
 	for (i = 0; i < names.n; i++) {
 		free(names.v[i].name);
@@ -670,7 +671,7 @@ static int name_owners(struct fk_check *ck)
  * Name the first owner of each shared cluster, if there is one.  Either
  * way the map then holds only the lost clusters, as ALLOC.
  */
-int ck_find_owners(struct fk_check *ck)
+int ck_find_owners(struct fat_check *ck)
 {
 	int err;
 
@@ -691,7 +692,7 @@ int ck_find_owners(struct fk_check *ck)
 static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 		       uint32_t n)
 {
-	struct fk_check *ck = arg;
+	struct fat_check *ck = arg;
 	const struct fk_geom *g = ck->g;
 	uint32_t i;
 
@@ -703,13 +704,13 @@ static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 		    ck_class(ck, v) == FK_ENT_NEXT && get_cs(ck, v) == CS_ALLOC)
 			set_cs(ck, v, CS_SHARED);
 	}
-	ck_progress(ck, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
+	ck_progress(ck->rec, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }
 
 /* Follow a lost chain from @head, marking it visited (OWNED).  It ends
  * where its link leaves the lost clusters not yet visited (@lc->last). */
-static int follow_lost(struct fk_check *ck, uint32_t head,
+static int follow_lost(struct fat_check *ck, uint32_t head,
 		       struct lost_chain *lc)
 {
 	uint32_t clus = head, val;
@@ -736,7 +737,7 @@ static int follow_lost(struct fk_check *ck, uint32_t head,
  * by their links (heads first, then loops with no head), and report them.
  * Afterwards every lost cluster is non-FREE in the map, for the repair.
  */
-int ck_check_lost(struct fk_check *ck)
+int ck_check_lost(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	char list[256] = "";
@@ -752,15 +753,15 @@ int ck_check_lost(struct fk_check *ck)
 		memcpy(&w, ck->map + 8 * i, 8);
 		if (!(w = alloc_bits(w)))
 			continue;
-		if (!ck->st.lost_clus)
+		if (!ck->st->lost_clus)
 			for (clus = (uint32_t)(32 * i);; clus++)
 				if (get_cs(ck, clus) == CS_ALLOC) {
 					ck->first_lost = clus;
 					break;
 				}
-		ck->st.lost_clus += (uint32_t)__builtin_popcountll(w);
+		ck->st->lost_clus += (uint32_t)__builtin_popcountll(w);
 	}
-	if (!ck->st.lost_clus)
+	if (!ck->st->lost_clus)
 		return 0;
 	if ((err = fk_fat_scan(ck->vol, g->active_fat, mark_linked, ck)))
 		return err;
@@ -773,7 +774,7 @@ int ck_check_lost(struct fk_check *ck)
 				continue;
 			if ((err = follow_lost(ck, clus, &lc)))
 				return err;
-			ck->st.lost_chains++;
+			ck->st->lost_chains++;
 			if (ck->o.salvage && (err = PUSH(ck->lost, lc)))
 				return err;
 			if (nlisted++ < LOST_LISTED && off < sizeof(list))
@@ -784,19 +785,19 @@ int ck_check_lost(struct fk_check *ck)
 					lc.nclus == 1 ? "" : "s");
 		}
 	idx = ck_report(
-		ck, FK_SEV_ERROR, "lost", NULL,
+		ck->rec, FK_SEV_ERROR, "lost", NULL,
 		"%u lost cluster%s (%llu bytes, owned by no file) in %u "
 		"chain%s, from %s%s",
-		ck->st.lost_clus, ck_plural(ck->st.lost_clus),
-		(unsigned long long)ck->st.lost_clus * g->clus_len,
-		ck->st.lost_chains, ck_plural(ck->st.lost_chains), list,
-		ck->st.lost_chains > LOST_LISTED ? ", ..." : "");
+		ck->st->lost_clus, ck_plural(ck->st->lost_clus),
+		(unsigned long long)ck->st->lost_clus * g->clus_len,
+		ck->st->lost_chains, ck_plural(ck->st->lost_chains), list,
+		ck->st->lost_chains > LOST_LISTED ? ", ..." : "");
 	if (ck->is_tree_incomplete)
 		return 0; /* they might belong to what could not be read */
 	if (ck->o.salvage)
 		return ck_plan_salvage(ck, idx);
-	ck_set_fix(ck, idx, "freed");
+	ck_set_fix(ck->rec, idx, "freed");
 	ck->fix_lost = 1;
-	ck->st.freed_chains = ck->st.lost_chains;
+	ck->st->freed_chains = ck->st->lost_chains;
 	return 0;
 }

@@ -21,7 +21,6 @@
 /* The engine reaches the FAT checker only through this table, which
  * fk_fat_family (fat-family.c) holds. */
 const struct fk_check_family fk_check_fat_family = {
-	.ck_size = sizeof(struct fk_check),
 	.new_state = ck_fat_new_state,
 	.free_state = ck_fat_free_state,
 	.run = ck_fat_run,
@@ -30,12 +29,20 @@ const struct fk_check_family fk_check_fat_family = {
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* The FAT checker's state is the rest of @ck (check-int.h). */
-int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
+/* The FAT checker's own state (check-int.h), recording into @rec. */
+int ck_fat_new_state(struct fk_check *rec, struct fk_volume *vol,
 		     const struct fk_check_opts *opts, void **state)
 {
+	struct fat_check *ck = calloc(1, sizeof(*ck));
 	size_t map_len;
 	uint32_t top;
+
+	if (!ck)
+		return -ENOMEM;
+	ck->rec = rec;
+	ck->st = ck_stats(rec);
+	ck->vol = vol;
+	ck->o = *opts;
 
 	/* Whole 64-bit words, for the lost-cluster count. */
 	map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
@@ -59,7 +66,7 @@ int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
 
 void ck_fat_free_state(void *state)
 {
-	struct fk_check *ck = state;
+	struct fat_check *ck = state;
 	size_t i;
 
 	for (i = 0; i < ck->tails.n; i++)
@@ -86,12 +93,13 @@ void ck_fat_free_state(void *state)
 	free(ck->map);
 	free(ck->linked);
 	free(ck->diffs);
+	free(ck);
 }
 
 /* ---- the whole check ---------------------------------------------------- */
 
 /* The FAT family's phases, in order. */
-static int run_fat(struct fk_check *ck, struct fk_diag *diag)
+static int run_fat(struct fat_check *ck, struct fk_diag *diag)
 {
 	int err;
 
@@ -103,7 +111,7 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))
 		return err;
-	ck_progress(ck, "files", 0, ck->st.used_clus);
+	ck_progress(ck->rec, "files", 0, ck->st->used_clus);
 	if ((err = ck_walk_root(ck, diag)) || (err = ck_walk_tails(ck)))
 		return err;
 	ck_check_label(ck);
@@ -118,7 +126,7 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
  * may reach the volume through @ck (a caller may close it first). */
 int ck_fat_run(void *state, struct fk_diag *diag)
 {
-	struct fk_check *ck = state;
+	struct fat_check *ck = state;
 	int err = run_fat(ck, diag);
 
 	ck_unpatch(ck);

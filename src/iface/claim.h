@@ -34,7 +34,7 @@ enum fk_cut {
 /*
  * Where one claim got to, and why it stopped there.  The fields are
  * spelt once, here, for struct fk_claim and for a family's claim record
- * that begins with a union of the two (as struct ck_record does), so
+ * that begins with a union of the two, so
  * that its code reads c->why while claim.c takes &c->cl.
  */
 #define FK_CLAIM_FIELDS                                                        \
