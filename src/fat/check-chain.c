@@ -34,30 +34,10 @@ struct owner_name {
 
 /* ---- cluster map ------------------------------------------------------ */
 
-/* The map's words (whole: see fk_check_new()). */
-static size_t map_words(const struct fat_check *ck)
-{
-	return ((size_t)fk_clus_max(ck->g) + 32) / 32;
-}
-
-/* The bits 0b01 (ALLOC) of a map word's two-bit states, in place: the
- * same in either byte order, as no state straddles a byte. */
-static uint64_t alloc_bits(uint64_t w)
-{
-	return w & 0x5555555555555555u & ~(w >> 1);
-}
-
 /* Keep only the clusters in state ALLOC (the lost ones). */
 static void keep_alloc_only(struct fat_check *ck)
 {
-	size_t i, n = map_words(ck);
-	uint64_t w;
-
-	for (i = 0; i < n; i++) {
-		memcpy(&w, ck->map + 8 * i, 8);
-		w = alloc_bits(w);
-		memcpy(ck->map + 8 * i, &w, 8);
-	}
+	fk_own_keep_alloc(&ck->map);
 }
 
 /* ---- claiming chains ----------------------------------------------------- */
@@ -127,23 +107,15 @@ static int claim_one(struct fat_check *ck, uint32_t start,
 
 /*
  * fk_links_take for claim_chain(): a cluster whose entry is a link was in
- * use at the scan, so it is ALLOC unless a claim took it.  ALLOC becomes
- * OWNED by adding 1 to the state; any other state is for claim_one() to
- * judge (not expected: the loop is laid out for going on).  @arg is the
- * map itself: stores into it may alias anything behind a pointer, so the
- * walk keeps nothing there.
+ * use at the scan, so it is ALLOC unless a claim took it, and becomes
+ * OWNED; any other state is for claim_one() to judge (not expected: the
+ * loop is laid out for going on).  @arg is the map.
  */
 static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
 {
-	uint8_t *map = arg;
-	unsigned sh = (clus & 3) * 2, b = map[clus >> 2];
-
 	(void)n;
 	(void)val;
-	if (__builtin_expect((b >> sh & 3) != CS_ALLOC, 0))
-		return 0;
-	map[clus >> 2] = (uint8_t)(b + (1u << sh));
-	return 1;
+	return fk_own_take_alloc(arg, clus);
 }
 
 /*
@@ -184,7 +156,7 @@ static int claim_chain(struct fat_check *ck, uint32_t start, uint32_t limit,
 		end.clus = clus;
 		if (held) {
 			k = fk_links_follow(&span, clus, want, take_alloc,
-					    ck->map, &end);
+					    &ck->map, &end);
 		} else if ((err = fk_fat_get(ck->vol, clus, &end.val))) {
 			return err; /* a FAT12 entry straddles the span's end */
 		}
@@ -747,14 +719,13 @@ int ck_check_lost(struct fat_check *ck)
 	uint64_t w;
 	int err, round;
 
-	/* A map word at a time: clusters 0, 1 and those past the last are
-	 * FREE in the map. */
-	for (i = 0, n = map_words(ck); i < n; i++) {
-		memcpy(&w, ck->map + 8 * i, 8);
-		if (!(w = alloc_bits(w)))
+	/* A map word at a time: clusters past the last are FREE in the
+	 * map. */
+	for (i = 0, n = ck->map.nwords; i < n; i++) {
+		if (!(w = fk_own_alloc_word(&ck->map, i)))
 			continue;
 		if (!ck->st->lost_clus)
-			for (clus = (uint32_t)(32 * i);; clus++)
+			for (clus = (uint32_t)(64 * i) + FK_FIRST_CLUS;; clus++)
 				if (get_cs(ck, clus) == CS_ALLOC) {
 					ck->first_lost = clus;
 					break;

@@ -22,7 +22,7 @@
 
 #define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
 #define NEW_BACKUP_SEC 6   /* where a missing backup boot sector goes */
-#define SCAN_CHUNK     64  /* FAT entries judged at a time (a multiple of 4) */
+#define SCAN_CHUNK     64  /* FAT entries judged at a time (a multiple of 8) */
 
 #define MAX_KEPT_FINDINGS 8 /* runs of differing sectors named one by one */
 
@@ -532,12 +532,13 @@ static void note_free(const uint32_t *v, uint32_t m, uint32_t clus,
 }
 
 /*
- * SCAN_CHUNK entries from a multiple of 4, ORed into their map bytes @map.
- * Loops of a constant count with no branch, which the compiler turns into
- * vector code: most of a FAT is judged here.
+ * SCAN_CHUNK entries from a cluster on a map byte's first bit, ORed into
+ * their bytes @sec of the map's second plane (in use: ALLOC).  Loops of a
+ * constant count with no branch, which the compiler turns into vector
+ * code: most of a FAT is judged here.
  */
 static void scan_chunk(const uint32_t *v, uint32_t clus, uint32_t bad,
-		       uint8_t *map, struct scan_counts *sc)
+		       uint8_t *sec, struct scan_counts *sc)
 {
 	uint8_t used[SCAN_CHUNK];
 	uint32_t j, nfree = 0, nused = 0;
@@ -548,18 +549,19 @@ static void scan_chunk(const uint32_t *v, uint32_t clus, uint32_t bad,
 	}
 	for (j = 0; j < SCAN_CHUNK; j++)
 		nused += used[j];
-	for (j = 0; j < SCAN_CHUNK / 4; j++)
-		map[j] |= (uint8_t)((used[4 * j] | used[4 * j + 1] << 2 |
-				     used[4 * j + 2] << 4 |
-				     used[4 * j + 3] << 6) *
-				    CS_ALLOC);
+	for (j = 0; j < SCAN_CHUNK / 8; j++)
+		sec[j] |=
+			(uint8_t)(used[8 * j] | used[8 * j + 1] << 1 |
+				  used[8 * j + 2] << 2 | used[8 * j + 3] << 3 |
+				  used[8 * j + 4] << 4 | used[8 * j + 5] << 5 |
+				  used[8 * j + 6] << 6 | used[8 * j + 7] << 7);
 	sc->nused += nused;
 	sc->nfree += nfree;
 	if (nfree && !sc->first_free)
 		note_free(v, SCAN_CHUNK, clus, sc);
 }
 
-/* The map bits of @m entries from @clus, all in one map byte. */
+/* The second-plane bits of @m entries from @clus, all in one map byte. */
 static unsigned scan_some(const uint32_t *v, uint32_t m, uint32_t clus,
 			  uint32_t bad, struct scan_counts *sc)
 {
@@ -569,7 +571,7 @@ static unsigned scan_some(const uint32_t *v, uint32_t m, uint32_t clus,
 	for (j = 0; j < m; j++) {
 		sc->nused += is_used(v[j], bad);
 		sc->nfree += !v[j];
-		bits |= is_used(v[j], bad) * CS_ALLOC << ((clus + j) & 3) * 2;
+		bits |= is_used(v[j], bad) << (clus + j - FK_FIRST_CLUS) % 8;
 	}
 	note_free(v, m, clus, sc);
 	return bits;
@@ -580,7 +582,7 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 {
 	struct fat_check *ck = arg;
 	const struct fk_geom *g = ck->g;
-	uint8_t *map = ck->map;
+	uint8_t *sec = ck->map.second;
 	uint32_t i = 0, bad = fk_fat_bad(g), m, head;
 	struct scan_counts sc = {0, 0, ck->first_free};
 
@@ -599,18 +601,19 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 			    fk_clus_max(g) + 1);
 		return 0;
 	}
-	/* Chunks where they fit whole from a multiple of 4, else a map
-	 * byte at a time (clusters 2 and 3, a block's end). */
+	/* Chunks where they fit whole from a map byte's first bit, else a
+	 * map byte at a time (a block's start and end). */
 	for (head = i; i < n; i += m) {
-		uint32_t clus = first + i;
+		uint32_t clus = first + i, bit = (clus - FK_FIRST_CLUS) % 8;
 
-		if (!(clus & 3) && n - i >= SCAN_CHUNK) {
+		if (!bit && n - i >= SCAN_CHUNK) {
 			m = SCAN_CHUNK;
-			scan_chunk(vals + i, clus, bad, map + (clus >> 2), &sc);
+			scan_chunk(vals + i, clus, bad, sec + fk_own_byte(clus),
+				   &sc);
 			continue;
 		}
-		m = 4 - (clus & 3) < n - i ? 4 - (clus & 3) : n - i;
-		map[clus >> 2] |=
+		m = 8 - bit < n - i ? 8 - bit : n - i;
+		sec[fk_own_byte(clus)] |=
 			(uint8_t)scan_some(vals + i, m, clus, bad, &sc);
 	}
 	ck->st->free_clus += sc.nfree;
@@ -717,7 +720,7 @@ static int rescan(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 
-	memset(ck->map, 0, (((size_t)fk_clus_max(g) + 32) / 32) * 8);
+	fk_own_clear(&ck->map);
 	ck->st->free_clus = ck->st->used_clus = ck->st->bad_clus = 0;
 	ck->first_free = 0;
 	return fk_fat_scan(ck->vol, g->active_fat, scan_block, ck);

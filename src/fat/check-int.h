@@ -34,6 +34,7 @@
 #include "iface/check-family.h"
 #include "iface/claim.h"
 #include "iface/findings.h"
+#include "iface/ownmap.h"
 #include "io/cache.h"
 #include "lib/vec.h"
 #include "table/alloc.h"
@@ -45,13 +46,18 @@ struct fk_dir;
 struct fk_geom;
 
 /*
- * Two bits per cluster.  While claiming: FREE (free or bad), ALLOC
- * (allocated, not claimed yet), OWNED, SHARED (a second owner reached it).
- * After the owners step only the lost clusters stay ALLOC (the rest are
- * FREE); grouping them then reuses OWNED (visited) and SHARED (has a lost
- * predecessor).
+ * A cluster's state in the ownership map (iface/ownmap.h, both planes).
+ * While claiming: FREE (free or bad), ALLOC (allocated, not claimed yet),
+ * OWNED, SHARED (a second owner reached it).  After the owners step only
+ * the lost clusters stay ALLOC (the rest are FREE); grouping them then
+ * reuses OWNED (visited) and SHARED (has a lost predecessor).
  */
-enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
+enum cstate {
+	CS_FREE = FK_OWN_FREE,
+	CS_ALLOC = FK_OWN_ALLOC,
+	CS_OWNED = FK_OWN_OWNED,
+	CS_SHARED = FK_OWN_SHARED,
+};
 
 enum ent_op {
 	EF_SET,	    /* new first cluster, size and/or attribute byte */
@@ -205,10 +211,10 @@ struct fat_check {
 	struct fk_volume *vol;
 	struct fk_check_opts o;
 	const struct fk_geom *g;
-	uint8_t *map;	  /* 2 bits per cluster, enum cstate */
-	uint64_t *linked; /* a bit per cluster another links to; made by
+	struct fk_own_map map; /* both planes: enum cstate */
+	uint64_t *linked;      /* a bit per cluster another links to; made by
 			     check-tree.c's first retype() that asks */
-	uint32_t nlink;	  /* values from FK_FIRST_CLUS on that are links */
+	uint32_t nlink;	       /* values from FK_FIRST_CLUS on that are links */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
 	LIST(struct fk_fat_fix, fat_fixes);
@@ -284,15 +290,12 @@ static inline const struct run *run_at(const struct fat_check *ck, size_t i)
 
 static inline unsigned get_cs(const struct fat_check *ck, uint32_t clus)
 {
-	return ck->map[clus >> 2] >> ((clus & 3) * 2) & 3;
+	return fk_own_get(&ck->map, clus);
 }
 
 static inline void set_cs(struct fat_check *ck, uint32_t clus, unsigned s)
 {
-	unsigned sh = (clus & 3) * 2;
-
-	ck->map[clus >> 2] =
-		(uint8_t)((ck->map[clus >> 2] & ~(3u << sh)) | s << sh);
+	fk_own_put(&ck->map, clus, s);
 }
 
 /* fk_fat_class() with its common case, a link, inline. */

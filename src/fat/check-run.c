@@ -34,7 +34,6 @@ int ck_fat_new_state(struct fk_check *rec, struct fk_volume *vol,
 		     const struct fk_check_opts *opts, void **state)
 {
 	struct fat_check *ck = calloc(1, sizeof(*ck));
-	size_t map_len;
 	uint32_t top;
 
 	if (!ck)
@@ -44,19 +43,17 @@ int ck_fat_new_state(struct fk_check *rec, struct fk_volume *vol,
 	ck->vol = vol;
 	ck->o = *opts;
 
-	/* Whole 64-bit words, for the lost-cluster count. */
-	map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
 	top = fk_clus_max(&vol->g);
 	ck->g = &vol->g;
 	if (top >= fk_fat_bad(&vol->g)) /* never on a volume mkfs makes */
 		top = fk_fat_bad(&vol->g) - 1;
 	ck->nlink = top - FK_FIRST_CLUS + 1;
-	ck->map = calloc(map_len, 1);
 	ck->diffs = calloc(vol->g.nfats, sizeof(*ck->diffs));
 	ck->path = calloc(1, 64);
 	ck->path_cap = 64;
 	fk_dir_stamp(&ck->stamp, opts->now, 0);
-	if (!ck->map || !ck->diffs || !ck->path) {
+	if (!ck->diffs || !ck->path ||
+	    fk_own_init(&ck->map, fk_clus_max(&vol->g), 1)) {
 		ck_fat_free_state(ck);
 		return -ENOMEM;
 	}
@@ -90,7 +87,7 @@ void ck_fat_free_state(void *state)
 	ck_salvage_free(ck);
 	fk_alloc_close(ck->alloc);
 	free(ck->path);
-	free(ck->map);
+	fk_own_free(&ck->map);
 	free(ck->linked);
 	free(ck->diffs);
 	free(ck);

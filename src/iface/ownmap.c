@@ -1,0 +1,54 @@
+/*
+ * ownmap.c: the ownership map's planes (ownmap.h): set up, cleared, freed,
+ * and the FAT checker's step that keeps only the lost clusters.
+ */
+#include "iface/ownmap.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "lib/bigmem.h"
+
+int fk_own_init(struct fk_own_map *m, uint32_t max, int has_second)
+{
+	memset(m, 0, sizeof(*m));
+	/* Whole words, for the bitmap compare and the lost-cluster count. */
+	m->nwords = ((size_t)max - FK_FIRST_CLUS + 1 + 63) / 64;
+	m->own = fk_bigmem_alloc_sparse(m->nwords, 8);
+	if (has_second)
+		m->second = fk_bigmem_alloc_sparse(m->nwords, 8);
+	if (!m->own || (has_second && !m->second)) {
+		fk_own_free(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void fk_own_free(struct fk_own_map *m)
+{
+	fk_bigmem_free(m->own, m->nwords, 8);
+	fk_bigmem_free(m->second, m->nwords, 8);
+	m->own = m->second = NULL;
+}
+
+void fk_own_clear(struct fk_own_map *m)
+{
+	memset(m->own, 0, m->own_end);
+	if (m->second)
+		memset(m->second, 0, m->nwords * 8);
+	m->own_end = 0;
+}
+
+void fk_own_keep_alloc(struct fk_own_map *m)
+{
+	size_t i, n = (m->own_end + 7) / 8;
+
+	/* Past @own_end nothing is claimed: ALLOC there already. */
+	for (i = 0; i < n; i++) {
+		uint64_t w = fk_own_alloc_word(m, i);
+
+		memcpy(m->second + 8 * i, &w, 8);
+		memset(m->own + 8 * i, 0, 8);
+	}
+	m->own_end = 0;
+}
