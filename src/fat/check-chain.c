@@ -1,6 +1,7 @@
 /*
- * check-chain.c: cluster chains.  Claiming marks a chain in the map of two
- * bits per cluster, so a loop or a second owner shows at the first shared
+ * check-chain.c: cluster chains.  Claiming marks a chain in the ownership
+ * map (iface/ownmap.h, two bits per cluster in two planes, the exFAT
+ * checker's too), so a loop or a second owner shows at the first shared
  * cluster, and keeps what it claimed as a run (16 bytes).  Owners are not
  * stored per cluster: after a cross-link one explicit step follows the
  * runs again to name the first owner of each shared cluster.  A cut is
@@ -109,13 +110,15 @@ static int claim_one(struct fat_check *ck, uint32_t start,
  * fk_links_take for claim_chain(): a cluster whose entry is a link was in
  * use at the scan, so it is ALLOC unless a claim took it, and becomes
  * OWNED; any other state is for claim_one() to judge (not expected: the
- * loop is laid out for going on).  @arg is the map.
+ * loop is laid out for going on).  @arg is the map's own plane: stores
+ * into it may alias anything behind a pointer, so the walk keeps nothing
+ * there.
  */
 static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
 {
 	(void)n;
 	(void)val;
-	return fk_own_take_alloc(arg, clus);
+	return fk_own_take_link(arg, clus);
 }
 
 /*
@@ -156,7 +159,7 @@ static int claim_chain(struct fat_check *ck, uint32_t start, uint32_t limit,
 		end.clus = clus;
 		if (held) {
 			k = fk_links_follow(&span, clus, want, take_alloc,
-					    &ck->map, &end);
+					    ck->map.own, &end);
 		} else if ((err = fk_fat_get(ck->vol, clus, &end.val))) {
 			return err; /* a FAT12 entry straddles the span's end */
 		}

@@ -15,6 +15,7 @@
 #include "fat/dir.h"
 #include "io/cache.h"
 #include "lib/diag.h"
+#include "lib/endian.h"
 #include "table/fat.h"
 #include "table/fsinfo.h"
 #include "volume/family.h"
@@ -549,12 +550,12 @@ static void scan_chunk(const uint32_t *v, uint32_t clus, uint32_t bad,
 	}
 	for (j = 0; j < SCAN_CHUNK; j++)
 		nused += used[j];
+	/* Eight flags of 0 or 1, byte i of a little-endian word, become bit
+	 * i of its top byte by one multiply: no partial product carries. */
 	for (j = 0; j < SCAN_CHUNK / 8; j++)
-		sec[j] |=
-			(uint8_t)(used[8 * j] | used[8 * j + 1] << 1 |
-				  used[8 * j + 2] << 2 | used[8 * j + 3] << 3 |
-				  used[8 * j + 4] << 4 | used[8 * j + 5] << 5 |
-				  used[8 * j + 6] << 6 | used[8 * j + 7] << 7);
+		sec[j] |= (uint8_t)(get_le64(used + 8 * j) *
+					    0x0102040810204080u >>
+				    56);
 	sc->nused += nused;
 	sc->nfree += nfree;
 	if (nfree && !sc->first_free)

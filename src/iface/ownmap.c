@@ -21,6 +21,8 @@ int fk_own_init(struct fk_own_map *m, uint32_t max, int has_second)
 		fk_own_free(m);
 		return -ENOMEM;
 	}
+	if (has_second)
+		m->own_end = (uint32_t)(m->nwords * 8);
 	return 0;
 }
 
@@ -36,19 +38,18 @@ void fk_own_clear(struct fk_own_map *m)
 	memset(m->own, 0, m->own_end);
 	if (m->second)
 		memset(m->second, 0, m->nwords * 8);
-	m->own_end = 0;
+	else
+		m->own_end = 0;
 }
 
 void fk_own_keep_alloc(struct fk_own_map *m)
 {
-	size_t i, n = (m->own_end + 7) / 8;
+	size_t i;
 
-	/* Past @own_end nothing is claimed: ALLOC there already. */
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < m->nwords; i++) {
 		uint64_t w = fk_own_alloc_word(m, i);
 
 		memcpy(m->second + 8 * i, &w, 8);
 		memset(m->own + 8 * i, 0, 8);
 	}
-	m->own_end = 0;
 }

@@ -10,7 +10,9 @@
  *
  * Both planes are mapped page by page as first touched (sparse): an
  * emptyish volume's check touches little of them, and start-up clears
- * nothing.  Bytes of @own from @own_end on have never been written.
+ * nothing.  Bytes of @own from @own_end on have never been written (the
+ * exFAT checker's bitmap compare reads no further); a two-plane map's
+ * @own_end is its whole size, so that a FAT claim has one store less.
  */
 #ifndef FATKIT_OWNMAP_H
 #define FATKIT_OWNMAP_H
@@ -96,18 +98,21 @@ static inline void fk_own_put(struct fk_own_map *m, uint32_t clus, unsigned s)
 		(uint8_t)(s & 1 ? m->second[at] | bit : m->second[at] & ~bit);
 }
 
-/* ALLOC -> OWNED: claim @clus if it is ALLOC, the one test of a FAT
- * claim's fast loop.  1 taken, 0 not (another state). */
-static inline int fk_own_take_alloc(struct fk_own_map *m, uint32_t clus)
+/*
+ * ALLOC -> OWNED for @clus, whose FAT entry is a link, in the own plane
+ * @own: the one test of a FAT claim's fast loop.  Such a cluster was in
+ * use at the FAT scan (its second bit is set), so it is ALLOC unless a
+ * claim took it (its own bit).  1 taken, 0 not (OWNED or SHARED).  Leaves
+ * @own_end, which a two-plane map keeps at its whole size.
+ */
+static inline int fk_own_take_link(uint8_t *own, uint32_t clus)
 {
 	size_t at = fk_own_byte(clus);
 	uint8_t bit = fk_own_mask(clus);
 
-	if (__builtin_expect((m->second[at] & ~m->own[at] & bit) == 0, 0))
+	if (__builtin_expect(own[at] & bit, 0))
 		return 0;
-	m->own[at] |= bit;
-	if (at >= m->own_end)
-		m->own_end = (uint32_t)at + 1;
+	own[at] = (uint8_t)(own[at] | bit);
 	return 1;
 }
 
