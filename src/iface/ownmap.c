@@ -45,10 +45,15 @@ void fk_own_clear(struct fk_own_map *m)
 void fk_own_keep_alloc(struct fk_own_map *m)
 {
 	size_t i;
+	uint64_t o, w;
 
+	/* Words with nothing claimed are ALLOC or FREE already: written
+	 * only where claimed, so that no page is touched for nothing. */
 	for (i = 0; i < m->nwords; i++) {
-		uint64_t w = fk_own_alloc_word(m, i);
-
+		memcpy(&o, m->own + 8 * i, 8);
+		if (!o)
+			continue;
+		w = fk_own_alloc_word(m, i);
 		memcpy(m->second + 8 * i, &w, 8);
 		memset(m->own + 8 * i, 0, 8);
 	}
