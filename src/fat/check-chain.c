@@ -673,10 +673,18 @@ static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 
 	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n;
 	     i++) {
-		uint32_t v = vals[i];
+		uint32_t clus = first + i, v = vals[i];
 
-		if (get_cs(ck, first + i) != CS_FREE &&
-		    ck_class(ck, v) == FK_ENT_NEXT && get_cs(ck, v) == CS_ALLOC)
+		/* A word of FREE clusters (no lost one) at a time: none
+		 * becomes anything else here. */
+		if (!((clus - FK_FIRST_CLUS) % 64) && n - i >= 64 &&
+		    !fk_own_word_used(&ck->map, (clus - FK_FIRST_CLUS) / 64)) {
+			i += 63;
+			continue;
+		}
+		if (!fk_own_is_free(&ck->map, clus) &&
+		    ck_class(ck, v) == FK_ENT_NEXT &&
+		    fk_own_is_alloc(&ck->map, v))
 			set_cs(ck, v, CS_SHARED);
 	}
 	ck_progress(ck->rec, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
@@ -724,28 +732,21 @@ int ck_check_lost(struct fat_check *ck)
 
 	/* A map word at a time: clusters past the last are FREE in the
 	 * map. */
-	for (i = 0, n = ck->map.nwords; i < n; i++) {
-		if (!(w = fk_own_alloc_word(&ck->map, i)))
-			continue;
-		if (!ck->st->lost_clus)
-			for (clus = (uint32_t)(64 * i) + FK_FIRST_CLUS;; clus++)
-				if (get_cs(ck, clus) == CS_ALLOC) {
-					ck->first_lost = clus;
-					break;
-				}
-		ck->st->lost_clus += (uint32_t)__builtin_popcountll(w);
-	}
+	for (i = 0, n = ck->map.nwords; i < n; i++)
+		if ((w = fk_own_state_word(&ck->map, i, CS_ALLOC)))
+			ck->st->lost_clus += (uint32_t)__builtin_popcountll(w);
 	if (!ck->st->lost_clus)
 		return 0;
+	ck->first_lost = fk_own_next(&ck->map, FK_FIRST_CLUS, CS_ALLOC);
 	if ((err = fk_fat_scan(ck->vol, g->active_fat, mark_linked, ck)))
 		return err;
 	/* Round 0: chains from their heads; round 1: loops. */
 	for (round = 0; round < 2; round++)
-		for (clus = FK_FIRST_CLUS; clus <= max; clus++) {
-			unsigned s = get_cs(ck, clus);
-
-			if (s != (round ? CS_SHARED : CS_ALLOC))
-				continue;
+		for (clus = fk_own_next(&ck->map, FK_FIRST_CLUS,
+					round ? CS_SHARED : CS_ALLOC);
+		     clus <= max;
+		     clus = fk_own_next(&ck->map, clus + 1,
+					round ? CS_SHARED : CS_ALLOC)) {
 			if ((err = follow_lost(ck, clus, &lc)))
 				return err;
 			ck->st->lost_chains++;

@@ -45,16 +45,35 @@ void fk_own_clear(struct fk_own_map *m)
 void fk_own_keep_alloc(struct fk_own_map *m)
 {
 	size_t i;
-	uint64_t o, w;
 
 	/* Words with nothing claimed are ALLOC or FREE already: written
 	 * only where claimed, so that no page is touched for nothing. */
 	for (i = 0; i < m->nwords; i++) {
-		memcpy(&o, m->own + 8 * i, 8);
-		if (!o)
+		if (!get_le64(m->own + 8 * i))
 			continue;
-		w = fk_own_alloc_word(m, i);
-		memcpy(m->second + 8 * i, &w, 8);
+		put_le64(m->second + 8 * i,
+			 fk_own_state_word(m, i, FK_OWN_ALLOC));
 		memset(m->own + 8 * i, 0, 8);
 	}
+}
+
+uint32_t fk_own_next(const struct fk_own_map *m, uint32_t from, unsigned s)
+{
+	size_t i = (size_t)(from - FK_FIRST_CLUS) / 64;
+	uint64_t w;
+
+	if (from < FK_FIRST_CLUS)
+		return fk_own_next(m, FK_FIRST_CLUS, s);
+	if (i >= m->nwords)
+		return UINT32_MAX;
+	/* The first word without the clusters before @from. */
+	w = fk_own_state_word(m, i, s) & ~(uint64_t)0
+						 << (from - FK_FIRST_CLUS) % 64;
+	while (!w) {
+		if (++i == m->nwords)
+			return UINT32_MAX;
+		w = fk_own_state_word(m, i, s);
+	}
+	return (uint32_t)(64 * i) + (uint32_t)__builtin_ctzll(w) +
+	       FK_FIRST_CLUS;
 }

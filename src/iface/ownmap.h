@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/endian.h"
 #include "volume/volume.h"
 
 /*
@@ -116,16 +117,41 @@ static inline int fk_own_take_link(uint8_t *own, uint32_t clus)
 	return 1;
 }
 
-/* The ALLOC clusters of 64-cluster word @i (bit k: cluster 64 @i + k + 2,
- * in memory order, as the planes are laid out). */
-static inline uint64_t fk_own_alloc_word(const struct fk_own_map *m, size_t i)
+/* Is @clus FREE (neither bit)? */
+static inline int fk_own_is_free(const struct fk_own_map *m, uint32_t clus)
 {
-	uint64_t o, s;
+	size_t at = fk_own_byte(clus);
 
-	__builtin_memcpy(&o, m->own + 8 * i, 8);
-	__builtin_memcpy(&s, m->second + 8 * i, 8);
-	return s & ~o;
+	return !((m->own[at] | m->second[at]) & fk_own_mask(clus));
 }
+
+/* Is @clus ALLOC? */
+static inline int fk_own_is_alloc(const struct fk_own_map *m, uint32_t clus)
+{
+	size_t at = fk_own_byte(clus);
+
+	return (m->second[at] & ~m->own[at] & fk_own_mask(clus)) != 0;
+}
+
+/* Is any cluster of 64-cluster word @i other than FREE? */
+static inline int fk_own_word_used(const struct fk_own_map *m, size_t i)
+{
+	return (get_le64(m->own + 8 * i) | get_le64(m->second + 8 * i)) != 0;
+}
+
+/* The clusters of 64-cluster word @i in state @s: bit k is cluster
+ * 64 @i + k + 2. */
+static inline uint64_t fk_own_state_word(const struct fk_own_map *m, size_t i,
+					 unsigned s)
+{
+	uint64_t o = get_le64(m->own + 8 * i), c = get_le64(m->second + 8 * i);
+
+	return (s & 2 ? o : ~o) & (s & 1 ? c : ~c);
+}
+
+/* The first cluster from @from on in state @s (not FREE), or UINT32_MAX:
+ * a word at a time. */
+uint32_t fk_own_next(const struct fk_own_map *m, uint32_t from, unsigned s);
 
 /* Keep only the ALLOC clusters (as ALLOC); the rest become FREE. */
 void fk_own_keep_alloc(struct fk_own_map *m);

@@ -3,8 +3,8 @@
  * is laid out as exFAT's allocation bitmap (cluster c: bit (c - 2) % 8 of
  * byte (c - 2) / 8); the two planes give the FAT checker's four states,
  * each read back as written; ALLOC alone is taken; keeping the lost
- * clusters leaves exactly the ALLOC ones; @own_end bounds what was
- * written.
+ * clusters leaves exactly the ALLOC ones; the next cluster in a state
+ * is found a word at a time; @own_end bounds what was written.
  */
 #include "tap.h"
 
@@ -75,9 +75,19 @@ static void test_states(void)
 	   "becomes OWNED");
 	for (c = FK_FIRST_CLUS; c <= max; c++)
 		fk_own_put(&m, c, mixed(c));
+	OK(fk_own_next(&m, 2, FK_OWN_SHARED) == 2 &&
+		   fk_own_next(&m, 3, FK_OWN_SHARED) == 6 &&
+		   fk_own_next(&m, 4994, FK_OWN_ALLOC) == 4997 &&
+		   fk_own_next(&m, 4998, FK_OWN_ALLOC) == UINT32_MAX,
+	   "ownmap: the next cluster in a state, within a word and past it");
 	fk_own_keep_alloc(&m);
 	OK(states_are(&m, max, lost_only),
 	   "ownmap: keeping the lost clusters leaves only ALLOC");
+	for (c = 70; c < 4000; c++)
+		fk_own_put(&m, c, FK_OWN_FREE);
+	OK(fk_own_next(&m, 70, FK_OWN_ALLOC) == 4001 &&
+		   fk_own_word_used(&m, 0) && !fk_own_word_used(&m, 2),
+	   "ownmap: the next cluster found words away; a FREE word");
 	fk_own_clear(&m);
 	OK(!fk_own_test(&m, 7) && fk_own_get(&m, 5) == FK_OWN_FREE,
 	   "ownmap: cleared");
