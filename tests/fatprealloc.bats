@@ -1454,60 +1454,24 @@ PC_JUDGE=judge PC_FINAL=fsck_clean
 	[ "$(mdir_size img /f.bin)" -eq $((BASH_REMATCH[1] * 512)) ]
 }
 
-# pc_signal_loop TYPE: the pc_fixture run with a signal before each write
-# and zero call in turn: before the first cluster the run rolls back;
-# between two clusters it keeps what they took (pc_cut_ok); after the
-# last it completes.
-pc_signal_loop()
+# pc_rolled_back IMG: what a run stopped before its commit point may
+# leave (PC_ROLLED of pc_signal_each): base.img's bytes but in clusters
+# free in both and in grow.bin's slack (SLACK), fsck.fat clean, the FAT
+# copies equal.
+pc_rolled_back()
 {
-	local t=$1 total n sig line prev= rolled=0 cut=0 completed=0
-	local -a sigs=(2 15 1) slack
-	pc_fixture "$t"
-	read -ra slack < <(grow_slack base.img)
-	cp base.img ref.img
-	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
-	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
-	for ((n = 1; n <= total; n++)); do
-		sig=${sigs[n % 3]}
-		echo "# $t: signal $sig before call $n of $total"
-		cp base.img c.img
-		cp base.img.sums c.img.sums
-		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n FK_SIGNAL=$sig \
-			fatprealloc c.img "${ARGS[@]}"
-		[ "$status" -eq $((128 + sig)) ]
-		[ -z "$output" ]
-		line=$stderr
-		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
-			((cut + completed == 0))
-			rolled=$((rolled + 1))
-			same_but_free c.img base.img "${slack[@]}"
-			fsck_clean c.img
-			fat_copies_equal c.img
-		elif [[ $line =~ $PC_CUT ]]; then
-			((completed == 0))
-			cut=$((cut + 1))
-			# The four calls of one cluster: the same cut.
-			if [[ $line == "$prev" ]]; then
-				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
-				continue
-			fi
-			prev=$line
-			cp c.img prev.img
-			pc_cut_ok c.img "$line"
-		else
-			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
-			completed=$((completed + 1))
-			judge c.img
-			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
-		fi
-	done
-	echo "# $t: $rolled rolled back, $cut cut short, $completed completed"
-	((rolled >= 1 && cut >= 10 && completed >= 1))
+	same_but_free "$1" base.img "${SLACK[@]}"
+	fsck_clean "$1"
+	fat_copies_equal "$1"
 }
 
 @test "fatprealloc --per-cluster: a signal at any write or zero call rolls back, keeps the clusters taken, or completes: never lost clusters" {
 	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
-	pc_signal_loop fat12
+	pc_fixture fat12
+	read -ra SLACK < <(grow_slack base.img)
+	PC_ROLLED=pc_rolled_back
+	pc_signal_each 2 15 1
+	((ROLLED >= 1 && CUT >= 10 && COMPLETED >= 1))
 }
 
 @test "fatprealloc --per-cluster: a crash after any write call, or a failed one, leaves at worst lost clusters" {

@@ -617,3 +617,60 @@ pc_cut_ok()
 	fatprealloc "$img" "${ARGS[@]}" || return 1
 	"$PC_FINAL" "$img" && pc_sizes_ok "$img"
 }
+
+# pc_signal_each SIG...: the signal loop of both families' fatprealloc
+# tests.  ARGS run on c.img, a fresh copy of base.img (and of
+# base.img.sums where there is one), with a signal raised before write or
+# zero call 1, 2, ... in turn (the SIGs by turns).  Each run exits
+# 128 + SIG, prints nothing on stdout and one line on stderr: before the
+# commit point nothing was changed (the family's PC_ROLLED judges c.img);
+# a --per-cluster run stopped between two clusters keeps what they took
+# (pc_cut_ok; each call of one cluster leaves the same image); after it
+# the run was completed (PC_JUDGE judges c.img, which is byte for byte
+# what an uninterrupted run leaves, ref.img).  The outcomes come in that
+# order; sets ROLLED, CUT and COMPLETED, the count of each, and
+# FIRST_CUT, the first call whose signal cut the run short.
+pc_signal_each()
+{
+	local n total sig line prev= ref_sha
+	local -a sigs=("$@")
+	ROLLED=0 CUT=0 COMPLETED=0 FIRST_CUT=
+	cp base.img ref.img
+	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
+	ref_sha=$(img_sha ref.img)
+	for ((n = 1; n <= total; n++)); do
+		sig=${sigs[n % ${#sigs[@]}]}
+		echo "# signal $sig before call $n of $total"
+		cp base.img c.img
+		[[ ! -f base.img.sums ]] || cp base.img.sums c.img.sums
+		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n FK_SIGNAL=$sig \
+			fatprealloc c.img "${ARGS[@]}"
+		[ "$status" -eq $((128 + sig)) ]
+		[ -z "$output" ]
+		line=$stderr
+		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
+			((CUT + COMPLETED == 0))
+			ROLLED=$((ROLLED + 1))
+			"$PC_ROLLED" c.img
+		elif [[ $line =~ $PC_CUT ]]; then
+			((COMPLETED == 0))
+			CUT=$((CUT + 1))
+			FIRST_CUT=${FIRST_CUT:-$n}
+			# Each call of one cluster: the same cut.
+			if [[ $line == "$prev" ]]; then
+				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
+				continue
+			fi
+			prev=$line
+			cp c.img prev.img
+			pc_cut_ok c.img "$line"
+		else
+			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
+			COMPLETED=$((COMPLETED + 1))
+			"$PC_JUDGE" c.img
+			[ "$(img_sha c.img)" = "$ref_sha" ]
+		fi
+	done
+	echo "# $ROLLED rolled back, $CUT cut short, $COMPLETED completed"
+}
