@@ -592,17 +592,14 @@ rolled_back()
 # ValidDataLength).
 pc_fixture()
 {
-	local i long
+	local long
 	crash_fixture
 	long=$(printf 'a name of seventy characters, five name entries %s' {1..2} | head -c 70)
 	PC_PATHS=(/grow.bin /new.bin /p/q/r.bin "/sub/1 $long" "/sub/2 $long")
 	PC_WANT=(2560 1024 700 1 1)
 	PC_OLD=(1124 0 0 0 0)
 	PC_VDL=(1124 0 0 0 0)
-	ARGS=(-p --per-cluster)
-	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
-		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
-	done
+	pc_args
 }
 
 # pc_sizes_ok IMG [CUT GOT]: each file of the run has its size asked for,

@@ -1369,17 +1369,14 @@ signal_loop()
 # with each file's PC_WANT and PC_OLD (clusters it has).
 pc_fixture()
 {
-	local c i
+	local c
 	crash_fixture "$1"
 	c=$(clus_len base.img)
 	GROWN=$((700 + 3 * c))
 	PC_PATHS=(/grow.bin '/BIGD/A long name in a big dir.txt' /n1/n2/f.bin /new.bin)
 	PC_WANT=("$GROWN" $((2 * c)) 100 1)
 	PC_OLD=($(((700 + c - 1) / c)) 0 0 0)
-	ARGS=(-p --per-cluster)
-	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
-		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
-	done
+	pc_args
 }
 
 # pc_sizes_ok IMG [CUT GOT]: each file of the run reads as its size in

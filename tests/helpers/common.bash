@@ -598,6 +598,16 @@ release_held()
 # the later files' count.
 PC_CUT='^fatprealloc: c\.img: interrupted; (/.*) got ([0-9]+) of its ([0-9]+) new clusters?(, ([0-9]+) more files? none)?; run again to finish$'
 
+# pc_args: ARGS, a --per-cluster run giving each of PC_PATHS its PC_WANT.
+pc_args()
+{
+	local i
+	ARGS=(-p --per-cluster)
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
+	done
+}
+
 # pc_cut_ok IMG LINE: LINE says a stop cut the run short, and IMG passes
 # PC_JUDGE (the family's "consistent": not even lost clusters) with the
 # sizes the cut gives (the caller's pc_sizes_ok, over PC_PATHS); then the
