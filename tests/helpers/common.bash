@@ -13,6 +13,7 @@
 #   gen_bytes N [SEED]                           check_sums FILE
 #   tree_sums_ok TREE WHO <MANIFEST
 #   img_sha FILE     fsck_clean FILE             fat_copies_equal FILE
+#   once_for FILE... -- JUDGE ARGS... (a judge, once per distinct bytes)
 #   fat_type FILE    fat_geometry FILE           count_free_clusters FILE
 #   fsinfo_free FILE fsinfo_next FILE            size_kib SIZE
 #   py_run SCRIPT ARGS... (a python helper)      ref ARGS... (exfatref.py)
@@ -429,6 +430,11 @@ if command -v openssl >/dev/null 2>&1; then
 		s=$(openssl dgst -sha256 -r <"$1") || return 1
 		echo "${s%% *}"
 	}
+	# files_sha FILE...: one line of each FILE's SHA-256 and name.
+	files_sha()
+	{
+		openssl dgst -sha256 -r -- "$@"
+	}
 else
 	img_sha()
 	{
@@ -436,7 +442,36 @@ else
 		s=$(sha256sum <"$1") || return 1
 		echo "${s%% *}"
 	}
+	files_sha()
+	{
+		sha256sum -- "$@"
+	}
 fi
+
+# once_for FILE... -- JUDGE [ARG...]: JUDGE ARG..., unless it has passed
+# in this test with FILEs of exactly these bytes (by SHA-256).  A judge
+# reads nothing but the image and the references it compares it with, so
+# the same bytes get the same verdict: name them all as FILEs.  For the
+# crash, failed-write and signal loops, whose write numbers end in a few
+# distinct images each: every distinct outcome is still judged in full,
+# and a failure fails the test as before.  Call it as a statement (not
+# in a condition, where set -e would not stop a failing judge midway).
+declare -gA FK_PASSED=()
+once_for()
+{
+	local key
+	local -a files=()
+	while (($# > 0)) && [[ $1 != -- ]]; do
+		files+=("$1")
+		shift
+	done
+	shift
+	key=$(files_sha "${files[@]}") || return 1
+	key+=" $*"
+	[[ -z ${FK_PASSED[$key]:-} ]] || return 0
+	"$@"
+	FK_PASSED[$key]=1
+}
 
 # fsck_clean FILE: fsck.fat -n FILE must exit 0; otherwise print its output
 # and fail.
