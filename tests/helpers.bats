@@ -273,13 +273,18 @@ path_without()
 
 @test "deps.sh: every tool present and no dpkg or apt: quiet success" {
 	path_without bin 'dpkg*' 'apt*'
-	[ ! -e bin/dpkg-query ] && [ -e bin/mdir ] && [ -e bin/bash ]
+	# one test a line: set -e stops at no failure but the last of a && list
+	[ ! -e bin/dpkg-query ]
+	[ -e bin/mdir ]
+	[ -e bin/bash ]
 	run -0 --separate-stderr env PATH="$PWD/bin" \
 		"$BATS_TEST_DIRNAME/helpers/deps.sh" check
-	[ -z "$output" ] && [ -z "$stderr" ]
+	[ -z "$output" ]
+	[ -z "$stderr" ]
 	run -0 --separate-stderr env PATH="$PWD/bin" \
 		"$BATS_TEST_DIRNAME/helpers/deps.sh" demo
-	[ -z "$output" ] && [ -z "$stderr" ]
+	[ -z "$output" ]
+	[ -z "$stderr" ]
 }
 
 @test "deps.sh: a missing command and no dpkg: named, exit 1" {
