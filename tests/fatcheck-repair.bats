@@ -1059,13 +1059,15 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(int(sys.argv[2]))
     f.write((b"A       TXT" + bytes(21)) * 4000)
 PY
+	# grep, not assert_line: its loop over 4,000 lines ran 5 s under
+	# bats' trap on every command
 	run -4 fatcheck img
-	assert_line --partial "/A.TXT: another entry of this directory"
+	grep -qF "/A.TXT: another entry of this directory" <<<"$output"
 	run -1 timeout 60 fatcheck -r img
-	assert_line --partial "(repair: this later entry renamed to 'FSCK3998.REN')"
+	grep -qF "(repair: this later entry renamed to 'FSCK3998.REN')" <<<"$output"
 	run -0 fatcheck -n img
 	run -0 fsck.fat -n img
 	run -0 mdir -i img ::/
-	assert_line --regexp "^FSCK3998 REN +0 "
-	refute_line --regexp "^FSCK3999 "
+	grep -qE "^FSCK3998 REN +0 " <<<"$output"
+	if grep -E "^FSCK3999 " <<<"$output"; then return 1; fi
 }
