@@ -1022,7 +1022,8 @@ damaged()
 				crashed=$status
 				run fatcheck -r img
 				[[ $status -eq 0 || $status -eq 1 ]]
-				"after_$set"
+				# judged once per distinct image (once_for)
+				once_for img img.sums -- "after_$set"
 				[ "$crashed" -eq 99 ] || break
 			done
 		done
@@ -1040,7 +1041,7 @@ damaged()
 				[ "$status" -eq 12 ]
 				[[ $stderr == "fatcheck: img: Input/output error" ]]
 				run -1 fatcheck -r img
-				"after_$set"
+				once_for img img.sums -- "after_$set"
 			done
 		done
 	done
