@@ -1234,17 +1234,31 @@ grow_slack()
 	echo "$((off + len - c + 700 % c)) $((c - 700 % c))"
 }
 
+# signal_judged IMG rolled|completed: IMG is what a run stopped before
+# its commit point may leave, or passes judge; grow.bin's first 700
+# bytes are intact either way.
+signal_judged()
+{
+	if [ "$2" = rolled ]; then
+		pc_rolled_back "$1"
+	else
+		judge "$1"
+	fi
+	grow_intact "$1"
+}
+
 # signal_loop TYPE: the crash_fixture run with a signal raised before each
 # write and zero call in turn (SIGINT, SIGTERM, SIGHUP by turns; with
 # FK_SIGNAL_AGAIN set, again before every later call).
 signal_loop()
 {
-	local t=$1 total zero n sig rolled=0 completed=0 line
-	local -a sigs=(2 15 1) slack
+	local t=$1 total zero n sig rolled=0 completed=0 line ref_sha
+	local -a sigs=(2 15 1)
 	crash_fixture "$t"
-	read -ra slack < <(grow_slack base.img)
+	read -ra SLACK < <(grow_slack base.img)
 	cp base.img ref.img
 	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	ref_sha=$(img_sha ref.img)
 	zero=$(json_stat "$output" zero_calls)
 	total=$(($(json_stat "$output" write_calls) + zero))
 	for ((n = 1; n <= total; n++)); do
@@ -1268,16 +1282,14 @@ signal_loop()
 			# Never once the run went past its commit point.
 			((completed == 0))
 			rolled=$((rolled + 1))
-			same_but_free c.img base.img "${slack[@]}"
-			fsck_clean c.img
-			fat_copies_equal c.img
+			# each distinct image judged once (once_for)
+			once_for c.img base.img -- signal_judged c.img rolled
 		else
 			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
 			completed=$((completed + 1))
-			judge c.img
-			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+			[ "$(img_sha c.img)" = "$ref_sha" ]
+			once_for c.img base.img -- signal_judged c.img completed
 		fi
-		grow_intact c.img
 	done
 	echo "# $t: $rolled rolled back, $completed completed, $zero zero calls"
 	# Every zero call comes before the commit point: a signal there
