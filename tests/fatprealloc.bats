@@ -314,7 +314,7 @@ json_stat()
 grow_on_geometry()
 {
 	local fat=$1 secsize=$2 clus=$3 nf=$4 size=$5 newsize=$6 c newlen
-	local old grow lastoff first last off len e n
+	local old grow lastoff first last off len n
 	echo "# geometry: $*"
 	mkimg_geom "$fat" "$secsize" "$clus" "$nf" "$size" img
 	populate img
@@ -348,13 +348,10 @@ grow_on_geometry()
 	judge img
 	# FAT12: the new chain holds entries that straddle FAT sectors.
 	if ((fat == 12)); then
-		n=0
-		while read -r first last off len; do
-			for ((e = first; e <= last; e++)); do
-				(((e * 3 / 2) % secsize == secsize - 1)) &&
-					n=$((n + 1))
-			done
-		done < <(chain_runs img /new.bin)
+		# counted in awk: bats traps each command of a test's shell
+		n=$(chain_runs img /new.bin | awk -v s="$secsize" '
+			{ for (e = $1; e <= $2; e++) if (int(e * 3 / 2) % s == s - 1) n++ }
+			END { print n + 0 }')
 		echo "# $n straddling entries"
 		((n >= (secsize == 512 ? 2 : 1)))
 	fi

@@ -399,7 +399,7 @@ tree_sums_ok()
 # several clusters of DIR.
 populate_big_dir()
 {
-	local file=$1 dir=${2%/} n=$3 src i part name path=
+	local file=$1 dir=${2%/} n=$3 src part path=
 	src=$(mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/bigdir.XXXXXX") || return 1
 	local -a parts
 	IFS=/ read -ra parts <<<"${dir#/}"
@@ -409,10 +409,11 @@ populate_big_dir()
 		mdir -i "$file" "::$path" >/dev/null 2>&1 </dev/null ||
 			mmd -i "$file" "::$path" </dev/null || return 1
 	done
-	for ((i = 1; i <= n; i++)); do
-		printf -v name 'f%04d.txt' "$i"
-		echo "$name" >"$src/$name"
-	done
+	# in a bash of its own: bats traps each command of a test's shell
+	bash -c 'for ((i = 1; i <= $2; i++)); do
+		printf -v name "f%04d.txt" "$i"
+		echo "$name" >"$1/$name" || exit 1
+	done' populate_big_dir "$src" "$n" || return 1
 	find "$src" -exec touch -h -d "$FK_FIXED_MTIME" {} + || return 1
 	_mcopy_tree "$file" "$src" "${path:-/}" || return 1
 	rm -rf "$src"
