@@ -698,7 +698,8 @@ pc_signal_each()
 		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
 			((CUT + COMPLETED == 0))
 			ROLLED=$((ROLLED + 1))
-			"$PC_ROLLED" c.img
+			# each distinct image judged once (once_for)
+			once_for c.img base.img -- "$PC_ROLLED" c.img
 		elif [[ $line =~ $PC_CUT ]]; then
 			((COMPLETED == 0))
 			CUT=$((CUT + 1))
@@ -714,8 +715,8 @@ pc_signal_each()
 		else
 			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
 			COMPLETED=$((COMPLETED + 1))
-			"$PC_JUDGE" c.img
 			[ "$(img_sha c.img)" = "$ref_sha" ]
+			once_for c.img base.img -- "$PC_JUDGE" c.img
 		fi
 	done
 	echo "# $ROLLED rolled back, $CUT cut short, $COMPLETED completed"
