@@ -23,8 +23,30 @@
 
 bats_require_minimum_version 1.5.0
 
-load /usr/lib/bats/bats-support/load.bash
-load /usr/lib/bats/bats-assert/load.bash
+# _fk_load DIR: what `load DIR/load.bash` sources, without its fork of
+# dirname a file (fifteen for the two libraries, 20 ms of CPU in every
+# test); a line of another form hands the whole file to bats' load.
+_fk_load()
+{
+	local dir=$1 line
+	local -a lines
+	mapfile -t lines <"$dir/load.bash" || return 1
+	for line in "${lines[@]}"; do
+		case $line in
+		'' | '#'*) ;;
+		'source "$(dirname "${BASH_SOURCE[0]}")/'*'"')
+			line=${line#'source "$(dirname "${BASH_SOURCE[0]}")/'}
+			source "$dir/${line%'"'}" || return 1
+			;;
+		*)
+			load "$dir/load.bash"
+			return
+			;;
+		esac
+	done
+}
+_fk_load /usr/lib/bats/bats-support
+_fk_load /usr/lib/bats/bats-assert
 
 FATKIT_BUILD=${FATKIT_BUILD:-$BATS_TEST_DIRNAME/../build}
 FATKIT_BUILD=$(cd "$FATKIT_BUILD" 2>/dev/null && pwd || echo "$FATKIT_BUILD")
