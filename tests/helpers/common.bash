@@ -52,7 +52,10 @@ FATKIT_BUILD=${FATKIT_BUILD:-$BATS_TEST_DIRNAME/../build}
 FATKIT_BUILD=$(cd "$FATKIT_BUILD" 2>/dev/null && pwd || echo "$FATKIT_BUILD")
 export FATKIT_BUILD
 export PATH="$FATKIT_BUILD:$PATH"
-FATKIT_HELPERS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# (bats loads this file by its absolute path: no dirname, cd and pwd)
+FATKIT_HELPERS=${BASH_SOURCE[0]%/*}
+[[ ${BASH_SOURCE[0]} == */* ]] || FATKIT_HELPERS=.
+[[ $FATKIT_HELPERS == /* ]] || FATKIT_HELPERS=$(cd "$FATKIT_HELPERS" && pwd)
 
 # Debian's python3 (deps.sh installs it) starts in a tenth of the time of a
 # pyenv shim; tests may use "$FK_PYTHON" for JSON parsing too.
