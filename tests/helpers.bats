@@ -26,6 +26,62 @@ cluster_bytes()
 	[ "$MTOOLSRC" = /dev/null ]
 }
 
+@test "common: a failure names the same lines under common.bash's trace as under bats' own" {
+	# bats' own stack-trace trap (FK_BATS_OWN_TRACE=1) is the judge of
+	# the cheaper one common.bash puts in its place.
+	mkdir inner
+	cat >inner/h.bash <<'HELPER'
+helper_fails()
+{
+	local z=1
+	[ "$z" -eq 9 ]
+}
+HELPER
+	# ("@test" spelt so that bats does not take these lines for its own)
+	local t=@test
+	cat >inner/t.bats <<INNER
+load $FATKIT_HELPERS/common
+load h
+$t "in the body" {
+	x=1
+	[ "\$x" -eq 2 ]
+}
+$t "in a loaded helper" {
+	helper_fails
+	echo never
+}
+$t "in bats-assert" {
+	assert_equal 1 3
+}
+$t "in run" {
+	run -1 true
+}
+$t "after a loop" {
+	for ((i = 0; i < 3; i++)); do :; done
+	false
+}
+$t "the trap in place" {
+	[[ -n \${FK_BATS_OWN_TRACE:-} ]] ||
+		declare -f bats_debug_trap | grep -q 'BATS_TEST_SOURCE'
+}
+INNER
+	# (a bats of its own: none of this run's BATS_ variables, its filter)
+	local -a clean=(env)
+	local v
+	for v in $(compgen -e); do
+		[[ $v != BATS_* ]] || clean+=(-u "$v")
+	done
+	run "${clean[@]}" bats inner/t.bats
+	local ours=$output
+	FK_BATS_OWN_TRACE=1 run "${clean[@]}" bats inner/t.bats
+	[[ $ours == "$output" ]] || fail "$(diff <(echo "$output") <(echo "$ours"))"
+	# each failure is there, with its line
+	grep -q 'in test file inner/t.bats, line 5)' <<<"$ours"
+	grep -q "from function \`helper_fails' in file inner/h.bash, line 4" <<<"$ours"
+	grep -q '^ok 6 the trap in place' <<<"$ours"
+	[[ $(grep -c '^not ok' <<<"$ours") -eq 5 ]]
+}
+
 @test "size_kib: suffixes are powers of 1024, bytes must be whole KiB" {
 	run -0 size_kib 64M
 	assert_output 65536
