@@ -6,13 +6,16 @@
 #ifndef FATKIT_CHECK_EXFAT_INT_H
 #define FATKIT_CHECK_EXFAT_INT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "exfat/exfat-layout.h"
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
 #include "iface/claim.h"
+#include "lib/bigmem.h"
 #include "lib/endian.h"
 #include "lib/vec.h"
 #include "table/fat.h"
@@ -201,6 +204,8 @@ struct fk_exfat_check {
 	uint64_t claimed_step; /* for progress */
 	/* who owns what: a record per claim, the names of the entries
 	   claimed for, and who the next claim is for */
+	/* in huge pages past 64 KiB (fk_bigmem_grow()): a record and a
+	 * name a file */
 	LIST(struct owner_rec, owners);
 	LIST(char, names);
 	uint32_t own_parent, own_name;
@@ -278,12 +283,56 @@ static inline void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
 	put_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2], u);
 }
 
-/* check-exfat-claim.c: paths, the ownership map, claims and their cuts,
- * late claims */
-const char *exck_cur_path(const struct fk_exfat_check *x);
-int exck_push_name(struct fk_exfat_check *x, const char *name, size_t *old);
-void exck_pop_name(struct fk_exfat_check *x, size_t old);
-int exck_own_entry(struct fk_exfat_check *x, const char *name);
+/*
+ * The path of the entry being judged, and the names the claims are kept
+ * under: inline, as they are run once per entry set of the tree (a call
+ * into another file each cost more than their work).
+ */
+static inline const char *exck_cur_path(const struct fk_exfat_check *x)
+{
+	return x->path_len ? x->path : "/";
+}
+
+/* Append "/@name" (@len bytes, without its NUL) to the current path; the
+ * old length in *@old.  0 or -ENOMEM. */
+static inline int exck_push_name(struct fk_exfat_check *x, const char *name,
+				 size_t len, size_t *old)
+{
+	if (FK_VEC_RESERVE(x->path, x->path_cap, x->path_len + len + 2))
+		return -ENOMEM;
+	*old = x->path_len;
+	x->path[x->path_len++] = '/';
+	memcpy(x->path + x->path_len, name, len + 1);
+	x->path_len += len;
+	return 0;
+}
+
+static inline void exck_pop_name(struct fk_exfat_check *x, size_t old)
+{
+	x->path_len = old;
+	if (x->path)
+		x->path[old] = '\0';
+}
+
+/* The next claims are for the entry @name (@len bytes, without its NUL)
+ * of the directory walked.  0 or -ENOMEM. */
+static inline int exck_own_entry(struct fk_exfat_check *x, const char *name,
+				 size_t len)
+{
+	if (x->names.n + len + 1 > NO_REC)
+		return -ENOMEM;
+	if (x->names.n + len + 1 > x->names.cap &&
+	    fk_bigmem_grow(&x->names.v, &x->names.cap, x->names.n + len + 1, 1))
+		return -ENOMEM;
+	memcpy(x->names.v + x->names.n, name, len + 1);
+	x->own_kind = OWN_ENTRY;
+	x->own_name = (uint32_t)x->names.n;
+	x->names.n += len + 1;
+	return 0;
+}
+
+/* check-exfat-claim.c: the ownership map, claims and their cuts, late
+ * claims */
 int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	       uint64_t need, uint64_t limit, struct claim *c);
 int exck_claim_special(struct fk_exfat_check *x,

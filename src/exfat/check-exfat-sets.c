@@ -680,8 +680,7 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 			   struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
-	/* zeroed: GCC 12, inlining this, cannot see name_units() fill it */
-	uint16_t buf[FK_EXFAT_NAME_MAX] = {0}, *units;
+	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
 	uint32_t nlen = s->raw[1][SE_NAME_LEN];
 	uint64_t key;
 	size_t idx;

@@ -99,8 +99,9 @@ static int add_tail(struct fk_exfat_check *x, const struct fk_exfat_dir *dir,
 int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		    struct fk_exfat_set *s, struct fk_diag *diag)
 {
+	const char *name = s->name[0] ? s->name : "?";
+	size_t len = strlen(name), old;
 	struct file_check f;
-	size_t old;
 	int err;
 
 	memset(&f, 0, sizeof(f));
@@ -109,9 +110,9 @@ int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	f.what = f.is_dir ? "directory: " : "";
 	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
 	f.c.why = FK_CUT_NONE;
-	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
+	if ((err = exck_push_name(x, name, len, &old)))
 		return err;
-	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
+	if ((err = exck_own_entry(x, name, len))) {
 		exck_pop_name(x, old);
 		return err;
 	}
