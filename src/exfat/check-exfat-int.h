@@ -363,6 +363,10 @@ int exck_has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
  * -ENOMEM. */
 int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
 		  uint64_t key, const uint16_t *u, uint32_t n);
+/* exck_add_name() of a name @ns is known not to hold (exck_has_name() said
+ * so): the one look-up per name a clean directory costs. */
+int exck_put_name(struct name_set *ns, uint64_t key, const uint16_t *u,
+		  uint32_t n);
 void exck_free_names(struct name_set *ns);
 void exck_clear_names(struct name_set *ns);
 
