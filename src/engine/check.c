@@ -69,78 +69,70 @@ int fk_check_new(struct fk_volume *vol, const struct fk_check_opts *opts,
 {
 	/* The checker of the family the volume was opened as. */
 	const struct fk_check_family *fam = vol->fam->check;
-	struct ck_record *r;
+	struct fk_check *ck;
 	int err;
 
 	if (!fam)
 		return -EOPNOTSUPP;
-	if (!(r = calloc(1, fam->ck_size)))
+	if (!(ck = calloc(1, sizeof(*ck))))
 		return -ENOMEM;
-	r->vol = vol;
-	r->o = *opts;
-	r->fam = fam;
-	if ((err = fam->new_state((struct fk_check *)(void *)r, vol, opts,
-				  &r->fam_state))) {
-		free(r);
+	ck->vol = vol;
+	ck->o = *opts;
+	ck->fam = fam;
+	if ((err = fam->new_state(ck, vol, opts, &ck->fam_state))) {
+		free(ck);
 		return err;
 	}
-	*out = (struct fk_check *)(void *)r;
+	*out = ck;
 	return 0;
 }
 
 void fk_check_free(struct fk_check *ck)
 {
-	struct ck_record *r;
-
 	if (!ck)
 		return;
-	r = ck_rec(ck);
-	ck_findings_free(r);
-	r->fam->free_state(r->fam_state);
+	ck_findings_free(ck);
+	ck->fam->free_state(ck->fam_state);
 	free(ck);
 }
 
 const struct fk_finding *fk_check_findings(const struct fk_check *ck, size_t *n)
 {
-	const struct ck_record *r = ck_rec_const(ck);
-
-	*n = r->finds.n;
-	return r->finds.v;
+	*n = ck->finds.n;
+	return ck->finds.v;
 }
 
 const struct fk_check_stats *fk_check_stats(const struct fk_check *ck)
 {
-	return &ck_rec_const(ck)->st;
+	return &ck->st;
 }
 
 /* ---- the whole check ---------------------------------------------------- */
 
 int fk_check_run(struct fk_check *ck, struct fk_diag *diag)
 {
-	struct ck_record *r = ck_rec(ck);
-	int err = r->fam->run(r->fam_state, diag);
+	int err = ck->fam->run(ck->fam_state, diag);
 
-	if (!err && r->is_nomem)
+	if (!err && ck->is_nomem)
 		err = -ENOMEM;
 	if (err)
-		fk_diag_subject(diag, fk_device_path(r->vol->dev));
+		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 	return err;
 }
 
 int fk_check_repair(struct fk_check *ck, struct fk_diag *diag)
 {
-	struct ck_record *r = ck_rec(ck);
 	size_t i;
-	int err = r->fam->repair(r->fam_state, diag);
+	int err = ck->fam->repair(ck->fam_state, diag);
 
 	if (err) {
-		fk_diag_subject(diag, fk_device_path(r->vol->dev));
+		fk_diag_subject(diag, fk_device_path(ck->vol->dev));
 		return err;
 	}
-	for (i = 0; i < r->finds.n; i++)
-		if (r->finds.v[i].fix && !r->finds.v[i].is_fixed) {
-			r->finds.v[i].is_fixed = 1;
-			r->st.fixed++;
+	for (i = 0; i < ck->finds.n; i++)
+		if (ck->finds.v[i].fix && !ck->finds.v[i].is_fixed) {
+			ck->finds.v[i].is_fixed = 1;
+			ck->st.fixed++;
 		}
 	return 0;
 }

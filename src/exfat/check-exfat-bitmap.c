@@ -37,7 +37,7 @@ struct bm_walk {
 static unsigned own_byte(const struct fk_exfat_check *x, uint64_t at)
 {
 	uint64_t nbits = x->g->nclus;
-	unsigned v = at < x->own_end ? x->own[at] : 0;
+	unsigned v = at < x->map.own_end ? x->map.own[at] : 0;
 
 	if ((at + 1) * 8 > nbits)
 		v &= (1u << (nbits - at * 8)) - 1;
@@ -113,7 +113,7 @@ static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len,
 		uint32_t base = (uint32_t)((at + i) * 8) + FK_FIRST_CLUS;
 		unsigned o, b, miss, leak;
 
-		if (at + i >= x->own_end && i < zero_end) {
+		if (at + i >= x->map.own_end && i < zero_end) {
 			size_t j = skip_zero(buf, i, zero_end);
 
 			if (j != i) {
@@ -126,8 +126,8 @@ static void compare_chunk(struct bm_walk *w, uint64_t at, size_t len,
 		if (i + 8 <= len && (at + i + 8) * 8 <= x->g->nclus) {
 			uint64_t ow = 0, bw;
 
-			if (at + i < x->own_end)
-				memcpy(&ow, x->own + at + i, 8);
+			if (at + i < x->map.own_end)
+				memcpy(&ow, x->map.own + at + i, 8);
 			memcpy(&bw, buf + i, 8);
 			if (ow == bw) {
 				/* Without -mpopcnt a count is a libgcc call:

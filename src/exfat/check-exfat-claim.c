@@ -28,16 +28,12 @@
 
 static int is_owned(const struct fk_exfat_check *x, uint32_t clus)
 {
-	return (x->own[fk_exfat_bit_byte(clus)] & fk_exfat_bit_mask(clus)) != 0;
+	return fk_own_test(&x->map, clus);
 }
 
 static void set_owned(struct fk_exfat_check *x, uint32_t clus)
 {
-	uint32_t at = (uint32_t)fk_exfat_bit_byte(clus);
-
-	x->own[at] |= fk_exfat_bit_mask(clus);
-	if (at >= x->own_end)
-		x->own_end = at + 1;
+	fk_own_set(&x->map, clus);
 	x->nowned++;
 }
 

@@ -15,6 +15,7 @@
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
 #include "iface/claim.h"
+#include "iface/ownmap.h"
 #include "lib/bigmem.h"
 #include "lib/endian.h"
 #include "lib/vec.h"
@@ -194,12 +195,9 @@ struct fk_exfat_check {
 	LIST(struct late_set, late);
 	LIST(struct late_tail, nfc_tails);
 	LIST(struct tail, tails);
-	uint8_t *own;	  /* one bit per data cluster: bit (clus - 2) % 8 of
-			 byte (clus - 2) / 8, the bitmap's own layout */
-	size_t own_words; /* its size in 8-byte words (the volume may be closed
-			     before the check is freed) */
-	uint32_t own_end; /* bytes of @own from here on are all zero (pages
-			     never touched, not read either) */
+	struct fk_own_map map; /* the own plane only (iface/ownmap.h):
+				  the clusters claimed, in the bitmap's
+				  layout */
 	uint32_t nowned;
 	uint64_t claimed_step; /* for progress */
 	/* who owns what: a record per claim, the names of the entries

@@ -29,7 +29,6 @@
 #include "exfat/exfat.h"
 #include "io/cache.h"
 #include "io/device.h"
-#include "lib/bigmem.h"
 #include "lib/diag.h"
 #include "lib/endian.h"
 #include "table/fat.h"
@@ -193,18 +192,15 @@ static int new_state(struct fk_check *ck, struct fk_volume *vol,
 	x->g = &vol->g;
 	x->ex = fk_exfat_of(vol);
 	x->o = *opts;
-	/* Whole words, for the bitmap passes; pages are touched only where
-	   clusters are owned, and read up to own_end only. */
-	x->own_words = ((size_t)vol->g.nclus + 63) / 64;
-	x->own = fk_bigmem_alloc_sparse(x->own_words, 8);
 	x->percent_want = 0xFF; /* "not known", while no bitmap says */
 	x->own_parent = NO_REC;
 	x->own_name = NO_REC;
 	x->miss_find = NONE;
 	x->path = calloc(1, 64);
 	x->path_cap = 64;
-	if (!x->own || !x->path) {
-		fk_bigmem_free(x->own, x->own_words, 8);
+	/* Pages are touched only where clusters are owned, and the bitmap
+	   passes read up to own_end only. */
+	if (!x->path || fk_own_init(&x->map, fk_clus_max(&vol->g), 0)) {
 		free(x->path);
 		free(x);
 		return -ENOMEM;
@@ -245,7 +241,7 @@ static void free_state(void *state)
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
 	free(x->nfc_tails.v);
-	fk_bigmem_free(x->own, x->own_words, 8);
+	fk_own_free(&x->map);
 	free(x->path);
 	free(x->keep_path);
 	free(x->sec0);
@@ -408,7 +404,6 @@ static int wants_backup(const struct fk_volume *vol)
 }
 
 const struct fk_check_family fk_check_exfat_family = {
-	.ck_size = sizeof(struct ck_record),
 	.new_state = new_state,
 	.free_state = free_state,
 	.run = run,

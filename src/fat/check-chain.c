@@ -1,6 +1,7 @@
 /*
- * check-chain.c: cluster chains.  Claiming marks a chain in the map of two
- * bits per cluster, so a loop or a second owner shows at the first shared
+ * check-chain.c: cluster chains.  Claiming marks a chain in the ownership
+ * map (iface/ownmap.h, two bits per cluster in two planes, the exFAT
+ * checker's too), so a loop or a second owner shows at the first shared
  * cluster, and keeps what it claimed as a run (16 bytes).  Owners are not
  * stored per cluster: after a cross-link one explicit step follows the
  * runs again to name the first owner of each shared cluster.  A cut is
@@ -34,47 +35,23 @@ struct owner_name {
 
 /* ---- cluster map ------------------------------------------------------ */
 
-/* The map's words (whole: see fk_check_new()). */
-static size_t map_words(const struct fk_check *ck)
-{
-	return ((size_t)fk_clus_max(ck->g) + 32) / 32;
-}
-
-/* The bits 0b01 (ALLOC) of a map word's two-bit states, in place: the
- * same in either byte order, as no state straddles a byte. */
-static uint64_t alloc_bits(uint64_t w)
-{
-	return w & 0x5555555555555555u & ~(w >> 1);
-}
-
 /* Keep only the clusters in state ALLOC (the lost ones). */
-static void keep_alloc_only(struct fk_check *ck)
+static void keep_alloc_only(struct fat_check *ck)
 {
-	size_t i, n = map_words(ck);
-	uint64_t w;
-
-	/* A word that stays as it is is not written: the map's untouched
-	 * pages (most of an empty volume's) stay the shared zero page, where
-	 * a write to each cost a second page fault and a page cleared. */
-	for (i = 0; i < n; i++) {
-		memcpy(&w, ck->map + 8 * i, 8);
-		if (alloc_bits(w) == w)
-			continue;
-		w = alloc_bits(w);
-		memcpy(ck->map + 8 * i, &w, 8);
-	}
+	fk_own_keep_alloc(&ck->map);
 }
 
 /* ---- claiming chains ----------------------------------------------------- */
 
 /* Count @k more claimed clusters, calling the progress hook at each
  * multiple of PROGRESS_STEP passed (@k is below it). */
-static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
+static uint64_t count_claimed(struct fat_check *ck, uint64_t claimed,
+			      uint32_t k)
 {
 	if ((claimed + k) / PROGRESS_STEP != claimed / PROGRESS_STEP)
-		ck_progress(ck, "files",
+		ck_progress(ck->rec, "files",
 			    (claimed + k) / PROGRESS_STEP * PROGRESS_STEP,
-			    ck->st.used_clus);
+			    ck->st->used_clus);
 	return claimed + k;
 }
 
@@ -84,7 +61,7 @@ static uint64_t count_claimed(struct fk_check *ck, uint64_t claimed, uint32_t k)
  * of a link, wherever the fast loop of claim_chain() stops.  0 (go on), 1
  * (stopped: @c says why) or -errno.
  */
-static int claim_one(struct fk_check *ck, uint32_t start,
+static int claim_one(struct fat_check *ck, uint32_t start,
 		     const struct run_before *before, uint32_t clus,
 		     uint32_t val, struct fk_claim *c)
 {
@@ -131,23 +108,17 @@ static int claim_one(struct fk_check *ck, uint32_t start,
 
 /*
  * fk_links_take for claim_chain(): a cluster whose entry is a link was in
- * use at the scan, so it is ALLOC unless a claim took it.  ALLOC becomes
- * OWNED by adding 1 to the state; any other state is for claim_one() to
- * judge (not expected: the loop is laid out for going on).  @arg is the
- * map itself: stores into it may alias anything behind a pointer, so the
- * walk keeps nothing there.
+ * use at the scan, so it is ALLOC unless a claim took it, and becomes
+ * OWNED; any other state is for claim_one() to judge (not expected: the
+ * loop is laid out for going on).  @arg is the map's own plane: stores
+ * into it may alias anything behind a pointer, so the walk keeps nothing
+ * there.
  */
 static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
 {
-	uint8_t *map = arg;
-	unsigned sh = (clus & 3) * 2, b = map[clus >> 2];
-
 	(void)n;
 	(void)val;
-	if (__builtin_expect((b >> sh & 3) != CS_ALLOC, 0))
-		return 0;
-	map[clus >> 2] = (uint8_t)(b + (1u << sh));
-	return 1;
+	return fk_own_take_link(arg, clus);
 }
 
 /*
@@ -157,7 +128,7 @@ static inline int take_alloc(void *arg, uint32_t n, uint32_t clus, uint32_t val)
  * (its own: a loop; another's: a cross-link, which marks the cluster
  * SHARED).  Bounded: each step claims a new cluster.
  */
-static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
+static int claim_chain(struct fat_check *ck, uint32_t start, uint32_t limit,
 		       const struct run_before *before, struct fk_claim *c)
 {
 	struct fk_links_span span;
@@ -188,7 +159,7 @@ static int claim_chain(struct fk_check *ck, uint32_t start, uint32_t limit,
 		end.clus = clus;
 		if (held) {
 			k = fk_links_follow(&span, clus, want, take_alloc,
-					    ck->map, &end);
+					    ck->map.own, &end);
 		} else if ((err = fk_fat_get(ck->vol, clus, &end.val))) {
 			return err; /* a FAT12 entry straddles the span's end */
 		}
@@ -227,7 +198,7 @@ static int log_run(struct run_log *log, const struct run *r)
 
 /* Claim as claim_chain() does, and keep what was claimed as a run of @who
  * for the owners step. */
-int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+int ck_claim(struct fat_check *ck, uint32_t start, uint32_t limit,
 	     const struct entry_ref *who, const struct run_before *before,
 	     struct fk_claim *c)
 {
@@ -239,7 +210,7 @@ int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
 	return log_run(&ck->runs, &r);
 }
 
-int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit)
+int ck_chain_unclaimed(struct fat_check *ck, uint32_t start, uint32_t limit)
 {
 	uint32_t clus = start, n, val, max = fk_clus_max(ck->g);
 	int err;
@@ -260,7 +231,7 @@ int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit)
 }
 
 /* Remember a cross-link, so the owners step can name the first owner. */
-static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
+static int note_shared(struct fat_check *ck, uint32_t clus, size_t finding,
 		       int is_dir, const char *path, const char *what)
 {
 	struct shared s = {clus, finding, is_dir, what, strdup(path), NO_RUN};
@@ -274,7 +245,7 @@ static int note_shared(struct fk_check *ck, uint32_t clus, size_t finding,
 
 /* The claim being reported on, for claim_ops. */
 struct judged {
-	struct fk_check *ck;
+	struct fat_check *ck;
 	int is_dir; /* the chain is a directory's */
 };
 
@@ -309,29 +280,29 @@ static const struct fk_claim_ops claim_ops = {
  * With nothing claimed, the caller decides (first cluster 0, or removal).
  * Returns the finding's index through @idx.
  */
-int ck_chain_problem(struct fk_check *ck, const struct fk_claim *c, int is_dir,
+int ck_chain_problem(struct fat_check *ck, const struct fk_claim *c, int is_dir,
 		     const char *path, const char *what, size_t *idx)
 {
 	struct judged j = {ck, is_dir};
-	int err = fk_claim_report(ck, &claim_ops, &j, c, path, what, idx);
+	int err = fk_claim_report(ck->rec, &claim_ops, &j, c, path, what, idx);
 
 	if (err || !fk_claim_is_cut(c))
 		return err;
-	return fk_claim_end(ck, &claim_ops, &j, *idx, c->last);
+	return fk_claim_end(ck->rec, &claim_ops, &j, *idx, c->last);
 }
 
 /* ---- preallocated tails ----------------------------------------------- */
 
 /* End @t's file where its size ends: FAT[last] = EOC, or first cluster 0. */
-static int cut_before_tail(struct fk_check *ck, const struct tail *t,
+static int cut_before_tail(struct fat_check *ck, const struct tail *t,
 			   size_t idx)
 {
 	struct judged j = {ck, 0};
 	struct ent_fix fix;
 
 	if (t->last)
-		return fk_claim_end(ck, &claim_ops, &j, idx, t->last);
-	ck_set_fix(ck, idx, "first cluster set to 0");
+		return fk_claim_end(ck->rec, &claim_ops, &j, idx, t->last);
+	ck_set_fix(ck->rec, idx, "first cluster set to 0");
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_SET;
 	fix.dir_clus = t->dir_clus;
@@ -340,7 +311,7 @@ static int cut_before_tail(struct fk_check *ck, const struct tail *t,
 	return ck_plan_entry(ck, &fix);
 }
 
-static int check_tail(struct fk_check *ck, struct tail *t,
+static int check_tail(struct fat_check *ck, struct tail *t,
 		      const struct fk_claim *c)
 {
 	uint64_t len = (uint64_t)c->nclus * ck->g->clus_len;
@@ -359,7 +330,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
 	}
 	if (!c->nclus)
 		return 0;
-	idx = ck_report(ck, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
+	idx = ck_report(ck->rec, ck->o.is_strict ? FK_SEV_ERROR : FK_SEV_NOTE,
 			"prealloc-tail", t->path,
 			"%u cluster%s (%llu bytes) %s chained past the end of "
 			"the file (a preallocated tail)",
@@ -370,7 +341,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
 	t->is_trimmed = 1;
 	if ((err = cut_before_tail(ck, t, idx)))
 		return err;
-	ck_set_fix(ck, idx, "tail freed");
+	ck_set_fix(ck->rec, idx, "tail freed");
 	return 0;
 }
 
@@ -379,7 +350,7 @@ static int check_tail(struct fk_check *ck, struct tail *t,
  * needed part, so a tail that runs into another file's data loses, not
  * the file; report them and plan trimming.
  */
-int ck_walk_tails(struct fk_check *ck)
+int ck_walk_tails(struct fat_check *ck)
 {
 	size_t i;
 	int err;
@@ -394,7 +365,7 @@ int ck_walk_tails(struct fk_check *ck)
 				    &c)))
 			return err;
 		t->nclus = c.nclus;
-		ck->st.tail_clus += c.nclus;
+		ck->st->tail_clus += c.nclus;
 		if ((err = check_tail(ck, t, &c)))
 			return err;
 	}
@@ -430,7 +401,7 @@ static int cmp_shared(const void *a, const void *b)
 }
 
 /* Run @r claimed shared cluster @clus before any later run. */
-static void set_owner(struct fk_check *ck, uint32_t clus, uint32_t r)
+static void set_owner(struct fat_check *ck, uint32_t clus, uint32_t r)
 {
 	size_t lo = 0, hi = ck->shared.n;
 
@@ -448,7 +419,7 @@ static void set_owner(struct fk_check *ck, uint32_t clus, uint32_t r)
 }
 
 /* Follow every run again, in claim order, to the shared clusters. */
-static int follow_runs(struct fk_check *ck)
+static int follow_runs(struct fat_check *ck)
 {
 	size_t i;
 
@@ -471,7 +442,7 @@ static int follow_runs(struct fk_check *ck)
 }
 
 /* The run of the directory holding run @r's entry; NO_RUN: the root. */
-static uint32_t parent_run(const struct fk_check *ck, uint32_t r)
+static uint32_t parent_run(const struct fat_check *ck, uint32_t r)
 {
 	uint32_t dir = run_at(ck, r)->who.dir;
 
@@ -506,7 +477,7 @@ static struct owner_name *find_name(struct owner_name *v, size_t n, uint32_t r)
 
 /* Add @r to the names wanted (sorted by run, @n of them, @cap room). */
 static int want_name(struct owner_name **v, size_t *n, size_t *cap,
-		     const struct fk_check *ck, uint32_t r)
+		     const struct fat_check *ck, uint32_t r)
 {
 	struct owner_name o = {r, run_at(ck, r)->who, NULL, NULL};
 
@@ -533,7 +504,7 @@ static void unique_names(struct owner_name *v, size_t *n)
  * The names of the entries @v[0..@n) of one directory, sorted by slot, in
  * one read of it, with the limit the walk used.
  */
-static int read_names(struct fk_check *ck, struct owner_name *v, size_t n)
+static int read_names(struct fat_check *ck, struct owner_name *v, size_t n)
 {
 	uint32_t dir = v[0].who.dir;
 	uint32_t first = 0, nclus = 0; /* the fixed root */
@@ -570,7 +541,7 @@ out:
 }
 
 /* The path of each owner in @v (sorted by run), parents first. */
-static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
+static int build_paths(struct fat_check *ck, struct owner_name *v, size_t n)
 {
 	size_t i, j;
 	int err;
@@ -601,7 +572,7 @@ static int build_paths(struct fk_check *ck, struct owner_name *v, size_t n)
 }
 
 /* Rewrite each cross-link finding to name the first owner. */
-static int name_owners(struct fk_check *ck)
+static int name_owners(struct fat_check *ck)
 {
 	LIST(struct owner_name, names) = {NULL, 0, 0};
 	size_t i, from;
@@ -644,7 +615,7 @@ static int name_owners(struct fk_check *ck)
 			if (!o || !(owner = o->path))
 				continue;
 		}
-		f = &ck->finds.v[s->finding];
+		f = &ck->rec->finds.v[s->finding];
 		if (s->is_dir && is_ancestor(owner, s->later))
 			msg = ck_format(
 				"directory loop: shares cluster %u with "
@@ -660,8 +631,8 @@ static int name_owners(struct fk_check *ck)
 		}
 		free(f->msg);
 		f->msg = msg;
-		ck_add_path(ck, s->finding, owner);
-		ck_add_path(ck, s->finding, s->later);
+		ck_add_path(ck->rec, s->finding, owner);
+		ck_add_path(ck->rec, s->finding, s->later);
 	}
 	for (i = 0; i < names.n; i++) {
 		free(names.v[i].name);
@@ -675,7 +646,7 @@ static int name_owners(struct fk_check *ck)
  * Name the first owner of each shared cluster, if there is one.  Either
  * way the map then holds only the lost clusters, as ALLOC.
  */
-int ck_find_owners(struct fk_check *ck)
+int ck_find_owners(struct fat_check *ck)
 {
 	int err;
 
@@ -696,25 +667,33 @@ int ck_find_owners(struct fk_check *ck)
 static int mark_linked(void *arg, uint32_t first, const uint32_t *vals,
 		       uint32_t n)
 {
-	struct fk_check *ck = arg;
+	struct fat_check *ck = arg;
 	const struct fk_geom *g = ck->g;
 	uint32_t i;
 
 	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n;
 	     i++) {
-		uint32_t v = vals[i];
+		uint32_t clus = first + i, v = vals[i];
 
-		if (get_cs(ck, first + i) != CS_FREE &&
-		    ck_class(ck, v) == FK_ENT_NEXT && get_cs(ck, v) == CS_ALLOC)
+		/* A word of FREE clusters (no lost one) at a time: none
+		 * becomes anything else here. */
+		if (!((clus - FK_FIRST_CLUS) % 64) && n - i >= 64 &&
+		    !fk_own_word_used(&ck->map, (clus - FK_FIRST_CLUS) / 64)) {
+			i += 63;
+			continue;
+		}
+		if (!fk_own_is_free(&ck->map, clus) &&
+		    ck_class(ck, v) == FK_ENT_NEXT &&
+		    fk_own_is_alloc(&ck->map, v))
 			set_cs(ck, v, CS_SHARED);
 	}
-	ck_progress(ck, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
+	ck_progress(ck->rec, "lost", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }
 
 /* Follow a lost chain from @head, marking it visited (OWNED).  It ends
  * where its link leaves the lost clusters not yet visited (@lc->last). */
-static int follow_lost(struct fk_check *ck, uint32_t head,
+static int follow_lost(struct fat_check *ck, uint32_t head,
 		       struct lost_chain *lc)
 {
 	uint32_t clus = head, val;
@@ -741,7 +720,7 @@ static int follow_lost(struct fk_check *ck, uint32_t head,
  * by their links (heads first, then loops with no head), and report them.
  * Afterwards every lost cluster is non-FREE in the map, for the repair.
  */
-int ck_check_lost(struct fk_check *ck)
+int ck_check_lost(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	char list[256] = "";
@@ -751,34 +730,26 @@ int ck_check_lost(struct fk_check *ck)
 	uint64_t w;
 	int err, round;
 
-	/* A map word at a time: clusters 0, 1 and those past the last are
-	 * FREE in the map. */
-	for (i = 0, n = map_words(ck); i < n; i++) {
-		memcpy(&w, ck->map + 8 * i, 8);
-		if (!(w = alloc_bits(w)))
-			continue;
-		if (!ck->st.lost_clus)
-			for (clus = (uint32_t)(32 * i);; clus++)
-				if (get_cs(ck, clus) == CS_ALLOC) {
-					ck->first_lost = clus;
-					break;
-				}
-		ck->st.lost_clus += (uint32_t)__builtin_popcountll(w);
-	}
-	if (!ck->st.lost_clus)
+	/* A map word at a time: clusters past the last are FREE in the
+	 * map. */
+	for (i = 0, n = ck->map.nwords; i < n; i++)
+		if ((w = fk_own_state_word(&ck->map, i, CS_ALLOC)))
+			ck->st->lost_clus += (uint32_t)__builtin_popcountll(w);
+	if (!ck->st->lost_clus)
 		return 0;
+	ck->first_lost = fk_own_next(&ck->map, FK_FIRST_CLUS, CS_ALLOC);
 	if ((err = fk_fat_scan(ck->vol, g->active_fat, mark_linked, ck)))
 		return err;
 	/* Round 0: chains from their heads; round 1: loops. */
 	for (round = 0; round < 2; round++)
-		for (clus = FK_FIRST_CLUS; clus <= max; clus++) {
-			unsigned s = get_cs(ck, clus);
-
-			if (s != (round ? CS_SHARED : CS_ALLOC))
-				continue;
+		for (clus = fk_own_next(&ck->map, FK_FIRST_CLUS,
+					round ? CS_SHARED : CS_ALLOC);
+		     clus <= max;
+		     clus = fk_own_next(&ck->map, clus + 1,
+					round ? CS_SHARED : CS_ALLOC)) {
 			if ((err = follow_lost(ck, clus, &lc)))
 				return err;
-			ck->st.lost_chains++;
+			ck->st->lost_chains++;
 			if (ck->o.salvage && (err = PUSH(ck->lost, lc)))
 				return err;
 			if (nlisted++ < LOST_LISTED && off < sizeof(list))
@@ -789,19 +760,19 @@ int ck_check_lost(struct fk_check *ck)
 					lc.nclus == 1 ? "" : "s");
 		}
 	idx = ck_report(
-		ck, FK_SEV_ERROR, "lost", NULL,
+		ck->rec, FK_SEV_ERROR, "lost", NULL,
 		"%u lost cluster%s (%llu bytes, owned by no file) in %u "
 		"chain%s, from %s%s",
-		ck->st.lost_clus, ck_plural(ck->st.lost_clus),
-		(unsigned long long)ck->st.lost_clus * g->clus_len,
-		ck->st.lost_chains, ck_plural(ck->st.lost_chains), list,
-		ck->st.lost_chains > LOST_LISTED ? ", ..." : "");
+		ck->st->lost_clus, ck_plural(ck->st->lost_clus),
+		(unsigned long long)ck->st->lost_clus * g->clus_len,
+		ck->st->lost_chains, ck_plural(ck->st->lost_chains), list,
+		ck->st->lost_chains > LOST_LISTED ? ", ..." : "");
 	if (ck->is_tree_incomplete)
 		return 0; /* they might belong to what could not be read */
 	if (ck->o.salvage)
 		return ck_plan_salvage(ck, idx);
-	ck_set_fix(ck, idx, "freed");
+	ck_set_fix(ck->rec, idx, "freed");
 	ck->fix_lost = 1;
-	ck->st.freed_chains = ck->st.lost_chains;
+	ck->st->freed_chains = ck->st->lost_chains;
 	return 0;
 }

@@ -21,7 +21,7 @@ void ck_entry_set(struct ent_fix *f, const struct dirctx *d,
 	f->slot = ent->slot;
 }
 
-int ck_plan_erase(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
+int ck_plan_erase(struct fat_check *ck, uint32_t dir_clus, uint32_t first,
 		  uint32_t n)
 {
 	struct ent_fix f;
@@ -35,7 +35,7 @@ int ck_plan_erase(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
 }
 
 /* Delete @ent with every long-name slot before it, matching or not. */
-int ck_plan_delete(struct fk_check *ck, const struct dirctx *d,
+int ck_plan_delete(struct fat_check *ck, const struct dirctx *d,
 		   const struct fk_dirent *ent)
 {
 	return ck_plan_erase(ck, d->first, d->ent_first,
@@ -45,7 +45,7 @@ int ck_plan_delete(struct fk_check *ck, const struct dirctx *d,
 
 /* Room for the path of any entry of the directory whose path is the
  * current one, so that ck_ent_path() needs no memory. */
-int ck_reserve_path(struct fk_check *ck)
+int ck_reserve_path(struct fat_check *ck)
 {
 	return FK_VEC_RESERVE(ck->path, ck->path_cap,
 			      ck->path_len + 1 + FK_NAME_MAX);
@@ -66,7 +66,7 @@ const struct fk_dirent *ck_named(struct dirctx *d)
  */
 const char *ck_ent_path(struct dirctx *d)
 {
-	struct fk_check *ck = d->ck;
+	struct fat_check *ck = d->ck;
 
 	if (!d->is_pushed) {
 		const char *name = ck_named(d)->name;
@@ -93,7 +93,7 @@ void ck_pop_entry(struct dirctx *d)
 
 /* Open the directory at @first (0: the root), reading at most @nclus
  * clusters of it (0: no limit), as the walk reads it. */
-int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
+int ck_open_dir(struct fat_check *ck, uint32_t first, uint32_t nclus,
 		struct fk_dir **dir)
 {
 	int err;

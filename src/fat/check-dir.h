@@ -45,7 +45,7 @@ struct name_table {
 
 /* Directory being walked. */
 struct dirctx {
-	struct fk_check *ck;
+	struct fat_check *ck;
 	uint32_t first;	 /* first cluster; 0: the FAT12/16 fixed root */
 	uint32_t nclus;	 /* clusters claimed (read no further); 0: root */
 	uint32_t parent; /* what ".." must say (0: the root) */
@@ -105,15 +105,15 @@ void ck_entry_set(struct ent_fix *f, const struct dirctx *d,
 
 /* Plan the deletion of the @n slots from @first of the directory at
  * @dir_clus.  Returns 0 or -ENOMEM. */
-int ck_plan_erase(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
+int ck_plan_erase(struct fat_check *ck, uint32_t dir_clus, uint32_t first,
 		  uint32_t n);
 
 /* Plan the deletion of @ent with every long-name slot before it. */
-int ck_plan_delete(struct fk_check *ck, const struct dirctx *d,
+int ck_plan_delete(struct fat_check *ck, const struct dirctx *d,
 		   const struct fk_dirent *ent);
 
 /* Room for the path of any entry of the current directory.  0 or -ENOMEM. */
-int ck_reserve_path(struct fk_check *ck);
+int ck_reserve_path(struct fat_check *ck);
 
 /* @d's entry, with its names made. */
 const struct fk_dirent *ck_named(struct dirctx *d);

@@ -23,7 +23,7 @@
 
 /* The "." (@dot) or ".." entry of @d, as mkfs and every writer make it:
  * the directory bit, its start cluster, the times of @d's own entry. */
-static void dot_slot(struct fk_check *ck, const struct dirctx *d, int dot,
+static void dot_slot(struct fat_check *ck, const struct dirctx *d, int dot,
 		     unsigned char e[FK_DIRENT_LEN])
 {
 	struct fk_dirent ent;
@@ -46,7 +46,7 @@ static void dot_slot(struct fk_check *ck, const struct dirctx *d, int dot,
 
 /* Slot 0 (".") or 1 ("..") of @d holds a damaged form of it: rewrite it
  * whole, if it still holds what was read when the repair comes. */
-static int rebuild_dot(struct fk_check *ck, struct dirctx *d, uint32_t slot,
+static int rebuild_dot(struct fat_check *ck, struct dirctx *d, uint32_t slot,
 		       size_t idx)
 {
 	struct ent_fix fix;
@@ -63,7 +63,7 @@ static int rebuild_dot(struct fk_check *ck, struct dirctx *d, uint32_t slot,
 		d->has_dotdot = 1;
 	else
 		d->has_dot = 1;
-	ck_set_fix(ck, idx, "'%s' rebuilt", slot ? ".." : ".");
+	ck_set_fix(ck->rec, idx, "'%s' rebuilt", slot ? ".." : ".");
 	return ck_plan_entry(ck, &fix);
 }
 
@@ -83,7 +83,7 @@ int ck_is_damaged_dot(const struct dirctx *d, const struct fk_dirent *ent)
 
 /* "." must be the first slot of a subdirectory and name it; ".." the
  * second and name its parent (0 for the root): fsck.fat's rules. */
-int ck_check_dot(struct fk_check *ck, struct dirctx *d,
+int ck_check_dot(struct fat_check *ck, struct dirctx *d,
 		 const struct fk_dirent *ent)
 {
 	int dot = fk_slot_dot(ent->raw) == FK_DOT;
@@ -93,13 +93,13 @@ int ck_check_dot(struct fk_check *ck, struct dirctx *d,
 	size_t idx;
 
 	if (d->is_root) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dot", "/",
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "dot", "/",
 				"the root directory holds a '%s' entry", name);
-		ck_set_fix(ck, idx, "entry removed");
+		ck_set_fix(ck->rec, idx, "entry removed");
 		return ck_plan_delete(ck, d, ent);
 	}
 	if (ck_is_damaged_dot(d, ent)) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "dot", ck_path(ck),
 				"'%s' entry is damaged: slot %u holds '%s'",
 				ent->slot ? ".." : ".", ent->slot,
 				ck_named(d)->short_name);
@@ -108,15 +108,15 @@ int ck_check_dot(struct fk_check *ck, struct dirctx *d,
 	if (ent->slot <= 1 &&
 	    (ent->slot != (dot ? 0u : 1u) || !(ent->attr & FK_ATTR_DIR))) {
 		idx = ck_report(
-			ck, FK_SEV_ERROR, "dot", ck_path(ck),
+			ck->rec, FK_SEV_ERROR, "dot", ck_path(ck),
 			"'%s' entry in slot %u%s", name, ent->slot,
 			ent->attr & FK_ATTR_DIR ? "" : " is not a directory");
 		return rebuild_dot(ck, d, ent->slot, idx);
 	}
 	if (ent->slot != (dot ? 0u : 1u)) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "dot", ck_path(ck),
 				"'%s' entry in slot %u", name, ent->slot);
-		ck_set_fix(ck, idx, "entry removed");
+		ck_set_fix(ck->rec, idx, "entry removed");
 		return ck_plan_delete(ck, d, ent);
 	}
 	if (dot)
@@ -125,10 +125,10 @@ int ck_check_dot(struct fk_check *ck, struct dirctx *d,
 		d->has_dotdot = 1;
 	if (ent->first_clus == want)
 		return 0;
-	idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "dot", ck_path(ck),
 			"'%s' points to cluster %u instead of %u", name,
 			ent->first_clus, want);
-	ck_set_fix(ck, idx, "'%s' set to %u", name, want);
+	ck_set_fix(ck->rec, idx, "'%s' set to %u", name, want);
 	ck_entry_set(&fix, d, ent);
 	fix.set_first = 1;
 	fix.first_clus = want;
@@ -141,7 +141,7 @@ int ck_check_dot(struct fk_check *ck, struct dirctx *d,
  * is created there, and one run of the repair settles what would
  * otherwise take two.
  */
-static int will_delete(const struct fk_check *ck, const struct dirctx *d,
+static int will_delete(const struct fat_check *ck, const struct dirctx *d,
 		       uint32_t slot)
 {
 	size_t i;
@@ -163,7 +163,7 @@ static int will_delete(const struct fk_check *ck, const struct dirctx *d,
  * the creation, applied after every deletion, then finds it free; one
  * kept and made visible keeps its slot, and the creation leaves it.
  */
-int ck_missing_dot(struct fk_check *ck, const struct dirctx *d, int dot,
+int ck_missing_dot(struct fat_check *ck, const struct dirctx *d, int dot,
 		   uint32_t end_slot)
 {
 	uint32_t slot = dot ? 0 : 1;
@@ -172,7 +172,7 @@ int ck_missing_dot(struct fk_check *ck, const struct dirctx *d, int dot,
 	size_t idx;
 	int err;
 
-	idx = ck_report(ck, FK_SEV_ERROR, "dot", ck_path(ck),
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "dot", ck_path(ck),
 			"'%s' entry is missing from slot %d", dot ? "." : "..",
 			dot ? 0 : 1);
 	if ((err = fk_dir_read_slot(ck->vol, d->first, dot ? 0 : 1, e)))
@@ -185,7 +185,7 @@ int ck_missing_dot(struct fk_check *ck, const struct dirctx *d, int dot,
 	fix.dir_clus = d->first;
 	fix.slot = dot ? 0 : 1;
 	dot_slot(ck, d, dot, fix.slot_data);
-	ck_set_fix(ck, idx, "'%s' created", dot ? "." : "..");
+	ck_set_fix(ck->rec, idx, "'%s' created", dot ? "." : "..");
 	return ck_plan_entry(ck, &fix);
 }
 
@@ -198,7 +198,7 @@ int ck_missing_dot(struct fk_check *ck, const struct dirctx *d, int dot,
  * slot still; judged stale (walk_hidden(), later), it is deleted before
  * the move, which then finds nothing to copy.
  */
-void ck_note_move(struct fk_check *ck, struct dirctx *d,
+void ck_note_move(struct fat_check *ck, struct dirctx *d,
 		  const struct fk_dirent *ent)
 {
 	uint32_t first = d->ent_first, last = ent->slot;
@@ -213,7 +213,7 @@ void ck_note_move(struct fk_check *ck, struct dirctx *d,
 	d->moves[d->nmoves].first = first;
 	d->moves[d->nmoves].n = last - first + 1;
 	d->moves[d->nmoves++].finding =
-		ck_report(ck, FK_SEV_ERROR, "dot", ck_ent_path(d),
+		ck_report(ck->rec, FK_SEV_ERROR, "dot", ck_ent_path(d),
 			  "entry in slot%s, where %s", range,
 			  first	 ? "'..' belongs"
 			  : last ? "'.' and '..' belong"
@@ -233,7 +233,7 @@ struct room {
  * not all zeros may be a hidden entry's, as fk_dirplan_open() has it).
  * Slots 0 and 1 are "."'s and ".."'s whatever they hold now.
  */
-static int load_room(struct fk_check *ck, const struct dirctx *d,
+static int load_room(struct fat_check *ck, const struct dirctx *d,
 		     uint32_t end_slot, struct room *r)
 {
 	static const unsigned char zero[FK_DIRENT_LEN];
@@ -279,7 +279,7 @@ static int load_room(struct fk_check *ck, const struct dirctx *d,
  * the free ones, planned as EF_GROW, while none is long enough).
  * Returns 0 and *@to, 1 when there is no room, or -errno.
  */
-static int find_room(struct fk_check *ck, const struct dirctx *d,
+static int find_room(struct fat_check *ck, const struct dirctx *d,
 		     struct room *r, uint32_t n, uint32_t *to)
 {
 	struct fk_plan plan;
@@ -323,7 +323,7 @@ static int find_room(struct fk_check *ck, const struct dirctx *d,
  * ".." is left missing.  Growth planned for a move that then found no
  * room is dropped again.
  */
-int ck_plan_moves(struct fk_check *ck, struct dirctx *d,
+int ck_plan_moves(struct fat_check *ck, struct dirctx *d,
 		  const struct fk_dir_stats *st)
 {
 	struct room r;
@@ -375,11 +375,11 @@ int ck_plan_moves(struct fk_check *ck, struct dirctx *d,
 				 ck->grown - grown,
 				 ck_plural(ck->grown - grown));
 		if (n > 1)
-			ck_set_fix(ck, d->moves[i].finding,
+			ck_set_fix(ck->rec, d->moves[i].finding,
 				   "moved to slots %u-%u%s", to, to + n - 1,
 				   grew);
 		else
-			ck_set_fix(ck, d->moves[i].finding,
+			ck_set_fix(ck->rec, d->moves[i].finding,
 				   "moved to slot %u%s", to, grew);
 	}
 out:

@@ -16,6 +16,7 @@
 #include "fat/fat-boot.h"
 #include "io/cache.h"
 #include "lib/diag.h"
+#include "lib/endian.h"
 #include "table/fat.h"
 #include "table/fsinfo.h"
 #include "volume/family.h"
@@ -23,13 +24,13 @@
 
 #define BS_COMPARE_LEN 512 /* boot sector bytes fsck.fat compares */
 #define NEW_BACKUP_SEC 6   /* where a missing backup boot sector goes */
-#define SCAN_CHUNK     64  /* FAT entries judged at a time (a multiple of 4) */
+#define SCAN_CHUNK     64  /* FAT entries judged at a time (a multiple of 8) */
 
 #define MAX_KEPT_FINDINGS 8 /* runs of differing sectors named one by one */
 
 /* ---- boot sector --------------------------------------------------------- */
 
-int ck_check_boot(struct fk_check *ck)
+int ck_check_boot(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	unsigned char *bak;
@@ -41,23 +42,23 @@ int ck_check_boot(struct fk_check *ck)
 	 * it records how the card was removed, not damage, and every check
 	 * below still runs to find any harm done. */
 	if (is_dirty) {
-		idx = ck_report(ck, FK_SEV_WARNING, "dirty", NULL,
+		idx = ck_report(ck->rec, FK_SEV_WARNING, "dirty", NULL,
 				"the volume was not cleanly removed (dirty "
 				"flag in the boot sector is set)");
-		ck_set_fix(ck, idx, "flag cleared");
+		ck_set_fix(ck->rec, idx, "flag cleared");
 		ck->fix_dirty = 1;
 	}
 	if (!fk_fat_is_32(g))
 		return 0;
 	if (!g->backup_sec) {
 		/* fsck.fat counts this as damage (it creates one). */
-		idx = ck_report(ck, FK_SEV_ERROR, "no-backup-boot", NULL,
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "no-backup-boot", NULL,
 				"FAT32 volume without a backup boot sector");
 		/* Sector 6, where every formatter puts it, when the
 		 * reserved area holds it and FSInfo is elsewhere. */
 		if (g->rsvd_secs > NEW_BACKUP_SEC &&
 		    g->fsinfo_sec != NEW_BACKUP_SEC) {
-			ck_set_fix(ck, idx, "backup written to sector %u",
+			ck_set_fix(ck->rec, idx, "backup written to sector %u",
 				   NEW_BACKUP_SEC);
 			ck->fix_new_backup = NEW_BACKUP_SEC;
 		}
@@ -82,11 +83,12 @@ int ck_check_boot(struct fk_check *ck)
 	free(bak);
 	if (ndiff) {
 		idx = ck_report(
-			ck, FK_SEV_WARNING, "backup-boot", NULL,
+			ck->rec, FK_SEV_WARNING, "backup-boot", NULL,
 			"backup boot sector (sector %u) differs from the "
 			"boot sector in %zu byte%s, the first at offset %zu",
 			g->backup_sec, ndiff, ck_plural(ndiff), first);
-		ck_set_fix(ck, idx, "backup rewritten from the boot sector");
+		ck_set_fix(ck->rec, idx,
+			   "backup rewritten from the boot sector");
 		ck->fix_backup = 1;
 	}
 	return 0;
@@ -109,7 +111,7 @@ int ck_check_boot(struct fk_check *ck)
  */
 /* One copy's walk: the problems it met in each run. */
 struct judge {
-	struct fk_check *ck;
+	struct fat_check *ck;
 	uint64_t *seen; /* clusters this walk has taken, 1 bit each */
 	uint32_t *nbad; /* per run */
 	char **why;	/* per run: the first problem, or NULL */
@@ -130,7 +132,7 @@ struct chain_walk {
 };
 
 /* Note sector @sec (ascending) as one where the copies differ. */
-static int note_diff(struct fk_check *ck, uint32_t sec)
+static int note_diff(struct fat_check *ck, uint32_t sec)
 {
 	struct copy_run r = {sec, 1, ck->g->active_fat};
 	struct copy_run *last =
@@ -144,7 +146,7 @@ static int note_diff(struct fk_check *ck, uint32_t sec)
 }
 
 /* The run holding sector @sec, or NO_RUN. */
-static uint32_t run_of(const struct fk_check *ck, uint32_t sec)
+static uint32_t run_of(const struct fat_check *ck, uint32_t sec)
 {
 	size_t lo = 0, hi = ck->copy_runs.n;
 
@@ -344,7 +346,7 @@ static int judge_dir(struct judge *j, uint32_t first, uint32_t nclus, int depth)
 }
 
 /* Walk the tree through copy @copy where the copies differ. */
-static int judge_copy(struct fk_check *ck, uint32_t copy, struct judge *j)
+static int judge_copy(struct fat_check *ck, uint32_t copy, struct judge *j)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t nclus = 0;
@@ -385,7 +387,7 @@ static void say_run(const struct copy_run *r, char *buf, size_t len)
 }
 
 /* Decide run @i from the two walks (@js[c]: copy c's) and say why. */
-static void decide(struct fk_check *ck, size_t i, struct judge *js,
+static void decide(struct fat_check *ck, size_t i, struct judge *js,
 		   size_t *nsaid)
 {
 	struct copy_run *r = &ck->copy_runs.v[i];
@@ -399,13 +401,13 @@ static void decide(struct fk_check *ck, size_t i, struct judge *js,
 	say_run(r, secs, sizeof(secs));
 	lose = !r->keep;
 	if (js[lose].nbad[i] > js[r->keep].nbad[i])
-		ck_report(ck, FK_SEV_NOTE, "fat-copy-kept", NULL,
+		ck_report(ck->rec, FK_SEV_NOTE, "fat-copy-kept", NULL,
 			  "FAT copy %u kept for %s: copy %u %s", r->keep + 1,
 			  secs, lose + 1,
 			  js[lose].why[i] ? js[lose].why[i]
 					  : "disagrees with the tree");
 	else
-		ck_report(ck, FK_SEV_NOTE, "fat-copy-kept", NULL,
+		ck_report(ck->rec, FK_SEV_NOTE, "fat-copy-kept", NULL,
 			  "FAT copy %u kept for %s: neither copy agrees "
 			  "better with the directory tree there, so the one "
 			  "read",
@@ -413,7 +415,7 @@ static void decide(struct fk_check *ck, size_t i, struct judge *js,
 }
 
 /* Both walks, then a decision per run. */
-static int judge_runs(struct fk_check *ck)
+static int judge_runs(struct fat_check *ck)
 {
 	struct judge js[2];
 	uint64_t *seen;
@@ -439,7 +441,7 @@ static int judge_runs(struct fk_check *ck)
 	for (i = 0; i < nruns; i++)
 		decide(ck, i, js, &nsaid);
 	if (nsaid > MAX_KEPT_FINDINGS)
-		ck_report(ck, FK_SEV_NOTE, "fat-copy-kept", NULL,
+		ck_report(ck->rec, FK_SEV_NOTE, "fat-copy-kept", NULL,
 			  "%zu more runs of differing sectors judged the "
 			  "same way",
 			  nsaid - MAX_KEPT_FINDINGS);
@@ -459,7 +461,7 @@ out:
  * from the copy not read, so what the scan built from the read copy is
  * stale.  Returns 0 or -errno.
  */
-static int judge_copies(struct fk_check *ck, int *is_patched)
+static int judge_copies(struct fat_check *ck, int *is_patched)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t forced = ck->o.fat_copy;
@@ -474,7 +476,7 @@ static int judge_copies(struct fk_check *ck, int *is_patched)
 	if (forced) {
 		for (i = 0; i < ck->copy_runs.n; i++)
 			ck->copy_runs.v[i].keep = forced - 1;
-		ck_report(ck, FK_SEV_NOTE, "fat-copy-kept", NULL,
+		ck_report(ck->rec, FK_SEV_NOTE, "fat-copy-kept", NULL,
 			  "FAT copy %u kept where the copies differ "
 			  "(--fat-copy %u)",
 			  forced, forced);
@@ -498,7 +500,7 @@ static int judge_copies(struct fk_check *ck, int *is_patched)
 	return 0;
 }
 
-void ck_unpatch(struct fk_check *ck)
+void ck_unpatch(struct fat_check *ck)
 {
 	if (ck->npatches)
 		fk_cache_set_patches(ck->vol->fat, NULL, 0);
@@ -532,12 +534,13 @@ static void note_free(const uint32_t *v, uint32_t m, uint32_t clus,
 }
 
 /*
- * SCAN_CHUNK entries from a multiple of 4, ORed into their map bytes @map.
- * Loops of a constant count with no branch, which the compiler turns into
- * vector code: most of a FAT is judged here.
+ * SCAN_CHUNK entries from a cluster on a map byte's first bit, ORed into
+ * their bytes @sec of the map's second plane (in use: ALLOC).  Loops of a
+ * constant count with no branch, which the compiler turns into vector
+ * code: most of a FAT is judged here.
  */
 static void scan_chunk(const uint32_t *v, uint32_t clus, uint32_t bad,
-		       uint8_t *map, struct scan_counts *sc)
+		       uint8_t *sec, struct scan_counts *sc)
 {
 	uint8_t used[SCAN_CHUNK];
 	uint32_t j, nfree = 0, nused = 0;
@@ -548,18 +551,19 @@ static void scan_chunk(const uint32_t *v, uint32_t clus, uint32_t bad,
 	}
 	for (j = 0; j < SCAN_CHUNK; j++)
 		nused += used[j];
-	for (j = 0; j < SCAN_CHUNK / 4; j++)
-		map[j] |= (uint8_t)((used[4 * j] | used[4 * j + 1] << 2 |
-				     used[4 * j + 2] << 4 |
-				     used[4 * j + 3] << 6) *
-				    CS_ALLOC);
+	/* Eight flags of 0 or 1, byte i of a little-endian word, become bit
+	 * i of its top byte by one multiply: no partial product carries. */
+	for (j = 0; j < SCAN_CHUNK / 8; j++)
+		sec[j] |= (uint8_t)(get_le64(used + 8 * j) *
+					    0x0102040810204080u >>
+				    56);
 	sc->nused += nused;
 	sc->nfree += nfree;
 	if (nfree && !sc->first_free)
 		note_free(v, SCAN_CHUNK, clus, sc);
 }
 
-/* The map bits of @m entries from @clus, all in one map byte. */
+/* The second-plane bits of @m entries from @clus, all in one map byte. */
 static unsigned scan_some(const uint32_t *v, uint32_t m, uint32_t clus,
 			  uint32_t bad, struct scan_counts *sc)
 {
@@ -569,7 +573,7 @@ static unsigned scan_some(const uint32_t *v, uint32_t m, uint32_t clus,
 	for (j = 0; j < m; j++) {
 		sc->nused += is_used(v[j], bad);
 		sc->nfree += !v[j];
-		bits |= is_used(v[j], bad) * CS_ALLOC << ((clus + j) & 3) * 2;
+		bits |= is_used(v[j], bad) << (clus + j - FK_FIRST_CLUS) % 8;
 	}
 	note_free(v, m, clus, sc);
 	return bits;
@@ -578,9 +582,9 @@ static unsigned scan_some(const uint32_t *v, uint32_t m, uint32_t clus,
 static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 		      uint32_t n)
 {
-	struct fk_check *ck = arg;
+	struct fat_check *ck = arg;
 	const struct fk_geom *g = ck->g;
-	uint8_t *map = ck->map;
+	uint8_t *sec = ck->map.second;
 	uint32_t i = 0, bad = fk_fat_bad(g), m, head;
 	struct scan_counts sc = {0, 0, ck->first_free};
 
@@ -591,38 +595,40 @@ static int scan_block(void *arg, uint32_t first, const uint32_t *vals,
 			ck->fat1 = vals ? vals[i] : 0;
 	if (!vals) { /* all free */
 		if (i < n) {
-			ck->st.free_clus += n - i;
+			ck->st->free_clus += n - i;
 			if (!ck->first_free)
 				ck->first_free = first + i;
 		}
-		ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
+		ck_progress(ck->rec, "FAT", (uint64_t)first + n,
+			    fk_clus_max(g) + 1);
 		return 0;
 	}
-	/* Chunks where they fit whole from a multiple of 4, else a map
-	 * byte at a time (clusters 2 and 3, a block's end). */
+	/* Chunks where they fit whole from a map byte's first bit, else a
+	 * map byte at a time (a block's start and end). */
 	for (head = i; i < n; i += m) {
-		uint32_t clus = first + i;
+		uint32_t clus = first + i, bit = (clus - FK_FIRST_CLUS) % 8;
 
-		if (!(clus & 3) && n - i >= SCAN_CHUNK) {
+		if (!bit && n - i >= SCAN_CHUNK) {
 			m = SCAN_CHUNK;
-			scan_chunk(vals + i, clus, bad, map + (clus >> 2), &sc);
+			scan_chunk(vals + i, clus, bad, sec + fk_own_byte(clus),
+				   &sc);
 			continue;
 		}
-		m = 4 - (clus & 3) < n - i ? 4 - (clus & 3) : n - i;
-		map[clus >> 2] |=
+		m = 8 - bit < n - i ? 8 - bit : n - i;
+		sec[fk_own_byte(clus)] |=
 			(uint8_t)scan_some(vals + i, m, clus, bad, &sc);
 	}
-	ck->st.free_clus += sc.nfree;
-	ck->st.used_clus += sc.nused;
-	ck->st.bad_clus += n - head - sc.nfree - sc.nused;
+	ck->st->free_clus += sc.nfree;
+	ck->st->used_clus += sc.nused;
+	ck->st->bad_clus += n - head - sc.nfree - sc.nused;
 	ck->first_free = sc.first_free;
-	ck_progress(ck, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
+	ck_progress(ck->rec, "FAT", (uint64_t)first + n, fk_clus_max(g) + 1);
 	return 0;
 }
 
 static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
 {
-	struct fk_check *ck = arg;
+	struct fat_check *ck = arg;
 
 	if (!ck->diffs[copy].nsecs++)
 		ck->diffs[copy].first = sec;
@@ -636,7 +642,7 @@ static int scan_diff(void *arg, uint32_t copy, uint32_t sec)
  * 0xF8 (a fixed disk, what every card is formatted as).  *@media: the byte FAT[0] is then
  * judged against.
  */
-static void check_media(struct fk_check *ck, uint8_t *media)
+static void check_media(struct fat_check *ck, uint8_t *media)
 {
 	unsigned low = ck->fat0 & 0xFF;
 	size_t idx;
@@ -644,11 +650,11 @@ static void check_media(struct fk_check *ck, uint8_t *media)
 	if (fk_media_is_valid(*media))
 		return;
 	*media = fk_media_is_valid(low) ? (uint8_t)low : 0xF8;
-	idx = ck_report(ck, FK_SEV_ERROR, "media", NULL,
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "media", NULL,
 			"the boot sector's media byte 0x%02X is not one Linux "
 			"mounts (0xF0, 0xF8 to 0xFF); FAT[0] is 0x%X",
 			ck->g->media, ck->fat0);
-	ck_set_fix(ck, idx, "media byte set to 0x%02X", *media);
+	ck_set_fix(ck->rec, idx, "media byte set to 0x%02X", *media);
 	ck->fix_media = *media;
 }
 
@@ -658,7 +664,7 @@ static void check_media(struct fk_check *ck, uint8_t *media)
  * ones for corrupt and mends it from a copy that has them (with none, the
  * layout judge refused the volume before this scan), but does not look at
  * a media byte that differs from the boot sector's, nor does any reader. */
-static void check_reserved(struct fk_check *ck)
+static void check_reserved(struct fat_check *ck)
 {
 	struct fk_geom gm = *ck->g; /* with the media byte -r writes */
 	const struct fk_geom *g = &gm;
@@ -669,62 +675,62 @@ static void check_reserved(struct fk_check *ck)
 	fk_fat_reserved_judge(g, ck->fat0, ck->fat1, &r);
 	if (!r.is_fat0_ones) {
 		idx = ck_report(
-			ck, FK_SEV_ERROR, "fat0", NULL,
+			ck->rec, FK_SEV_ERROR, "fat0", NULL,
 			"FAT[0] of copy %u is 0x%X, without the mark fsck.fat "
 			"looks for (every bit above the low 4 set, as in "
 			"0x%X): it takes this copy for corrupt",
 			g->active_fat + 1, ck->fat0, r.want0);
-		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
+		ck_set_fix(ck->rec, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	} else if (!r.is_fat0_media) {
 		idx = ck_report(
-			ck, FK_SEV_WARNING, "media", NULL,
+			ck->rec, FK_SEV_WARNING, "media", NULL,
 			"FAT[0] is 0x%X, expected 0x%X (the boot sector's "
 			"media byte is 0x%02X)",
 			ck->fat0, r.want0, g->media);
-		ck_set_fix(ck, idx, "FAT[0] set to 0x%X", r.want0);
+		ck_set_fix(ck->rec, idx, "FAT[0] set to 0x%X", r.want0);
 		ck->fix_fat0 = 1;
 	}
 	if (!r.is_clean) {
 		/* A warning, as the boot sector's flag above. */
-		idx = ck_report(ck, FK_SEV_WARNING, "dirty", NULL,
+		idx = ck_report(ck->rec, FK_SEV_WARNING, "dirty", NULL,
 				"the volume was not cleanly removed "
 				"(clean-shutdown bit of FAT[1] is clear)");
-		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		ck_set_fix(ck->rec, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 	if (!r.is_noerr) {
 		idx = ck_report(
-			ck, FK_SEV_WARNING, "disk-error", NULL,
+			ck->rec, FK_SEV_WARNING, "disk-error", NULL,
 			"FAT[1] records a disk I/O error (its hard-error "
 			"bit is clear)");
-		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		ck_set_fix(ck->rec, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 	if (!r.is_fat1_eoc) {
-		idx = ck_report(ck, FK_SEV_WARNING, "reserved-entry", NULL,
+		idx = ck_report(ck->rec, FK_SEV_WARNING, "reserved-entry", NULL,
 				"FAT[1] is 0x%X, not an end-of-chain mark",
 				ck->fat1);
-		ck_set_fix(ck, idx, "FAT[1] set to 0x%X", r.want1);
+		ck_set_fix(ck->rec, idx, "FAT[1] set to 0x%X", r.want1);
 		ck->fix_fat1 = 1;
 	}
 }
 
 /* The map, counts and reserved entries again, from the FAT as kept where
  * the copies differ (the first scan read one copy whole). */
-static int rescan(struct fk_check *ck)
+static int rescan(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 
-	memset(ck->map, 0, (((size_t)fk_clus_max(g) + 32) / 32) * 8);
-	ck->st.free_clus = ck->st.used_clus = ck->st.bad_clus = 0;
+	fk_own_clear(&ck->map);
+	ck->st->free_clus = ck->st->used_clus = ck->st->bad_clus = 0;
 	ck->first_free = 0;
 	return fk_fat_scan(ck->vol, g->active_fat, scan_block, ck);
 }
 
 /* What the repair does about the differing sectors: which copy is
  * rewritten from which, in how many sectors. */
-static void set_copies_fix(struct fk_check *ck, size_t idx)
+static void set_copies_fix(struct fat_check *ck, size_t idx)
 {
 	uint32_t a = ck->g->active_fat, nsecs[2] = {0, 0};
 	size_t i;
@@ -732,20 +738,20 @@ static void set_copies_fix(struct fk_check *ck, size_t idx)
 	for (i = 0; i < ck->copy_runs.n; i++)
 		nsecs[ck->copy_runs.v[i].keep == a] += ck->copy_runs.v[i].nsecs;
 	if (!nsecs[0])
-		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", !a + 1,
-			   a + 1);
+		ck_set_fix(ck->rec, idx, "copy %u rewritten from copy %u",
+			   !a + 1, a + 1);
 	else if (!nsecs[1])
-		ck_set_fix(ck, idx, "copy %u rewritten from copy %u", a + 1,
-			   !a + 1);
+		ck_set_fix(ck->rec, idx, "copy %u rewritten from copy %u",
+			   a + 1, !a + 1);
 	else
-		ck_set_fix(ck, idx,
+		ck_set_fix(ck->rec, idx,
 			   "copy %u rewritten from copy %u in %u sector%s, "
 			   "copy %u from copy %u in %u",
 			   a + 1, !a + 1, nsecs[0], ck_plural(nsecs[0]), !a + 1,
 			   a + 1, nsecs[1]);
 }
 
-int ck_scan_fats(struct fk_check *ck)
+int ck_scan_fats(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	uint32_t c;
@@ -760,7 +766,7 @@ int ck_scan_fats(struct fk_check *ck)
 		if (!ck->diffs[c].nsecs)
 			continue;
 		idx = ck_report(
-			ck, FK_SEV_ERROR, "fat-copies", NULL,
+			ck->rec, FK_SEV_ERROR, "fat-copies", NULL,
 			"FAT copy %u differs from copy %u in %u sector%s, "
 			"the first at sector %u of the copy",
 			c + 1, g->active_fat + 1, ck->diffs[c].nsecs,
@@ -777,7 +783,7 @@ int ck_scan_fats(struct fk_check *ck)
 
 /* ---- FSInfo -------------------------------------------------------------- */
 
-int ck_check_fsinfo(struct fk_check *ck)
+int ck_check_fsinfo(struct fat_check *ck)
 {
 	struct fk_fsinfo *fsi = &ck->fsi;
 	size_t idx;
@@ -786,37 +792,37 @@ int ck_check_fsinfo(struct fk_check *ck)
 	if ((err = fk_fsinfo_read(ck->vol, fsi)) || !fsi->is_present)
 		return err;
 	if (!fsi->is_lead_ok || !fsi->is_struc_ok || !fsi->is_trail_ok) {
-		idx = ck_report(ck, FK_SEV_ERROR, "fsinfo", NULL,
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "fsinfo", NULL,
 				"FSInfo sector %u has bad signatures (%s%s%s)",
 				ck->g->fsinfo_sec,
 				fsi->is_lead_ok ? "" : " lead",
 				fsi->is_struc_ok ? "" : " struct",
 				fsi->is_trail_ok ? "" : " trail");
-		ck_set_fix(ck, idx, "FSInfo rewritten");
+		ck_set_fix(ck->rec, idx, "FSInfo rewritten");
 		ck->fix_fsinfo = 1;
 		return 0; /* its counts mean nothing then */
 	}
 	if (fsi->free_count == FK_FSINFO_UNKNOWN) {
-		idx = ck_report(ck, FK_SEV_NOTE, "fsinfo-unset", NULL,
+		idx = ck_report(ck->rec, FK_SEV_NOTE, "fsinfo-unset", NULL,
 				"FSInfo free count is not set; the FAT has %u "
 				"free clusters",
-				ck->st.free_clus);
-		ck_set_fix(ck, idx, "FSInfo free count set");
+				ck->st->free_clus);
+		ck_set_fix(ck->rec, idx, "FSInfo free count set");
 		ck->fix_fsinfo = 1;
-	} else if (fsi->free_count != ck->st.free_clus) {
-		idx = ck_report(ck, FK_SEV_ERROR, "fsinfo", NULL,
+	} else if (fsi->free_count != ck->st->free_clus) {
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "fsinfo", NULL,
 				"FSInfo free count is %u; the FAT has %u free "
 				"clusters",
-				fsi->free_count, ck->st.free_clus);
-		ck_set_fix(ck, idx, "FSInfo free count set");
+				fsi->free_count, ck->st->free_clus);
+		ck_set_fix(ck->rec, idx, "FSInfo free count set");
 		ck->fix_fsinfo = 1;
 	}
 	if (!ck_fsinfo_hint_ok(ck, fsi->next_free)) {
-		idx = ck_report(ck, FK_SEV_WARNING, "fsinfo-hint", NULL,
+		idx = ck_report(ck->rec, FK_SEV_WARNING, "fsinfo-hint", NULL,
 				"FSInfo next-free hint %u is not a cluster of "
 				"the volume (2 to %u)",
 				fsi->next_free, fk_clus_max(ck->g));
-		ck_set_fix(ck, idx, "FSInfo next-free hint set");
+		ck_set_fix(ck->rec, idx, "FSInfo next-free hint set");
 		ck->fix_fsinfo = 1;
 	}
 	return 0;

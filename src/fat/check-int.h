@@ -17,7 +17,7 @@
  *
  * A phase judges and plans: it records findings with ck_report(), says
  * what the repair does with ck_set_fix(), and queues the change as data
- * (ck_plan_fat(), ck_plan_entry(), or a fix_* flag in struct fk_check).
+ * (ck_plan_fat(), ck_plan_entry(), or a fix_* flag in struct fat_check).
  * Only check-repair.c writes, and it applies nothing it was not planned.
  * A new repair: plan it where the damage is found, and apply it in the
  * step of check-repair.c whose place in the write order it needs.
@@ -34,6 +34,7 @@
 #include "iface/check-family.h"
 #include "iface/claim.h"
 #include "iface/findings.h"
+#include "iface/ownmap.h"
 #include "io/cache.h"
 #include "lib/vec.h"
 #include "table/alloc.h"
@@ -45,13 +46,18 @@ struct fk_dir;
 struct fk_geom;
 
 /*
- * Two bits per cluster.  While claiming: FREE (free or bad), ALLOC
- * (allocated, not claimed yet), OWNED, SHARED (a second owner reached it).
- * After the owners step only the lost clusters stay ALLOC (the rest are
- * FREE); grouping them then reuses OWNED (visited) and SHARED (has a lost
- * predecessor).
+ * A cluster's state in the ownership map (iface/ownmap.h, both planes).
+ * While claiming: FREE (free or bad), ALLOC (allocated, not claimed yet),
+ * OWNED, SHARED (a second owner reached it).  After the owners step only
+ * the lost clusters stay ALLOC (the rest are FREE); grouping them then
+ * reuses OWNED (visited) and SHARED (has a lost predecessor).
  */
-enum cstate { CS_FREE, CS_ALLOC, CS_OWNED, CS_SHARED };
+enum cstate {
+	CS_FREE = FK_OWN_FREE,
+	CS_ALLOC = FK_OWN_ALLOC,
+	CS_OWNED = FK_OWN_OWNED,
+	CS_SHARED = FK_OWN_SHARED,
+};
 
 enum ent_op {
 	EF_SET,	    /* new first cluster, size and/or attribute byte */
@@ -197,21 +203,18 @@ struct salvage {
 
 struct fk_check_family;
 
-struct fk_check {
-	/* What every family records into (iface/findings.h), read here as
-	   ck->st, ck->o...; the rest is the FAT checker's state (its
-	   @fam_state is @ck itself). */
-	union {
-		struct ck_record rec;
-		struct {
-			CK_RECORD_FIELDS
-		};
-	};
+/* The FAT checker's state (the record's @fam_state), as exFAT's struct
+ * fk_exfat_check is that family's. */
+struct fat_check {
+	struct fk_check *rec;	   /* where findings are recorded */
+	struct fk_check_stats *st; /* @rec's counts */
+	struct fk_volume *vol;
+	struct fk_check_opts o;
 	const struct fk_geom *g;
-	uint8_t *map;	  /* 2 bits per cluster, enum cstate */
-	uint64_t *linked; /* a bit per cluster another links to; made by
+	struct fk_own_map map; /* both planes: enum cstate */
+	uint64_t *linked;      /* a bit per cluster another links to; made by
 			     check-tree.c's first retype() that asks */
-	uint32_t nlink;	  /* values from FK_FIRST_CLUS on that are links */
+	uint32_t nlink;	       /* values from FK_FIRST_CLUS on that are links */
 	int is_tree_incomplete; /* never free lost clusters then */
 	int is_root_cut;	/* the FAT32 root's chain stops short */
 	LIST(struct fk_fat_fix, fat_fixes);
@@ -278,28 +281,25 @@ struct run_before {
 };
 
 /* Run @i of the log (below ck->runs.n). */
-static inline const struct run *run_at(const struct fk_check *ck, size_t i)
+static inline const struct run *run_at(const struct fat_check *ck, size_t i)
 {
 	return &ck->runs.blocks[i / RUN_BLOCK][i % RUN_BLOCK];
 }
 
 /* ---- cluster map ---------------------------------------------------- */
 
-static inline unsigned get_cs(const struct fk_check *ck, uint32_t clus)
+static inline unsigned get_cs(const struct fat_check *ck, uint32_t clus)
 {
-	return ck->map[clus >> 2] >> ((clus & 3) * 2) & 3;
+	return fk_own_get(&ck->map, clus);
 }
 
-static inline void set_cs(struct fk_check *ck, uint32_t clus, unsigned s)
+static inline void set_cs(struct fat_check *ck, uint32_t clus, unsigned s)
 {
-	unsigned sh = (clus & 3) * 2;
-
-	ck->map[clus >> 2] =
-		(uint8_t)((ck->map[clus >> 2] & ~(3u << sh)) | s << sh);
+	fk_own_put(&ck->map, clus, s);
 }
 
 /* fk_fat_class() with its common case, a link, inline. */
-static inline enum fk_ent_class ck_class(const struct fk_check *ck,
+static inline enum fk_ent_class ck_class(const struct fat_check *ck,
 					 uint32_t val)
 {
 	return val - FK_FIRST_CLUS < ck->nlink ? FK_ENT_NEXT
@@ -309,13 +309,13 @@ static inline enum fk_ent_class ck_class(const struct fk_check *ck,
 /* ---- paths and plans; check-run.c: setup ------------------------------ */
 
 /* The path of the entry being checked ("/" for the root). */
-static inline const char *ck_path(const struct fk_check *ck)
+static inline const char *ck_path(const struct fat_check *ck)
 {
 	return ck->path_len ? ck->path : "/";
 }
 
 /* Plan FAT[@clus] = @val, written before any entry.  0 or -ENOMEM. */
-static inline int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
+static inline int ck_plan_fat(struct fat_check *ck, uint32_t clus, uint32_t val)
 {
 	struct fk_fat_fix f = {clus, val};
 
@@ -323,14 +323,14 @@ static inline int ck_plan_fat(struct fk_check *ck, uint32_t clus, uint32_t val)
 }
 
 /* Plan an entry change, applied after the FAT is flushed.  0 or -ENOMEM. */
-static inline int ck_plan_entry(struct fk_check *ck, const struct ent_fix *f)
+static inline int ck_plan_entry(struct fat_check *ck, const struct ent_fix *f)
 {
 	return PUSH(ck->ent_fixes, *f);
 }
 
 /* The FAT checker's table (fk_check_fat_family) calls these: check-run.c
  * sets up, frees and runs the FAT phases, check-repair.c repairs. */
-int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
+int ck_fat_new_state(struct fk_check *rec, struct fk_volume *vol,
 		     const struct fk_check_opts *opts, void **state);
 void ck_fat_free_state(void *state);
 int ck_fat_run(void *state, struct fk_diag *diag);
@@ -338,17 +338,17 @@ int ck_fat_repair(void *state, struct fk_diag *diag);
 
 /* ---- check-fat.c: the volume's own structures ------------------------- */
 
-int ck_check_boot(struct fk_check *ck);
+int ck_check_boot(struct fat_check *ck);
 /* One pass over every FAT copy: the map, the counts, FAT[0] and FAT[1];
  * where the copies differ, the copy kept for each run of sectors, which
  * the check reads from then on (until ck_unpatch()). */
-int ck_scan_fats(struct fk_check *ck);
+int ck_scan_fats(struct fat_check *ck);
 /* Read the read copy as it is again: the check is over. */
-void ck_unpatch(struct fk_check *ck);
-int ck_check_fsinfo(struct fk_check *ck);
+void ck_unpatch(struct fat_check *ck);
+int ck_check_fsinfo(struct fat_check *ck);
 /* After the tree (which finds the root's label entry). */
-void ck_check_label(struct fk_check *ck);
-static inline int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
+void ck_check_label(struct fat_check *ck);
+static inline int ck_fsinfo_hint_ok(const struct fat_check *ck, uint32_t hint)
 {
 	return hint == FK_FSINFO_UNKNOWN || fk_clus_valid(ck->g, hint);
 }
@@ -356,13 +356,13 @@ static inline int ck_fsinfo_hint_ok(const struct fk_check *ck, uint32_t hint)
 /* ---- check-tree.c: the directory tree ---------------------------------- */
 
 /* Walk the tree from the root, claiming every chain: the one walk. */
-int ck_walk_root(struct fk_check *ck, struct fk_diag *diag);
+int ck_walk_root(struct fat_check *ck, struct fk_diag *diag);
 
 /* ---- check-dir.c: the directory being walked ---------------------------- */
 
 /* Open the directory at @first (0: the root), reading at most @nclus
  * clusters of it (0: no limit), as the walk reads it. */
-int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
+int ck_open_dir(struct fat_check *ck, uint32_t first, uint32_t nclus,
 		struct fk_dir **dir);
 
 /* ---- check-chain.c: chains and the cluster map ------------------------ */
@@ -373,7 +373,7 @@ int ck_open_dir(struct fk_check *ck, uint32_t first, uint32_t nclus,
  * The clusters taken are kept as a run for the owners step.  Returns 0 or
  * -errno.
  */
-int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
+int ck_claim(struct fat_check *ck, uint32_t start, uint32_t limit,
 	     const struct entry_ref *who, const struct run_before *before,
 	     struct fk_claim *c);
 
@@ -382,26 +382,26 @@ int ck_claim(struct fk_check *ck, uint32_t start, uint32_t limit,
  * in use that no claim has taken?  1 yes; 0 no (@start out of range, or a
  * cluster free, bad or claimed); -errno.  Claims nothing.
  */
-int ck_chain_unclaimed(struct fk_check *ck, uint32_t start, uint32_t limit);
+int ck_chain_unclaimed(struct fat_check *ck, uint32_t start, uint32_t limit);
 
 /*
  * Report why the claim @c of @path stopped short and plan the cut.
  * @what prefixes the message ("", "directory ", "root directory ").
  * Returns the finding's index through @idx.
  */
-int ck_chain_problem(struct fk_check *ck, const struct fk_claim *c, int is_dir,
+int ck_chain_problem(struct fat_check *ck, const struct fk_claim *c, int is_dir,
 		     const char *path, const char *what, size_t *idx);
 
 /* After the tree: claim, report and plan the preallocated tails. */
-int ck_walk_tails(struct fk_check *ck);
+int ck_walk_tails(struct fat_check *ck);
 
 /* After the tree and tails: name each cross-link's first owner; leaves
  * only the lost clusters in the map (as ALLOC).  Plans nothing. */
-int ck_find_owners(struct fk_check *ck);
+int ck_find_owners(struct fat_check *ck);
 
 /* Last: count, group and report the lost clusters; plan to free them,
  * or with --salvage to save them (ck_plan_salvage()). */
-int ck_check_lost(struct fk_check *ck);
+int ck_check_lost(struct fat_check *ck);
 
 /* ---- check-salvage.c: lost chains become files -------------------------- */
 
@@ -411,7 +411,7 @@ int ck_check_lost(struct fk_check *ck);
  * chains not saved in the map for the free step, and say in the
  * finding's fix what happens to each.  0 or -ENOMEM/-errno.
  */
-int ck_plan_salvage(struct fk_check *ck, size_t idx);
-void ck_salvage_free(struct fk_check *ck);
+int ck_plan_salvage(struct fat_check *ck, size_t idx);
+void ck_salvage_free(struct fat_check *ck);
 
 #endif

@@ -36,7 +36,7 @@ static void show_label(const unsigned char raw[11], char out[12])
  * whose whole chain is such a tail owns nothing once repaired, and left
  * alone it would be deleted only by a second run.
  */
-static int owns_clusters(const struct fk_check *ck, const struct label_ent *l)
+static int owns_clusters(const struct fat_check *ck, const struct label_ent *l)
 {
 	uint64_t nclus = 0;
 	size_t i;
@@ -58,7 +58,7 @@ static int owns_clusters(const struct fk_check *ck, const struct label_ent *l)
 }
 
 /* Plan to delete the root's label entry @l, which is not valid. */
-static void drop_label(struct fk_check *ck, const struct label_ent *l,
+static void drop_label(struct fat_check *ck, const struct label_ent *l,
 		       const char *why)
 {
 	int has_chain = owns_clusters(ck, l);
@@ -67,7 +67,7 @@ static void drop_label(struct fk_check *ck, const struct label_ent *l,
 	size_t idx;
 
 	show_label(l->raw, shown);
-	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "label", NULL,
 			"the root directory's volume label '%s' (slot %u) is "
 			"not valid: %s%s",
 			shown, l->slot, why,
@@ -79,18 +79,18 @@ static void drop_label(struct fk_check *ck, const struct label_ent *l,
 	 * same way every run. */
 	if (has_chain)
 		return;
-	ck_set_fix(ck, idx, "label entry deleted");
+	ck_set_fix(ck->rec, idx, "label entry deleted");
 	memset(&fix, 0, sizeof(fix));
 	fix.op = EF_DELETE;
 	fix.dir_clus = l->dir;
 	fix.slot = l->slot;
 	fix.nslots = 1;
 	if (ck_plan_entry(ck, &fix))
-		ck->is_nomem = 1;
+		ck->rec->is_nomem = 1;
 }
 
 /* A lower-case label @l: stored in upper case (in ck->root_label). */
-static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
+static size_t mend_case(struct fat_check *ck, const struct label_ent *l)
 {
 	struct ent_fix fix;
 	char shown[12];
@@ -98,7 +98,7 @@ static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
 	int i;
 
 	show_label(l->raw, shown);
-	idx = ck_report(ck, FK_SEV_WARNING, "label-case", NULL,
+	idx = ck_report(ck->rec, FK_SEV_WARNING, "label-case", NULL,
 			"the volume label '%s' holds lower-case letters, which "
 			"FAT labels may not (fsck.fat -U flags them)",
 			shown);
@@ -119,9 +119,9 @@ static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
 			ck->root_label[i] =
 				(unsigned char)(ck->root_label[i] - 'a' + 'A');
 	memcpy(fix.name, ck->root_label, 11);
-	ck_set_fix(ck, idx, "stored in upper case");
+	ck_set_fix(ck->rec, idx, "stored in upper case");
 	if (ck_plan_entry(ck, &fix))
-		ck->is_nomem = 1;
+		ck->rec->is_nomem = 1;
 	return idx;
 }
 
@@ -134,7 +134,7 @@ static size_t mend_case(struct fk_check *ck, const struct label_ent *l)
  * has_root_label and root_label.  Returns 1 when that settles both
  * labels.
  */
-static int judge_root_label(struct fk_check *ck)
+static int judge_root_label(struct fat_check *ck)
 {
 	const struct label_ent *l = NULL;
 	const char *why;
@@ -156,7 +156,7 @@ static int judge_root_label(struct fk_check *ck)
 	show_label(l->raw, shown);
 	switch (fk_label_check(l->raw, &why)) {
 	case FK_LABEL_HIGH:
-		ck_report(ck, FK_SEV_WARNING, "label-8bit", NULL,
+		ck_report(ck->rec, FK_SEV_WARNING, "label-8bit", NULL,
 			  "the volume label '%s' holds bytes from 0x80, "
 			  "code-page letters Windows and Linux show (fsck.fat "
 			  "4.2 takes them for control characters and would "
@@ -167,7 +167,7 @@ static int judge_root_label(struct fk_check *ck)
 		idx = mend_case(ck, l);
 		if (!ck->g->has_ext_boot || strcmp(shown, ck->g->label))
 			return 0; /* compared as mended, with the boot's */
-		ck_set_fix(ck, idx,
+		ck_set_fix(ck->rec, idx,
 			   "stored in upper case, in the boot sector too");
 		memcpy(ck->label, ck->root_label, 11);
 		ck->fix_label = 1;
@@ -184,7 +184,7 @@ static int judge_root_label(struct fk_check *ck)
  * signs the extended BPB with the root's label or "NO NAME", as fsck.fat
  * -a does, but keeps the serial bytes (fsck.fat zeroes them).
  */
-static void check_no_ext_bpb(struct fk_check *ck)
+static void check_no_ext_bpb(struct fat_check *ck)
 {
 	/* BS_BootSig: byte 38, on FAT32 byte 66 */
 	unsigned sig_off = fk_fat_is_32(ck->g) ? 66 : 38;
@@ -193,7 +193,7 @@ static void check_no_ext_bpb(struct fk_check *ck)
 
 	if (ck->has_root_label)
 		show_label(ck->root_label, root);
-	idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "label", NULL,
 			"the boot sector has no extended boot signature "
 			"(byte %u is 0x%02X, not 0x29), so no label is set "
 			"there; the root directory's label is %s%s%s",
@@ -203,7 +203,7 @@ static void check_no_ext_bpb(struct fk_check *ck)
 			ck->has_root_label ? "'" : "");
 	memcpy(ck->label, ck->has_root_label ? ck->root_label : no_name, 11);
 	ck->label[0] = fk_short_first(ck->label); /* as a boot sector */
-	ck_set_fix(ck, idx,
+	ck_set_fix(ck->rec, idx,
 		   "extended boot signature set, with the label '%.11s' (the "
 		   "serial kept)",
 		   (const char *)ck->label);
@@ -211,7 +211,7 @@ static void check_no_ext_bpb(struct fk_check *ck)
 }
 
 /* fsck.fat's rule: the root's label entry wins; none means "NO NAME". */
-void ck_check_label(struct fk_check *ck)
+void ck_check_label(struct fat_check *ck)
 {
 	const struct fk_geom *g = ck->g;
 	char root[12];
@@ -228,7 +228,7 @@ void ck_check_label(struct fk_check *ck)
 		if (!memcmp(g->label_raw, no_name, 11))
 			return;
 		show_label(g->label_raw, root);
-		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
 				"directory has %s",
 				root,
@@ -252,14 +252,14 @@ void ck_check_label(struct fk_check *ck)
 		show_label(g->label_raw, boot);
 		for (n = 0; want[n] == g->label_raw[n]; n++)
 			;
-		idx = ck_report(ck, FK_SEV_ERROR, "label", NULL,
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "label", NULL,
 				"the boot sector's label is '%s' but the root "
 				"directory's is '%s' (byte %zu: 0x%02X, not "
 				"0x%02X)",
 				boot, root, n, g->label_raw[n], want[n]);
 		memcpy(ck->label, want, 11);
 	}
-	ck_set_fix(ck, idx, "boot sector label set to '%.11s'",
+	ck_set_fix(ck->rec, idx, "boot sector label set to '%.11s'",
 		   (const char *)ck->label);
 	ck->fix_label = 1;
 }

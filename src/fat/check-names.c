@@ -199,7 +199,7 @@ int ck_note_names(struct dirctx *d, const struct fk_dirent *ent)
  * hash for name_taken(): read once, when the first entry may be renamed.
  * Memory: two keys and names per entry of this directory only.
  */
-static int load_names(struct fk_check *ck, struct dirctx *d,
+static int load_names(struct fat_check *ck, struct dirctx *d,
 		      struct fk_diag *diag)
 {
 	struct name_store *st = &d->all;
@@ -377,7 +377,7 @@ static int new_short(struct dirctx *d, const struct fk_dirent *ent,
  * sequence, as the directory reader found it), in UTF-8.  Returns 1 with
  * @out filled, 0 when it is no name a long name may be, or -errno.
  */
-static int read_long_name(struct fk_check *ck, const struct dirctx *d,
+static int read_long_name(struct fat_check *ck, const struct dirctx *d,
 			  uint32_t first, uint32_t n, char *out, size_t len)
 {
 	uint16_t units[FK_LFN_MAX_ORD * FK_LFN_CHARS];
@@ -422,7 +422,7 @@ static unsigned find_dup(const struct dirctx *d, uint32_t slot,
  * then @ent's long name, copied to @name); else delete them.  Returns 1
  * when kept, 0 when not, or -errno.
  */
-static int reattach(struct fk_check *ck, struct dirctx *d,
+static int reattach(struct fat_check *ck, struct dirctx *d,
 		    const struct fk_dirent *ent, char *name, size_t len)
 {
 	uint32_t first = d->reattach_first, n = d->reattach_n;
@@ -433,13 +433,13 @@ static int reattach(struct fk_check *ck, struct dirctx *d,
 	if ((r = read_long_name(ck, d, first, n, name, len)) < 0)
 		return r;
 	if (r && !name_taken(d, name, ent->slot)) {
-		ck_set_fix(ck, idx,
+		ck_set_fix(ck->rec, idx,
 			   "checksum rewritten: the long name '%s' is "
 			   "re-attached to '%s'",
 			   name, ent->short_name);
 		return give_name(d, name, ent->slot) ? -ENOMEM : 1;
 	}
-	ck_set_fix(ck, idx, "slot%s deleted%s", ck_plural(n),
+	ck_set_fix(ck->rec, idx, "slot%s deleted%s", ck_plural(n),
 		   r ? " (another entry has that name)" : "");
 	return ck_plan_erase(ck, d->first, first, n) ? -ENOMEM : 0;
 }
@@ -451,17 +451,17 @@ static int reattach(struct fk_check *ck, struct dirctx *d,
  * repair rewrites the slots (apply_name() zeroes those fields in every
  * long-name slot it writes), so the long name stays.
  */
-static size_t report_rsvd(struct fk_check *ck, const struct fk_dirent *ent,
+static size_t report_rsvd(struct fat_check *ck, const struct fk_dirent *ent,
 			  const char *path)
 {
 	size_t idx = ck_report(
-		ck, FK_SEV_ERROR, "long-name-field", path,
+		ck->rec, FK_SEV_ERROR, "long-name-field", path,
 		"%u of its %u long-name slots hold%s a type or first-cluster "
 		"field (bytes 12, 26-27) that is not 0",
 		ent->nlfn_rsvd, ent->nslots - 1,
 		ent->nlfn_rsvd == 1 ? "s" : "");
 
-	ck_set_fix(ck, idx, "fields set to 0 (the long name kept)");
+	ck_set_fix(ck->rec, idx, "fields set to 0 (the long name kept)");
 	return idx;
 }
 
@@ -482,22 +482,22 @@ struct verdict {
 /* Long-name slots that match @ent but do not decode (slots that do not
  * match it were orphans, and d->ent_first is before the entry then):
  * deleted, as every reader shows the short name alone already. */
-static void drop_undecoded(struct fk_check *ck, struct dirctx *d,
+static void drop_undecoded(struct fat_check *ck, struct dirctx *d,
 			   const struct fk_dirent *ent, const char *path)
 {
-	size_t idx = ck_report(ck, FK_SEV_WARNING, "long-name", path,
+	size_t idx = ck_report(ck->rec, FK_SEV_WARNING, "long-name", path,
 			       "its long name is empty or not valid "
 			       "UTF-16; it is listed by its short "
 			       "name");
 
-	ck_set_fix(ck, idx, "long-name slots deleted");
+	ck_set_fix(ck->rec, idx, "long-name slots deleted");
 	if (ck_plan_erase(ck, d->first, d->ent_first, ent->slot - d->ent_first))
-		ck->is_nomem = 1;
+		ck->rec->is_nomem = 1;
 }
 
 /* The long name of @v's entry: its own (with any reserved fields
  * reported), or one whose checksum names another entry, re-attached. */
-static int find_long_name(struct fk_check *ck, struct dirctx *d,
+static int find_long_name(struct fat_check *ck, struct dirctx *d,
 			  struct verdict *v)
 {
 	const struct fk_dirent *ent = v->ent;
@@ -527,7 +527,7 @@ static int find_long_name(struct fk_check *ck, struct dirctx *d,
 
 /* Report what is wrong with @v's names; a later entry's long name that
  * an earlier entry has is deleted here. */
-static int report_names(struct fk_check *ck, struct dirctx *d,
+static int report_names(struct fat_check *ck, struct dirctx *d,
 			struct verdict *v)
 {
 	const struct fk_dirent *ent = v->ent;
@@ -536,20 +536,21 @@ static int report_names(struct fk_check *ck, struct dirctx *d,
 	/* fsck.fat: an entry that says it has no 8.3 name needs a long
 	 * one, or it has no name at all ("Bad short file name"). */
 	if (v->is_no83 && !v->long_name)
-		v->no83 = ck_report(ck, FK_SEV_ERROR, "bad-name", v->path,
+		v->no83 = ck_report(ck->rec, FK_SEV_ERROR, "bad-name", v->path,
 				    "flagged as having no 8.3 name (byte 12, "
 				    "0x20), but it has no long name either");
 	if (v->short_verdict == FK_SHORT_BAD)
-		v->bad = ck_report(ck, FK_SEV_ERROR, "bad-name", v->path,
+		v->bad = ck_report(ck->rec, FK_SEV_ERROR, "bad-name", v->path,
 				   "short name '%s' holds characters FAT does "
 				   "not allow",
 				   ent->short_name);
 	else if (v->short_verdict == FK_SHORT_ODD)
-		v->bad = ck_report(ck, FK_SEV_WARNING, "short-name", v->path,
+		v->bad = ck_report(ck->rec, FK_SEV_WARNING, "short-name",
+				   v->path,
 				   "short name '%s' is not a valid 8.3 name",
 				   ent->short_name);
 	if (v->what)
-		v->dup = ck_report(ck, FK_SEV_ERROR, "duplicate", v->path,
+		v->dup = ck_report(ck->rec, FK_SEV_ERROR, "duplicate", v->path,
 				   "another entry of this directory (slot %u) "
 				   "has the same name (names are compared "
 				   "ignoring case)",
@@ -560,7 +561,8 @@ static int report_names(struct fk_check *ck, struct dirctx *d,
 		if ((err = ck_plan_erase(ck, d->first, v->lfn_first,
 					 ent->slot - v->lfn_first)))
 			return err;
-		ck_set_fix(ck, v->dup, "this later entry's long name deleted");
+		ck_set_fix(ck->rec, v->dup,
+			   "this later entry's long name deleted");
 		v->long_name = NULL;
 		v->lfn_first = ent->slot;
 	}
@@ -570,7 +572,7 @@ static int report_names(struct fk_check *ck, struct dirctx *d,
 /* Plan the name @v's entry is given: a new short name, its own with the
  * no-8.3 flag cleared, or its long-name slots rewritten (re-attached, or
  * their reserved fields cleaned).  Nothing when none of those is due. */
-static int plan_name(struct fk_check *ck, struct dirctx *d,
+static int plan_name(struct fat_check *ck, struct dirctx *d,
 		     const struct verdict *v)
 {
 	const struct fk_dirent *ent = v->ent;
@@ -590,15 +592,15 @@ static int plan_name(struct fk_check *ck, struct dirctx *d,
 			return err;
 		fix.set_name = 1;
 		if (v->bad != NONE && nt && !long_name)
-			ck_set_fix(ck, v->bad,
+			ck_set_fix(ck->rec, v->bad,
 				   "stored in upper case with the NT "
 				   "lower-case flags (still shown as '%s')",
 				   shown);
 		else if (v->bad != NONE)
-			ck_set_fix(ck, v->bad, "renamed to '%s'%s", shown,
+			ck_set_fix(ck->rec, v->bad, "renamed to '%s'%s", shown,
 				   long_name ? " (its long name kept)" : "");
 		if (what & DUP_SHORT)
-			ck_set_fix(ck, v->dup,
+			ck_set_fix(ck->rec, v->dup,
 				   "this later entry renamed to '%s'%s%s",
 				   shown,
 				   long_name ? " (its long name kept)" : "",
@@ -606,14 +608,14 @@ static int plan_name(struct fk_check *ck, struct dirctx *d,
 					   ? ", its long name deleted"
 					   : "");
 		if (v->no83 != NONE)
-			ck_set_fix(ck, v->no83,
+			ck_set_fix(ck->rec, v->no83,
 				   "flag cleared with the new name");
 	} else if (v->no83 != NONE) {
 		/* Its short name is sound: it becomes the name. */
 		memcpy(raw, ent->raw, 11);
 		nt = (uint8_t)(ent->nt & ~FK_NT_NO_83);
 		fix.set_name = 1;
-		ck_set_fix(ck, v->no83, "flag cleared: it is named '%s'",
+		ck_set_fix(ck->rec, v->no83, "flag cleared: it is named '%s'",
 			   ent->short_name);
 	} else if ((long_name == NULL || long_name == ent->name) &&
 		   (v->rsvd == NONE || long_name == NULL)) {
@@ -638,7 +640,7 @@ static int plan_name(struct fk_check *ck, struct dirctx *d,
  * checksums rewritten for the new name; the data, times and attributes
  * stay.
  */
-int ck_check_names(struct fk_check *ck, struct dirctx *d,
+int ck_check_names(struct fat_check *ck, struct dirctx *d,
 		   const struct fk_dirent *ent, struct fk_diag *diag)
 {
 	struct verdict v = {0};
@@ -674,12 +676,12 @@ int ck_check_names(struct fk_check *ck, struct dirctx *d,
 
 /* Long-name slots before an entry that cannot have a long name ("." or
  * "..", a label): deleted, as other orphans are. */
-int ck_drop_reattach(struct fk_check *ck, struct dirctx *d)
+int ck_drop_reattach(struct fat_check *ck, struct dirctx *d)
 {
 	uint32_t n = d->reattach_n;
 
 	d->reattach_n = 0;
-	ck_set_fix(ck, d->reattach_find, "slot%s deleted", ck_plural(n));
+	ck_set_fix(ck->rec, d->reattach_find, "slot%s deleted", ck_plural(n));
 	return ck_plan_erase(ck, d->first, d->reattach_first, n);
 }
 
@@ -736,7 +738,7 @@ static void spell_group(struct spelling *sp, const struct fk_lfn_slot *v,
  * or the first few names of several sequences (each starts at a slot
  * holding a name's last piece); "" when nothing can be read.
  */
-static void spell_orphans(struct fk_check *ck, const struct dirctx *d,
+static void spell_orphans(struct fat_check *ck, const struct dirctx *d,
 			  uint32_t first, uint32_t n, char *out, size_t len)
 {
 	struct fk_lfn_slot v[FK_LFN_MAX_ORD], l;
@@ -778,7 +780,7 @@ static void spell_orphans(struct fk_check *ck, const struct dirctx *d,
  * but for a complete name whose only fault is its checksum, which
  * ck_check_names() re-attaches to the entry after it when it can.
  */
-void ck_report_orphans(struct fk_check *ck, struct dirctx *d)
+void ck_report_orphans(struct fat_check *ck, struct dirctx *d)
 {
 	static const char *const why[] = {
 		[FK_LFN_ORPHAN_FREE] = "a free slot follows",
@@ -799,7 +801,7 @@ void ck_report_orphans(struct fk_check *ck, struct dirctx *d)
 	else
 		snprintf(range, sizeof(range), " %u", first);
 	spell_orphans(ck, d, first, n, spelt, sizeof(spelt));
-	idx = ck_report(ck, FK_SEV_ERROR, "orphan-lfn", ck_path(ck),
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "orphan-lfn", ck_path(ck),
 			"long-name slot%s belong%s to no entry (%s)%s", range,
 			n > 1 ? "" : "s", why[d->orphan_why], spelt);
 	/*
@@ -815,9 +817,9 @@ void ck_report_orphans(struct fk_check *ck, struct dirctx *d)
 		d->sum_find = idx;
 		return;
 	}
-	ck_set_fix(ck, idx, "slot%s deleted", ck_plural(n));
+	ck_set_fix(ck->rec, idx, "slot%s deleted", ck_plural(n));
 	if (ck_plan_erase(ck, d->first, first, n))
-		ck->is_nomem = 1;
+		ck->rec->is_nomem = 1;
 }
 
 /* Long-name slots the directory iteration dropped; adjacent runs

@@ -23,15 +23,15 @@ int ck_note_names(struct dirctx *d, const struct fk_dirent *ent);
 
 /* Check @ent's names, and plan new ones where they are not valid or
  * taken.  Returns 0, -errno or FK_ECORRUPT (@diag says). */
-int ck_check_names(struct fk_check *ck, struct dirctx *d,
+int ck_check_names(struct fat_check *ck, struct dirctx *d,
 		   const struct fk_dirent *ent, struct fk_diag *diag);
 
 /* Delete the long-name slots before an entry that cannot have a long
  * name ("." or "..", a label).  Returns 0 or -ENOMEM. */
-int ck_drop_reattach(struct fk_check *ck, struct dirctx *d);
+int ck_drop_reattach(struct fat_check *ck, struct dirctx *d);
 
 /* Report the orphaned long-name slots of @d noted so far. */
-void ck_report_orphans(struct fk_check *ck, struct dirctx *d);
+void ck_report_orphans(struct fat_check *ck, struct dirctx *d);
 
 /* fk_dir_on_orphan()'s callback; @arg is the struct dirctx. */
 void ck_on_orphan(void *arg, uint32_t first, uint32_t n,

@@ -31,7 +31,7 @@
 
 /* Copy the runs of sectors where @dst differs from @src (the same range
  * of two FAT copies), so a sparse image stays sparse. */
-static int resync_range(struct fk_check *ck, const unsigned char *src,
+static int resync_range(struct fat_check *ck, const unsigned char *src,
 			const unsigned char *dst, uint64_t dst_off, size_t len)
 {
 	uint32_t sec_len = ck->g->sec_len;
@@ -55,7 +55,7 @@ static int resync_range(struct fk_check *ck, const unsigned char *src,
 }
 
 /* Run @r of the copies: the kept copy's sectors over the other's. */
-static int resync_run(struct fk_check *ck, const struct copy_run *r,
+static int resync_run(struct fat_check *ck, const struct copy_run *r,
 		      unsigned char *src, unsigned char *dst)
 {
 	const struct fk_geom *g = ck->g;
@@ -88,7 +88,7 @@ static int resync_run(struct fk_check *ck, const struct copy_run *r,
 /* Each run where the copies differ gets the kept copy's sectors in every
  * copy: the check read the FAT so, and the steps after this one read it
  * from the first copy, which then holds them. */
-static int repair_fat_copies(struct fk_check *ck)
+static int repair_fat_copies(struct fat_check *ck)
 {
 	unsigned char *src = NULL, *dst = NULL;
 	size_t i;
@@ -108,7 +108,7 @@ out:
 	return err;
 }
 
-static int repair_fat(struct fk_check *ck)
+static int repair_fat(struct fat_check *ck)
 {
 	size_t i;
 	int err;
@@ -136,7 +136,7 @@ static int repair_fat(struct fk_check *ck)
  * whose checksum alone is wrong, which the next run re-attaches.  Nothing
  * is written unless the slots still hold a long name and a short entry.
  */
-static int apply_name(struct fk_check *ck, const struct ent_fix *f)
+static int apply_name(struct fat_check *ck, const struct ent_fix *f)
 {
 	unsigned char e[FK_LFN_MAX_ORD + 1][FK_DIRENT_LEN];
 	uint64_t off[FK_LFN_MAX_ORD + 1];
@@ -194,7 +194,7 @@ static int apply_name(struct fk_check *ck, const struct ent_fix *f)
  * a crash can leave is a directory each reader reads whole, with fewer
  * entries hidden, which the next run finds again.
  */
-static int apply_unend(struct fk_check *ck, const struct ent_fix *f)
+static int apply_unend(struct fat_check *ck, const struct ent_fix *f)
 {
 	uint32_t per = ck->g->clus_len / FK_DIRENT_LEN, s, n, k, lo, hi;
 	unsigned char *buf = malloc(ck->g->clus_len);
@@ -238,7 +238,7 @@ static int apply_unend(struct fk_check *ck, const struct ent_fix *f)
  * unless the old last cluster still ends the chain and the new one is
  * still free.
  */
-static int apply_grow(struct fk_check *ck, const struct ent_fix *f)
+static int apply_grow(struct fat_check *ck, const struct ent_fix *f)
 {
 	unsigned char *zero;
 	uint32_t val;
@@ -265,7 +265,7 @@ static int apply_grow(struct fk_check *ck, const struct ent_fix *f)
 }
 
 /* Volume offsets of @n slots from @first of directory @dir_clus. */
-static int find_slots(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
+static int find_slots(struct fat_check *ck, uint32_t dir_clus, uint32_t first,
 		      uint32_t n, uint64_t *off)
 {
 	uint32_t s;
@@ -279,7 +279,7 @@ static int find_slots(struct fk_check *ck, uint32_t dir_clus, uint32_t first,
 }
 
 /* Write @n slots @e at @off, a run of slots adjacent on disk at a time. */
-static int write_slots(struct fk_check *ck, const uint64_t *off,
+static int write_slots(struct fat_check *ck, const uint64_t *off,
 		       unsigned char (*e)[FK_DIRENT_LEN], uint32_t n)
 {
 	uint32_t s, k;
@@ -312,7 +312,7 @@ static int write_slots(struct fk_check *ck, const uint64_t *off,
  * deletes.  Never neither copy.  Nothing is written unless the old slots
  * still hold an entry and the new ones are still free.
  */
-static int apply_move(struct fk_check *ck, const struct ent_fix *f)
+static int apply_move(struct fat_check *ck, const struct ent_fix *f)
 {
 	unsigned char e[FK_LFN_MAX_ORD + 1][FK_DIRENT_LEN];
 	unsigned char t[FK_DIRENT_LEN];
@@ -349,7 +349,7 @@ static int apply_move(struct fk_check *ck, const struct ent_fix *f)
 	return write_slots(ck, from, e, last);
 }
 
-static int apply_entry(struct fk_check *ck, const struct ent_fix *f)
+static int apply_entry(struct fat_check *ck, const struct ent_fix *f)
 {
 	unsigned char e[FK_DIRENT_LEN];
 	struct fk_dirent ent;
@@ -439,7 +439,7 @@ static int apply_phase(int op)
 	}
 }
 
-static int repair_entries(struct fk_check *ck)
+static int repair_entries(struct fat_check *ck)
 {
 	size_t i;
 	int err, phase;
@@ -452,7 +452,7 @@ static int repair_entries(struct fk_check *ck)
 	return 0;
 }
 
-static void count_freed(struct fk_check *ck, uint32_t clus, uint32_t n)
+static void count_freed(struct fat_check *ck, uint32_t clus, uint32_t n)
 {
 	ck->freed += n;
 	if (!ck->first_freed || clus < ck->first_freed)
@@ -460,7 +460,7 @@ static void count_freed(struct fk_check *ck, uint32_t clus, uint32_t n)
 }
 
 /* Free @nclus clusters of a chain from @first (a trimmed tail). */
-static int free_chain(struct fk_check *ck, uint32_t first, uint32_t nclus)
+static int free_chain(struct fat_check *ck, uint32_t first, uint32_t nclus)
 {
 	uint32_t clus = first, val, i;
 	int err;
@@ -477,7 +477,7 @@ static int free_chain(struct fk_check *ck, uint32_t first, uint32_t nclus)
 	return 0;
 }
 
-static int repair_free(struct fk_check *ck)
+static int repair_free(struct fat_check *ck)
 {
 	uint32_t clus, max = fk_clus_max(ck->g), run;
 	size_t i;
@@ -510,7 +510,7 @@ static int repair_free(struct fk_check *ck)
  * existed.  A crash before the last write leaves lost clusters, which the
  * next run saves again.
  */
-static int repair_salvage(struct fk_check *ck)
+static int repair_salvage(struct fat_check *ck)
 {
 	struct salvage *sv = &ck->sv;
 	int err;
@@ -538,7 +538,7 @@ static int repair_salvage(struct fk_check *ck)
 
 /* A missing FAT32 backup boot sector: the copy is written first, then the
  * boot sector that names it (BPB_BkBootSec, offset 50). */
-static int repair_new_backup(struct fk_check *ck)
+static int repair_new_backup(struct fat_check *ck)
 {
 	struct fk_volume *vol = ck->vol;
 	uint32_t sec = ck->fix_new_backup;
@@ -555,7 +555,7 @@ static int repair_new_backup(struct fk_check *ck)
 	return 0;
 }
 
-static int repair_boot(struct fk_check *ck)
+static int repair_boot(struct fat_check *ck)
 {
 	int err;
 
@@ -568,11 +568,11 @@ static int repair_boot(struct fk_check *ck)
 			       ck->fix_label ? ck->label : NULL, 1);
 }
 
-static int repair_fsinfo(struct fk_check *ck)
+static int repair_fsinfo(struct fat_check *ck)
 {
 	uint32_t used =
 		ck->sv.nsaved ? ck->sv.nfree - fk_alloc_nfree(ck->sv.alloc) : 0;
-	uint32_t nfree = ck->st.free_clus + ck->freed - used - ck->grown;
+	uint32_t nfree = ck->st->free_clus + ck->freed - used - ck->grown;
 	uint32_t hint = ck->fsi.next_free;
 
 	if (!ck->fsi.is_present ||
@@ -592,7 +592,7 @@ static int repair_fsinfo(struct fk_check *ck)
 }
 
 /* The FAT family's repair steps, in write order. */
-static int repair_fat_family(struct fk_check *ck)
+static int repair_fat_family(struct fat_check *ck)
 {
 	int err;
 

@@ -22,7 +22,6 @@
 /* The engine reaches the FAT checker only through this table, which
  * fk_fat_family (fat-family.c) holds. */
 const struct fk_check_family fk_check_fat_family = {
-	.ck_size = sizeof(struct fk_check),
 	.new_state = ck_fat_new_state,
 	.free_state = ck_fat_free_state,
 	.run = ck_fat_run,
@@ -31,26 +30,31 @@ const struct fk_check_family fk_check_fat_family = {
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* The FAT checker's state is the rest of @ck (check-int.h). */
-int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
+/* The FAT checker's own state (check-int.h), recording into @rec. */
+int ck_fat_new_state(struct fk_check *rec, struct fk_volume *vol,
 		     const struct fk_check_opts *opts, void **state)
 {
-	size_t map_len;
+	struct fat_check *ck = calloc(1, sizeof(*ck));
 	uint32_t top;
 
-	/* Whole 64-bit words, for the lost-cluster count. */
-	map_len = (((size_t)fk_clus_max(&vol->g) + 32) / 32) * 8;
+	if (!ck)
+		return -ENOMEM;
+	ck->rec = rec;
+	ck->st = ck_stats(rec);
+	ck->vol = vol;
+	ck->o = *opts;
+
 	top = fk_clus_max(&vol->g);
 	ck->g = &vol->g;
 	if (top >= fk_fat_bad(&vol->g)) /* never on a volume mkfs makes */
 		top = fk_fat_bad(&vol->g) - 1;
 	ck->nlink = top - FK_FIRST_CLUS + 1;
-	ck->map = calloc(map_len, 1);
 	ck->diffs = calloc(vol->g.nfats, sizeof(*ck->diffs));
 	ck->path = calloc(1, 64);
 	ck->path_cap = 64;
 	fk_dir_stamp(&ck->stamp, opts->now, 0);
-	if (!ck->map || !ck->diffs || !ck->path) {
+	if (!ck->diffs || !ck->path ||
+	    fk_own_init(&ck->map, fk_clus_max(&vol->g), 1)) {
 		ck_fat_free_state(ck);
 		return -ENOMEM;
 	}
@@ -60,7 +64,7 @@ int ck_fat_new_state(struct fk_check *ck, struct fk_volume *vol,
 
 void ck_fat_free_state(void *state)
 {
-	struct fk_check *ck = state;
+	struct fat_check *ck = state;
 	size_t i;
 
 	for (i = 0; i < ck->tails.n; i++)
@@ -84,15 +88,16 @@ void ck_fat_free_state(void *state)
 	ck_salvage_free(ck);
 	fk_alloc_close(ck->alloc);
 	free(ck->path);
-	free(ck->map);
+	fk_own_free(&ck->map);
 	free(ck->linked);
 	free(ck->diffs);
+	free(ck);
 }
 
 /* ---- the whole check ---------------------------------------------------- */
 
 /* The FAT family's phases, in order. */
-static int run_fat(struct fk_check *ck, struct fk_diag *diag)
+static int run_fat(struct fat_check *ck, struct fk_diag *diag)
 {
 	int err;
 
@@ -104,7 +109,7 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
 	if ((err = ck_check_boot(ck)) || (err = ck_scan_fats(ck)) ||
 	    (err = ck_check_fsinfo(ck)))
 		return err;
-	ck_progress(ck, "files", 0, ck->st.used_clus);
+	ck_progress(ck->rec, "files", 0, ck->st->used_clus);
 	if ((err = ck_walk_root(ck, diag)) || (err = ck_walk_tails(ck)))
 		return err;
 	ck_check_label(ck);
@@ -119,7 +124,7 @@ static int run_fat(struct fk_check *ck, struct fk_diag *diag)
  * may reach the volume through @ck (a caller may close it first). */
 int ck_fat_run(void *state, struct fk_diag *diag)
 {
-	struct fk_check *ck = state;
+	struct fat_check *ck = state;
 	int err = run_fat(ck, diag);
 
 	ck_unpatch(ck);

@@ -31,7 +31,7 @@
 #define FOUND_MAX 1000	/* FOUND.000 to FOUND.999 */
 #define CHK_MAX	  10000 /* FILE0000.CHK to FILE9999.CHK */
 
-void ck_salvage_free(struct fk_check *ck)
+void ck_salvage_free(struct fat_check *ck)
 {
 	struct salvage *sv = &ck->sv;
 
@@ -43,7 +43,7 @@ void ck_salvage_free(struct fk_check *ck)
 }
 
 /* Is the directory at @clus one the walk did not reach (lost itself)? */
-static int is_lost_dir(const struct fk_check *ck, uint32_t clus)
+static int is_lost_dir(const struct fat_check *ck, uint32_t clus)
 {
 	return !fk_clus_valid(ck->g, clus) || get_cs(ck, clus) != CS_FREE;
 }
@@ -54,15 +54,15 @@ static int is_lost_dir(const struct fk_check *ck, uint32_t clus)
  * the repair may change it (a "." created where a file would go, a chain
  * cut), and the plan reads it as it is now.
  */
-static int may_use(const struct fk_check *ck, const struct fk_dirent *ent)
+static int may_use(const struct fat_check *ck, const struct fk_dirent *ent)
 {
 	size_t i, len = strlen(ent->name);
 
 	if (!(ent->attr & FK_ATTR_DIR) || fk_attr_is_label(ent->attr) ||
 	    is_lost_dir(ck, ent->first_clus))
 		return 0;
-	for (i = 0; i < ck->finds.n; i++) {
-		const char *p = ck->finds.v[i].path;
+	for (i = 0; i < ck->rec->finds.n; i++) {
+		const char *p = ck->rec->finds.v[i].path;
 
 		if (p && p[0] == '/' && !strncasecmp(p + 1, ent->name, len) &&
 		    (p[len + 1] == '\0' || p[len + 1] == '/'))
@@ -72,7 +72,7 @@ static int may_use(const struct fk_check *ck, const struct fk_dirent *ent)
 }
 
 /* Open /FOUND.nnn (@name), the first that is a directory or free. */
-static int open_found(struct fk_check *ck, char *name, size_t len,
+static int open_found(struct fat_check *ck, char *name, size_t len,
 		      struct fk_diag *diag)
 {
 	struct salvage *sv = &ck->sv;
@@ -112,7 +112,7 @@ static int open_found(struct fk_check *ck, char *name, size_t len,
 
 /* Plan a file for each lost chain while there is room; *@first and
  * *@last: the numbers of the first and last file. */
-static int plan_files(struct fk_check *ck, uint32_t *first, uint32_t *last,
+static int plan_files(struct fat_check *ck, uint32_t *first, uint32_t *last,
 		      struct fk_diag *diag)
 {
 	struct salvage *sv = &ck->sv;
@@ -152,7 +152,7 @@ static int plan_files(struct fk_check *ck, uint32_t *first, uint32_t *last,
 }
 
 /* A saved chain ends in end-of-chain, and is no longer to be freed. */
-static int keep_chain(struct fk_check *ck, const struct lost_chain *lc)
+static int keep_chain(struct fat_check *ck, const struct lost_chain *lc)
 {
 	uint32_t clus = lc->head, val, i;
 	int err;
@@ -171,7 +171,7 @@ static int keep_chain(struct fk_check *ck, const struct lost_chain *lc)
 	return 0;
 }
 
-int ck_plan_salvage(struct fk_check *ck, size_t idx)
+int ck_plan_salvage(struct fat_check *ck, size_t idx)
 {
 	struct salvage *sv = &ck->sv;
 	struct fk_diag diag = {0};
@@ -203,17 +203,19 @@ int ck_plan_salvage(struct fk_check *ck, size_t idx)
 		if (ck->lost.v[i].is_saved &&
 		    (err = keep_chain(ck, &ck->lost.v[i])))
 			return err;
-	left = ck->st.lost_chains - sv->nsaved;
+	left = ck->st->lost_chains - sv->nsaved;
 	if (!sv->nsaved)
-		ck_set_fix(ck, idx, "freed, not saved: %s",
+		ck_set_fix(ck->rec, idx, "freed, not saved: %s",
 			   why[0] ? why : "no chain fits in a file");
 	else if (!left && last > first)
-		ck_set_fix(ck, idx, "saved as /%s/FILE%04u.CHK to FILE%04u.CHK",
-			   found, first, last);
+		ck_set_fix(ck->rec, idx,
+			   "saved as /%s/FILE%04u.CHK to FILE%04u.CHK", found,
+			   first, last);
 	else if (!left)
-		ck_set_fix(ck, idx, "saved as /%s/FILE%04u.CHK", found, first);
+		ck_set_fix(ck->rec, idx, "saved as /%s/FILE%04u.CHK", found,
+			   first);
 	else
-		ck_set_fix(ck, idx,
+		ck_set_fix(ck->rec, idx,
 			   "%u saved in /%s from FILE%04u.CHK, %u freed (%s)",
 			   sv->nsaved, found, first, left,
 			   why[0] ? why : "too long for one file");

@@ -25,18 +25,18 @@
 
 /* ---- directory tree ------------------------------------------------------ */
 
-static int walk_dir(struct fk_check *ck, struct dirctx *d,
+static int walk_dir(struct fat_check *ck, struct dirctx *d,
 		    struct fk_diag *diag);
 
 static void visit(struct dirctx *d, uint32_t nclus)
 {
-	struct fk_check *ck = d->ck;
+	struct fat_check *ck = d->ck;
 
 	if (ck->o.visit)
 		ck->o.visit(ck->o.arg, ck_ent_path(d), ck_named(d), nclus);
 }
 
-static int walk_file(struct fk_check *ck, struct dirctx *d,
+static int walk_file(struct fat_check *ck, struct dirctx *d,
 		     const struct fk_dirent *ent)
 {
 	uint32_t clus_len = ck->g->clus_len;
@@ -48,16 +48,17 @@ static int walk_file(struct fk_check *ck, struct dirctx *d,
 
 	struct entry_ref who = {d->run, ent->slot};
 
-	ck->st.files++;
+	ck->st->files++;
 	if (!ent->first_clus) {
 		visit(d, 0);
 		if (!ent->size)
 			return 0;
 		ck_entry_set(&fix, d, ent);
-		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_ent_path(d),
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "short-chain",
+				ck_ent_path(d),
 				"file size is %u bytes but it has no clusters",
 				(uint32_t)ent->size);
-		ck_set_fix(ck, idx, "size set to 0");
+		ck_set_fix(ck->rec, idx, "size set to 0");
 		fix.set_size = 1;
 		return ck_plan_entry(ck, &fix);
 	}
@@ -88,26 +89,26 @@ static int walk_file(struct fk_check *ck, struct dirctx *d,
 	if ((err = ck_chain_problem(ck, &c, 0, ck_ent_path(d), "", &idx)))
 		return err;
 	if (!c.nclus) {
-		ck_set_fix(ck, idx, "first cluster set to 0");
+		ck_set_fix(ck->rec, idx, "first cluster set to 0");
 		fix.set_first = 1;
 	}
 	if (c.nclus < need) {
-		idx = ck_report(ck, FK_SEV_ERROR, "short-chain", ck_ent_path(d),
-				"file size is %u bytes but its chain holds %u "
-				"cluster%s (%llu bytes)",
-				(uint32_t)ent->size, c.nclus,
-				ck_plural(c.nclus),
-				(unsigned long long)c.nclus * clus_len);
+		idx = ck_report(
+			ck->rec, FK_SEV_ERROR, "short-chain", ck_ent_path(d),
+			"file size is %u bytes but its chain holds %u "
+			"cluster%s (%llu bytes)",
+			(uint32_t)ent->size, c.nclus, ck_plural(c.nclus),
+			(unsigned long long)c.nclus * clus_len);
 		fix.set_size = 1;
 		fix.size = c.nclus * clus_len;
-		ck_set_fix(ck, idx, "size set to %u", fix.size);
+		ck_set_fix(ck->rec, idx, "size set to %u", fix.size);
 	}
 	if (fix.set_first || fix.set_size)
 		return ck_plan_entry(ck, &fix);
 	return 0;
 }
 
-static int walk_subdir(struct fk_check *ck, struct dirctx *d,
+static int walk_subdir(struct fat_check *ck, struct dirctx *d,
 		       const struct fk_dirent *ent, struct fk_diag *diag)
 {
 	struct entry_ref who = {d->run, ent->slot};
@@ -118,14 +119,14 @@ static int walk_subdir(struct fk_check *ck, struct dirctx *d,
 	size_t idx;
 	int err;
 
-	ck->st.dirs++;
+	ck->st->dirs++;
 	path = ck_ent_path(d); /* the path of every entry under it */
 	if (ent->size) {
-		idx = ck_report(ck, FK_SEV_ERROR, "dir-size", path,
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "dir-size", path,
 				"directory has a size (%u bytes); "
 				"directories must have 0",
 				(uint32_t)ent->size);
-		ck_set_fix(ck, idx, "size set to 0");
+		ck_set_fix(ck->rec, idx, "size set to 0");
 		ck_entry_set(&fix, d, ent);
 		fix.set_size = 1;
 		if ((err = ck_plan_entry(ck, &fix)))
@@ -133,10 +134,10 @@ static int walk_subdir(struct fk_check *ck, struct dirctx *d,
 	}
 	if (!ent->first_clus) {
 		visit(d, 0);
-		idx = ck_report(ck, FK_SEV_ERROR, "bad-start", path,
+		idx = ck_report(ck->rec, FK_SEV_ERROR, "bad-start", path,
 				"directory entry has first cluster 0, which "
 				"means the root");
-		ck_set_fix(ck, idx, "entry removed");
+		ck_set_fix(ck->rec, idx, "entry removed");
 		return ck_plan_delete(ck, d, ent);
 	}
 	if ((err = ck_claim(ck, ent->first_clus, UINT32_MAX, &who, NULL, &c)))
@@ -145,7 +146,7 @@ static int walk_subdir(struct fk_check *ck, struct dirctx *d,
 	if ((err = ck_chain_problem(ck, &c, 1, path, "directory ", &idx)))
 		return err;
 	if (!c.nclus) {
-		ck_set_fix(ck, idx, "entry removed");
+		ck_set_fix(ck->rec, idx, "entry removed");
 		return ck_plan_delete(ck, d, ent);
 	}
 	if (d->depth + 1 > FK_CHECK_MAX_DEPTH) {
@@ -175,7 +176,7 @@ static int walk_subdir(struct fk_check *ck, struct dirctx *d,
  * over it: it is only noted here, and claimed after the whole visible
  * tree (walk_hidden()).  Returns the finding's index.
  */
-static size_t hidden_entry(struct fk_check *ck, struct dirctx *d,
+static size_t hidden_entry(struct fat_check *ck, struct dirctx *d,
 			   const struct fk_dirent *ent, uint32_t end_slot)
 {
 	const char *what = ck_is_label(ent)	       ? "volume label"
@@ -183,12 +184,12 @@ static size_t hidden_entry(struct fk_check *ck, struct dirctx *d,
 						       : "file";
 	size_t idx;
 
-	idx = ck_report(ck, FK_SEV_ERROR, "hidden-entry", ck_ent_path(d),
+	idx = ck_report(ck->rec, FK_SEV_ERROR, "hidden-entry", ck_ent_path(d),
 			"%s '%s' (slot %u) lies past the directory's end "
 			"marker (slot %u): Linux and fsck.fat see it, Windows "
 			"and mtools do not",
 			what, ent->name, ent->slot, end_slot);
-	ck_set_fix(ck, idx,
+	ck_set_fix(ck->rec, idx,
 		   "made visible: the end markers before it became deleted "
 		   "slots");
 	d->hidden_end = ent->slot + 1;
@@ -196,7 +197,7 @@ static size_t hidden_entry(struct fk_check *ck, struct dirctx *d,
 }
 
 /* Keep @d's hidden entry @ent for walk_hidden(), after the visible tree. */
-static int defer_hidden(struct fk_check *ck, struct dirctx *d, size_t finding)
+static int defer_hidden(struct fat_check *ck, struct dirctx *d, size_t finding)
 {
 	struct hidden_ent h;
 
@@ -219,7 +220,7 @@ static int defer_hidden(struct fk_check *ck, struct dirctx *d, size_t finding)
 
 /* The end markers before the entries read past the first of them become
  * deleted slots (see hidden_entry()). */
-static int plan_unend(struct fk_check *ck, const struct dirctx *d,
+static int plan_unend(struct fat_check *ck, const struct dirctx *d,
 		      uint32_t end_slot)
 {
 	struct ent_fix f;
@@ -240,7 +241,7 @@ static int plan_unend(struct fk_check *ck, const struct dirctx *d,
 static int mark_linked_to(void *arg, uint32_t first, const uint32_t *vals,
 			  uint32_t n)
 {
-	struct fk_check *ck = arg;
+	struct fat_check *ck = arg;
 	uint32_t i;
 
 	for (i = first < FK_FIRST_CLUS ? FK_FIRST_CLUS - first : 0; i < n; i++)
@@ -254,7 +255,7 @@ static int mark_linked_to(void *arg, uint32_t first, const uint32_t *vals,
  * at its head?  The active FAT is scanned once, the first time it is
  * asked (only a damaged volume asks), into a bit per cluster.
  */
-static int is_linked_to(struct fk_check *ck, uint32_t clus)
+static int is_linked_to(struct fat_check *ck, uint32_t clus)
 {
 	int err;
 
@@ -271,7 +272,7 @@ static int is_linked_to(struct fk_check *ck, uint32_t clus)
 }
 
 /* Do @ent's clusters begin a chain in the FAT (1), or has it none? */
-static int owns_clusters(struct fk_check *ck, const struct fk_dirent *ent)
+static int owns_clusters(struct fat_check *ck, const struct fk_dirent *ent)
 {
 	enum fk_ent_class cls;
 	uint32_t val;
@@ -293,7 +294,7 @@ static int owns_clusters(struct fk_check *ck, const struct fk_dirent *ent)
  * leading dot is not enough, as it is for ck_check_dot().  One that cannot
  * be read is left to the walk (1).
  */
-static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
+static int begins_as_dir(struct fat_check *ck, const struct dirctx *d,
 			 uint32_t first)
 {
 	unsigned char e[FK_DIRENT_LEN];
@@ -345,7 +346,7 @@ static int begins_as_dir(struct fk_check *ck, const struct dirctx *d,
  *   cross-link then leaves it empty (its first cluster set to 0), the
  *   other entry whole.
  */
-static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
+static int retype(struct fat_check *ck, struct dirctx *d, struct fk_dirent *ent,
 		  int is_hidden)
 {
 	int is_sub_label = ck_is_label(ent) && !d->is_root;
@@ -365,22 +366,23 @@ static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
 	     (r = is_linked_to(ck, ent->first_clus))))
 		return r < 0 ? r : 0; /* another entry's: it owns none */
 	if (is_sub_label) {
-		idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ck_ent_path(d),
+		idx = ck_report(ck->rec, FK_SEV_WARNING, "sub-label",
+				ck_ent_path(d),
 				"a volume label entry in a subdirectory (only "
 				"the root directory holds the label) that owns "
 				"clusters");
-		ck_set_fix(ck, idx, "volume bit cleared: a file of them");
+		ck_set_fix(ck->rec, idx, "volume bit cleared: a file of them");
 	} else {
 		if ((r = begins_as_dir(ck, d, ent->first_clus)))
 			return r < 0 ? r : 0;
 		idx = ck_report(
-			ck, FK_SEV_ERROR, "not-dir", ck_ent_path(d),
+			ck->rec, FK_SEV_ERROR, "not-dir", ck_ent_path(d),
 			"attribute byte 0x%02x says directory, but it "
 			"has a size (%u bytes), as only files have, and "
 			"its first cluster does not begin with '.' and "
 			"'..': a file's data",
 			ent->attr, (uint32_t)ent->size);
-		ck_set_fix(ck, idx, "directory bit cleared: a file again");
+		ck_set_fix(ck->rec, idx, "directory bit cleared: a file again");
 	}
 	ent->attr &= (uint8_t) ~(FK_ATTR_DIR | FK_ATTR_VOLUME);
 	ck_entry_set(&fix, d, ent);
@@ -392,18 +394,19 @@ static int retype(struct fk_check *ck, struct dirctx *d, struct fk_dirent *ent,
 /* A volume label in a subdirectory that owns no clusters (retype() made
  * the others files): deleted, as nothing is lost with it.  One past the
  * end marker is deleted by walk_hidden(), not made visible. */
-static int drop_label(struct fk_check *ck, struct dirctx *d,
+static int drop_label(struct fat_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent)
 {
-	size_t idx = ck_report(ck, FK_SEV_WARNING, "sub-label", ck_ent_path(d),
-			       "a volume label entry in a subdirectory (only "
-			       "the root directory holds the label)");
+	size_t idx =
+		ck_report(ck->rec, FK_SEV_WARNING, "sub-label", ck_ent_path(d),
+			  "a volume label entry in a subdirectory (only "
+			  "the root directory holds the label)");
 
-	ck_set_fix(ck, idx, "entry deleted");
+	ck_set_fix(ck->rec, idx, "entry deleted");
 	return ck_plan_delete(ck, d, ent);
 }
 
-static int walk_entry(struct fk_check *ck, struct dirctx *d,
+static int walk_entry(struct fat_check *ck, struct dirctx *d,
 		      const struct fk_dirent *ent,
 		      const struct fk_dir_stats *st, struct fk_diag *diag)
 {
@@ -447,7 +450,7 @@ static int walk_entry(struct fk_check *ck, struct dirctx *d,
 }
 
 /* Does the directory at @first begin as one: a "." naming @first? */
-static int is_real_dir(struct fk_check *ck, uint32_t first)
+static int is_real_dir(struct fat_check *ck, uint32_t first)
 {
 	unsigned char e[FK_DIRENT_LEN];
 	struct fk_dirent dot;
@@ -469,7 +472,7 @@ static int is_real_dir(struct fk_check *ck, uint32_t first)
  * and its clusters left alone, lost clusters unless another entry has
  * them.
  */
-static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
+static int walk_hidden(struct fat_check *ck, struct hidden_ent *h,
 		       struct fk_diag *diag)
 {
 	struct fk_dirent *ent = &h->ent;
@@ -518,7 +521,7 @@ static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
 			why = "it has no '.' entry: not a directory";
 	}
 	if (!ok) {
-		ck_set_fix(ck, h->finding,
+		ck_set_fix(ck->rec, h->finding,
 			   "deleted, not made visible (%s); its clusters were "
 			   "left alone: those no other entry holds are lost "
 			   "clusters, freed, or saved by --salvage",
@@ -534,7 +537,7 @@ static int walk_hidden(struct fk_check *ck, struct hidden_ent *h,
 }
 
 /* After the entries: what the directory as a whole showed. */
-static int dir_after(struct fk_check *ck, struct dirctx *d,
+static int dir_after(struct fat_check *ck, struct dirctx *d,
 		     const struct fk_dir_stats *st)
 {
 	int err;
@@ -553,7 +556,8 @@ static int dir_after(struct fk_check *ck, struct dirctx *d,
 	return 0;
 }
 
-static int walk_dir(struct fk_check *ck, struct dirctx *d, struct fk_diag *diag)
+static int walk_dir(struct fat_check *ck, struct dirctx *d,
+		    struct fk_diag *diag)
 {
 	struct fk_dirent *ent = malloc(sizeof(*ent));
 	struct fk_dir *dir = NULL;
@@ -619,7 +623,7 @@ out:
 }
 
 /* The FAT32 root is a chain like any other; FAT12/16 have a fixed area. */
-int ck_walk_root(struct fk_check *ck, struct fk_diag *diag)
+int ck_walk_root(struct fat_check *ck, struct fk_diag *diag)
 {
 	static const struct entry_ref root_self = {NO_DIR, 0};
 	uint32_t root = fk_dir_resolve(ck->vol, 0);

@@ -6,9 +6,9 @@
  * its repair in check-repair.c, its order in check-run.c), or the exFAT
  * one (check-exfat.c).  A family owns its state; findings (struct
  * fk_finding) and statistics (struct fk_check_stats) are the shared
- * currency fatcheck.c prints and turns into JSON, kept in the record
- * every struct fk_check begins with and recorded only through the
- * functions of findings.h.
+ * currency fatcheck.c prints and turns into JSON, kept in struct
+ * fk_check, the one record both families' states point at, and recorded
+ * only through the functions of findings.h.
  */
 #ifndef FATKIT_CHECK_FAMILY_H
 #define FATKIT_CHECK_FAMILY_H
@@ -21,11 +21,8 @@
 struct fk_diag;
 
 struct fk_check_family {
-	/* Bytes of the struct fk_check it records into: a struct
-	   ck_record, or a struct that begins with one (findings.h). */
-	size_t ck_size;
-	/* Set up @state for @vol, recording findings into @ck; 0 or
-	   -ENOMEM. */
+	/* Set up @state (the family's own) for @vol, recording findings
+	   into @ck (findings.h); 0 or -ENOMEM. */
 	int (*new_state)(struct fk_check *ck, struct fk_volume *vol,
 			 const struct fk_check_opts *opts, void **state);
 	void (*free_state)(void *state);

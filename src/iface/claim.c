@@ -60,7 +60,7 @@ int fk_claim_report(struct fk_check *ck, const struct fk_claim_ops *ops,
 		    void *arg, const struct fk_claim *c, const char *path,
 		    const char *what, size_t *idx)
 {
-	uint32_t max = fk_clus_max(&ck_rec(ck)->vol->g);
+	uint32_t max = fk_clus_max(&ck->vol->g);
 	const char *code = cut_code[c->why];
 
 	*idx = NONE;

@@ -1,10 +1,11 @@
 /*
- * claim.h: what the two checkers' claims of cluster chains share.  Each
- * checker claims a chain's clusters in its own ownership map (FAT's two
- * bits per cluster, built by its FAT scan; exFAT's one bit, laid out as
- * its allocation bitmap, which it is compared with), but a claim ends
- * for the same reasons in both, one enum, and a cut is reported and the
- * chain's end planned in one place (claim.c), from one message table.
+ * claim.h: what the two checkers' claims of cluster chains share.  Both
+ * claim a chain's clusters in one ownership map (ownmap.h: a bit per
+ * cluster laid out as exFAT's allocation bitmap, which that checker
+ * compares it with, and for FAT a second plane, filled by its FAT scan);
+ * a claim ends for the same reasons in both, one enum, and a cut is
+ * reported and the chain's end planned in one place (claim.c), from one
+ * message table.
  */
 #ifndef FATKIT_CLAIM_H
 #define FATKIT_CLAIM_H
@@ -34,7 +35,7 @@ enum fk_cut {
 /*
  * Where one claim got to, and why it stopped there.  The fields are
  * spelt once, here, for struct fk_claim and for a family's claim record
- * that begins with a union of the two (as struct ck_record does), so
+ * that begins with a union of the two, so
  * that its code reads c->why while claim.c takes &c->cl.
  */
 #define FK_CLAIM_FIELDS                                                        \

@@ -1,7 +1,7 @@
 /*
- * findings.c: what every family's checker records, kept in the record a
- * struct fk_check begins with (findings.h): the findings, what the
- * repair does about each, the files they name, the counts and progress.
+ * findings.c: what every family's checker records, kept in struct
+ * fk_check (findings.h): the findings, what the repair does about each,
+ * the files they name, the counts and progress.
  * The engine (engine/check.c) hands them to the programs.
  */
 #include "iface/findings.h"
@@ -57,18 +57,17 @@ static char *vformat(const char *fmt, va_list ap)
 size_t ck_report(struct fk_check *ck, enum fk_sev sev, const char *code,
 		 const char *path, const char *fmt, ...)
 {
-	struct ck_record *r = ck_rec(ck);
 	struct fk_finding f;
 	va_list ap;
 
 	if (sev == FK_SEV_ERROR)
-		r->st.errors++;
+		ck->st.errors++;
 	else if (sev == FK_SEV_WARNING)
-		r->st.warnings++;
+		ck->st.warnings++;
 	else
-		r->st.notes++;
-	if (r->finds.n >= FK_CHECK_MAX_FINDINGS) {
-		r->st.unlisted++;
+		ck->st.notes++;
+	if (ck->finds.n >= FK_CHECK_MAX_FINDINGS) {
+		ck->st.unlisted++;
 		return NONE;
 	}
 	memset(&f, 0, sizeof(f));
@@ -78,49 +77,47 @@ size_t ck_report(struct fk_check *ck, enum fk_sev sev, const char *code,
 	f.msg = vformat(fmt, ap);
 	va_end(ap);
 	f.path = path ? strdup(path) : NULL;
-	if (!f.msg || (path && !f.path) || push(&r->finds, &f)) {
+	if (!f.msg || (path && !f.path) || push(&ck->finds, &f)) {
 		free(f.msg);
 		free(f.path);
-		r->is_nomem = 1;
-		r->st.unlisted++;
+		ck->is_nomem = 1;
+		ck->st.unlisted++;
 		return NONE;
 	}
-	return r->finds.n - 1;
+	return ck->finds.n - 1;
 }
 
 /* Say what the repair will do about finding @idx (which may be NONE). */
 void ck_set_fix(struct fk_check *ck, size_t idx, const char *fmt, ...)
 {
-	struct ck_record *r = ck_rec(ck);
 	va_list ap;
 
-	r->st.has_repairs = 1;
+	ck->st.has_repairs = 1;
 	if (idx == NONE)
 		return;
 	va_start(ap, fmt);
-	free(r->finds.v[idx].fix);
-	if (!(r->finds.v[idx].fix = vformat(fmt, ap)))
-		r->is_nomem = 1;
+	free(ck->finds.v[idx].fix);
+	if (!(ck->finds.v[idx].fix = vformat(fmt, ap)))
+		ck->is_nomem = 1;
 	va_end(ap);
 }
 
 void ck_append_msg(struct fk_check *ck, size_t idx, const char *fmt, ...)
 {
-	struct ck_record *r = ck_rec(ck);
 	struct fk_finding *f;
 	va_list ap;
 	char *more, *msg;
 
 	if (idx == NONE)
 		return;
-	f = &r->finds.v[idx];
+	f = &ck->finds.v[idx];
 	va_start(ap, fmt);
 	more = vformat(fmt, ap);
 	va_end(ap);
 	msg = more ? ck_format("%s%s", f->msg, more) : NULL;
 	free(more);
 	if (!msg) {
-		r->is_nomem = 1;
+		ck->is_nomem = 1;
 		return;
 	}
 	free(f->msg);
@@ -129,18 +126,17 @@ void ck_append_msg(struct fk_check *ck, size_t idx, const char *fmt, ...)
 
 void ck_add_path(struct fk_check *ck, size_t idx, const char *path)
 {
-	struct ck_record *r = ck_rec(ck);
 	struct fk_finding *f;
 	char **v, *dup;
 
 	if (idx == NONE)
 		return;
-	f = &r->finds.v[idx];
+	f = &ck->finds.v[idx];
 	dup = strdup(path);
 	v = dup ? realloc(f->paths, (f->npaths + 1) * sizeof(*v)) : NULL;
 	if (!v) {
 		free(dup);
-		r->is_nomem = 1;
+		ck->is_nomem = 1;
 		return;
 	}
 	v[f->npaths++] = dup;
@@ -160,24 +156,22 @@ char *ck_format(const char *fmt, ...)
 
 struct fk_check_stats *ck_stats(struct fk_check *ck)
 {
-	struct ck_record *r = ck_rec(ck);
-	return &r->st;
+	return &ck->st;
 }
 
 void ck_progress(struct fk_check *ck, const char *phase, uint64_t done,
 		 uint64_t total)
 {
-	struct ck_record *r = ck_rec(ck);
-	if (r->o.progress)
-		r->o.progress(r->o.arg, phase, done, total);
+	if (ck->o.progress)
+		ck->o.progress(ck->o.arg, phase, done, total);
 }
 
-void ck_findings_free(struct ck_record *r)
+void ck_findings_free(struct fk_check *ck)
 {
 	size_t i;
 
-	for (i = 0; i < r->finds.n; i++) {
-		struct fk_finding *f = &r->finds.v[i];
+	for (i = 0; i < ck->finds.n; i++) {
+		struct fk_finding *f = &ck->finds.v[i];
 
 		while (f->npaths)
 			free(f->paths[--f->npaths]);
@@ -186,5 +180,5 @@ void ck_findings_free(struct ck_record *r)
 		free(f->msg);
 		free(f->fix);
 	}
-	free(r->finds.v);
+	free(ck->finds.v);
 }

@@ -84,36 +84,22 @@ struct ck_finding_list {
 };
 
 /*
- * What every check keeps, whichever family's checker runs it.  A struct
- * fk_check begins with it: the engine allocates the family's
- * fk_check_family.ck_size bytes, the record alone (exFAT, whose state is
- * its own) or the FAT checker's struct fk_check (fat/check-int.h), whose
- * first member is a union of this record and the same fields unnamed, so
- * that the FAT phases read them as ck->st, ck->o.
+ * What every check keeps, whichever family's checker runs it: the
+ * findings, the counts, the options and the progress hook.  The engine
+ * allocates it (fk_check_new()) and hands it to the family's new_state(),
+ * whose state (@fam_state: the FAT checker's struct fat_check,
+ * fat/check-int.h; exFAT's struct fk_exfat_check) points back at it and
+ * records into it only through the functions below.
  */
-#define CK_RECORD_FIELDS                                                       \
-	const struct fk_check_family *fam; /* chosen by fk_check_new() */      \
-	void *fam_state;                                                       \
-	struct fk_volume *vol;                                                 \
-	struct fk_check_opts o;                                                \
-	struct fk_check_stats st;                                              \
-	int is_nomem; /* a finding could not be kept for want of memory */     \
+struct fk_check {
+	const struct fk_check_family *fam; /* chosen by fk_check_new() */
+	void *fam_state;
+	struct fk_volume *vol;
+	struct fk_check_opts o;
+	struct fk_check_stats st;
+	int is_nomem; /* a finding could not be kept for want of memory */
 	struct ck_finding_list finds;
-
-struct ck_record {
-	CK_RECORD_FIELDS
 };
-
-/* The record @ck begins with. */
-static inline struct ck_record *ck_rec(struct fk_check *ck)
-{
-	return (struct ck_record *)(void *)ck;
-}
-
-static inline const struct ck_record *ck_rec_const(const struct fk_check *ck)
-{
-	return (const struct ck_record *)(const void *)ck;
-}
 
 /* "s" for a plural count. */
 const char *ck_plural(uint64_t n);
@@ -151,7 +137,7 @@ struct fk_check_stats *ck_stats(struct fk_check *ck);
 void ck_progress(struct fk_check *ck, const char *phase, uint64_t done,
 		 uint64_t total);
 
-/* Free the findings @r keeps. */
-void ck_findings_free(struct ck_record *r);
+/* Free the findings @ck keeps. */
+void ck_findings_free(struct fk_check *ck);
 
 #endif

@@ -40,6 +40,7 @@ int main(void)
 	suite_vec();
 	suite_exfat();
 	suite_exfat_slots();
+	suite_ownmap();
 	printf("1..%d\n%d passed, %d failed\n", passed + failed, passed,
 	       failed);
 	return failed != 0;

@@ -29,5 +29,6 @@ void suite_dirplan(void);
 void suite_vec(void);
 void suite_exfat(void);
 void suite_exfat_slots(void);
+void suite_ownmap(void);
 
 #endif
