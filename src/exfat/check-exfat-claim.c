@@ -111,7 +111,7 @@ int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 {
 	int err;
 
-	memset(c, 0, sizeof(*c));
+	exck_claim_clear(c);
 	c->x = x;
 	c->s = s;
 	c->need = need;
