@@ -299,27 +299,6 @@ int exck_claim_generic(struct fk_exfat_check *x, unsigned char *e,
 	return 0;
 }
 
-/*
- * The allocations of @s's secondaries other than the Stream Extension and
- * the File Name entries, whose bytes 20 to 31 are something else.
- */
-int exck_claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
-			   int *is_changed)
-{
-	uint32_t i;
-	int err;
-
-	for (i = 1; i < s->nents; i++) {
-		unsigned char *e = s->raw[i];
-
-		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN))
-			continue; /* stream, name, or a set removed anyway */
-		if ((err = exck_claim_generic(x, e, GEN_SFLAGS, is_changed)))
-			return err;
-	}
-	return 0;
-}
-
 /* ---- NoFatChain runs past the heap -------------------------------------- */
 
 struct bm_find {
