@@ -992,7 +992,7 @@ print(" ".join(sorted(corrupt.CASES)))' "$FATKIT_HELPERS")"
 		applied=0
 		for t in 12 16 32; do
 			use $t
-			if ! "$FK_PYTHON" "$CORRUPT" img "$c" "${ARGS[@]}" \
+			if ! py_run "$CORRUPT" img "$c" "${ARGS[@]}" \
 				>/dev/null 2>corrupt.err; then
 				# Only FAT32 has FSInfo and a backup boot sector,
 				# only FAT16/32 the flag bits of FAT[1]; the

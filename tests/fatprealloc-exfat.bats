@@ -557,54 +557,22 @@ fail_each_write()
 	fail_each_write
 }
 
-# signal_each_write: run ARGS on a copy of base.img with SIGINT raised
-# before write call 1, 2, ...: before the commit point nothing changes,
-# after it the run completes; a --per-cluster run stopped between two
-# clusters keeps what they took (pc_cut_ok).  Sets ROLLED, CUT and
-# COMPLETED, the count of each outcome, and FIRST_CUT, the first call
-# whose signal cut the run short.
+# signal_each_write: pc_signal_each (helpers/common.bash) with SIGINT
+# before each write call in turn; a run rolled back leaves the bitmap,
+# the entries and the boot sector as before (rolled_back).
 signal_each_write()
 {
-	local n total line prev=
-	ROLLED=0 CUT=0 COMPLETED=0 FIRST_CUT=
 	ref ls -R base.img / >base.ls
 	ref info base.img | grep -v -e checksum >base.info
-	cp base.img ref.img
-	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
-	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
-	for ((n = 1; n <= total; n++)); do
-		echo "# signal before call $n"
-		cp base.img c.img
-		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n fatprealloc c.img "${ARGS[@]}"
-		[ "$status" -eq 130 ]
-		line=$stderr
-		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
-			((CUT + COMPLETED == 0))
-			ROLLED=$((ROLLED + 1))
-			# the bitmap, the entries, the boot sector: as before
-			ref verify -W c.img
-			ref ls -R c.img / | diff base.ls -
-			ref info c.img | grep -v -e checksum | diff base.info -
-		elif [[ $line =~ $PC_CUT ]]; then
-			((COMPLETED == 0))
-			CUT=$((CUT + 1))
-			FIRST_CUT=${FIRST_CUT:-$n}
-			# Each call of one cluster: the same cut.
-			if [[ $line == "$prev" ]]; then
-				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
-				continue
-			fi
-			prev=$line
-			cp c.img prev.img
-			pc_cut_ok c.img "$line"
-		else
-			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
-			COMPLETED=$((COMPLETED + 1))
-			clean c.img
-			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
-		fi
-	done
-	echo "# $ROLLED rolled back, $CUT cut short, $COMPLETED completed"
+	PC_ROLLED=rolled_back
+	pc_signal_each 2
+}
+
+rolled_back()
+{
+	ref verify -W "$1"
+	ref ls -R "$1" / | diff base.ls -
+	ref info "$1" | grep -v -e checksum | diff base.info -
 }
 
 @test "fatprealloc on exFAT: a signal before the commit point changes nothing; after it the run completes" {
@@ -624,17 +592,14 @@ signal_each_write()
 # ValidDataLength).
 pc_fixture()
 {
-	local i long
+	local long
 	crash_fixture
 	long=$(printf 'a name of seventy characters, five name entries %s' {1..2} | head -c 70)
 	PC_PATHS=(/grow.bin /new.bin /p/q/r.bin "/sub/1 $long" "/sub/2 $long")
 	PC_WANT=(2560 1024 700 1 1)
 	PC_OLD=(1124 0 0 0 0)
 	PC_VDL=(1124 0 0 0 0)
-	ARGS=(-p --per-cluster)
-	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
-		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
-	done
+	pc_args
 }
 
 # pc_sizes_ok IMG [CUT GOT]: each file of the run has its size asked for,

@@ -314,7 +314,7 @@ json_stat()
 grow_on_geometry()
 {
 	local fat=$1 secsize=$2 clus=$3 nf=$4 size=$5 newsize=$6 c newlen
-	local old grow lastoff first last off len e n
+	local old grow lastoff first last off len n
 	echo "# geometry: $*"
 	mkimg_geom "$fat" "$secsize" "$clus" "$nf" "$size" img
 	populate img
@@ -348,13 +348,10 @@ grow_on_geometry()
 	judge img
 	# FAT12: the new chain holds entries that straddle FAT sectors.
 	if ((fat == 12)); then
-		n=0
-		while read -r first last off len; do
-			for ((e = first; e <= last; e++)); do
-				(((e * 3 / 2) % secsize == secsize - 1)) &&
-					n=$((n + 1))
-			done
-		done < <(chain_runs img /new.bin)
+		# counted in awk: bats traps each command of a test's shell
+		n=$(chain_runs img /new.bin | awk -v s="$secsize" '
+			{ for (e = $1; e <= $2; e++) if (int(e * 3 / 2) % s == s - 1) n++ }
+			END { print n + 0 }')
 		echo "# $n straddling entries"
 		((n >= (secsize == 512 ? 2 : 1)))
 	fi
@@ -1234,17 +1231,31 @@ grow_slack()
 	echo "$((off + len - c + 700 % c)) $((c - 700 % c))"
 }
 
+# signal_judged IMG rolled|completed: IMG is what a run stopped before
+# its commit point may leave, or passes judge; grow.bin's first 700
+# bytes are intact either way.
+signal_judged()
+{
+	if [ "$2" = rolled ]; then
+		pc_rolled_back "$1"
+	else
+		judge "$1"
+	fi
+	grow_intact "$1"
+}
+
 # signal_loop TYPE: the crash_fixture run with a signal raised before each
 # write and zero call in turn (SIGINT, SIGTERM, SIGHUP by turns; with
 # FK_SIGNAL_AGAIN set, again before every later call).
 signal_loop()
 {
-	local t=$1 total zero n sig rolled=0 completed=0 line
-	local -a sigs=(2 15 1) slack
+	local t=$1 total zero n sig rolled=0 completed=0 line ref_sha
+	local -a sigs=(2 15 1)
 	crash_fixture "$t"
-	read -ra slack < <(grow_slack base.img)
+	read -ra SLACK < <(grow_slack base.img)
 	cp base.img ref.img
 	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	ref_sha=$(img_sha ref.img)
 	zero=$(json_stat "$output" zero_calls)
 	total=$(($(json_stat "$output" write_calls) + zero))
 	for ((n = 1; n <= total; n++)); do
@@ -1268,16 +1279,14 @@ signal_loop()
 			# Never once the run went past its commit point.
 			((completed == 0))
 			rolled=$((rolled + 1))
-			same_but_free c.img base.img "${slack[@]}"
-			fsck_clean c.img
-			fat_copies_equal c.img
+			# each distinct image judged once (once_for)
+			once_for c.img base.img -- signal_judged c.img rolled
 		else
 			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
 			completed=$((completed + 1))
-			judge c.img
-			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
+			[ "$(img_sha c.img)" = "$ref_sha" ]
+			once_for c.img base.img -- signal_judged c.img completed
 		fi
-		grow_intact c.img
 	done
 	echo "# $t: $rolled rolled back, $completed completed, $zero zero calls"
 	# Every zero call comes before the commit point: a signal there
@@ -1369,17 +1378,14 @@ signal_loop()
 # with each file's PC_WANT and PC_OLD (clusters it has).
 pc_fixture()
 {
-	local c i
+	local c
 	crash_fixture "$1"
 	c=$(clus_len base.img)
 	GROWN=$((700 + 3 * c))
 	PC_PATHS=(/grow.bin '/BIGD/A long name in a big dir.txt' /n1/n2/f.bin /new.bin)
 	PC_WANT=("$GROWN" $((2 * c)) 100 1)
 	PC_OLD=($(((700 + c - 1) / c)) 0 0 0)
-	ARGS=(-p --per-cluster)
-	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
-		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
-	done
+	pc_args
 }
 
 # pc_sizes_ok IMG [CUT GOT]: each file of the run reads as its size in
@@ -1454,60 +1460,24 @@ PC_JUDGE=judge PC_FINAL=fsck_clean
 	[ "$(mdir_size img /f.bin)" -eq $((BASH_REMATCH[1] * 512)) ]
 }
 
-# pc_signal_loop TYPE: the pc_fixture run with a signal before each write
-# and zero call in turn: before the first cluster the run rolls back;
-# between two clusters it keeps what they took (pc_cut_ok); after the
-# last it completes.
-pc_signal_loop()
+# pc_rolled_back IMG: what a run stopped before its commit point may
+# leave (PC_ROLLED of pc_signal_each): base.img's bytes but in clusters
+# free in both and in grow.bin's slack (SLACK), fsck.fat clean, the FAT
+# copies equal.
+pc_rolled_back()
 {
-	local t=$1 total n sig line prev= rolled=0 cut=0 completed=0
-	local -a sigs=(2 15 1) slack
-	pc_fixture "$t"
-	read -ra slack < <(grow_slack base.img)
-	cp base.img ref.img
-	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
-	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
-	for ((n = 1; n <= total; n++)); do
-		sig=${sigs[n % 3]}
-		echo "# $t: signal $sig before call $n of $total"
-		cp base.img c.img
-		cp base.img.sums c.img.sums
-		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n FK_SIGNAL=$sig \
-			fatprealloc c.img "${ARGS[@]}"
-		[ "$status" -eq $((128 + sig)) ]
-		[ -z "$output" ]
-		line=$stderr
-		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
-			((cut + completed == 0))
-			rolled=$((rolled + 1))
-			same_but_free c.img base.img "${slack[@]}"
-			fsck_clean c.img
-			fat_copies_equal c.img
-		elif [[ $line =~ $PC_CUT ]]; then
-			((completed == 0))
-			cut=$((cut + 1))
-			# The four calls of one cluster: the same cut.
-			if [[ $line == "$prev" ]]; then
-				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
-				continue
-			fi
-			prev=$line
-			cp c.img prev.img
-			pc_cut_ok c.img "$line"
-		else
-			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
-			completed=$((completed + 1))
-			judge c.img
-			[ "$(img_sha c.img)" = "$(img_sha ref.img)" ]
-		fi
-	done
-	echo "# $t: $rolled rolled back, $cut cut short, $completed completed"
-	((rolled >= 1 && cut >= 10 && completed >= 1))
+	same_but_free "$1" base.img "${SLACK[@]}"
+	fsck_clean "$1"
+	fat_copies_equal "$1"
 }
 
 @test "fatprealloc --per-cluster: a signal at any write or zero call rolls back, keeps the clusters taken, or completes: never lost clusters" {
 	faults_compiled || skip "fatprealloc built without -DFK_FAULT_INJECTION"
-	pc_signal_loop fat12
+	pc_fixture fat12
+	read -ra SLACK < <(grow_slack base.img)
+	PC_ROLLED=pc_rolled_back
+	pc_signal_each 2 15 1
+	((ROLLED >= 1 && CUT >= 10 && COMPLETED >= 1))
 }
 
 @test "fatprealloc --per-cluster: a crash after any write call, or a failed one, leaves at worst lost clusters" {

@@ -13,6 +13,7 @@
 #   gen_bytes N [SEED]                           check_sums FILE
 #   tree_sums_ok TREE WHO <MANIFEST
 #   img_sha FILE     fsck_clean FILE             fat_copies_equal FILE
+#   once_for FILE... -- JUDGE ARGS... (a judge, once per distinct bytes)
 #   fat_type FILE    fat_geometry FILE           count_free_clusters FILE
 #   fsinfo_free FILE fsinfo_next FILE            size_kib SIZE
 #   py_run SCRIPT ARGS... (a python helper)      ref ARGS... (exfatref.py)
@@ -22,14 +23,39 @@
 
 bats_require_minimum_version 1.5.0
 
-load /usr/lib/bats/bats-support/load.bash
-load /usr/lib/bats/bats-assert/load.bash
+# _fk_load DIR: what `load DIR/load.bash` sources, without its fork of
+# dirname a file (fifteen for the two libraries, 20 ms of CPU in every
+# test); a line of another form hands the whole file to bats' load.
+_fk_load()
+{
+	local dir=$1 line
+	local -a lines
+	mapfile -t lines <"$dir/load.bash" || return 1
+	for line in "${lines[@]}"; do
+		case $line in
+		'' | '#'*) ;;
+		'source "$(dirname "${BASH_SOURCE[0]}")/'*'"')
+			line=${line#'source "$(dirname "${BASH_SOURCE[0]}")/'}
+			source "$dir/${line%'"'}" || return 1
+			;;
+		*)
+			load "$dir/load.bash"
+			return
+			;;
+		esac
+	done
+}
+_fk_load /usr/lib/bats/bats-support
+_fk_load /usr/lib/bats/bats-assert
 
 FATKIT_BUILD=${FATKIT_BUILD:-$BATS_TEST_DIRNAME/../build}
 FATKIT_BUILD=$(cd "$FATKIT_BUILD" 2>/dev/null && pwd || echo "$FATKIT_BUILD")
 export FATKIT_BUILD
 export PATH="$FATKIT_BUILD:$PATH"
-FATKIT_HELPERS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# (bats loads this file by its absolute path: no dirname, cd and pwd)
+FATKIT_HELPERS=${BASH_SOURCE[0]%/*}
+[[ ${BASH_SOURCE[0]} == */* ]] || FATKIT_HELPERS=.
+[[ $FATKIT_HELPERS == /* ]] || FATKIT_HELPERS=$(cd "$FATKIT_HELPERS" && pwd)
 
 # Debian's python3 (deps.sh installs it) starts in a tenth of the time of a
 # pyenv shim; tests may use "$FK_PYTHON" for JSON parsing too.
@@ -398,7 +424,7 @@ tree_sums_ok()
 # several clusters of DIR.
 populate_big_dir()
 {
-	local file=$1 dir=${2%/} n=$3 src i part name path=
+	local file=$1 dir=${2%/} n=$3 src part path=
 	src=$(mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/bigdir.XXXXXX") || return 1
 	local -a parts
 	IFS=/ read -ra parts <<<"${dir#/}"
@@ -408,10 +434,11 @@ populate_big_dir()
 		mdir -i "$file" "::$path" >/dev/null 2>&1 </dev/null ||
 			mmd -i "$file" "::$path" </dev/null || return 1
 	done
-	for ((i = 1; i <= n; i++)); do
-		printf -v name 'f%04d.txt' "$i"
-		echo "$name" >"$src/$name"
-	done
+	# in a bash of its own: bats traps each command of a test's shell
+	bash -c 'for ((i = 1; i <= $2; i++)); do
+		printf -v name "f%04d.txt" "$i"
+		echo "$name" >"$1/$name" || exit 1
+	done' populate_big_dir "$src" "$n" || return 1
 	find "$src" -exec touch -h -d "$FK_FIXED_MTIME" {} + || return 1
 	_mcopy_tree "$file" "$src" "${path:-/}" || return 1
 	rm -rf "$src"
@@ -429,6 +456,11 @@ if command -v openssl >/dev/null 2>&1; then
 		s=$(openssl dgst -sha256 -r <"$1") || return 1
 		echo "${s%% *}"
 	}
+	# files_sha FILE...: one line of each FILE's SHA-256 and name.
+	files_sha()
+	{
+		openssl dgst -sha256 -r -- "$@"
+	}
 else
 	img_sha()
 	{
@@ -436,7 +468,36 @@ else
 		s=$(sha256sum <"$1") || return 1
 		echo "${s%% *}"
 	}
+	files_sha()
+	{
+		sha256sum -- "$@"
+	}
 fi
+
+# once_for FILE... -- JUDGE [ARG...]: JUDGE ARG..., unless it has passed
+# in this test with FILEs of exactly these bytes (by SHA-256).  A judge
+# reads nothing but the image and the references it compares it with, so
+# the same bytes get the same verdict: name them all as FILEs.  For the
+# crash, failed-write and signal loops, whose write numbers end in a few
+# distinct images each: every distinct outcome is still judged in full,
+# and a failure fails the test as before.  Call it as a statement (not
+# in a condition, where set -e would not stop a failing judge midway).
+declare -gA FK_PASSED=()
+once_for()
+{
+	local key
+	local -a files=()
+	while (($# > 0)) && [[ $1 != -- ]]; do
+		files+=("$1")
+		shift
+	done
+	shift
+	key=$(files_sha "${files[@]}") || return 1
+	key+=" $*"
+	[[ -z ${FK_PASSED[$key]:-} ]] || return 0
+	"$@"
+	FK_PASSED[$key]=1
+}
 
 # fsck_clean FILE: fsck.fat -n FILE must exit 0; otherwise print its output
 # and fail.
@@ -598,6 +659,16 @@ release_held()
 # the later files' count.
 PC_CUT='^fatprealloc: c\.img: interrupted; (/.*) got ([0-9]+) of its ([0-9]+) new clusters?(, ([0-9]+) more files? none)?; run again to finish$'
 
+# pc_args: ARGS, a --per-cluster run giving each of PC_PATHS its PC_WANT.
+pc_args()
+{
+	local i
+	ARGS=(-p --per-cluster)
+	for ((i = 0; i < ${#PC_PATHS[@]}; i++)); do
+		ARGS+=("${PC_PATHS[i]}" "${PC_WANT[i]}")
+	done
+}
+
 # pc_cut_ok IMG LINE: LINE says a stop cut the run short, and IMG passes
 # PC_JUDGE (the family's "consistent": not even lost clusters) with the
 # sizes the cut gives (the caller's pc_sizes_ok, over PC_PATHS); then the
@@ -616,4 +687,62 @@ pc_cut_ok()
 	pc_sizes_ok "$img" "$cut" "${BASH_REMATCH[2]}" || return 1
 	fatprealloc "$img" "${ARGS[@]}" || return 1
 	"$PC_FINAL" "$img" && pc_sizes_ok "$img"
+}
+
+# pc_signal_each SIG...: the signal loop of both families' fatprealloc
+# tests.  ARGS run on c.img, a fresh copy of base.img (and of
+# base.img.sums where there is one), with a signal raised before write or
+# zero call 1, 2, ... in turn (the SIGs by turns).  Each run exits
+# 128 + SIG, prints nothing on stdout and one line on stderr: before the
+# commit point nothing was changed (the family's PC_ROLLED judges c.img);
+# a --per-cluster run stopped between two clusters keeps what they took
+# (pc_cut_ok; each call of one cluster leaves the same image); after it
+# the run was completed (PC_JUDGE judges c.img, which is byte for byte
+# what an uninterrupted run leaves, ref.img).  The outcomes come in that
+# order; sets ROLLED, CUT and COMPLETED, the count of each, and
+# FIRST_CUT, the first call whose signal cut the run short.
+pc_signal_each()
+{
+	local n total sig line prev= ref_sha
+	local -a sigs=("$@")
+	ROLLED=0 CUT=0 COMPLETED=0 FIRST_CUT=
+	cp base.img ref.img
+	run -0 --separate-stderr fatprealloc --json ref.img "${ARGS[@]}"
+	total=$(($(json_stat "$output" write_calls) + $(json_stat "$output" zero_calls)))
+	ref_sha=$(img_sha ref.img)
+	for ((n = 1; n <= total; n++)); do
+		sig=${sigs[n % ${#sigs[@]}]}
+		echo "# signal $sig before call $n of $total"
+		cp base.img c.img
+		[[ ! -f base.img.sums ]] || cp base.img.sums c.img.sums
+		run --separate-stderr env FK_SIGNAL_BEFORE_WRITE=$n FK_SIGNAL=$sig \
+			fatprealloc c.img "${ARGS[@]}"
+		[ "$status" -eq $((128 + sig)) ]
+		[ -z "$output" ]
+		line=$stderr
+		if [ "$line" = "fatprealloc: c.img: interrupted; nothing was changed" ]; then
+			((CUT + COMPLETED == 0))
+			ROLLED=$((ROLLED + 1))
+			# each distinct image judged once (once_for)
+			once_for c.img base.img -- "$PC_ROLLED" c.img
+		elif [[ $line =~ $PC_CUT ]]; then
+			((COMPLETED == 0))
+			CUT=$((CUT + 1))
+			FIRST_CUT=${FIRST_CUT:-$n}
+			# Each call of one cluster: the same cut.
+			if [[ $line == "$prev" ]]; then
+				[ "$(img_sha c.img)" = "$(img_sha prev.img)" ]
+				continue
+			fi
+			prev=$line
+			cp c.img prev.img
+			pc_cut_ok c.img "$line"
+		else
+			[ "$line" = "fatprealloc: c.img: interrupted after the commit point; the run was completed" ]
+			COMPLETED=$((COMPLETED + 1))
+			[ "$(img_sha c.img)" = "$ref_sha" ]
+			once_for c.img base.img -- "$PC_JUDGE" c.img
+		fi
+	done
+	echo "# $ROLLED rolled back, $CUT cut short, $COMPLETED completed"
 }
