@@ -132,14 +132,13 @@ static unsigned char *move_mapped(unsigned char *old, size_t old_len,
 
 	if (!p)
 		return NULL;
-	madvise(p, new_len, MADV_HUGEPAGE);
 	/* The kernel moves the page tables, the huge pages whole where
 	 * both ends are aligned; if it will not, a copy. */
 	q = mremap(old, old_len, new_len, MREMAP_MAYMOVE | MREMAP_FIXED, p);
 	if (q == MAP_FAILED) {
 		memcpy(p, old, old_len);
 		munmap(old, old_len);
-		return p;
+		q = p;
 	}
 	madvise(q, new_len, MADV_HUGEPAGE);
 	return q;
@@ -158,7 +157,10 @@ int fk_bigmem_grow(void *arrp, size_t *cap, size_t need, size_t size)
 		return -ENOMEM;
 	memcpy(&old, arrp, sizeof(old));
 	old_len = mapped_len(*cap * size);
-	if (!(map_len = mapped_len(ncap * size))) {
+	map_len = mapped_len(ncap * size);
+	if (old_len && !map_len)
+		return -ENOMEM; /* past what a mapping can be */
+	if (!map_len) {
 		if (!(p = realloc(old, ncap * size)))
 			return -ENOMEM;
 	} else if (old_len) {
