@@ -3,8 +3,9 @@
  * cluster) and its claims: a stream claimed cluster by cluster, a loop or
  * a second owner stopping it at the first shared cluster, the cut
  * reported and the FAT chain's end planned where it is cut (the words
- * and the plan's fix are iface/claim.c's, shared with FAT); the paths
- * and owner records the claims are kept under; and the late claims of
+ * and the plan's fix are iface/claim.c's, shared with FAT); the owner
+ * records the claims are kept under (the paths and names they use are
+ * inline, check-exfat-int.h); and the late claims of
  * NoFatChain runs whose length is in doubt, once every sound stream is
  * claimed.
  */
@@ -22,48 +23,6 @@
 #include "lib/vec.h"
 #include "table/fat.h"
 #include "volume/volume.h"
-
-/* ---- paths --------------------------------------------------------------- */
-
-const char *exck_cur_path(const struct fk_exfat_check *x)
-{
-	return x->path_len ? x->path : "/";
-}
-
-int exck_push_name(struct fk_exfat_check *x, const char *name, size_t *old)
-{
-	size_t len = strlen(name);
-
-	if (FK_VEC_RESERVE(x->path, x->path_cap, x->path_len + len + 2))
-		return -ENOMEM;
-	*old = x->path_len;
-	x->path[x->path_len++] = '/';
-	memcpy(x->path + x->path_len, name, len + 1);
-	x->path_len += len;
-	return 0;
-}
-
-void exck_pop_name(struct fk_exfat_check *x, size_t old)
-{
-	x->path_len = old;
-	if (x->path)
-		x->path[old] = '\0';
-}
-
-/* The next claims are for the entry @name of the directory walked. */
-int exck_own_entry(struct fk_exfat_check *x, const char *name)
-{
-	size_t len = strlen(name) + 1;
-
-	if (x->names.n + len > NO_REC ||
-	    FK_VEC_RESERVE(x->names.v, x->names.cap, x->names.n + len))
-		return -ENOMEM;
-	memcpy(x->names.v + x->names.n, name, len);
-	x->own_kind = OWN_ENTRY;
-	x->own_name = (uint32_t)x->names.n;
-	x->names.n += len;
-	return 0;
-}
 
 /* ---- ownership ----------------------------------------------------------- */
 
@@ -133,8 +92,13 @@ static int log_owner(struct fk_exfat_check *x, struct claim *c)
 		x->own_parent,	      x->own_name,
 		(uint8_t)x->own_kind, (uint8_t)(c->s->is_no_fat_chain != 0)};
 
+	if (x->owners.n == x->owners.cap &&
+	    fk_bigmem_grow(&x->owners.v, &x->owners.cap, x->owners.n + 1,
+			   sizeof(*x->owners.v)))
+		return -ENOMEM;
 	c->rec = (uint32_t)x->owners.n;
-	return PUSH(x->owners, r);
+	x->owners.v[x->owners.n++] = r;
+	return 0;
 }
 
 /*
@@ -147,7 +111,7 @@ int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 {
 	int err;
 
-	memset(c, 0, sizeof(*c));
+	exck_claim_clear(c);
 	c->x = x;
 	c->s = s;
 	c->need = need;
@@ -240,9 +204,13 @@ static const struct fk_claim_ops claim_ops = {
 int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
 		     const char *path, const char *what, size_t *idx)
 {
-	int err =
-		fk_claim_report(x->ck, &claim_ops, x, &c->cl, path, what, idx);
+	int err;
 
+	if (fk_claim_is_whole(&c->cl)) {
+		*idx = NONE;
+		return 0;
+	}
+	err = fk_claim_report(x->ck, &claim_ops, x, &c->cl, path, what, idx);
 	if (err || !exck_is_fat_cut(c) ||
 	    (c->is_special && c->why != FK_CUT_LONG))
 		return err;
@@ -328,27 +296,6 @@ int exck_claim_generic(struct fk_exfat_check *x, unsigned char *e,
 	}
 	put_u64le(e + GEN_LEN, new_len);
 	*is_changed = 1;
-	return 0;
-}
-
-/*
- * The allocations of @s's secondaries other than the Stream Extension and
- * the File Name entries, whose bytes 20 to 31 are something else.
- */
-int exck_claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
-			   int *is_changed)
-{
-	uint32_t i;
-	int err;
-
-	for (i = 1; i < s->nents; i++) {
-		unsigned char *e = s->raw[i];
-
-		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN))
-			continue; /* stream, name, or a set removed anyway */
-		if ((err = exck_claim_generic(x, e, GEN_SFLAGS, is_changed)))
-			return err;
-	}
 	return 0;
 }
 

@@ -6,14 +6,17 @@
 #ifndef FATKIT_CHECK_EXFAT_INT_H
 #define FATKIT_CHECK_EXFAT_INT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "exfat/exfat-layout.h"
 #include "exfat/exfat.h"
 #include "iface/check-family.h"
 #include "iface/claim.h"
 #include "iface/ownmap.h"
+#include "lib/bigmem.h"
 #include "lib/endian.h"
 #include "lib/vec.h"
 #include "table/fat.h"
@@ -199,6 +202,8 @@ struct fk_exfat_check {
 	uint64_t claimed_step; /* for progress */
 	/* who owns what: a record per claim, the names of the entries
 	   claimed for, and who the next claim is for */
+	/* in huge pages past 64 KiB (fk_bigmem_grow()): a record and a
+	 * name a file */
 	LIST(struct owner_rec, owners);
 	LIST(char, names);
 	uint32_t own_parent, own_name;
@@ -276,12 +281,94 @@ static inline void put_name_unit(struct fk_exfat_set *s, uint32_t i, uint16_t u)
 	put_le16(&s->raw[2 + i / FN_UNITS][FN_NAME + i % FN_UNITS * 2], u);
 }
 
-/* check-exfat-claim.c: paths, the ownership map, claims and their cuts,
- * late claims */
-const char *exck_cur_path(const struct fk_exfat_check *x);
-int exck_push_name(struct fk_exfat_check *x, const char *name, size_t *old);
-void exck_pop_name(struct fk_exfat_check *x, size_t old);
-int exck_own_entry(struct fk_exfat_check *x, const char *name);
+/*
+ * Zero every field of @c, one store each: what memset() did, but memset()
+ * of a struct this size became "rep stos", whose start-up cost more than
+ * the rest of a sound file's claim (twice a file: the claim, and the
+ * struct file_check that holds one).  A field added to either struct
+ * must be added here: the assertions below fail until it is.
+ */
+static inline void exck_claim_clear(struct claim *c)
+{
+	c->why = FK_CUT_NONE;
+	c->nclus = 0;
+	c->last = 0;
+	c->at = 0;
+	c->val = 0;
+	c->cls = FK_ENT_FREE;
+	c->need = 0;
+	c->x = NULL;
+	c->s = NULL;
+	c->limit = 0;
+	c->rec = 0;
+	c->is_special = 0;
+	c->info.nclus = 0;
+	c->info.nruns = 0;
+	c->info.last = 0;
+	c->info.end = FK_ENT_FREE;
+	c->info.end_val = 0;
+	c->info.is_loop = 0;
+	c->info.nlinks = 0;
+	c->info.is_no_first = 0;
+}
+
+_Static_assert(sizeof(struct fk_chain_info) == 8 * 4 &&
+		       sizeof(struct fk_claim) == 6 * 4 + 8,
+	       "exck_claim_clear() zeroes each field of the structs it holds");
+_Static_assert(sizeof(struct claim) == sizeof(struct fk_claim) + 3 * 8 + 2 * 4 +
+					       sizeof(struct fk_chain_info),
+	       "exck_claim_clear() zeroes each field of struct claim");
+
+/*
+ * The path of the entry being judged, and the names the claims are kept
+ * under: inline, as they are run once per entry set of the tree (a call
+ * into another file each cost more than their work).
+ */
+static inline const char *exck_cur_path(const struct fk_exfat_check *x)
+{
+	return x->path_len ? x->path : "/";
+}
+
+/* Append "/@name" (@len bytes, without its NUL) to the current path; the
+ * old length in *@old.  0 or -ENOMEM. */
+static inline int exck_push_name(struct fk_exfat_check *x, const char *name,
+				 size_t len, size_t *old)
+{
+	if (FK_VEC_RESERVE(x->path, x->path_cap, x->path_len + len + 2))
+		return -ENOMEM;
+	*old = x->path_len;
+	x->path[x->path_len++] = '/';
+	memcpy(x->path + x->path_len, name, len + 1);
+	x->path_len += len;
+	return 0;
+}
+
+static inline void exck_pop_name(struct fk_exfat_check *x, size_t old)
+{
+	x->path_len = old;
+	if (x->path)
+		x->path[old] = '\0';
+}
+
+/* The next claims are for the entry @name (@len bytes, without its NUL)
+ * of the directory walked.  0 or -ENOMEM. */
+static inline int exck_own_entry(struct fk_exfat_check *x, const char *name,
+				 size_t len)
+{
+	if (x->names.n + len + 1 > NO_REC)
+		return -ENOMEM;
+	if (x->names.n + len + 1 > x->names.cap &&
+	    fk_bigmem_grow(&x->names.v, &x->names.cap, x->names.n + len + 1, 1))
+		return -ENOMEM;
+	memcpy(x->names.v + x->names.n, name, len + 1);
+	x->own_kind = OWN_ENTRY;
+	x->own_name = (uint32_t)x->names.n;
+	x->names.n += len + 1;
+	return 0;
+}
+
+/* check-exfat-claim.c: the ownership map, claims and their cuts, late
+ * claims */
 int exck_claim(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 	       uint64_t need, uint64_t limit, struct claim *c);
 int exck_claim_special(struct fk_exfat_check *x,
@@ -293,8 +380,29 @@ int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
 int exck_keep_bits(struct fk_exfat_check *x, const char *why);
 int exck_claim_generic(struct fk_exfat_check *x, unsigned char *e,
 		       unsigned flags_off, int *is_changed);
-int exck_claim_secondaries(struct fk_exfat_check *x, struct fk_exfat_set *s,
-			   int *is_changed);
+
+/*
+ * The allocations of @s's secondaries other than the Stream Extension and
+ * the File Name entries, whose bytes 20 to 31 are something else.  Inline:
+ * asked of every set, and most hold none.
+ */
+static inline int exck_claim_secondaries(struct fk_exfat_check *x,
+					 struct fk_exfat_set *s,
+					 int *is_changed)
+{
+	uint32_t i;
+	int err;
+
+	for (i = 1; i < s->nents; i++) {
+		unsigned char *e = s->raw[i];
+
+		if (!(e[GEN_TYPE] & FK_EXFAT_BENIGN))
+			continue; /* stream, name, or a set removed anyway */
+		if ((err = exck_claim_generic(x, e, GEN_SFLAGS, is_changed)))
+			return err;
+	}
+	return 0;
+}
 int exck_late_claims(struct fk_exfat_check *x);
 
 /* check-exfat-owners.c: the owners findings name */
@@ -312,6 +420,10 @@ int exck_has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
  * -ENOMEM. */
 int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
 		  uint64_t key, const uint16_t *u, uint32_t n);
+/* exck_add_name() of a name @ns is known not to hold (exck_has_name() said
+ * so): the one look-up per name a clean directory costs. */
+int exck_put_name(struct name_set *ns, uint64_t key, const uint16_t *u,
+		  uint32_t n);
 void exck_free_names(struct name_set *ns);
 void exck_clear_names(struct name_set *ns);
 

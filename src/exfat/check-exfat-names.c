@@ -65,11 +65,17 @@ static void put_slot(struct name_set *ns, uint64_t key, size_t at)
 int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
 		  uint64_t key, const uint16_t *u, uint32_t n)
 {
+	if (exck_has_name(ns, up, key, u, n))
+		return 0;
+	return exck_put_name(ns, key, u, n);
+}
+
+int exck_put_name(struct name_set *ns, uint64_t key, const uint16_t *u,
+		  uint32_t n)
+{
 	uint16_t *dst;
 	uint32_t k;
 
-	if (exck_has_name(ns, up, key, u, n))
-		return 0;
 	key = key ? key : 1;
 	if (2 * (ns->n + 1) > ns->cap) {
 		struct name_set big = *ns;

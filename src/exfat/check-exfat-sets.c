@@ -680,26 +680,25 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 			   struct file_check *f)
 {
 	struct fk_exfat_set *s = f->s;
-	/* zeroed: GCC 12, inlining this, cannot see name_units() fill it */
-	uint16_t buf[FK_EXFAT_NAME_MAX] = {0}, *units;
+	uint16_t buf[FK_EXFAT_NAME_MAX], *units;
 	uint32_t nlen = s->raw[1][SE_NAME_LEN];
 	uint64_t key;
 	size_t idx;
 
 	units = name_units(s, nlen, f->is_changed, buf);
 	key = exck_name_key(x->ex->upcase, units, nlen);
-	if (exck_has_name(w->names, x->ex->upcase, key, units, nlen)) {
-		idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate",
-				exck_cur_path(x),
-				"another entry of the directory has the same "
-				"name (compared through the up-case table)");
-		/* rename_dup() tries other first units in a copy */
-		units = name_units(s, nlen, 1, buf);
-		if (rename_dup(x, s, w, units, &key)) {
-			ck_set_fix(x->ck, idx, "renamed");
-			f->is_changed = 1;
-		}
+	if (!exck_has_name(w->names, x->ex->upcase, key, units, nlen))
+		return exck_put_name(w->names, key, units, nlen);
+	idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate", exck_cur_path(x),
+			"another entry of the directory has the same "
+			"name (compared through the up-case table)");
+	/* rename_dup() tries other first units in a copy */
+	units = name_units(s, nlen, 1, buf);
+	if (rename_dup(x, s, w, units, &key)) {
+		ck_set_fix(x->ck, idx, "renamed");
+		f->is_changed = 1;
 	}
+	/* not renamed: the name is there, and stays once */
 	return exck_add_name(w->names, x->ex->upcase, key, units, nlen);
 }
 

@@ -95,23 +95,40 @@ static int add_tail(struct fk_exfat_check *x, const struct fk_exfat_dir *dir,
 	return 0;
 }
 
+/* A field added to struct file_check must be set in exck_check_file(). */
+_Static_assert(sizeof(struct file_check) ==
+		       3 * 8 + sizeof(struct fk_exfat_stream) +
+			       sizeof(struct claim) + 3 * 8 + 6 * 4,
+	       "exck_check_file() sets each field of struct file_check");
+
 /* Judge one file or directory set; claim its stream; recurse. */
 int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
 		    struct fk_exfat_set *s, struct fk_diag *diag)
 {
+	const char *name = s->name[0] ? s->name : "?";
+	size_t len = strlen(name), old;
 	struct file_check f;
-	size_t old;
 	int err;
 
-	memset(&f, 0, sizeof(f));
+	/* Every field set, none by memset() (see exck_claim_clear()). */
 	f.s = s;
 	f.is_dir = (s->attr & FK_ATTR_DIR) != 0;
 	f.what = f.is_dir ? "directory: " : "";
-	f.c.nclus = 0; /* all of c read before a exck_claim() fills it */
-	f.c.why = FK_CUT_NONE;
-	if ((err = exck_push_name(x, s->name[0] ? s->name : "?", &old)))
+	f.st.first_clus = 0;
+	f.st.data_len = 0;
+	f.st.is_no_fat_chain = 0;
+	exck_claim_clear(&f.c); /* nclus 0 and FK_CUT_NONE until claimed */
+	f.need = 0;
+	f.new_len = 0;
+	f.big_len = 0;
+	f.is_changed = 0;
+	f.is_gone = 0;
+	f.is_late = 0;
+	f.is_tail = 0;
+	f.is_walked = 0;
+	if ((err = exck_push_name(x, name, len, &old)))
 		return err;
-	if ((err = exck_own_entry(x, s->name[0] ? s->name : "?"))) {
+	if ((err = exck_own_entry(x, name, len))) {
 		exck_pop_name(x, old);
 		return err;
 	}

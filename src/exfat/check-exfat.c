@@ -228,8 +228,8 @@ static void free_state(void *state)
 	for (i = 0; i < x->crosses.n; i++)
 		free(x->crosses.v[i].later);
 	free(x->crosses.v);
-	free(x->owners.v);
-	free(x->names.v);
+	fk_bigmem_free(x->owners.v, x->owners.cap, sizeof(*x->owners.v));
+	fk_bigmem_free(x->names.v, x->names.cap, 1);
 	free(x->misses.v);
 	for (i = 0; i < x->tails.n; i++)
 		free(x->tails.v[i].path);

@@ -172,15 +172,6 @@ out:
 
 /* ---- clusters ------------------------------------------------------------- */
 
-uint64_t fk_exfat_clus_needed(const struct fk_geom *g, uint64_t data_len)
-{
-	/* exFAT clusters are 2^n bytes (spec 3.1.15): a shift, not the
-	 * 64-bit division asked for several times per file a check walks. */
-	unsigned shift = (unsigned)__builtin_ctz(g->clus_len);
-
-	return (data_len >> shift) + ((data_len & (g->clus_len - 1)) != 0);
-}
-
 int fk_exfat_stream_walk(struct fk_volume *vol, const struct fk_exfat_stream *s,
 			 int (*fn)(void *arg, const struct fk_run *run),
 			 void *arg, struct fk_chain_info *info)

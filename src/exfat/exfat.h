@@ -502,8 +502,17 @@ int fk_exfat_stream_write(struct fk_volume *vol,
 			  const struct fk_exfat_stream *s, const void *buf,
 			  uint64_t len, struct fk_diag *diag);
 
-/* Clusters a stream of @data_len bytes needs: ceil(len / cluster). */
-uint64_t fk_exfat_clus_needed(const struct fk_geom *g, uint64_t data_len);
+/* Clusters a stream of @data_len bytes needs: ceil(len / cluster).
+ * Inline: asked several times per file a check walks. */
+static inline uint64_t fk_exfat_clus_needed(const struct fk_geom *g,
+					    uint64_t data_len)
+{
+	/* exFAT clusters are 2^n bytes (spec 3.1.15): a shift, not a
+	 * 64-bit division. */
+	unsigned shift = (unsigned)__builtin_ctz(g->clus_len);
+
+	return (data_len >> shift) + ((data_len & (g->clus_len - 1)) != 0);
+}
 
 /* ---- Entry-set iterator ---- */
 

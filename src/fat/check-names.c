@@ -103,8 +103,8 @@ static int grow_table(struct name_table *t)
 /* The place of the name of @len folded units @u (hash @hash) in @t's
  * table (of at least one place): where its first key is, or the empty
  * place where it would go. */
-static size_t table_place(const struct name_table *t, const uint16_t *u,
-			  size_t len, uint64_t hash)
+static inline size_t table_place(const struct name_table *t, const uint16_t *u,
+				 size_t len, uint64_t hash)
 {
 	size_t h;
 

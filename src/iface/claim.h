@@ -86,6 +86,18 @@ int fk_claim_report(struct fk_check *ck, const struct fk_claim_ops *ops,
 		    void *arg, const struct fk_claim *c, const char *path,
 		    const char *what, size_t *idx);
 
+/*
+ * Did @c take its chain as a sound one is taken (to its end or as far as
+ * asked, and no shorter than its length needs)?  Then fk_claim_report()
+ * has nothing to say and nothing is planned: inline, so that a checker
+ * pays no call for each of the many streams that are sound.
+ */
+static inline int fk_claim_is_whole(const struct fk_claim *c)
+{
+	return c->why == FK_CUT_LIMIT ||
+	       (c->why == FK_CUT_NONE && (!c->need || c->nclus >= c->need));
+}
+
 /* Is @c cut inside its chain, so that a repair ends the chain at its last
  * cluster claimed? */
 int fk_claim_is_cut(const struct fk_claim *c);

@@ -11,8 +11,10 @@
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "lib/bigmem.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #ifndef MADV_COLLAPSE
@@ -119,6 +121,64 @@ void *fk_bigmem_alloc_sparse(size_t n, size_t size)
 		return NULL;
 	madvise(p, map_len, MADV_NOHUGEPAGE);
 	return p;
+}
+
+/* Move the mapped array @old (@old_len bytes mapped) to a mapping of
+ * @new_len bytes on a 2 MiB boundary, in huge pages.  NULL: no memory. */
+static unsigned char *move_mapped(unsigned char *old, size_t old_len,
+				  size_t new_len)
+{
+	unsigned char *p = map_aligned(new_len), *q;
+
+	if (!p)
+		return NULL;
+	/* The kernel moves the page tables, the huge pages whole where
+	 * both ends are aligned; if it will not, a copy. */
+	q = mremap(old, old_len, new_len, MREMAP_MAYMOVE | MREMAP_FIXED, p);
+	if (q == MAP_FAILED) {
+		memcpy(p, old, old_len);
+		munmap(old, old_len);
+		q = p;
+	}
+	madvise(q, new_len, MADV_HUGEPAGE);
+	return q;
+}
+
+int fk_bigmem_grow(void *arrp, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap ? *cap : 16, old_len, map_len;
+	unsigned char *old, *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	if (!size || ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	memcpy(&old, arrp, sizeof(old));
+	old_len = mapped_len(*cap * size);
+	map_len = mapped_len(ncap * size);
+	if (old_len && !map_len)
+		return -ENOMEM; /* past what a mapping can be */
+	if (!map_len) {
+		if (!(p = realloc(old, ncap * size)))
+			return -ENOMEM;
+	} else if (old_len) {
+		if (!(p = move_mapped(old, old_len, map_len)))
+			return -ENOMEM;
+		ncap = map_len / size;
+	} else {
+		if (!(p = map_aligned(map_len)))
+			return -ENOMEM;
+		madvise(p, map_len, MADV_HUGEPAGE);
+		if (*cap)
+			memcpy(p, old, *cap * size);
+		free(old);
+		ncap = map_len / size;
+	}
+	memcpy(arrp, &p, sizeof(p));
+	*cap = ncap;
+	return 0;
 }
 
 void fk_bigmem_free(void *p, size_t n, size_t size)

@@ -60,8 +60,21 @@ void *fk_bigmem_alloc_lazy(size_t n, size_t size);
  */
 void fk_bigmem_will_fill(void *p, size_t n, size_t size, size_t off,
 			 size_t len);
-/* Free what fk_bigmem_alloc(@n, @size), fk_bigmem_alloc_sparse() or
- * fk_bigmem_alloc_lazy() returned; NULL is ignored. */
+/*
+ * Make the array at *@arrp (the address of any object pointer; @cap items
+ * of @size bytes, from this function, or NULL and 0) hold at least @need
+ * items, doubling: from the heap while it is under 64 KiB, then mapped
+ * in huge pages, whose whole length *@cap then counts, and moved to a
+ * larger mapping by the kernel (no copy, and no page fault again for the
+ * pages written).  For a list a run fills with a record per file (the
+ * checker's owner records): realloc() would fault its megabytes in one
+ * 4 KiB page at a time.  Returns 0, or -ENOMEM with the array and *@cap
+ * unchanged.  Freed with fk_bigmem_free(*@arrp, *@cap, @size).
+ */
+int fk_bigmem_grow(void *arrp, size_t *cap, size_t need, size_t size);
+/* Free what fk_bigmem_alloc(@n, @size), fk_bigmem_alloc_sparse(),
+ * fk_bigmem_alloc_lazy() or fk_bigmem_grow() (@n: the capacity) returned;
+ * NULL is ignored. */
 void fk_bigmem_free(void *p, size_t n, size_t size);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "tap.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -36,6 +37,41 @@ static int is_usable(unsigned char *p, size_t len)
 			return 0;
 	memset(p, 0xa5, len);
 	return p[0] == 0xa5 && p[len - 1] == 0xa5;
+}
+
+/*
+ * fk_bigmem_grow(): records pushed one at a time from nothing past the
+ * heap (64 KiB), the first huge mapping (2 MiB) and three moves of it keep
+ * every one; the mapped capacity counts the whole mapping; an overflow is
+ * refused with the array kept.
+ */
+static void grow_rows(void)
+{
+	struct rec {
+		uint32_t a, b, c, d, e;
+	} *v = NULL;
+	size_t cap = 0, n, i, max = (9u << 20) / sizeof(*v);
+	int is_kept = 1, err = 0;
+
+	for (n = 0; n < max && !err; n++) {
+		if (n == cap &&
+		    (err = fk_bigmem_grow(&v, &cap, n + 1, sizeof(*v))))
+			break;
+		v[n] = (struct rec){(uint32_t)n, (uint32_t)n * 3, 7, 8,
+				    (uint32_t)~n};
+	}
+	for (i = 0; i < n && is_kept; i++)
+		is_kept = v[i].a == (uint32_t)i && v[i].b == (uint32_t)i * 3 &&
+			  v[i].c == 7 && v[i].d == 8 && v[i].e == (uint32_t)~i;
+	OK(!err && n == max && is_kept && cap >= max,
+	   "fk_bigmem_grow: 9 MiB of records pushed one by one, all kept");
+	OK(!FK_BIGMEM_MAPS || cap == (16u << 20) / sizeof(*v),
+	   "fk_bigmem_grow: a mapped array's capacity is its whole mapping (16 "
+	   "MiB)");
+	OK(fk_bigmem_grow(&v, &cap, SIZE_MAX / 2, sizeof(*v)) == -ENOMEM &&
+		   v[max - 1].a == (uint32_t)(max - 1),
+	   "fk_bigmem_grow: a size that overflows is refused, the array kept");
+	fk_bigmem_free(v, cap, sizeof(*v));
 }
 
 void suite_bigmem(void)
@@ -78,6 +114,7 @@ void suite_bigmem(void)
 		   r->edge, r->is_mapped ? ", on a 2 MiB boundary" : "");
 		fk_bigmem_free(p, r->n, r->size);
 	}
+	grow_rows();
 	fk_bigmem_free(NULL, 1, 1 << 20); /* ignored, as free(NULL) is */
 	OK(fk_bigmem_alloc(SIZE_MAX / 2, 3) == NULL,
 	   "fk_bigmem_alloc: a size that overflows is refused");
