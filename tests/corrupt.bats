@@ -690,3 +690,29 @@ PY
 	((status == 1))
 	run -0 fatprealloc -P 1 disk /DIR/new.bin 4K
 }
+
+@test "corrupt: an unreadable sector among the reserved sectors does not keep a FAT volume from opening" {
+	# FK_BAD_SECTOR (fault-injection builds) fails every read that covers
+	# that sector with EIO, as a worn card's does.  The volume's start is
+	# read in one request of the most any family needs (12 KiB); where
+	# that fails, the boot sector alone must serve, as it did when only
+	# 512 bytes were read.
+	mkimg fat32 64M probe.img
+	FK_BAD_SECTOR=0 run fatls probe.img
+	[[ $status -ne 0 ]] || skip "fatls built without -DFK_FAULT_INJECTION"
+	assert_output --partial "Input/output error"
+	local t want
+	for t in fat32 fat16; do
+		rm -f img
+		mkimg "$t" 64M img -R 8 # sectors 1 to 7 reserved on both
+		mcopy -i img "$BATS_TEST_FILENAME" ::/KEEP.TXT
+		mdir -b -i img ::/ | grep -q KEEP.TXT
+		want=$(fatcheck -n img)
+		FK_BAD_SECTOR=3 run fatls img
+		assert_success
+		assert_line KEEP.TXT
+		FK_BAD_SECTOR=3 run fatcheck -n img
+		assert_success
+		assert_output "$want"
+	done
+}

@@ -62,6 +62,10 @@ struct fk_device {
 	unsigned long signal_at;   /* raise(signo) before this call */
 	int signo;		   /* SIGINT unless FK_SIGNAL says */
 	int is_signal_again;	   /* and before every later call */
+	/* FK_BAD_SECTOR: a read that covers this sector of the image
+	 * fails with EIO, as a worn card's does */
+	uint64_t bad_sec;
+	int has_bad_sec;
 #endif
 };
 
@@ -396,6 +400,10 @@ static void fault_setup(struct fk_device *dev)
 	if ((s = getenv("FK_SIGNAL")))
 		dev->signo = (int)strtol(s, NULL, 10);
 	dev->is_signal_again = getenv("FK_SIGNAL_AGAIN") != NULL;
+	if ((s = getenv("FK_BAD_SECTOR"))) {
+		dev->bad_sec = strtoull(s, NULL, 10);
+		dev->has_bad_sec = 1;
+	}
 #else
 	(void)dev;
 #endif
@@ -522,12 +530,31 @@ static int in_window(const struct fk_device *dev, uint64_t off, uint64_t len)
 	return off <= dev->len && len <= dev->len - off;
 }
 
+/* Does a read of [@off, @off + @len) cover the sector FK_BAD_SECTOR
+ * names (fault-injection builds)? */
+static int reads_bad_sector(const struct fk_device *dev, uint64_t off,
+			    size_t len)
+{
+#ifdef FK_FAULT_INJECTION
+	uint64_t lo = dev->base + off, bad = dev->bad_sec * 512;
+
+	return dev->has_bad_sec && lo < bad + 512 && bad < lo + len;
+#else
+	(void)dev;
+	(void)off;
+	(void)len;
+	return 0;
+#endif
+}
+
 int fk_device_read(struct fk_device *dev, uint64_t off, void *buf, size_t len)
 {
 	char *p = buf;
 
 	if (!in_window(dev, off, len))
 		return FK_ECORRUPT;
+	if (reads_bad_sector(dev, off, len))
+		return -EIO;
 	while (len) {
 		ssize_t n = pread(dev->fd, p, len, (off_t)(dev->base + off));
 

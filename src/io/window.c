@@ -102,6 +102,18 @@ static int load_blkid(void)
 }
 #endif
 
+int fk_window_read_head(struct fk_device *dev, uint64_t off, unsigned char *buf,
+			size_t *len)
+{
+	int err = fk_device_read(dev, off, buf, *len);
+
+	if (err && *len > 512 && !fk_device_read(dev, off, buf, 512)) {
+		*len = 512;
+		return 0;
+	}
+	return err;
+}
+
 /*
  * Does a volume this program reads start at @off?  @fs->is_boot (the
  * families' probes, which the opening passes) decides, so the boot
@@ -121,7 +133,7 @@ static int boot_parses(struct fk_device *dev, uint64_t off, uint64_t img_len,
 		return 0;
 	if (img_len - off < len)
 		len = (size_t)(img_len - off);
-	if (fk_device_read(dev, off, head, len))
+	if (fk_window_read_head(dev, off, head, &len))
 		return 0;
 	if (fs->head) {
 		fs->head_got = len;

@@ -39,6 +39,16 @@ struct fk_window_fs {
 };
 
 /*
+ * Read the @*len bytes of a volume's start at device offset @off into
+ * @buf; where that fails and @*len is more than the boot sector, read the
+ * boot sector alone and set @*len to 512.  A card with one bad sector
+ * among the reserved sectors or the first FAT still opens: a family
+ * reads what it needs past 512 bytes itself.  Returns 0 or -errno.
+ */
+int fk_window_read_head(struct fk_device *dev, uint64_t off, unsigned char *buf,
+			size_t *len);
+
+/*
  * Narrow @dev, freshly opened on the whole image, to the volume window
  * @opts asks for (off and has_off, or partition), or, when it asks for
  * none, to a FAT volume (one @fs->is_boot accepts) at offset 0 or else the

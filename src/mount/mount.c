@@ -90,9 +90,14 @@ static int read_boot(struct fk_volume *vol, const struct fk_volume_opts *opts,
 	}
 	if (len > vol_len)
 		len = (size_t)vol_len;
-	if ((fs->head_got < len || fs->head_off != fk_device_base(vol->dev)) &&
-	    (err = fk_device_read(vol->dev, 0, fs->head, len)))
+	/* What the window read, if it read here: all of it, or the boot
+	 * sector alone where the rest could not be read. */
+	if (fs->head_got >= 512 && fs->head_off == fk_device_base(vol->dev)) {
+		if (fs->head_got < len)
+			len = fs->head_got;
+	} else if ((err = fk_window_read_head(vol->dev, 0, fs->head, &len))) {
 		return err;
+	}
 	vol->is_cut_ok = opts->is_cut_ok;
 	vol->fam =
 		choose(fs->head, opts->is_cut_ok ? UINT64_MAX : vol_len, opts);
