@@ -239,10 +239,9 @@ static struct fk_dirplan *dp_new(struct fk_volume *vol, uint32_t clus)
  * a directory may take was cleared, a page fault per page, for each
  * directory a run opens.
  */
-static int grow_used(struct fk_dirplan *dp)
+static int grow_used(struct fk_dirplan *dp, uint32_t nslots)
 {
-	uint32_t want =
-		dp->nslots < FK_DIR_MAX_ENTS ? dp->nslots + 1 : FK_DIR_MAX_ENTS;
+	uint32_t want = nslots < FK_DIR_MAX_ENTS ? nslots + 1 : FK_DIR_MAX_ENTS;
 	uint32_t cap = dp->used_cap ? dp->used_cap : 1024;
 	uint8_t *p;
 
@@ -259,13 +258,16 @@ static int grow_used(struct fk_dirplan *dp)
 	return 0;
 }
 
+/* The counts grow only once both arrays hold the new block: a plan
+ * that failed for want of memory stays one that can be read. */
 static int add_block(struct fk_dirplan *dp, uint32_t clus)
 {
-	if (FK_VEC_RESERVE(dp->clus, dp->cap_blocks, (size_t)dp->nblocks + 1))
+	if (FK_VEC_RESERVE(dp->clus, dp->cap_blocks, (size_t)dp->nblocks + 1) ||
+	    grow_used(dp, dp->nslots + dp->per_block))
 		return -ENOMEM;
 	dp->clus[dp->nblocks++] = clus;
 	dp->nslots += dp->per_block;
-	return grow_used(dp);
+	return 0;
 }
 
 /* -E2BIG: the chain holds more slots than FAT allows a directory. */
@@ -298,9 +300,11 @@ static int load_blocks(struct fk_dirplan *dp, struct fk_diag *diag)
 	int err;
 
 	if (dp->is_fixed_root) {
+		if (grow_used(dp, vol->g.root_ents))
+			return -ENOMEM;
 		dp->nslots = vol->g.root_ents;
 		dp->nblocks = vol->g.root_secs;
-		return grow_used(dp);
+		return 0;
 	}
 	err = fk_chain_walk(vol, dp->first_clus, add_run_blocks, dp, &info);
 	if (err == -E2BIG) {
