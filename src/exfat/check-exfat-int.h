@@ -442,8 +442,6 @@ int exck_judge_file(struct fk_exfat_check *x, struct dirwalk *w,
 		    struct file_check *f);
 
 /* check-exfat-walk.c: the walk of the tree */
-int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		    struct fk_exfat_set *s, struct fk_diag *diag);
 int exck_walk_dir(struct fk_exfat_check *x, const struct fk_exfat_stream *s,
 		  uint32_t nclus, int depth, struct fk_diag *diag);
 int exck_walk_tails(struct fk_exfat_check *x);

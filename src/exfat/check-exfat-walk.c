@@ -102,8 +102,8 @@ _Static_assert(sizeof(struct file_check) ==
 	       "exck_check_file() sets each field of struct file_check");
 
 /* Judge one file or directory set; claim its stream; recurse. */
-int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
-		    struct fk_exfat_set *s, struct fk_diag *diag)
+static int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
+			   struct fk_exfat_set *s, struct fk_diag *diag)
 {
 	const char *name = s->name[0] ? s->name : "?";
 	size_t len = strlen(name), old;
