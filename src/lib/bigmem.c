@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "lib/bigmem.h"
+#include "lib/vec.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -146,14 +147,12 @@ static unsigned char *move_mapped(unsigned char *old, size_t old_len,
 
 int fk_bigmem_grow(void *arrp, size_t *cap, size_t need, size_t size)
 {
-	size_t ncap = *cap ? *cap : 16, old_len, map_len;
+	size_t ncap, old_len, map_len;
 	unsigned char *old, *p;
 
 	if (need <= *cap)
 		return 0;
-	while (ncap < need)
-		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
-	if (!size || ncap > SIZE_MAX / size)
+	if (fk_vec_next_cap(*cap, need, size, &ncap))
 		return -ENOMEM;
 	memcpy(&old, arrp, sizeof(old));
 	old_len = mapped_len(*cap * size);

@@ -17,6 +17,11 @@
  */
 int fk_vec_reserve(void *arrp, size_t *cap, size_t need, size_t size);
 
+/* The capacity an array of @cap items of @size bytes grows to, doubling,
+ * to hold @need: into @ncap; -ENOMEM where its bytes would overflow.  For
+ * arrays grown some other way (lib/bigmem.c's mappings). */
+int fk_vec_next_cap(size_t cap, size_t need, size_t size, size_t *ncap);
+
 /*
  * fk_vec_reserve() where the room is most often there already: the test
  * inline, the call only to grow (a checker pushes a record per file).
