@@ -413,17 +413,15 @@ int exck_name_owners(struct fk_exfat_check *x);
 /* A 64-bit hash of the @n units @u, up-cased, for the two below. */
 uint64_t exck_name_key(const struct fk_exfat_upcase *up, const uint16_t *u,
 		       uint32_t n);
+/* The same of @n units @v up-cased already (a set's name_up). */
+uint64_t exck_upname_key(const uint16_t *v, uint32_t n);
 /* Does @ns hold a name equal to the @n units @u (hashed to @key)? */
 int exck_has_name(const struct name_set *ns, const struct fk_exfat_upcase *up,
 		  uint64_t key, const uint16_t *u, uint32_t n);
-/* Add the name @u of @n units, unless an equal one is there already.  0 or
- * -ENOMEM. */
+/* Add the name @u of @n units (hashed to @key), unless an equal one is
+ * there already: 1 added, 0 there already, or -ENOMEM. */
 int exck_add_name(struct name_set *ns, const struct fk_exfat_upcase *up,
 		  uint64_t key, const uint16_t *u, uint32_t n);
-/* exck_add_name() of a name @ns is known not to hold (exck_has_name() said
- * so): the one look-up per name a clean directory costs. */
-int exck_put_name(struct name_set *ns, uint64_t key, const uint16_t *u,
-		  uint32_t n);
 void exck_free_names(struct name_set *ns);
 void exck_clear_names(struct name_set *ns);
 

@@ -684,11 +684,15 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 	uint32_t nlen = s->raw[1][SE_NAME_LEN];
 	uint64_t key;
 	size_t idx;
+	int err;
 
 	units = name_units(s, nlen, f->is_changed, buf);
-	key = exck_name_key(x->ex->upcase, units, nlen);
-	if (!exck_has_name(w->names, x->ex->upcase, key, units, nlen))
-		return exck_put_name(w->names, key, units, nlen);
+	/* the units the name hash was computed over, up-cased there */
+	key = units == s->name16 && s->has_name_up
+		      ? exck_upname_key(s->name_up, nlen)
+		      : exck_name_key(x->ex->upcase, units, nlen);
+	if ((err = exck_add_name(w->names, x->ex->upcase, key, units, nlen)))
+		return err < 0 ? err : 0;
 	idx = ck_report(x->ck, FK_SEV_ERROR, "duplicate", exck_cur_path(x),
 			"another entry of the directory has the same "
 			"name (compared through the up-case table)");
@@ -699,7 +703,8 @@ static int judge_duplicate(struct fk_exfat_check *x, const struct dirwalk *w,
 		f->is_changed = 1;
 	}
 	/* not renamed: the name is there, and stays once */
-	return exck_add_name(w->names, x->ex->upcase, key, units, nlen);
+	err = exck_add_name(w->names, x->ex->upcase, key, units, nlen);
+	return err < 0 ? err : 0;
 }
 
 /*

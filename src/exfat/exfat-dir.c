@@ -292,12 +292,20 @@ static int load(struct fk_exfat_dir *dir, struct fk_diag *diag)
 	return 0;
 }
 
-/*
- * The next raw entry, in the cluster buffer until the next call: 1, 0 at
- * the directory's end, or an error.
- */
-static int get_ent(struct fk_exfat_dir *dir, const unsigned char **e,
-		   uint64_t *off, struct fk_diag *diag)
+/* Take the entry at dir->pos (one is buffered). */
+static inline void take_ent(struct fk_exfat_dir *dir, const unsigned char **e,
+			    uint64_t *off)
+{
+	*e = dir->buf + (size_t)dir->pos * FK_EXFAT_ENT_LEN;
+	*off = dir->buf_off + (uint64_t)dir->pos * FK_EXFAT_ENT_LEN;
+	dir->pos++;
+	dir->idx++;
+	dir->stats.nents++;
+}
+
+/* get_ent() once the buffer is used up: load the next cluster. */
+static int get_ent_load(struct fk_exfat_dir *dir, const unsigned char **e,
+			uint64_t *off, struct fk_diag *diag)
 {
 	int err;
 
@@ -306,11 +314,21 @@ static int get_ent(struct fk_exfat_dir *dir, const unsigned char **e,
 			return err;
 	if (dir->is_done)
 		return 0;
-	*e = dir->buf + (size_t)dir->pos * FK_EXFAT_ENT_LEN;
-	*off = dir->buf_off + (uint64_t)dir->pos * FK_EXFAT_ENT_LEN;
-	dir->pos++;
-	dir->idx++;
-	dir->stats.nents++;
+	take_ent(dir, e, off);
+	return 1;
+}
+
+/*
+ * The next raw entry, in the cluster buffer until the next call: 1, 0 at
+ * the directory's end, or an error.  Inline: a few loads on every entry,
+ * a call once a cluster.
+ */
+static inline int get_ent(struct fk_exfat_dir *dir, const unsigned char **e,
+			  uint64_t *off, struct fk_diag *diag)
+{
+	if (__builtin_expect(dir->pos == dir->buf_ents || dir->is_done, 0))
+		return get_ent_load(dir, e, off, diag);
+	take_ent(dir, e, off);
 	return 1;
 }
 
@@ -328,8 +346,8 @@ static int is_secondary(const unsigned char *e)
 	       (FK_EXFAT_IN_USE | FK_EXFAT_SECONDARY);
 }
 
-static void get_time(const unsigned char *e, unsigned ts_off, int ms_off,
-		     unsigned tz_off, struct fk_exfat_time *t)
+static inline void get_time(const unsigned char *e, unsigned ts_off, int ms_off,
+			    unsigned tz_off, struct fk_exfat_time *t)
 {
 	uint32_t ts = get_le32(e + ts_off);
 	uint8_t tz = e[tz_off];
@@ -339,7 +357,7 @@ static void get_time(const unsigned char *e, unsigned ts_off, int ms_off,
 	t->ms10 = ms_off >= 0 ? e[ms_off] : 0;
 	t->has_utc_off = !!(tz & TZ_VALID);
 	/* Seven bits, two's complement, in 15-minute steps (7.4.10). */
-	t->utc_off = (int8_t)(tz & 0x40 ? (int)(tz & 0x7F) - 128 : tz & 0x7F);
+	t->utc_off = (int8_t)((tz & 0x7F) - ((tz & 0x40) << 1));
 }
 
 /* SetChecksum over the entries found. */
@@ -352,11 +370,12 @@ static void sum_set(struct fk_exfat_set *set)
 }
 
 /* A File set with a stream, once parse_file() read its secondaries
- * (@names name entries, @bad: a unit no name may hold): the name entries
+ * (@names name entries, @bad: a unit no name may hold, @is_ascii: the
+ * UTF-8 name is gathered but for its end): the name entries
  * against the stream's NameLength, the checksum and the name hash, and
  * the stream's lengths and clusters. */
 static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
-		       uint32_t names, int bad)
+		       uint32_t names, int bad, int is_ascii)
 {
 	const struct fk_exfat_upcase *up =
 		fk_exfat_of(dir->vol) ? fk_exfat_of(dir->vol)->upcase : NULL;
@@ -371,13 +390,17 @@ static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		set->defects |= FK_EXS_NAME_ENTRY;
 	if (bad)
 		set->defects |= FK_EXS_NAME_CHARS;
-	fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
-			 sizeof(set->name));
+	if (is_ascii) /* gather_units() copied it */
+		set->name[set->name16_len] = '\0';
+	else
+		fk_utf16_to_utf8(set->name16, set->name16_len, set->name,
+				 sizeof(set->name));
 	if (up) {
 		fk_exfat_set_sums(
 			(const unsigned char(*)[FK_EXFAT_ENT_LEN])set->raw,
 			set->nents, up, set->name16, set->name16_len,
-			&set->csum_computed, &set->hash_computed);
+			set->name_up, &set->csum_computed, &set->hash_computed);
+		set->has_name_up = 1;
 		if (set->csum_computed != set->csum_stored)
 			set->defects |= FK_EXS_CHECKSUM;
 		if (set->hash_computed != set->hash_stored)
@@ -398,10 +421,38 @@ static void judge_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 		set->defects |= FK_EXS_BIG_DIR;
 }
 
+/*
+ * @take units of a File Name entry's @src onto the set's name, each judged
+ * as it is gathered (*@bad: one no name may hold; *@wide: the units ORed,
+ * so below 0x80 means all ASCII) and copied into the UTF-8 name too,
+ * which is done when the name is ASCII (most are).
+ */
+static inline void gather_units(struct fk_exfat_set *set,
+				const unsigned char *src, uint32_t take,
+				int *bad, uint32_t *wide)
+{
+	uint16_t *u16 = set->name16 + set->name16_len;
+	char *u8 = set->name + set->name16_len;
+	uint32_t k, all = 0;
+	int b = 0;
+
+	for (k = 0; k < take; k++) {
+		uint16_t u = (uint16_t)get_le16(src + 2 * k);
+
+		u16[k] = u;
+		u8[k] = (char)u;
+		all |= u;
+		b |= !fk_exfat_name_unit_ok(u);
+	}
+	set->name16_len += take;
+	*bad |= b;
+	*wide |= all;
+}
+
 /* The File set's secondaries, Stream Extension and names. */
 static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 {
-	uint32_t i, names = 0, k, take;
+	uint32_t i, names = 0, take, wide = 0;
 	int has_stream = 0, bad = 0;
 
 	set->attr = (uint16_t)get_le16(set->raw[0] + FE_ATTR);
@@ -438,15 +489,7 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 				       : 0;
 			if (take > FN_UNITS)
 				take = FN_UNITS;
-			/* each unit judged as it is gathered */
-			for (k = 0; k < take; k++) {
-				uint16_t u =
-					(uint16_t)get_le16(e + FN_NAME + 2 * k);
-
-				set->name16[set->name16_len + k] = u;
-				bad |= !fk_exfat_name_unit_ok(u);
-			}
-			set->name16_len += take;
+			gather_units(set, e + FN_NAME, take, &bad, &wide);
 			names++;
 		} else if (e[0] == FK_EXFAT_T_STREAM) {
 			set->defects |= FK_EXS_NAME_ENTRY; /* a second one */
@@ -463,7 +506,7 @@ static void parse_file(struct fk_exfat_dir *dir, struct fk_exfat_set *set)
 		set->defects |= FK_EXS_NO_STREAM;
 		return;
 	}
-	judge_file(dir, set, names, bad);
+	judge_file(dir, set, names, bad, wide < 0x80);
 }
 
 /*
@@ -706,6 +749,7 @@ int fk_exfat_dir_next(struct fk_exfat_dir *dir, struct fk_exfat_set *set,
 	clear_fields(set);
 	set->name16[0] = 0;
 	set->name[0] = 0;
+	set->has_name_up = 0;
 	set->first_ent = dir->idx - 1;
 	memcpy(set->raw[0], e, FK_EXFAT_ENT_LEN);
 	e = set->raw[0]; /* the buffer may be refilled from here on */

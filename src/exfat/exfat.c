@@ -473,30 +473,59 @@ uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 	return sum;
 }
 
+/* Four bytes into a SetChecksum or NameHash. */
+static inline uint16_t csum_4(uint16_t sum, const unsigned char *p)
+{
+	return csum_step(csum_step(csum_step(csum_step(sum, p[0]), p[1]), p[2]),
+			 p[3]);
+}
+
+/* Up-cased units @c and @d (low byte first, spec 7.6.4) into a NameHash. */
+static inline uint16_t hash_2(uint16_t h, uint16_t c, uint16_t d)
+{
+	h = csum_step(csum_step(h, (unsigned char)c), (unsigned char)(c >> 8));
+	return csum_step(csum_step(h, (unsigned char)d),
+			 (unsigned char)(d >> 8));
+}
+
+/* fk_exfat_upcase() with the first page's map @pg0 at hand: most names
+ * are Latin-1 (one look-up, not two). */
+static inline uint16_t upcase_unit(const struct fk_exfat_upcase *up,
+				   const uint16_t *pg0, uint16_t u)
+{
+	return u < 256 ? (uint16_t)(u + pg0[u]) : fk_exfat_upcase(up, u);
+}
+
 void fk_exfat_set_sums(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 		       uint32_t nents, const struct fk_exfat_upcase *up,
-		       const uint16_t *name, uint32_t n, uint16_t *csum,
-		       uint16_t *hash)
+		       const uint16_t *name, uint32_t n, uint16_t *upname,
+		       uint16_t *csum, uint16_t *hash)
 {
 	const unsigned char *p = raw[0];
 	const unsigned char *end = p + (size_t)nents * FK_EXFAT_ENT_LEN;
-	uint16_t sum = 0, h = 0, c;
+	const uint16_t *pg0 = up->pool[up->idx[0]];
+	uint16_t sum = 0, h = 0, c, d;
 	uint32_t i = 0;
 
 	if (nents) {
 		sum = csum_step(csum_step(0, p[0]), p[1]);
-		/* two bytes of each, in step; the rest of either after */
-		for (p += 4; p < end && i < n; p += 2, i++) {
-			c = fk_exfat_upcase(up, name[i]);
-			sum = csum_step(csum_step(sum, p[0]), p[1]);
-			h = csum_step(csum_step(h, (unsigned char)c),
-				      (unsigned char)(c >> 8));
-		}
-		for (; p < end; p += 2)
-			sum = csum_step(csum_step(sum, p[0]), p[1]);
+		p += 4; /* past the checksum field: 4-byte steps from here */
 	}
+	/* Four bytes of the set and two units of the name a round, in step;
+	 * the rest of either after. */
+	for (; p < end && n - i >= 2; p += 4, i += 2) {
+		c = upcase_unit(up, pg0, name[i]);
+		d = upcase_unit(up, pg0, name[i + 1]);
+		upname[i] = c;
+		upname[i + 1] = d;
+		sum = csum_4(sum, p);
+		h = hash_2(h, c, d);
+	}
+	for (; p < end; p += 4)
+		sum = csum_4(sum, p);
 	for (; i < n; i++) {
-		c = fk_exfat_upcase(up, name[i]);
+		c = upcase_unit(up, pg0, name[i]);
+		upname[i] = c;
 		h = csum_step(csum_step(h, (unsigned char)c),
 			      (unsigned char)(c >> 8));
 	}

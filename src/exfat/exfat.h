@@ -197,6 +197,11 @@ struct fk_exfat_set {
 						   as present), 0-ended */
 	char name[FK_EXFAT_NAME_MAX * 3 + 1];	/* UTF-8; unpaired
 						 surrogates as U+FFFD */
+	/* name16's units through the up-case table the name hash was
+	   computed with, when has_name_up (a volume with no table has
+	   none): how names compare (spec 7.2) */
+	uint16_t name_up[FK_EXFAT_NAME_MAX];
+	int has_name_up;
 };
 
 /* ---- Up-case table (spec 7.2) ---- */
@@ -311,9 +316,11 @@ uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
  * asks it of every unit of every name. */
 static inline int fk_exfat_name_unit_ok(uint16_t u)
 {
-	return u >= 128 ||
-	       !((u < 64 ? FK_EXFAT_BAD_LO >> u : FK_EXFAT_BAD_HI >> (u - 64)) &
-		 1);
+	/* No branch on the unit: names mix units below 64 (digits, space,
+	 * dot) with letters above it in no order a predictor can learn. */
+	static const uint64_t bad[2] = {FK_EXFAT_BAD_LO, FK_EXFAT_BAD_HI};
+
+	return !((u < 128) & (unsigned)(bad[u >> 6 & 1] >> (u & 63)));
 }
 
 /* SetChecksum (spec 6.3.3) over @nents raw entries. */
@@ -324,12 +331,13 @@ uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
  * fk_exfat_set_checksum() of @nents entries @raw into *@csum and
  * fk_exfat_name_hash() of the @n units @name into *@hash, in one loop:
  * each is a chain of steps that waits on the step before, so side by side
- * the two take the time of the longer one.
+ * the two take the time of the longer one.  The @n units up-cased go to
+ * @upname (room for @n), for a caller that compares names.
  */
 void fk_exfat_set_sums(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 		       uint32_t nents, const struct fk_exfat_upcase *up,
-		       const uint16_t *name, uint32_t n, uint16_t *csum,
-		       uint16_t *hash);
+		       const uint16_t *name, uint32_t n, uint16_t *upname,
+		       uint16_t *csum, uint16_t *hash);
 
 /* ---- Allocation bitmap (spec 7.1) ---- */
 

@@ -238,23 +238,39 @@ static void test_checksums(void)
 				 3) == 0x095e,
 	   "SetChecksum skips its own field");
 	{
-		uint16_t csum, hash;
-		uint32_t n;
+		uint16_t csum, hash, upname[FK_EXFAT_NAME_MAX], longer[20];
+		uint32_t n, i, same;
 
-		/* Names shorter and longer than the set's 94 bytes. */
-		for (n = 0; n <= 11; n += 11) {
+		/* Names shorter and longer than the set's 94 bytes, of
+		 * even and odd lengths (a round takes two units). */
+		for (n = 0; n <= 11; n++) {
+			memset(upname, 0xee, sizeof(upname));
 			fk_exfat_set_sums((const unsigned char(*)[32])set, 3,
-					  up, sisyphus, n, &csum, &hash);
+					  up, sisyphus, n, upname, &csum,
+					  &hash);
+			for (i = same = 0; i < n; i++)
+				same += upname[i] ==
+					fk_exfat_upcase(up, sisyphus[i]);
 			OK(csum == 0x095e &&
-				   hash == fk_exfat_name_hash(up, sisyphus, n),
-			   "both sums in one loop: %u units", n);
+				   hash == fk_exfat_name_hash(up, sisyphus,
+							      n) &&
+				   same == n && upname[n] == 0xeeee,
+			   "both sums in one loop, the name up-cased: %u units",
+			   n);
 		}
-		fk_exfat_set_sums((const unsigned char(*)[32])set, 1, up, frag,
-				  8, &csum, &hash);
+		/* 20 units: more rounds than one entry's 28 bytes hold */
+		for (i = 0; i < 20; i++)
+			longer[i] = frag[i % 8];
+		fk_exfat_set_sums((const unsigned char(*)[32])set, 1, up,
+				  longer, 20, upname, &csum, &hash);
 		OK(csum == fk_exfat_set_checksum(
 				   (const unsigned char(*)[32])set, 1) &&
-			   hash == 0xbaee,
+			   hash == fk_exfat_name_hash(up, longer, 20) &&
+			   upname[19] == fk_exfat_upcase(up, frag[3]),
 		   "both sums: a name longer than the one entry");
+		fk_exfat_set_sums((const unsigned char(*)[32])set, 1, up, frag,
+				  8, upname, &csum, &hash);
+		OK(hash == 0xbaee, "the name hash of a known name");
 	}
 	OK(fk_exfat_percent(1, 3) == 33 && fk_exfat_percent(0, 0) == 0,
 	   "PercentInUse rounds down");
