@@ -365,8 +365,7 @@ static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
 	struct claim c;
 	uint32_t clus, end, n;
 	size_t i, idx;
-	char *path;
-	int err = 0, bit, is_path;
+	int err = 0, bit;
 
 	for (i = 0; i < x->nfc_tails.n; i++) {
 		const struct late_tail *t = &x->nfc_tails.v[i];
@@ -400,17 +399,14 @@ static int claim_nfc_tails(struct fk_exfat_check *x, unsigned char *sec)
 			continue;
 		o = &x->owners.v[t->rec]; /* exck_claim() may have moved it */
 		new_len = (uint64_t)(o->nclus + n) * g->clus_len;
-		if (!(path = exck_owner_name(x, t->rec, &is_path)))
-			return -ENOMEM;
 		idx = ck_report(
-			x->ck, FK_SEV_ERROR, "past-clusters", path,
+			x->ck, FK_SEV_ERROR, "past-clusters", t->path,
 			"DataLength %llu reaches past the file's own "
 			"contiguous clusters: cluster %u is %s",
 			(unsigned long long)get_u64le(&f->raw[1][GEN_LEN]),
 			clus,
 			!bit ? "marked free in the allocation bitmap"
 			     : "owned by another file or directory");
-		free(path);
 		ck_set_fix(x->ck, idx, "DataLength set to %llu",
 			   (unsigned long long)new_len);
 		put_u64le(&f->raw[1][GEN_LEN], new_len);

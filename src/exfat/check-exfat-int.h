@@ -59,7 +59,10 @@ struct owner_rec {
 	uint32_t first, nclus;
 	uint32_t parent; /* the record of the directory holding the owner's
 			    entry; NO_REC: the root */
-	uint32_t name;	 /* OWN_ENTRY: its name's offset in names */
+	uint32_t name;	 /* OWN_ENTRY: its set's first entry, counted
+			    from the start of that directory
+			    (fk_exfat_set.first_ent): where its name is
+			    read back when a finding names it */
 	uint8_t kind;	 /* enum own_kind */
 	uint8_t is_no_fat_chain;
 };
@@ -119,6 +122,7 @@ struct tail {
  */
 struct late_tail {
 	uint32_t rec;  /* the owner record of the part claimed in the walk */
+	char *path;    /* the file's */
 	uint32_t need; /* clusters its DataLength asks for */
 	size_t fix;    /* its struct set_fix */
 };
@@ -200,12 +204,12 @@ struct fk_exfat_check {
 				  layout */
 	uint32_t nowned;
 	uint64_t claimed_step; /* for progress */
-	/* who owns what: a record per claim, the names of the entries
-	   claimed for, and who the next claim is for */
-	/* in huge pages past 64 KiB (fk_bigmem_grow()): a record and a
-	 * name a file */
+	/* who owns what: a record per claim (in huge pages past 64 KiB,
+	   fk_bigmem_grow()), and who the next claim is for */
 	LIST(struct owner_rec, owners);
-	LIST(char, names);
+	char **rec_names; /* per record, once a finding names its owner:
+			     the entry's name, read back (check-exfat-
+			     owners.c); NULL until then */
 	uint32_t own_parent, own_name;
 	enum own_kind own_kind;
 	LIST(struct cross, crosses);
@@ -350,21 +354,12 @@ static inline void exck_pop_name(struct fk_exfat_check *x, size_t old)
 		x->path[old] = '\0';
 }
 
-/* The next claims are for the entry @name (@len bytes, without its NUL)
- * of the directory walked.  0 or -ENOMEM. */
-static inline int exck_own_entry(struct fk_exfat_check *x, const char *name,
-				 size_t len)
+/* The next claims are for the entry whose set starts at entry @ent of the
+ * directory walked (its name is read back only if a finding names it). */
+static inline void exck_own_entry(struct fk_exfat_check *x, uint32_t ent)
 {
-	if (x->names.n + len + 1 > NO_REC)
-		return -ENOMEM;
-	if (x->names.n + len + 1 > x->names.cap &&
-	    fk_bigmem_grow(&x->names.v, &x->names.cap, x->names.n + len + 1, 1))
-		return -ENOMEM;
-	memcpy(x->names.v + x->names.n, name, len + 1);
 	x->own_kind = OWN_ENTRY;
-	x->own_name = (uint32_t)x->names.n;
-	x->names.n += len + 1;
-	return 0;
+	x->own_name = ent;
 }
 
 /* check-exfat-claim.c: the ownership map, claims and their cuts, late
@@ -406,7 +401,6 @@ static inline int exck_claim_secondaries(struct fk_exfat_check *x,
 int exck_late_claims(struct fk_exfat_check *x);
 
 /* check-exfat-owners.c: the owners findings name */
-char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r, int *is_path);
 int exck_name_owners(struct fk_exfat_check *x);
 
 /* check-exfat-names.c: the names of the directory walked */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exfat/exfat.h"
+#include "lib/diag.h"
 #include "table/fat.h"
 
 /* ---- owners ------------------------------------------------------------ */
@@ -133,12 +134,133 @@ static int follow_owners(struct fk_exfat_check *x, struct owner_pass *p)
 	return 0;
 }
 
+/* ---- names, read back ------------------------------------------------ */
+
+/* An entry whose name a finding needs: its directory's record (NO_REC:
+ * the root), where its set starts there, and its own record. */
+struct place {
+	uint32_t dir, ent, rec;
+};
+
+typedef LIST(struct place, place_list);
+
+/* Directory order: by the directory, then the entry. */
+static int cmp_place(const void *a, const void *b)
+{
+	const struct place *p = a, *q = b;
+
+	if (p->dir != q->dir)
+		return p->dir < q->dir ? -1 : 1;
+	return p->ent < q->ent ? -1 : p->ent > q->ent;
+}
+
+/* Add @r and the directories above it to @want, each once: a record
+ * named or wanted already has a rec_names slot that is not NULL. */
+static int want_chain(struct fk_exfat_check *x, uint32_t r, place_list *want)
+{
+	static char wanted[] = "?"; /* replaced by read_dir_names() */
+
+	for (; r != NO_REC && x->owners.v[r].kind == OWN_ENTRY &&
+	       !x->rec_names[r];
+	     r = x->owners.v[r].parent) {
+		struct place pl = {x->owners.v[r].parent, x->owners.v[r].name,
+				   r};
+
+		x->rec_names[r] = wanted;
+		if (PUSH(*want, pl))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The names of the @n entries @pl, all of one directory, in the order of
+ * their sets: read as the walk read them, up to the last.  A name the
+ * read does not reach stays NULL.
+ */
+static int read_dir_names(struct fk_exfat_check *x, const struct place *pl,
+			  size_t n, struct fk_exfat_set *set)
+{
+	struct fk_exfat_stream st = {0};
+	struct fk_exfat_dir *dir;
+	struct fk_diag d2 = {0};
+	size_t k = 0;
+	int err;
+
+	if (pl->dir != NO_REC) {
+		const struct owner_rec *d = &x->owners.v[pl->dir];
+
+		st.first_clus = d->first;
+		st.data_len = (uint64_t)d->nclus * x->g->clus_len;
+		st.is_no_fat_chain = d->is_no_fat_chain;
+	}
+	if ((err = fk_exfat_dir_open(x->vol, pl->dir != NO_REC ? &st : NULL,
+				     &dir)))
+		return err;
+	if (pl->dir != NO_REC)
+		fk_exfat_dir_set_limit(dir, x->owners.v[pl->dir].nclus);
+	while (k < n && fk_exfat_dir_next(dir, set, &d2) == 1) {
+		const char *name = set->name[0] ? set->name : "?";
+
+		for (; k < n && pl[k].ent <= set->first_ent; k++)
+			if (pl[k].ent == set->first_ent &&
+			    !(x->rec_names[pl[k].rec] = strdup(name))) {
+				fk_exfat_dir_close(dir);
+				return -ENOMEM;
+			}
+	}
+	fk_exfat_dir_close(dir);
+	return 0;
+}
+
+/*
+ * Read back the names of the entries the @n records @recs were made for,
+ * and of the directories above them, into x->rec_names: each directory
+ * once, however many of its entries are named (a volume cross-linked
+ * file by file costs one more walk at most).  0 or -errno.
+ */
+static int read_names(struct fk_exfat_check *x, const uint32_t *recs, size_t n)
+{
+	place_list want = {0};
+	struct fk_exfat_set *set = NULL;
+	size_t i, j;
+	int err = 0;
+
+	if (!x->rec_names &&
+	    !(x->rec_names = calloc(x->owners.n ? x->owners.n : 1,
+				    sizeof(*x->rec_names))))
+		return -ENOMEM;
+	for (i = 0; i < n && !err; i++)
+		err = want_chain(x, recs[i], &want);
+	for (i = 0; i < want.n; i++)
+		x->rec_names[want.v[i].rec] = NULL;
+	if (!err && want.n && !(set = malloc(sizeof(*set))))
+		err = -ENOMEM;
+	if (!err)
+		qsort(want.v, want.n, sizeof(*want.v), cmp_place);
+	for (i = 0; i < want.n && !err; i = j) {
+		for (j = i; j < want.n && want.v[j].dir == want.v[i].dir; j++)
+			;
+		err = read_dir_names(x, want.v + i, j - i, set);
+	}
+	/* not reached by the read (or no memory): named as unreadable */
+	for (i = 0; i < want.n && !err; i++)
+		if (!x->rec_names[want.v[i].rec] &&
+		    !(x->rec_names[want.v[i].rec] = strdup("?")))
+			err = -ENOMEM;
+	free(set);
+	free(want.v);
+	return err;
+}
+
 /*
  * Record @r's owner as a message names it: a path, or what it is (*@is_path
  * 0).  malloc()ed; NULL without memory.  Parents are recorded before what
  * they hold, so the walk up ends, within the nesting the walk allowed.
+ * The names are read_names()'s.
  */
-char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r, int *is_path)
+static char *owner_name(const struct fk_exfat_check *x, uint32_t r,
+			int *is_path)
 {
 	const struct owner_rec *o = &x->owners.v[r];
 	const char *part[FK_CHECK_MAX_DEPTH + 2];
@@ -153,12 +275,11 @@ char *exck_owner_name(const struct fk_exfat_check *x, uint32_t r, int *is_path)
 		return strdup("the allocation bitmap");
 	if (o->kind == OWN_UPCASE)
 		return strdup("the up-case table");
-	if (o->kind == OWN_ENTRY)
-		part[n++] = x->names.v + o->name;
-	for (p = o->parent; p != NO_REC && n < FK_CHECK_MAX_DEPTH + 2 &&
-			    x->owners.v[p].kind == OWN_ENTRY;
+	for (p = o->kind == OWN_ENTRY ? r : o->parent;
+	     p != NO_REC && n < FK_CHECK_MAX_DEPTH + 2 &&
+	     x->owners.v[p].kind == OWN_ENTRY;
 	     p = x->owners.v[p].parent)
-		part[n++] = x->names.v + x->owners.v[p].name;
+		part[n++] = x->rec_names[p] ? x->rec_names[p] : "?";
 	for (i = 0; i < n; i++)
 		len += 1 + strlen(part[i]);
 	if (!(out = malloc(len + sizeof("an allocation of an entry in /"))))
@@ -223,11 +344,10 @@ static int name_miss_owners(struct fk_exfat_check *x, struct owner_pass *p)
 
 	if (!p->hits.n)
 		return 0;
-	merge_hits(p);
 	for (i = 0; i < p->hits.n && i < OWNERS_LISTED; i++) {
 		const struct owner_hit *h = &p->hits.v[i];
 
-		if (!(name = exck_owner_name(x, h->rec, &is_path)))
+		if (!(name = owner_name(x, h->rec, &is_path)))
 			return -ENOMEM;
 		len += (size_t)snprintf(list + len, sizeof(list) - len,
 					"%s%s (%u cluster%s)", i ? ", " : "",
@@ -261,7 +381,7 @@ static int name_cross_owners(struct fk_exfat_check *x)
 
 		if (cr->owner == NO_REC)
 			continue;
-		if (!(name = exck_owner_name(x, cr->owner, &is_path)))
+		if (!(name = owner_name(x, cr->owner, &is_path)))
 			return -ENOMEM;
 		ck_append_msg(x->ck, cr->finding, ": %s", name);
 		if (is_path)
@@ -271,6 +391,29 @@ static int name_cross_owners(struct fk_exfat_check *x)
 		free(name);
 	}
 	return 0;
+}
+
+/* read_names() of the owners the findings will name: the first few of
+ * the clusters marked free (merged, one per owner), and each cross-link's
+ * first owner. */
+static int read_owner_names(struct fk_exfat_check *x, struct owner_pass *p)
+{
+	uint32_t *recs;
+	size_t i, n = 0;
+	int err;
+
+	if (p->hits.n)
+		merge_hits(p);
+	if (!(recs = malloc((OWNERS_LISTED + x->crosses.n) * sizeof(*recs))))
+		return -ENOMEM;
+	for (i = 0; i < p->hits.n && i < OWNERS_LISTED; i++)
+		recs[n++] = p->hits.v[i].rec;
+	for (i = 0; i < x->crosses.n; i++)
+		if (x->crosses.v[i].owner != NO_REC)
+			recs[n++] = x->crosses.v[i].owner;
+	err = read_names(x, recs, n);
+	free(recs);
+	return err;
 }
 
 /* Name the owners that findings are about (see above). */
@@ -288,7 +431,8 @@ int exck_name_owners(struct fk_exfat_check *x)
 		      cmp_cross);
 	if (x->miss_find == NONE)
 		x->misses.n = 0; /* not listed: nothing to add them to */
-	if (!(err = follow_owners(x, &p)) && !(err = name_miss_owners(x, &p)))
+	if (!(err = follow_owners(x, &p)) && !(err = read_owner_names(x, &p)) &&
+	    !(err = name_miss_owners(x, &p)))
 		err = name_cross_owners(x);
 	free(p.hits.v);
 	return err;

@@ -250,10 +250,14 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 static int add_nfc_tail(struct fk_exfat_check *x, const struct claim *c,
 			uint64_t need, int is_changed)
 {
-	struct late_tail t = {c->rec, (uint32_t)need, x->set_fixes.n - 1};
+	struct late_tail t = {c->rec, NULL, (uint32_t)need, x->set_fixes.n - 1};
 
 	x->set_fixes.v[t.fix].is_idle = !is_changed;
-	return PUSH(x->nfc_tails, t);
+	if (!(t.path = strdup(exck_cur_path(x))) || PUSH(x->nfc_tails, t)) {
+		free(t.path);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /*

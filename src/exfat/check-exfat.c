@@ -229,7 +229,10 @@ static void free_state(void *state)
 		free(x->crosses.v[i].later);
 	free(x->crosses.v);
 	fk_bigmem_free(x->owners.v, x->owners.cap, sizeof(*x->owners.v));
-	fk_bigmem_free(x->names.v, x->names.cap, 1);
+	if (x->rec_names)
+		for (i = 0; i < x->owners.n; i++)
+			free(x->rec_names[i]);
+	free(x->rec_names);
 	free(x->misses.v);
 	for (i = 0; i < x->tails.n; i++)
 		free(x->tails.v[i].path);
@@ -240,6 +243,8 @@ static void free_state(void *state)
 	}
 	free(x->fat_fixes.v);
 	free(x->set_fixes.v);
+	for (i = 0; i < x->nfc_tails.n; i++)
+		free(x->nfc_tails.v[i].path);
 	free(x->nfc_tails.v);
 	fk_own_free(&x->map);
 	free(x->path);
