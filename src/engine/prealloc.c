@@ -355,6 +355,14 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 	size_t i;
 	int err;
 
+	for (i = 0; i < n; i++) {
+		uint64_t clus_len = run->vol->g.clus_len;
+
+		run->asked_clus +=
+			reqs[i].len / clus_len + (reqs[i].len % clus_len != 0);
+		if (run->asked_clus > UINT32_MAX)
+			run->asked_clus = UINT32_MAX; /* more than any FAT */
+	}
 	if ((err = fam->start(run, diag)))
 		return err;
 	/* Out of space, the lazy free map has read all of the FAT. */
