@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/cache.h"
 #include "io/device.h"
 #include "lib/bigmem.h"
 #include "lib/diag.h"
@@ -164,15 +165,17 @@ static void fill_soon(struct fk_alloc *a, uint64_t first, uint64_t n)
 }
 
 /*
- * Read chunk @k, and up to a->ahead - 1 (or @want - 1, when more) unread
- * chunks after it, in one sequential scan; each further load reads twice
- * as many, so a search that goes on costs few requests.  A failed read
- * leaves its chunks with no free clusters and a->err set.
+ * Read chunk @k, and up to a->ahead - 1 (or @want - 1, when more; with
+ * @is_exact, @want - 1 only) unread chunks after it, in one sequential
+ * scan; each further load reads twice as many, so a search that goes on
+ * costs few requests.  A failed read leaves its chunks with no free
+ * clusters and a->err set.
  */
-static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
+static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want,
+		      int is_exact)
 {
 	uint32_t n = 1, found = 0, i, first = (uint32_t)chunk_first(a, k);
-	uint32_t most = a->ahead > want ? a->ahead : want;
+	uint32_t most = a->ahead > want && !is_exact ? a->ahead : want;
 	int is_blank = 0, err;
 
 	while (n < most && k + n < a->nchunks && !a->is_loaded[k + n] &&
@@ -204,7 +207,7 @@ static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
 	/* A load sized by what was missing guessed nothing: the next one
 	 * need not be larger (a FAT chunk costs a card as much time as a
 	 * dozen requests). */
-	if (n <= a->ahead && a->ahead < a->max_ahead)
+	if (!is_exact && n <= a->ahead && a->ahead < a->max_ahead)
 		a->ahead *= 2;
 }
 
@@ -212,7 +215,7 @@ static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
 static void ensure(struct fk_alloc *a, uint32_t clus)
 {
 	if (a->nunloaded && clus < a->end && !a->is_loaded[chunk_of(a, clus)])
-		load_from(a, chunk_of(a, clus), 1);
+		load_from(a, chunk_of(a, clus), 1, 0);
 }
 
 /* Read every chunk still unread, consecutive ones in one scan. */
@@ -223,7 +226,7 @@ static void load_all(struct fk_alloc *a)
 	a->ahead = UINT32_MAX;
 	for (k = 0; a->nunloaded && k < a->nchunks; k++)
 		if (!a->is_loaded[k])
-			load_from(a, k, 1);
+			load_from(a, k, 1, 0);
 }
 
 /* The end of the stretch from @from whose bits one check makes known. */
@@ -512,7 +515,8 @@ uint32_t fk_alloc_nfree_open(struct fk_alloc *a)
 	return a->nfound;
 }
 
-int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
+/* fk_alloc_has_free(); @is_exact: no load reads more than is missing. */
+static int has_free(struct fk_alloc *a, uint32_t nclus, int is_exact)
 {
 	uint32_t k = chunk_of(a, a->cursor), i;
 	/* The clusters before the cursor in its chunk are read with it but
@@ -528,11 +532,39 @@ int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
 			load_from(a, (k + i) % a->nchunks,
 				  (uint32_t)((before + nclus - a->nfree +
 					      a->chunk - 1) /
-					     a->chunk));
+					     a->chunk),
+				  is_exact);
 		before = 0;
 	}
 	/* A failed read is no lack of space: fk_alloc_plan() reports it. */
 	return a->nfree >= nclus || a->err;
+}
+
+int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
+{
+	return has_free(a, nclus, 0);
+}
+
+/*
+ * The chain walks after the first load (the root's, the files'), when
+ * they start in the FAT it read: their first span is its pages, which
+ * the page cache holds, not a 64 KiB span whose pages past them a card
+ * serves in a request of their own.
+ */
+static void want_loaded(struct fk_alloc *a)
+{
+	const struct fk_geom *g = &a->vol->g;
+	uint32_t k = chunk_of(a, a->cursor), n = 0;
+	uint64_t lo, hi, end;
+
+	while (k + n < a->nchunks && a->is_loaded[k + n])
+		n++;
+	if (!n)
+		return;
+	end = chunk_first(a, k + n) < a->end ? chunk_first(a, k + n) : a->end;
+	lo = chunk_first(a, k) * g->ent_bits / 8 / g->sec_len;
+	hi = (end * g->ent_bits / 8 + g->sec_len - 1) / g->sec_len;
+	fk_cache_want_span(a->vol->fat, (uint32_t)lo, (uint32_t)(hi - lo));
 }
 
 void fk_alloc_expect(struct fk_alloc *a, uint64_t nclus)
@@ -544,10 +576,10 @@ void fk_alloc_expect(struct fk_alloc *a, uint64_t nclus)
 		return;
 	/* The files the run extends hold at most the clusters in use. */
 	used = total - a->fsi_free;
-	if (nclus > used)
-		fk_alloc_has_free(a, nclus - used < total
-					     ? (uint32_t)(nclus - used)
-					     : total);
+	if (nclus <= used)
+		return;
+	has_free(a, nclus - used < total ? (uint32_t)(nclus - used) : total, 1);
+	want_loaded(a);
 }
 
 uint32_t fk_alloc_fsinfo_free(struct fk_alloc *a)
