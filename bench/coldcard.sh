@@ -17,8 +17,9 @@
 # with the peer (mdir -/ for fatls -R, fsck.fat -n and fsck.exfat -n for
 # fatcheck) and with the floor: the bytes the job must read and their cost
 # at one request per contiguous run (bench/floor.py says what each job
-# needs; reads only: a writer's own writes and flushes come on top).
-# Images: bench/coldcard-images.sh.
+# needs; reads only: a writer's own writes and flushes come on top; read
+# ms is the card time of the reads alone, the figure to set beside the
+# floor's).  Images: bench/coldcard-images.sh.
 #
 #   bench/coldcard.sh [--runs N] [--profile LATENCY_US:MBPS[:FLUSH_US]]...
 #                     [--qd N] [--read-ahead-kb N] [--build DIR]
@@ -236,9 +237,9 @@ mib()
 run_profile()
 {
 	local lat=$1 mbps=$2 flush=$3 row name image fresh cmd fjob img
-	local mounted= r line ms reads br writes bw fl cus fb fr fms
-	echo "| job | wall ms | card ms | read requests | MiB read | write requests | MiB written | flushes | floor MiB | floor runs | floor ms | bytes / floor | card time / floor |"
-	echo "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	local mounted= r line ms reads br writes bw fl cus fb fr fms rms
+	echo "| job | wall ms | card ms | read requests | MiB read | write requests | MiB written | flushes | floor MiB | floor runs | floor ms | bytes / floor | card time / floor | read ms | read time / floor |"
+	echo "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for row in "${ROWS[@]}"; do
 		IFS='|' read -r name image fresh cmd fjob <<<"$row"
 		[[ $name =~ $ONLY ]] || continue
@@ -265,12 +266,17 @@ run_profile()
 		((fresh)) && { unmount; mounted=; }
 		((fresh != 2)) || name+=" (1 run)"
 		read -r ms reads br writes bw fl cus < <(median_line <"$tmp/lines")
+		# What the card charged for the reads alone, as the floor
+		# counts it (a writer's writes and flushes come on top).
+		rms=$(awk -v n="$reads" -v b="$br" -v l="$lat" -v m="$mbps" \
+			'BEGIN { printf "%.1f", n * l / 1000 + b / (m * 1e6) * 1000 }')
 		echo "coldcard.sh: $lat us, $mbps MB/s: $name: $((ms / 1000)) ms, card $((cus / 1000)) ms, $reads reads, $(mib "$br") MiB ($((br / 1024)) KiB)" >&2
 		echo "| $name | $((ms / 1000)) | $((cus / 1000)) | $reads |" \
 			"$(mib "$br") | $writes |" \
 			"$(mib "$bw") | $fl | $(mib "$fb") | $fr | $fms |" \
 			"$(awk -v a="$br" -v b="$fb" 'BEGIN { printf "%.1fx", a / b }') |" \
-			"$(awk -v a="$cus" -v b="$fms" 'BEGIN { printf "%.1fx", a / 1000 / b }') |"
+			"$(awk -v a="$cus" -v b="$fms" 'BEGIN { printf "%.1fx", a / 1000 / b }') |" \
+			"$rms | $(awk -v a="$rms" -v b="$fms" 'BEGIN { printf "%.2fx", a / b }') |"
 	done
 	unmount
 }

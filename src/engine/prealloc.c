@@ -341,6 +341,46 @@ static int has_changes(const struct fk_prealloc_result *res)
 	return res->new_clus != 0;
 }
 
+/* Parent directories on @path: the most -p creates for it. */
+static uint32_t parents_of(const char *path)
+{
+	uint32_t n = 0;
+
+	for (; *path; path++)
+		n += path[0] != '/' && (path[1] == '/' || !path[1]);
+	return n ? n - 1 : 0;
+}
+
+/* Do @a and @b name files in the same directory (the same text up to
+ * the last slash)? */
+static int same_dir(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+
+	return sa && sb && sa - a == sb - b && !memcmp(a, b, (size_t)(sa - a));
+}
+
+/*
+ * Clusters the requests ask for in all (and with -p, one for each
+ * directory on their paths, counted once for files that follow one
+ * another in one directory), before anything is read: what the FAT
+ * writer's first read of the FAT is sized by (fk_alloc_expect()).
+ */
+static uint64_t asked_clus(const struct fk_prun *run,
+			   const struct fk_prealloc_req *reqs, size_t n)
+{
+	uint64_t clus_len = run->vol->g.clus_len, sum = 0;
+	size_t i;
+
+	for (i = 0; i < n && sum < UINT32_MAX; i++) {
+		sum += reqs[i].len / clus_len + (reqs[i].len % clus_len != 0);
+		if (run->o->parents &&
+		    !(i && same_dir(reqs[i - 1].path, reqs[i].path)))
+			sum += parents_of(reqs[i].path);
+	}
+	return sum < UINT32_MAX ? sum : UINT32_MAX; /* more than any FAT */
+}
+
 /*
  * The run: resolve every request, plan every cluster, then hand the
  * commit to the family.  Undoes only what was written: a stop or failure
@@ -355,6 +395,7 @@ static int run_family(struct fk_prun *run, const struct fk_prealloc_family *fam,
 	size_t i;
 	int err;
 
+	run->asked_clus = asked_clus(run, reqs, n);
 	if ((err = fam->start(run, diag)))
 		return err;
 	/* Out of space, the lazy free map has read all of the FAT. */

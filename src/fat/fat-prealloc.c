@@ -641,20 +641,13 @@ static void hint_lost(struct fk_prun *run, uint32_t nfree, struct fk_diag *diag)
 static int start(struct fk_prun *run, struct fk_diag *diag)
 {
 	struct op *op;
-	int err;
+	int err, open_err;
 
 	if (run->o->lazy) {
 		fk_diag_set(diag, NULL,
 			    "--lazy is for exFAT volumes only (FAT has no "
 			    "valid data length)");
 		return -EINVAL;
-	}
-	if ((err = fk_fat_judge_boot(run->vol, diag)))
-		return err;
-	if ((err = fk_fat_judge_read_copy(run->vol, diag))) {
-		if (err == FK_ECORRUPT)
-			fk_diag_hint(diag, FK_HINT_REPAIR);
-		return err;
 	}
 	if (!(op = calloc(1, sizeof(*op))))
 		return -ENOMEM;
@@ -664,10 +657,26 @@ static int start(struct fk_prun *run, struct fk_diag *diag)
 	op->o = run->o;
 	op->files = run->files;
 	fk_dir_stamp(&op->stamp, run->o->now, run->o->now_is_utc);
-	if ((err = fk_alloc_open_lazy(op->vol, &op->alloc)))
+	/*
+	 * The free map before the judges: its first read, of the entries
+	 * the run must take by FSInfo's count, holds the FAT's first
+	 * sectors that the judges and the root's chain read too, when the
+	 * hint is near the start (an empty card's); a card then serves
+	 * them all in one request, not four.  The judges' refusals still
+	 * come first.
+	 */
+	if (!(open_err = fk_alloc_open_lazy(op->vol, &op->alloc))) {
+		run->alloc = op->alloc;
+		fk_alloc_expect(op->alloc, run->asked_clus);
+	}
+	if ((err = fk_fat_judge_boot(run->vol, diag)))
 		return err;
-	run->alloc = op->alloc;
-	return 0;
+	if ((err = fk_fat_judge_read_copy(run->vol, diag))) {
+		if (err == FK_ECORRUPT)
+			fk_diag_hint(diag, FK_HINT_REPAIR);
+		return err;
+	}
+	return open_err;
 }
 
 static void end(struct fk_prun *run)

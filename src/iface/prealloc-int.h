@@ -52,6 +52,10 @@ struct fk_prun {
 	size_t *file_of; /* request -> files */
 	int is_linked;	 /* the commit point passed: no rollback */
 	void *fam_op;	 /* the family's own state */
+	/* Clusters the requests ask for in all, their files' old ones
+	 * included (a path named twice counts twice), and with -p one per
+	 * directory on their paths; set before start(). */
+	uint64_t asked_clus;
 	/* A stop request cut a --per-cluster run short (fk_prun_cut()):
 	 * file @cut_file got @cut_taken of its @cut_planned new clusters,
 	 * @cut_later files after it none. */

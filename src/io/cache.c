@@ -325,9 +325,12 @@ int fk_cache_patch_read(struct fk_cache *c, uint64_t off, unsigned char *buf,
 /*
  * Read @sec, and the uncached sectors after it, straight into free slots
  * with one vectored read: sequential FAT walks cost one system call per
- * READ_AHEAD sectors and no copying.
+ * READ_AHEAD sectors and no copying.  A sector read to be changed
+ * (@is_change) brings only the rest of its page: the writer's search
+ * read the pages its plans change, and the sectors past the last one
+ * were, on a card, a request for bytes nobody needs.
  */
-static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
+static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot, int is_change)
 {
 	uint64_t fat_off = c->lay.fat_off + (uint64_t)c->lay.read_fat *
 						    c->lay.fat_secs *
@@ -343,6 +346,7 @@ static int load(struct fk_cache *c, uint32_t sec, uint32_t *slot)
 	 * sector changed is read with its page, not into the next one. */
 	while (n < c->ra_secs && sec + n < c->lay.fat_secs &&
 	       (!c->span_min || (sec + n) % c->ra_secs) &&
+	       (!is_change || (sec + n) % c->page_secs) &&
 	       lookup(c, sec + n) == NO_SLOT)
 		n++;
 	for (i = 0; i < n; i++) {
@@ -399,7 +403,7 @@ static const unsigned char *in_span(const struct fk_cache *c, uint32_t sec)
  * some 25 page faults of slots and hash table for one page in memory.
  */
 static int find(struct fk_cache *c, uint32_t sec, uint32_t *slot,
-		const unsigned char **span)
+		const unsigned char **span, int is_change)
 {
 	uint32_t i;
 
@@ -419,7 +423,7 @@ static int find(struct fk_cache *c, uint32_t sec, uint32_t *slot,
 				*slot = NO_SLOT;
 				return 0;
 			}
-			if (!(err = load(c, sec, slot)))
+			if (!(err = load(c, sec, slot, is_change)))
 				c->last = *slot;
 			return err;
 		}
@@ -430,15 +434,27 @@ static int find(struct fk_cache *c, uint32_t sec, uint32_t *slot,
 	return 0;
 }
 
-int fk_cache_get(struct fk_cache *c, uint32_t sec, const unsigned char **data)
+static int get(struct fk_cache *c, uint32_t sec, const unsigned char **data,
+	       int is_change)
 {
 	const unsigned char *span = NULL;
 	uint32_t i;
-	int err = find(c, sec, &i, &span);
+	int err = find(c, sec, &i, &span, is_change);
 
 	if (!err)
 		*data = i == NO_SLOT ? span : slot_data(c, i);
 	return err;
+}
+
+int fk_cache_get(struct fk_cache *c, uint32_t sec, const unsigned char **data)
+{
+	return get(c, sec, data, 0);
+}
+
+int fk_cache_get_to_change(struct fk_cache *c, uint32_t sec,
+			   const unsigned char **data)
+{
+	return get(c, sec, data, 1);
 }
 
 /* The span holding @sec, read now if no span does; NO_SLOT on failure. */
@@ -567,7 +583,7 @@ int fk_cache_get_dirty(struct fk_cache *c, uint32_t sec, unsigned char **data)
 	uint32_t i;
 	int err;
 
-	if ((err = find(c, sec, &i, NULL)))
+	if ((err = find(c, sec, &i, NULL, 1)))
 		return err;
 	if (c->slots[i].state != SLOT_DIRTY) {
 		if (c->ndirty == c->max_dirty && (err = flush_budget(c)))

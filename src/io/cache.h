@@ -75,6 +75,14 @@ int fk_cache_get(struct fk_cache *cache, uint32_t sec,
 		 const unsigned char **data);
 int fk_cache_get_dirty(struct fk_cache *cache, uint32_t sec,
 		       unsigned char **data);
+/*
+ * fk_cache_get() of a sector a writer is about to change (to check it
+ * first): a miss reads the rest of its page, as fk_cache_get_dirty()'s
+ * do, not the sectors after it that no search of the writer's read and
+ * a card serves in a request of their own.
+ */
+int fk_cache_get_to_change(struct fk_cache *cache, uint32_t sec,
+			   const unsigned char **data);
 
 /*
  * Borrow the sectors around @sec for reading as one piece of memory:

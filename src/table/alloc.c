@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/cache.h"
 #include "io/device.h"
 #include "lib/bigmem.h"
 #include "lib/diag.h"
@@ -25,11 +26,13 @@
 #define WORD_BITS 64u
 #define NBUCKETS  32 /* run lengths by power of two */
 /*
- * Clusters per chunk of a lazy map: 128 KiB of a FAT32 FAT, a whole
- * number of sectors of every width (for FAT12, 96 sectors of 512 bytes).
+ * Clusters per chunk of a lazy exFAT map: 4 KiB of allocation bitmap.  A
+ * lazy FAT map's chunks are a page of FAT (fat_chunk()); its first load
+ * reads CHUNK_CLUS clusters' entries at least, as many as a bitmap's
+ * (128 KiB of a FAT32 FAT), and one load at most MAX_AHEAD times that.
  */
 #define CHUNK_CLUS  (1u << 15)
-#define MAX_AHEAD   64u	 /* chunks one lazy load reads at most */
+#define MAX_AHEAD   64u	 /* CHUNK_CLUS clusters one lazy load reads at most */
 #define BM_MAX_LOAD 256u /* bitmap chunks one read takes (1 MiB) */
 #define BM_BUF_LEN  ((size_t)BM_MAX_LOAD * CHUNK_CLUS / 8)
 #define BM_BIG_LEN  ((size_t)64 << 10) /* from here on, into bm_buf */
@@ -44,8 +47,10 @@ struct fk_alloc {
 	uint32_t nfound; /* free clusters the map held when loaded */
 	/* A lazy map (fk_alloc_open_lazy()); vol NULL: all of it known. */
 	struct fk_volume *vol;
-	uint8_t *is_loaded; /* per chunk of CHUNK_CLUS clusters */
+	uint8_t *is_loaded; /* per chunk of @chunk clusters */
+	uint32_t chunk;
 	uint32_t nchunks;
+	uint32_t max_ahead; /* chunks one load reads at most (but @want) */
 	uint32_t nunloaded; /* chunks not read yet */
 	uint32_t ahead;	    /* chunks the next load reads, at most */
 	uint32_t fsi_free;  /* FSInfo's free count at open, or UNKNOWN */
@@ -63,13 +68,13 @@ struct fk_alloc {
 /* The chunk that holds cluster @clus. */
 static uint32_t chunk_of(const struct fk_alloc *a, uint32_t clus)
 {
-	return clus < a->base ? 0 : (clus - a->base) / CHUNK_CLUS;
+	return clus < a->base ? 0 : (clus - a->base) / a->chunk;
 }
 
 /* The first cluster of chunk @k (past the end for k == nchunks). */
 static uint64_t chunk_first(const struct fk_alloc *a, uint32_t k)
 {
-	return (uint64_t)k * CHUNK_CLUS + a->base;
+	return (uint64_t)k * a->chunk + a->base;
 }
 
 /*
@@ -106,14 +111,14 @@ static void bm_buf_done(struct fk_alloc *a, unsigned char *buf)
 static int scan_bitmap(struct fk_alloc *a, uint32_t k, uint32_t n,
 		       uint32_t *found)
 {
-	uint64_t bit = (uint64_t)k * CHUNK_CLUS, stop, nbits, b;
+	uint64_t bit = (uint64_t)k * a->chunk, stop, nbits, b;
 	unsigned char *buf;
 	size_t len, i;
 	int err;
 
 	nbits = a->end - a->base;
-	stop = bit + (uint64_t)n * CHUNK_CLUS < nbits
-		       ? bit + (uint64_t)n * CHUNK_CLUS
+	stop = bit + (uint64_t)n * a->chunk < nbits
+		       ? bit + (uint64_t)n * a->chunk
 		       : nbits;
 	len = (size_t)((stop - bit + 7) / 8);
 	/* Bytes past @len in the last word are masked off below. */
@@ -160,28 +165,30 @@ static void fill_soon(struct fk_alloc *a, uint64_t first, uint64_t n)
 }
 
 /*
- * Read chunk @k, and up to a->ahead - 1 (or @want - 1, when more) unread
- * chunks after it, in one sequential scan; each further load reads twice
- * as many, so a search that goes on costs few requests.  A failed read
- * leaves its chunks with no free clusters and a->err set.
+ * Read chunk @k, and up to a->ahead - 1 (or @want - 1, when more; with
+ * @is_exact, @want - 1 only) unread chunks after it, in one sequential
+ * scan; each further load reads twice as many, so a search that goes on
+ * costs few requests.  A failed read leaves its chunks with no free
+ * clusters and a->err set.
  */
-static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
+static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want,
+		      int is_exact)
 {
 	uint32_t n = 1, found = 0, i, first = (uint32_t)chunk_first(a, k);
-	uint32_t most = a->ahead > want ? a->ahead : want;
+	uint32_t most = a->ahead > want && !is_exact ? a->ahead : want;
 	int is_blank = 0, err;
 
 	while (n < most && k + n < a->nchunks && !a->is_loaded[k + n] &&
 	       (!a->bm_off || n < BM_MAX_LOAD))
 		n++;
-	fill_soon(a, first, (uint64_t)n * CHUNK_CLUS);
+	fill_soon(a, first, (uint64_t)n * a->chunk);
 	if (a->bm_off) {
 		if ((err = scan_bitmap(a, k, n, &found)) && !a->err)
 			a->err = err;
 	} else if ((err = fk_fat_scan_free_range(
-			    a->vol, a->vol->g.active_fat, first, n * CHUNK_CLUS,
+			    a->vol, a->vol->g.active_fat, first, n * a->chunk,
 			    a->free_map, &found, &is_blank))) {
-		uint32_t end = (k + n) * CHUNK_CLUS;
+		uint32_t end = (k + n) * a->chunk;
 
 		memset(a->free_map + first / WORD_BITS, 0,
 		       (size_t)((end < a->end ? end : a->end) - first +
@@ -200,7 +207,7 @@ static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
 	/* A load sized by what was missing guessed nothing: the next one
 	 * need not be larger (a FAT chunk costs a card as much time as a
 	 * dozen requests). */
-	if (n <= a->ahead && a->ahead < MAX_AHEAD)
+	if (!is_exact && n <= a->ahead && a->ahead < a->max_ahead)
 		a->ahead *= 2;
 }
 
@@ -208,7 +215,7 @@ static void load_from(struct fk_alloc *a, uint32_t k, uint32_t want)
 static void ensure(struct fk_alloc *a, uint32_t clus)
 {
 	if (a->nunloaded && clus < a->end && !a->is_loaded[chunk_of(a, clus)])
-		load_from(a, chunk_of(a, clus), 1);
+		load_from(a, chunk_of(a, clus), 1, 0);
 }
 
 /* Read every chunk still unread, consecutive ones in one scan. */
@@ -219,7 +226,7 @@ static void load_all(struct fk_alloc *a)
 	a->ahead = UINT32_MAX;
 	for (k = 0; a->nunloaded && k < a->nchunks; k++)
 		if (!a->is_loaded[k])
-			load_from(a, k, 1);
+			load_from(a, k, 1, 0);
 }
 
 /* The end of the stretch from @from whose bits one check makes known. */
@@ -303,6 +310,31 @@ static int alloc_new(uint32_t nclus, uint32_t hint, int is_lazy,
 	return 0;
 }
 
+/*
+ * Clusters whose FAT entries fill a page (three for FAT12, whose entries
+ * are a byte and a half): a lazy FAT map reads whole pages, as many as a
+ * search needs, where a chunk of 128 KiB read up to 124 KiB more than a
+ * search took (a card's page cache reads pages, whatever is asked).
+ */
+static uint32_t fat_chunk(const struct fk_geom *g)
+{
+	return g->ent_bits == 12 ? 8192u : 32768u / g->ent_bits;
+}
+
+/* A lazy map's chunks of @chunk clusters; its loads start as long as
+ * CHUNK_CLUS clusters and double up to MAX_AHEAD times that. */
+static int set_chunks(struct fk_alloc *a, uint32_t chunk)
+{
+	a->chunk = chunk;
+	a->nchunks =
+		(uint32_t)(((uint64_t)a->end - a->base + chunk - 1) / chunk);
+	a->nunloaded = a->nchunks;
+	a->ahead = CHUNK_CLUS > chunk ? CHUNK_CLUS / chunk : 1;
+	a->max_ahead = a->ahead * MAX_AHEAD;
+	a->is_loaded = calloc(a->nchunks ? a->nchunks : 1, 1);
+	return a->is_loaded ? 0 : -ENOMEM;
+}
+
 int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out)
 {
 	struct fk_alloc *a;
@@ -311,18 +343,15 @@ int fk_alloc_open_lazy(struct fk_volume *vol, struct fk_alloc **out)
 
 	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, 1, &a)))
 		return err;
-	a->nchunks = (a->end + CHUNK_CLUS - 1) / CHUNK_CLUS;
-	if (!(a->is_loaded = calloc(a->nchunks, 1))) {
+	if ((err = set_chunks(a, fat_chunk(&vol->g)))) {
 		fk_alloc_close(a);
-		return -ENOMEM;
+		return err;
 	}
 	if ((err = fk_fsinfo_read(vol, &fsi))) {
 		fk_alloc_close(a);
 		return err;
 	}
 	a->vol = vol;
-	a->nunloaded = a->nchunks;
-	a->ahead = 1;
 	a->is_blank = 1;
 	a->has_fsinfo = fsi.is_present;
 	a->fsi_free = fsi.is_present && fsi.is_lead_ok && fsi.is_struc_ok
@@ -344,16 +373,12 @@ int fk_alloc_open_bitmap(struct fk_volume *vol, uint64_t bm_off,
 	if ((err = alloc_new(vol->g.nclus, FK_FIRST_CLUS, 1, &a)))
 		return err;
 	a->base = FK_FIRST_CLUS;
-	a->nchunks = (uint32_t)(((uint64_t)vol->g.nclus + CHUNK_CLUS - 1) /
-				CHUNK_CLUS);
-	if (!(a->is_loaded = calloc(a->nchunks ? a->nchunks : 1, 1))) {
+	if ((err = set_chunks(a, CHUNK_CLUS))) {
 		fk_alloc_close(a);
-		return -ENOMEM;
+		return err;
 	}
 	a->vol = vol;
 	a->bm_off = bm_off;
-	a->nunloaded = a->nchunks;
-	a->ahead = 1;
 	a->fsi_free = FK_FSINFO_UNKNOWN;
 	*out = a;
 	return 0;
@@ -490,22 +515,71 @@ uint32_t fk_alloc_nfree_open(struct fk_alloc *a)
 	return a->nfound;
 }
 
-int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
+/* fk_alloc_has_free(); @is_exact: no load reads more than is missing. */
+static int has_free(struct fk_alloc *a, uint32_t nclus, int is_exact)
 {
 	uint32_t k = chunk_of(a, a->cursor), i;
+	/* The clusters before the cursor in its chunk are read with it but
+	 * are not where the search goes: the first load covers them too. */
+	uint64_t before = a->cursor - chunk_first(a, k);
 
 	/* The chunks the search from the cursor will reach, in its order,
 	 * at least as many at once as can hold what is missing (each must
-	 * be read anyway): 256 MiB of 512-byte clusters is one read of 16
-	 * chunks, not five that double, and its map one huge page. */
-	for (i = 0; a->nfree < nclus && a->nunloaded && i < a->nchunks; i++)
+	 * be read anyway): 256 MiB of 512-byte clusters is one read, not
+	 * five that double, and its map one huge page. */
+	for (i = 0; a->nfree < nclus && a->nunloaded && i < a->nchunks; i++) {
 		if (!a->is_loaded[(k + i) % a->nchunks])
 			load_from(a, (k + i) % a->nchunks,
-				  (uint32_t)(((uint64_t)nclus - a->nfree +
-					      CHUNK_CLUS - 1) /
-					     CHUNK_CLUS));
+				  (uint32_t)((before + nclus - a->nfree +
+					      a->chunk - 1) /
+					     a->chunk),
+				  is_exact);
+		before = 0;
+	}
 	/* A failed read is no lack of space: fk_alloc_plan() reports it. */
 	return a->nfree >= nclus || a->err;
+}
+
+int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
+{
+	return has_free(a, nclus, 0);
+}
+
+/*
+ * The chain walks after the first load (the root's, the files'), when
+ * they start in the FAT it read: their first span is its pages, which
+ * the page cache holds, not a 64 KiB span whose pages past them a card
+ * serves in a request of their own.
+ */
+static void want_loaded(struct fk_alloc *a)
+{
+	const struct fk_geom *g = &a->vol->g;
+	uint32_t k = chunk_of(a, a->cursor), n = 0;
+	uint64_t lo, hi, end;
+
+	while (k + n < a->nchunks && a->is_loaded[k + n])
+		n++;
+	if (!n)
+		return;
+	end = chunk_first(a, k + n) < a->end ? chunk_first(a, k + n) : a->end;
+	lo = chunk_first(a, k) * g->ent_bits / 8 / g->sec_len;
+	hi = (end * g->ent_bits / 8 + g->sec_len - 1) / g->sec_len;
+	fk_cache_want_span(a->vol->fat, (uint32_t)lo, (uint32_t)(hi - lo));
+}
+
+void fk_alloc_expect(struct fk_alloc *a, uint64_t nclus)
+{
+	uint32_t total = a->end - FK_FIRST_CLUS, used;
+
+	if (!a->nunloaded || a->bm_off || a->fsi_free == FK_FSINFO_UNKNOWN ||
+	    a->fsi_free > total)
+		return;
+	/* The files the run extends hold at most the clusters in use. */
+	used = total - a->fsi_free;
+	if (nclus <= used)
+		return;
+	has_free(a, nclus - used < total ? (uint32_t)(nclus - used) : total, 1);
+	want_loaded(a);
 }
 
 uint32_t fk_alloc_fsinfo_free(struct fk_alloc *a)

@@ -78,6 +78,18 @@ uint32_t fk_alloc_nfree_open(struct fk_alloc *alloc);
  */
 int fk_alloc_has_free(struct fk_alloc *alloc, uint32_t nclus);
 /*
+ * A lazy FAT map, told that the run asks for @nclus clusters in all (some
+ * perhaps held already by the files it extends): reads now, in one load
+ * from the cursor, the entries of as many free clusters as the run must
+ * take at least by FSInfo's count (@nclus less the clusters in use), so
+ * that a card gets one request for what the searches, and the judges of
+ * the FAT's first sectors, would have asked in several; and no entry a
+ * run that extends its files does not reach.  Nothing without a count in
+ * FSInfo.  A failed read is the next plan's error.
+ */
+void fk_alloc_expect(struct fk_alloc *alloc, uint64_t nclus);
+
+/*
  * The free count for FSInfo after the plans: exact where the whole FAT was
  * read; else FSInfo's count at open less the clusters planned, when that
  * count is at least what the chunks read hold; else the whole FAT is read

@@ -534,7 +534,7 @@ static int compare_secs(struct fk_volume *vol, const unsigned char *buf,
 				goto differ;
 			continue;
 		}
-		if ((err = fk_cache_get(vol->fat, s, &data)))
+		if ((err = fk_cache_get_to_change(vol->fat, s, &data)))
 			return err;
 		if (memcmp(p, data, sec_len))
 			goto differ;
