@@ -297,6 +297,7 @@ static int alloc_new(uint32_t nclus, uint32_t hint, int is_lazy,
 		return -ENOMEM;
 	a->end = nclus + FK_FIRST_CLUS;
 	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
+	a->chunk = CHUNK_CLUS; /* chunk_of() divides by it, lazy or not */
 	/* A lazy map is touched where its loads write (fill_soon()): a
 	 * small card's run reads a page of it, not a huge page. */
 	a->free_map = is_lazy ? fk_bigmem_alloc_lazy(a->nwords, 8)
@@ -486,6 +487,7 @@ int fk_alloc_take_used(uint64_t *used, uint32_t nclus, uint32_t hint,
 		return -ENOMEM;
 	a->end = nclus + FK_FIRST_CLUS;
 	a->nwords = (a->end + WORD_BITS - 1) / WORD_BITS;
+	a->chunk = CHUNK_CLUS; /* chunk_of() divides by it, lazy or not */
 	a->free_map = used;
 	set_hint(a, hint);
 	used_to_free(a, nclus);
