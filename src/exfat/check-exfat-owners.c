@@ -234,10 +234,12 @@ static int read_names(struct fk_exfat_check *x, const uint32_t *recs, size_t n)
 		err = want_chain(x, recs[i], &want);
 	for (i = 0; i < want.n; i++)
 		x->rec_names[want.v[i].rec] = NULL;
-	if (!err && want.n && !(set = malloc(sizeof(*set))))
-		err = -ENOMEM;
-	if (!err)
-		qsort(want.v, want.n, sizeof(*want.v), cmp_place);
+	if (!err && want.n) {
+		if ((set = malloc(sizeof(*set))))
+			qsort(want.v, want.n, sizeof(*want.v), cmp_place);
+		else
+			err = -ENOMEM;
+	}
 	for (i = 0; i < want.n && !err; i = j) {
 		for (j = i; j < want.n && want.v[j].dir == want.v[i].dir; j++)
 			;
