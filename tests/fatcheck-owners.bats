@@ -182,6 +182,34 @@ PY
 	fsck.exfat -n img 2>&1 | grep -q '^ERROR: /DCIM/100/CLIP1.MP4: '
 }
 
+@test "fatcheck exFAT: an allocation of a benign primary entry in a subdirectory is named by its directory" {
+	cp "$BATS_FILE_TMPDIR/base.exfat" img
+	# A benign primary (0xA5: a reader may skip it) with one cluster of
+	# its own, NoFatChain, in /DCIM/100, on a cluster the bitmap leaves
+	# free: its owner has no name but its directory's.
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+d = v.open_dir(v.resolve("/DCIM/100")[1])
+clus = v.find_free(2)
+e = bytearray(32)
+e[0] = 0xA5
+e[4] = 0x03  # AllocationPossible, NoFatChain
+r.put_le(e, 20, 4, clus)
+r.put_le(e, 24, 8, v.csize)
+r.put_le(e, 2, 2, r.set_checksum(bytes(e)))
+d.write_entries(d.free_slot(1), bytes(e))
+v.flush()
+PY
+	run -4 --separate-stderr fatcheck img
+	assert_line --regexp "^error: img: 1 cluster in use is marked free in the allocation bitmap, the first [0-9]+; owned by an allocation of an entry in /DCIM/100 \(1 cluster\)\$"
+	run -1 fatcheck -r img
+	run -0 fatcheck img
+	fsck_exfat_ok img
+}
+
 @test "fatcheck exFAT: a cross-link names both files, as fsck.exfat names the later" {
 	cp "$BATS_FILE_TMPDIR/base.exfat" img
 	ref corrupt img cross-link

@@ -154,21 +154,24 @@ static int cmp_place(const void *a, const void *b)
 	return p->ent < q->ent ? -1 : p->ent > q->ent;
 }
 
-/* Add @r and the directories above it to @want, each once: a record
- * named or wanted already has a rec_names slot that is not NULL. */
+/* Add the entry record @r is for (an allocation of an entry with no name:
+ * its directory) and the directories above it to @want, each once: a
+ * record named or wanted already has a rec_names slot that is not NULL. */
 static int want_chain(struct fk_exfat_check *x, uint32_t r, place_list *want)
 {
-	static char wanted[] = "?"; /* replaced by read_dir_names() */
+	static char wanted[] = "?"; /* read_names() clears it again */
 
+	if (x->owners.v[r].kind == OWN_OTHER)
+		r = x->owners.v[r].parent;
 	for (; r != NO_REC && x->owners.v[r].kind == OWN_ENTRY &&
 	       !x->rec_names[r];
 	     r = x->owners.v[r].parent) {
 		struct place pl = {x->owners.v[r].parent, x->owners.v[r].name,
 				   r};
 
-		x->rec_names[r] = wanted;
 		if (PUSH(*want, pl))
 			return -ENOMEM;
+		x->rec_names[r] = wanted; /* only once listed: see above */
 	}
 	return 0;
 }
@@ -199,7 +202,7 @@ static int read_dir_names(struct fk_exfat_check *x, const struct place *pl,
 		return err;
 	if (pl->dir != NO_REC)
 		fk_exfat_dir_set_limit(dir, x->owners.v[pl->dir].nclus);
-	while (k < n && fk_exfat_dir_next(dir, set, &d2) == 1) {
+	while (k < n && (err = fk_exfat_dir_next(dir, set, &d2)) == 1) {
 		const char *name = set->name[0] ? set->name : "?";
 
 		for (; k < n && pl[k].ent <= set->first_ent; k++)
@@ -210,7 +213,9 @@ static int read_dir_names(struct fk_exfat_check *x, const struct place *pl,
 			}
 	}
 	fk_exfat_dir_close(dir);
-	return 0;
+	/* Damage ends the read where it ended the walk's; a device that
+	 * fails now, where the walk read, is an error of its own. */
+	return err < 0 ? err : 0;
 }
 
 /*
