@@ -517,8 +517,7 @@ uint32_t fk_alloc_nfree_open(struct fk_alloc *a)
 	return a->nfound;
 }
 
-/* fk_alloc_has_free(); @is_exact: no load reads more than is missing. */
-static int has_free(struct fk_alloc *a, uint32_t nclus, int is_exact)
+int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
 {
 	uint32_t k = chunk_of(a, a->cursor), i;
 	/* The clusters before the cursor in its chunk are read with it but
@@ -535,16 +534,11 @@ static int has_free(struct fk_alloc *a, uint32_t nclus, int is_exact)
 				  (uint32_t)((before + nclus - a->nfree +
 					      a->chunk - 1) /
 					     a->chunk),
-				  is_exact);
+				  0);
 		before = 0;
 	}
 	/* A failed read is no lack of space: fk_alloc_plan() reports it. */
 	return a->nfree >= nclus || a->err;
-}
-
-int fk_alloc_has_free(struct fk_alloc *a, uint32_t nclus)
-{
-	return has_free(a, nclus, 0);
 }
 
 /*
@@ -571,7 +565,8 @@ static void want_loaded(struct fk_alloc *a)
 
 void fk_alloc_expect(struct fk_alloc *a, uint64_t nclus)
 {
-	uint32_t total = a->end - FK_FIRST_CLUS, used;
+	uint32_t total = a->end - FK_FIRST_CLUS, used, k;
+	uint64_t need, want;
 
 	if (!a->nunloaded || a->bm_off || a->fsi_free == FK_FSINFO_UNKNOWN ||
 	    a->fsi_free > total)
@@ -580,7 +575,12 @@ void fk_alloc_expect(struct fk_alloc *a, uint64_t nclus)
 	used = total - a->fsi_free;
 	if (nclus <= used)
 		return;
-	has_free(a, nclus - used < total ? (uint32_t)(nclus - used) : total, 1);
+	need = nclus - used < total ? nclus - used : total;
+	/* One load: past it, a stale count's searches double as usual. */
+	k = chunk_of(a, a->cursor);
+	want = (a->cursor - chunk_first(a, k) + need + a->chunk - 1) / a->chunk;
+	if (k < a->nchunks && !a->is_loaded[k])
+		load_from(a, k, (uint32_t)want, 1);
 	want_loaded(a);
 }
 
