@@ -609,6 +609,17 @@ fat32_card_run()
 	card_reads r.log "$dev"
 }
 
+# card_judged IMG: the loop device of IMG (LOOPDEV) detached, fsck.fat,
+# the two FAT copies and FSInfo judge IMG.
+card_judged()
+{
+	losetup -d "$LOOPDEV"
+	LOOPDEV=
+	fsck_clean "$1"
+	fat_copies_equal "$1"
+	fsinfo_exact "$1"
+}
+
 @test "reads: the FAT32 writer asks a cold card for four requests: the boot page, the FAT it searches in one (the judges' and the root's entries with it), a page of root, the second copy's sectors it checks" {
 	((EUID == 0)) || skip "needs root for losetup"
 	local dev reqs bytes i files=()
@@ -635,11 +646,7 @@ fat32_card_run()
 	# (the judges'), and 28 KiB after the run's last sector (the check
 	# of the sector it writes, read with 63 more).
 	((reqs <= 4 && bytes <= 532 * 1024))
-	losetup -d "$dev"
-	LOOPDEV=
-	fsck_clean img
-	fat_copies_equal img
-	fsinfo_exact img
+	card_judged img
 	[[ $(mdir -i img ::VIDEO/clip.mp4) == *" 268435456 "* ]]
 	# Sixteen files of 16 MiB: the same.
 	dev=$(losetup -f --show img2)
@@ -657,11 +664,7 @@ fat32_card_run()
 		"$dev" "${files[@]}")
 	echo "# 16 x 16M again: $reqs requests, $bytes bytes"
 	((bytes <= 336 * 1024))
-	losetup -d "$dev"
-	LOOPDEV=
-	fsck_clean img2
-	fat_copies_equal img2
-	fsinfo_exact img2
+	card_judged img2
 	# The seed's card (bench/prealloc.sh): 4.5 GiB, 512-byte clusters,
 	# 16 files of 64 KiB in the root.  The 2,048 clusters' entries are 8
 	# KiB of FAT: 12 KiB of its pages in one request, and the root's
@@ -677,11 +680,7 @@ fat32_card_run()
 		"${files[@]}")
 	echo "# seed: $reqs requests, $bytes bytes"
 	((reqs <= 4 && bytes <= 36 * 1024))
-	losetup -d "$dev"
-	LOOPDEV=
-	fsck_clean img
-	fat_copies_equal img
-	fsinfo_exact img
+	card_judged img
 }
 
 @test "reads: a stale FSInfo free count sizes one FAT read, not a search one page at a time" {
