@@ -477,6 +477,7 @@ VERDICTS=(
 	"fat1-value|12 16 32|warning|not an end-of-chain mark"
 	"no-backup|32|error|FAT32 volume without a backup boot sector"
 	"backup-boot|32|warning|backup boot sector (sector 6) differs|This is mostly harmless"
+	"backup-outside|32|warning|reserved sectors: not used|This is mostly harmless"
 	"fsinfo-sig|32|error|FSInfo sector 1 has bad signatures"
 	"fsinfo-free|32|error|FSInfo free count is"
 	"fsinfo-unset|32|note|FSInfo free count is not set|Free cluster summary uninitialized"
@@ -590,6 +591,23 @@ fsck_reports()
 	warning_case 32 backup-boot
 	warning_case 32 fsinfo-next
 	[ "$(fsinfo_next img)" -ge 2 ]
+}
+
+@test "a FAT32 backup boot sector numbered past the reserved sectors is not used: fatls and fatprealloc take the volume, fatcheck -r moves the backup to sector 6" {
+	warning_case 32 backup-outside
+	[ "$(od -An -tu2 -j50 -N2 img | tr -d ' ')" -eq 6 ]
+	cmp <(head -c 512 img) <(tail -c +$((6 * 512 + 1)) img | head -c 512)
+	use 32
+	damage backup-outside
+	cp img before.img
+	run -0 fatls -R img
+	[[ $output == *README.TXT* ]]
+	# The writer reads and writes nothing at that number: the FAT there
+	# stays the FAT, and fsck.fat finds the volume whole.
+	run -0 fatprealloc img /new.bin 1M
+	fsck_clean img
+	fat_copies_equal img
+	[[ $(mdir -i img ::new.bin) == *" 1048576 "* ]]
 }
 
 # clus_len: bytes per cluster of ./img.

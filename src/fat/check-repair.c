@@ -552,6 +552,7 @@ static int repair_new_backup(struct fat_check *ck)
 				   vol->boot, vol->g.sec_len)))
 		return err;
 	vol->g.backup_sec = sec;
+	vol->g.backup_sec_outside = 0;
 	return 0;
 }
 

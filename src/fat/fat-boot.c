@@ -222,11 +222,14 @@ static int parse_fat32(const unsigned char *bs, struct fk_geom *g,
 	g->backup_sec = get_le16(bs + BPB_BK_BOOT_SEC);
 	if (g->backup_sec == 0xFFFF)
 		g->backup_sec = 0;
-	if (g->backup_sec >= g->rsvd_secs)
-		return bad(diag,
-			   "bad boot sector: backup boot sector %u is "
-			   "outside the %u reserved sectors",
-			   g->backup_sec, g->rsvd_secs);
+	/* A number past the reserved sectors names a sector of the FAT or
+	 * the data: no copy is read or written there.  Linux never reads
+	 * the backup, so the volume stays readable and writable; fatcheck
+	 * names it and moves the backup where it belongs. */
+	if (g->backup_sec >= g->rsvd_secs) {
+		g->backup_sec_outside = g->backup_sec;
+		g->backup_sec = 0;
+	}
 	if (flags & EXT_FLAG_NO_MIRROR) {
 		g->is_mirrored = 0;
 		g->active_fat = flags & EXT_FLAG_ACTIVE;

@@ -49,6 +49,9 @@ struct fk_geom {
 	uint32_t root_clus;  /* first cluster of a chained root; else 0 */
 	uint32_t fsinfo_sec; /* free-count sector; 0: none */
 	uint32_t backup_sec; /* backup boot sector; 0: none */
+	/* a backup boot sector numbered past the reserved sectors: not
+	 * used (the checker names it); 0: none */
+	uint32_t backup_sec_outside;
 	uint32_t active_fat; /* copy that is read */
 	int is_mirrored;     /* FAT copies are kept identical */
 	uint8_t media;	     /* media byte (FAT[0] repeats it) */

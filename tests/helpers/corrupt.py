@@ -37,6 +37,8 @@ Cases (PATH is absolute inside the volume):
   boot-dirty               boot sector dirty flag set (as Linux while mounted)
   backup-boot              one byte of the FAT32 backup boot sector differs
   no-backup                the FAT32 BPB names no backup boot sector
+  backup-outside           the FAT32 BPB's backup boot sector is the first
+                           sector after the reserved ones (the first FAT's)
   fsinfo-sig               FSInfo lead signature broken
   fsinfo-free              FSInfo free count off by 7
   fsinfo-next              FSInfo next-free hint past the last cluster
@@ -454,6 +456,13 @@ def case_no_backup(vol):
     if vol.bits != 32:
         die("only FAT32 has a backup boot sector")
     vol.write(50, struct.pack("<H", 0))
+    return ["-"]
+
+
+def case_backup_outside(vol):
+    if vol.bits != 32:
+        die("only FAT32 has a backup boot sector")
+    vol.write(50, struct.pack("<H", vol.rsvd))
     return ["-"]
 
 
@@ -930,6 +939,7 @@ CASES = {
     "nfats": case_nfats, "root-ents": case_root_ents,
     "fat1-error": case_fat1_error, "fat1-value": case_fat1_value,
     "no-backup": case_no_backup, "fsinfo-unset": case_fsinfo_unset,
+    "backup-outside": case_backup_outside,
     "lower-name": lambda v, p: case_short_byte(v, p, 1, ord("e")),
     "lead-space": lambda v, p: case_short_byte(v, p, 0, ord(" ")),
     "punct-name": lambda v, p: case_short_byte(v, p, 1, ord("+")),

@@ -254,10 +254,11 @@ static const struct damage_row {
 	 B32,
 	 {{48, 2, 0xFFFF}},
 	 NULL},
-	{"backup boot sector outside the reserved area",
+	{"backup boot sector outside the reserved area is not used, not "
+	 "refused",
 	 B32,
 	 {{50, 2, 32}},
-	 "backup boot sector"},
+	 NULL},
 	{"active FAT 2 of 2 without mirroring",
 	 B32,
 	 {{40, 2, 0x82}},
@@ -383,6 +384,12 @@ static void test_ids(void)
 		   g.fsinfo_sec == 1 && g.backup_sec == 6 && g.is_mirrored &&
 		   !g.active_fat,
 	   "fk_fat_bpb_parse: FAT32 label, root cluster, FSInfo, backup");
+	put_le16(bs + 50, 32); /* the first FAT's first sector */
+	err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL);
+	OK(!err && !g.backup_sec && g.backup_sec_outside == 32,
+	   "fk_fat_bpb_parse: a backup boot sector past the reserved ones is "
+	   "not used, and kept to be named");
+	put_le16(bs + 50, 6);
 	bs[66] = 0;
 	err = fk_fat_bpb_parse(bs, 512, AMPLE_LEN, &g, NULL);
 	OK(!err && !g.has_ext_boot && !g.label[0],
