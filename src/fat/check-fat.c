@@ -50,19 +50,23 @@ int ck_check_boot(struct fat_check *ck)
 	}
 	if (!fk_fat_is_32(g))
 		return 0;
-	if (g->backup_sec_outside) {
-		/* fsck.fat compares what lies there with the boot sector,
-		 * calls the differences mostly harmless and exits 0. */
-		idx = ck_report(ck->rec, FK_SEV_WARNING, "backup-boot", NULL,
-				"backup boot sector %u is outside the %u "
-				"reserved sectors: not used",
-				g->backup_sec_outside, g->rsvd_secs);
-	} else if (!g->backup_sec) {
-		/* fsck.fat counts this as damage (it creates one). */
-		idx = ck_report(ck->rec, FK_SEV_ERROR, "no-backup-boot", NULL,
-				"FAT32 volume without a backup boot sector");
-	}
 	if (!g->backup_sec) {
+		/* Numbered past the reserved sectors (not used: fat-boot.c),
+		 * fsck.fat compares what lies there with the boot sector,
+		 * calls the differences mostly harmless and exits 0; with
+		 * none, it counts it as damage (it creates one). */
+		if (g->backup_sec_outside) {
+			idx = ck_report(ck->rec, FK_SEV_WARNING, "backup-boot",
+					NULL,
+					"backup boot sector %u is outside the "
+					"%u reserved sectors: not used",
+					g->backup_sec_outside, g->rsvd_secs);
+		} else {
+			idx = ck_report(ck->rec, FK_SEV_ERROR, "no-backup-boot",
+					NULL,
+					"FAT32 volume without a backup boot "
+					"sector");
+		}
 		/* Sector 6, where every formatter puts it, when the
 		 * reserved area holds it and FSInfo is elsewhere. */
 		if (g->rsvd_secs > NEW_BACKUP_SEC &&
