@@ -224,6 +224,38 @@ assert len(f) == 1 and f[0]["paths"] == ["/corrupt-xa", "/corrupt-xb"], f
 ' <<<"$output"
 }
 
+@test "fatcheck exFAT: cross-links in several directories each name their first owner, read back from its directory" {
+	truncate -s 32M img && mkfs.exfat -c 4096 img >/dev/null
+	{
+		echo "put '/First Directory With A Long Name/first owner of one.bin' --size 9000"
+		echo "put '/second/deeper/first owner of two.bin' --size 5000 --nofatchain"
+		echo "put '/third/later one.bin' --size 4000"
+		echo "put '/later two.bin' --size 4000 --nofatchain"
+	} | ref batch img
+	# Each later file starts at its first owner's first cluster.
+	"$FK_PYTHON" - "$FATKIT_HELPERS" img <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+for first, later in (
+        ("/First Directory With A Long Name/first owner of one.bin",
+         "/third/later one.bin"),
+        ("/second/deeper/first owner of two.bin", "/later two.bin")):
+    e = v.resolve(later)[1]
+    e.set_stream(first=v.resolve(first)[1].first)
+    v.rewrite_set(e)
+v.flush()
+PY
+	fsck.exfat -n img 2>&1 | grep -q '^ERROR: /third/later one.bin: cluster is already allocated'
+	run -4 --separate-stderr fatcheck img
+	assert_line --regexp "^error: /third/later one.bin: shares cluster [0-9]+ with another file or directory: /First Directory With A Long Name/first owner of one.bin\$"
+	assert_line --regexp "^error: /later two.bin: shares cluster [0-9]+ with another file or directory: /second/deeper/first owner of two.bin\$"
+	run -1 fatcheck -r img
+	run -0 fatcheck img
+	fsck_exfat_ok img
+}
+
 @test "fatcheck: a FAT cross-link's JSON names both files" {
 	cp "$BATS_FILE_TMPDIR/base16.img" img
 	"$FK_PYTHON" "$CORRUPT" img cross /DATA/rand-100000.bin /README.TXT >/dev/null
