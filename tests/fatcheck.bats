@@ -1638,6 +1638,9 @@ assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 ent
 	"$FK_PYTHON" "$CORRUPT" img lost >/dev/null
 	"$FK_PYTHON" "$CORRUPT" img fat-copy >/dev/null
 	"$FK_PYTHON" "$CORRUPT" img dot /EMPTYDIR >/dev/null
+	# the backup boot sector written to sector 6 before the boot
+	# sector names it there
+	"$FK_PYTHON" "$CORRUPT" img backup-outside >/dev/null
 	cp img damaged.img
 	for n in $(seq 1 40); do
 		cp damaged.img img
@@ -1651,6 +1654,9 @@ assert e["message"].startswith("img:/EMPTYDIR: directory has more than 65536 ent
 		sums_intact
 		[ "$crashed" -eq 99 ] || break
 	done
+	# the loop reached a run with no crash: every write was covered
+	[ "$crashed" -eq 1 ]
+	cmp <(head -c 512 img) <(tail -c +$((6 * 512 + 1)) img | head -c 512)
 }
 
 # damage_for_salvage TYPE: ./img of TYPE with entries hidden past an end
