@@ -1509,6 +1509,66 @@ sys.exit("set_poke: no set named " + name)
 PY
 }
 
+# damaged_first IMG: ./IMG, 512-byte clusters: /DCIM/100MEDIA/CLIP0001.MP4
+# (NoFatChain) and 16 files in /DCIM/many, whose entries fill three
+# clusters; the clip's FirstCluster damaged onto the directory's second
+# cluster, its SetChecksum left stale (as the differential run found it).
+damaged_first()
+{
+	rm -f "$1"
+	truncate -s 2M "$1" && mkfs.exfat -c 512 -b 4096 "$1" >/dev/null
+	{
+		echo "put /DCIM/100MEDIA/CLIP0001.MP4 --size 7000 --nofatchain"
+		for i in $(seq -w 0 15); do
+			echo "put '/DCIM/many/file $i.dat' --size $((300 * (10#$i + 1)))"
+		done
+	} | ref batch "$1"
+	"$FK_PYTHON" - "$FATKIT_HELPERS" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import exfatref as r
+v = r.Volume(sys.argv[2], write=True)
+d = v.resolve("/DCIM/many")[1]
+second = v.clusters_of(d.first, d.dl, d.flags & 2)[0][1]
+e = v.resolve("/DCIM/100MEDIA/CLIP0001.MP4")[1]
+v.write(e.dir.entry_offset(e.index + 1) + 20, second.to_bytes(4, "little"))
+v.flush()
+PY
+}
+
+@test "fatcheck -r exFAT: a set whose SetChecksum fails and whose run lands on a directory loses the run, not the directory's files" {
+	local files=() want i n
+	damaged_first x.img
+	for i in $(seq -w 0 15); do files+=("/DCIM/many/file $i.dat"); done
+	want=$(csums x.img "${files[@]}")
+	# Claimed after every sound stream, the clip meets the directory's
+	# cluster; it was claimed first, and -r cut the directory after
+	# its first cluster: eleven files gone.
+	run -4 fatcheck x.img
+	assert_line --regexp "^error: /DCIM/100MEDIA/CLIP0001.MP4: shares cluster [0-9]+ with another file or directory: /DCIM/many\$"
+	refute_output --partial "/DCIM/many: directory"
+	cp x.img damaged.img
+	run -4 fatcheck -r x.img
+	assert_output --partial "(repair: file made empty)"
+	assert_output --partial "are kept, as they may be what it held"
+	[ "$(csums x.img "${files[@]}")" = "$want" ]
+	fsck_exfat_clean x.img
+	# After a crash at any write (a -DFK_FAULT_INJECTION build; any
+	# other finishes at once), another -r ends the same way.
+	for n in $(seq 1 30); do
+		cp damaged.img x.img
+		run env FK_CRASH_AFTER_WRITE=$n fatcheck -r x.img
+		[[ $status -eq 99 || $status -eq 4 ]]
+		i=$status
+		run fatcheck -r x.img
+		[[ $status -eq 0 || $status -eq 1 || $status -eq 4 ]]
+		[ "$(csums x.img "${files[@]}")" = "$want" ]
+		fsck_exfat_clean x.img
+		[ "$i" -eq 99 ] || break
+	done
+	[ "$i" -eq 4 ]
+}
+
 @test "fatcheck -r exFAT: a NameLength cut short is restored where NameHash matches the longer name; units past a name are cleared on a rewrite" {
 	# Differential: NameLength 14 became 10 with SetChecksum made right:
 	# -r rewrote NameHash for "half valid" and fsck.exfat still called

@@ -219,6 +219,19 @@ int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
 
 /* ---- allocations of the generic templates -------------------------------- */
 
+/* exck_keep_bits() for the entry at @path. */
+static int keep_bits_at(struct fk_exfat_check *x, const char *path,
+			const char *why)
+{
+	x->is_tree_incomplete = 1;
+	if (x->keep_why)
+		return 0;
+	if (!(x->keep_path = strdup(path)))
+		return -ENOMEM;
+	x->keep_why = why;
+	return 0;
+}
+
 /*
  * Remember that the tree holds something this run cannot attribute (@why,
  * at the current path): then no bitmap bit is cleared (exck_check_bitmap()),
@@ -227,13 +240,63 @@ int exck_judge_claim(struct fk_exfat_check *x, const struct claim *c,
  */
 int exck_keep_bits(struct fk_exfat_check *x, const char *why)
 {
-	x->is_tree_incomplete = 1;
-	if (x->keep_why)
-		return 0;
-	if (!(x->keep_path = strdup(exck_cur_path(x))))
-		return -ENOMEM;
-	x->keep_why = why;
-	return 0;
+	return keep_bits_at(x, exck_cur_path(x), why);
+}
+
+/*
+ * A NoFatChain file whose SetChecksum fails (exck_late_claims()): its
+ * FirstCluster or DataLength may be the damage, so its run is claimed
+ * after every sound stream, and only up to the first cluster one of them
+ * owns.  A run that reaches one is cut there (made empty when that is its
+ * first cluster), the cross-link names the owner, and the run frees no
+ * cluster: what the set held before the damage is kept as lost clusters.
+ * Either way the set is written back sealed.  Returns 0 or -errno.
+ */
+static int claim_damaged(struct fk_exfat_check *x, const struct late_set *l)
+{
+	struct fk_exfat_set *s = l->set;
+	uint64_t need = fk_exfat_clus_needed(x->g, s->data_len), vdl;
+	struct fk_claim cross = {.why = FK_CUT_CROSS};
+	struct fk_exfat_stream st = {s->first_clus, s->data_len, 1};
+	struct claim c;
+	uint32_t clus, n;
+	size_t idx;
+	int err;
+
+	for (clus = st.first_clus, n = 0; n < need && !is_owned(x, clus);
+	     clus++, n++)
+		;
+	if (n < need)
+		st.data_len = (uint64_t)n * x->g->clus_len;
+	if (n && (err = exck_claim(x, &st, n, 0, &c)))
+		return err;
+	if (n < need) {
+		cross.at = clus;
+		cross.nclus = n;
+		if ((err = fk_claim_report(x->ck, &claim_ops, x, &cross,
+					   l->path, "", &idx)) ||
+		    (err = keep_bits_at(x, l->path,
+					"a set whose SetChecksum fails runs "
+					"into another owner")))
+			return err;
+		if (n)
+			ck_set_fix(x->ck, idx, "DataLength set to %llu",
+				   (unsigned long long)st.data_len);
+		else
+			ck_set_fix(x->ck, idx, "file made empty");
+		if (!n) {
+			st.first_clus = 0;
+			s->raw[1][SE_FLAGS] &=
+				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+		}
+		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
+		put_u64le(&s->raw[1][GEN_LEN], st.data_len);
+		vdl = get_u64le(&s->raw[1][SE_VDL]);
+		if (vdl > st.data_len)
+			put_u64le(&s->raw[1][SE_VDL], st.data_len);
+	}
+	exck_reseal(x, s);
+	return exck_plan_set(x, s);
 }
 
 /*
@@ -448,6 +511,13 @@ int exck_late_claims(struct fk_exfat_check *x)
 	for (i = 0; i < x->late.n && !err; i++) {
 		struct fk_exfat_set *s = x->late.v[i].set;
 
+		x->own_kind = OWN_ENTRY;
+		x->own_parent = x->late.v[i].own_parent;
+		x->own_name = x->late.v[i].own_name;
+		if (x->late.v[i].why == LATE_DAMAGED) {
+			err = claim_damaged(x, &x->late.v[i]);
+			continue;
+		}
 		st.first_clus = s->first_clus;
 		st.is_no_fat_chain = 1;
 		for (clus = st.first_clus, n = 0;
@@ -461,9 +531,6 @@ int exck_late_claims(struct fk_exfat_check *x)
 		}
 		new_len = (uint64_t)n * g->clus_len;
 		st.data_len = new_len;
-		x->own_kind = OWN_ENTRY;
-		x->own_parent = x->late.v[i].own_parent;
-		x->own_name = x->late.v[i].own_name;
 		if (n && (err = exck_claim(x, &st, n, 0, &c)))
 			goto out;
 		heap.at = s->first_clus;

@@ -94,10 +94,18 @@ struct set_fix {
  * stream (exck_late_claims()), and only as far as its clusters are free of
  * other owners and marked in the bitmap.
  */
+/* Why a file's run is claimed after every sound stream (struct late_set). */
+enum late_why {
+	LATE_NONE,
+	LATE_PAST_HEAP, /* its NoFatChain run passes the heap's end */
+	LATE_DAMAGED,	/* its SetChecksum fails (claim_damaged()) */
+};
+
 struct late_set {
 	struct fk_exfat_set *set; /* as planned by exck_check_file() */
 	char *path;
 	uint32_t own_parent, own_name; /* its owner record's, to be */
+	int why;		       /* enum late_why */
 };
 
 /*
@@ -183,7 +191,8 @@ struct file_check {
 	uint64_t new_len;	   /* its DataLength after the repair */
 	uint64_t big_len; /* a directory run's length cut to whole clusters;
 			     0: none */
-	int is_changed, is_gone, is_late, is_tail;
+	int is_changed, is_gone, is_tail;
+	int late;      /* claimed after the tree: enum late_why */
 	int is_walked; /* a directory exck_check_file() walks next */
 };
 

@@ -228,7 +228,8 @@ static int rename_dup(struct fk_exfat_check *x, struct fk_exfat_set *s,
 }
 
 /* Keep @s (a file, at the current path) for exck_late_claims(). */
-static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
+static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s,
+		    int why)
 {
 	struct late_set l;
 
@@ -236,6 +237,7 @@ static int add_late(struct fk_exfat_check *x, const struct fk_exfat_set *s)
 	l.path = strdup(exck_cur_path(x));
 	l.own_parent = x->own_parent;
 	l.own_name = x->own_name;
+	l.why = why;
 	if (!l.set || !l.path || PUSH(x->late, l)) {
 		free(l.set);
 		free(l.path);
@@ -620,7 +622,14 @@ static int judge_stream(struct fk_exfat_check *x, struct file_check *f)
 	} else if (!f->is_dir && f->st.is_no_fat_chain &&
 		   fk_clus_valid(g, f->st.first_clus) &&
 		   f->need > (uint64_t)fk_clus_max(g) - f->st.first_clus + 1) {
-		f->is_late = 1; /* claimed last: see struct late_set */
+		f->late = LATE_PAST_HEAP; /* see struct late_set */
+	} else if (!f->is_dir && f->st.is_no_fat_chain &&
+		   (s->defects & FK_EXS_CHECKSUM) &&
+		   fk_clus_valid(g, f->st.first_clus)) {
+		/* Its FirstCluster may be the damage: the run is claimed
+		 * after every sound stream (claim_damaged()), so that what it
+		 * lands on keeps its clusters. */
+		f->late = LATE_DAMAGED;
 	} else {
 		return claim_stream(x, f);
 	}
@@ -722,8 +731,10 @@ static int finish_file(struct fk_exfat_check *x, struct file_check *f)
 
 	/* a tail is listed whole: it is, unless claim_nfc_tails() cuts it */
 	visit(x, s, f->is_tail ? (uint32_t)f->need : f->c.nclus);
-	if (f->is_late) {
-		err = add_late(x, s);
+	if (f->late) {
+		if (f->is_changed) /* the late claim writes the set */
+			clear_past_name(s);
+		err = add_late(x, s, f->late);
 	} else if (f->is_changed || f->is_tail) {
 		if (f->is_changed) {
 			clear_past_name(s); /* whatever changed it */

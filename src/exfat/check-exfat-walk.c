@@ -123,7 +123,7 @@ static int exck_check_file(struct fk_exfat_check *x, struct dirwalk *w,
 	f.big_len = 0;
 	f.is_changed = 0;
 	f.is_gone = 0;
-	f.is_late = 0;
+	f.late = LATE_NONE;
 	f.is_tail = 0;
 	f.is_walked = 0;
 	if ((err = exck_push_name(x, name, len, &old)))
