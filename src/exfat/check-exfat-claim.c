@@ -244,6 +244,29 @@ int exck_keep_bits(struct fk_exfat_check *x, const char *why)
 }
 
 /*
+ * A late set @s keeps the first @n clusters of its run (none: it is made
+ * empty), as finding @idx's fix says; its ValidDataLength no more than
+ * that.  The set is sealed and planned by the caller.
+ */
+static void cut_late_run(struct fk_exfat_check *x, struct fk_exfat_set *s,
+			 size_t idx, uint32_t n)
+{
+	uint64_t len = (uint64_t)n * x->g->clus_len;
+
+	if (n) {
+		ck_set_fix(x->ck, idx, "DataLength set to %llu",
+			   (unsigned long long)len);
+	} else {
+		ck_set_fix(x->ck, idx, "file made empty");
+		put_le32(&s->raw[1][GEN_FIRST], 0);
+		s->raw[1][SE_FLAGS] &= (uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
+	}
+	put_u64le(&s->raw[1][GEN_LEN], len);
+	if (get_u64le(&s->raw[1][SE_VDL]) > len)
+		put_u64le(&s->raw[1][SE_VDL], len);
+}
+
+/*
  * A NoFatChain file whose SetChecksum fails (exck_late_claims()): its
  * FirstCluster or DataLength may be the damage, so its run is claimed
  * after every sound stream, and only up to the first cluster one of them
@@ -255,7 +278,7 @@ int exck_keep_bits(struct fk_exfat_check *x, const char *why)
 static int claim_damaged(struct fk_exfat_check *x, const struct late_set *l)
 {
 	struct fk_exfat_set *s = l->set;
-	uint64_t need = fk_exfat_clus_needed(x->g, s->data_len), vdl;
+	uint64_t need = fk_exfat_clus_needed(x->g, s->data_len);
 	struct fk_claim cross = {.why = FK_CUT_CROSS};
 	struct fk_exfat_stream st = {s->first_clus, s->data_len, 1};
 	struct claim c;
@@ -263,7 +286,9 @@ static int claim_damaged(struct fk_exfat_check *x, const struct late_set *l)
 	size_t idx;
 	int err;
 
-	for (clus = st.first_clus, n = 0; n < need && !is_owned(x, clus);
+	/* within the heap: a run past it is LATE_PAST_HEAP's */
+	for (clus = st.first_clus, n = 0;
+	     n < need && clus <= fk_clus_max(x->g) && !is_owned(x, clus);
 	     clus++, n++)
 		;
 	if (n < need)
@@ -279,21 +304,7 @@ static int claim_damaged(struct fk_exfat_check *x, const struct late_set *l)
 					"a set whose SetChecksum fails runs "
 					"into another owner")))
 			return err;
-		if (n)
-			ck_set_fix(x->ck, idx, "DataLength set to %llu",
-				   (unsigned long long)st.data_len);
-		else
-			ck_set_fix(x->ck, idx, "file made empty");
-		if (!n) {
-			st.first_clus = 0;
-			s->raw[1][SE_FLAGS] &=
-				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
-		}
-		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
-		put_u64le(&s->raw[1][GEN_LEN], st.data_len);
-		vdl = get_u64le(&s->raw[1][SE_VDL]);
-		if (vdl > st.data_len)
-			put_u64le(&s->raw[1][SE_VDL], st.data_len);
+		cut_late_run(x, s, idx, n);
 	}
 	exck_reseal(x, s);
 	return exck_plan_set(x, s);
@@ -496,7 +507,7 @@ int exck_late_claims(struct fk_exfat_check *x)
 {
 	const struct fk_geom *g = x->g;
 	uint32_t max = fk_clus_max(g), clus, n;
-	uint64_t sec_at = UINT64_MAX, new_len, vdl;
+	uint64_t sec_at = UINT64_MAX, new_len;
 	unsigned char *sec = NULL;
 	struct fk_claim heap = {.why = FK_CUT_HEAP};
 	struct fk_exfat_stream st;
@@ -537,21 +548,7 @@ int exck_late_claims(struct fk_exfat_check *x)
 		if ((err = fk_claim_report(x->ck, &claim_ops, x, &heap,
 					   x->late.v[i].path, "", &idx)))
 			goto out;
-		if (n) {
-			ck_set_fix(x->ck, idx, "DataLength set to %llu",
-				   (unsigned long long)new_len);
-		} else {
-			ck_set_fix(x->ck, idx, "file made empty");
-			st.first_clus = 0;
-			s->raw[1][SE_FLAGS] &=
-				(uint8_t)~FK_EXFAT_GSF_NO_FAT_CHAIN;
-		}
-		put_le32(&s->raw[1][GEN_FIRST], st.first_clus);
-		put_u64le(&s->raw[1][GEN_LEN], new_len);
-		vdl = (uint64_t)get_le32(&s->raw[1][SE_VDL + 4]) << 32 |
-		      get_le32(&s->raw[1][SE_VDL]);
-		if (vdl > new_len)
-			put_u64le(&s->raw[1][SE_VDL], new_len);
+		cut_late_run(x, s, idx, n);
 		exck_reseal(x, s);
 		err = exck_plan_set(x, s);
 	}
