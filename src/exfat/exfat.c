@@ -437,19 +437,28 @@ static uint16_t csum_step(uint16_t sum, unsigned char b)
 	return (uint16_t)((uint16_t)(sum >> 1 | sum << 15) + b);
 }
 
+/* Four bytes into a SetChecksum. */
+static inline uint16_t csum_4(uint16_t sum, const unsigned char *p)
+{
+	return csum_step(csum_step(csum_step(csum_step(sum, p[0]), p[1]), p[2]),
+			 p[3]);
+}
+
+/* Up-cased unit @c into a NameHash (spec 7.6.4: low byte first). */
+static inline uint16_t hash_unit(uint16_t h, uint16_t c)
+{
+	return csum_step(csum_step(h, (unsigned char)c),
+			 (unsigned char)(c >> 8));
+}
+
 uint16_t fk_exfat_name_hash(const struct fk_exfat_upcase *up,
 			    const uint16_t *name, uint32_t n)
 {
 	uint16_t hash = 0;
 	uint32_t i;
 
-	/* Spec 7.6.4: each up-cased unit's bytes, low byte first. */
-	for (i = 0; i < n; i++) {
-		uint16_t c = fk_exfat_upcase(up, name[i]);
-
-		hash = csum_step(csum_step(hash, (unsigned char)c),
-				 (unsigned char)(c >> 8));
-	}
+	for (i = 0; i < n; i++)
+		hash = hash_unit(hash, fk_exfat_upcase(up, name[i]));
 	return hash;
 }
 
@@ -467,25 +476,8 @@ uint16_t fk_exfat_set_checksum(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 	 * follows is a whole number of 4-byte steps. */
 	sum = csum_step(csum_step(0, p[0]), p[1]);
 	for (p += 4; p < end; p += 4)
-		sum = csum_step(
-			csum_step(csum_step(csum_step(sum, p[0]), p[1]), p[2]),
-			p[3]);
+		sum = csum_4(sum, p);
 	return sum;
-}
-
-/* Four bytes into a SetChecksum or NameHash. */
-static inline uint16_t csum_4(uint16_t sum, const unsigned char *p)
-{
-	return csum_step(csum_step(csum_step(csum_step(sum, p[0]), p[1]), p[2]),
-			 p[3]);
-}
-
-/* Up-cased units @c and @d (low byte first, spec 7.6.4) into a NameHash. */
-static inline uint16_t hash_2(uint16_t h, uint16_t c, uint16_t d)
-{
-	h = csum_step(csum_step(h, (unsigned char)c), (unsigned char)(c >> 8));
-	return csum_step(csum_step(h, (unsigned char)d),
-			 (unsigned char)(d >> 8));
 }
 
 /* fk_exfat_upcase() with the first page's map @pg0 at hand: most names
@@ -519,15 +511,14 @@ void fk_exfat_set_sums(const unsigned char (*raw)[FK_EXFAT_ENT_LEN],
 		upname[i] = c;
 		upname[i + 1] = d;
 		sum = csum_4(sum, p);
-		h = hash_2(h, c, d);
+		h = hash_unit(hash_unit(h, c), d);
 	}
 	for (; p < end; p += 4)
 		sum = csum_4(sum, p);
 	for (; i < n; i++) {
 		c = upcase_unit(up, pg0, name[i]);
 		upname[i] = c;
-		h = csum_step(csum_step(h, (unsigned char)c),
-			      (unsigned char)(c >> 8));
+		h = hash_unit(h, c);
 	}
 	*csum = sum;
 	*hash = h;
