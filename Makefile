@@ -163,14 +163,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	     -fno-omit-frame-pointer
 
 # Builds and bats files use every CPU: bats runs test files and tests side
-# by side through GNU parallel (each test has its own directory), one
-# more than there are CPUs, as tests that wait (signals, sleeps, fsync)
-# left a third of two CPUs idle (vmstat through a whole make check; the
-# plain pass took 307 s with three jobs where it took 368 with two).
+# by side through GNU parallel (each test has its own directory).
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 BATS_JOBS = $(if $(filter-out 0 1,$(JOBS)),$(if $(shell parallel --version \
-	    2>/dev/null | grep -q 'GNU parallel' && echo gnu),--jobs \
-	    $(shell echo $$(($(JOBS) + 1)))))
+	    2>/dev/null | grep -q 'GNU parallel' && echo gnu),--jobs $(JOBS)))
 
 check: deps-check
 	$(MAKE) -j$(JOBS) all
